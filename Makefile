@@ -1,0 +1,61 @@
+# spigap: `make demo` and `make test` set up everything they need on a fresh
+# Debian bookworm machine (a venv with the Python deps; sigrok-cli via apt when
+# running as root, else a clear message), then run.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.spigap-installed
+DEMO ?= captures/mcp3008-rpi3-k4.4-b10.sr
+APT_GET := DEBIAN_FRONTEND=noninteractive apt-get
+
+.PHONY: setup demo test bench captures sigrok-cli clean
+
+setup: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || \
+	  { echo "spigap needs Python >= 3.11 ('$(PYTHON)' is missing or older; Debian bookworm: apt-get install python3)"; exit 1; }
+	@if [ ! -x $(BIN)/python ] || ! $(BIN)/python -m pip --version >/dev/null 2>&1; then \
+	  rm -rf $(VENV); \
+	  if ! $(PYTHON) -m venv $(VENV) >/dev/null 2>&1; then \
+	    rm -rf $(VENV); \
+	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	      echo "setup: installing python3-venv with apt-get"; \
+	      $(APT_GET) update -qq && $(APT_GET) install -y -qq python3-venv >/dev/null && $(PYTHON) -m venv $(VENV) || exit 1; \
+	    else \
+	      echo "setup: cannot create a venv: install python3-venv (sudo apt-get install python3-venv) and run again"; exit 1; \
+	    fi; \
+	  fi; \
+	fi
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	@touch $@
+
+sigrok-cli:
+	@command -v sigrok-cli >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "setup: installing sigrok-cli with apt-get"; \
+	    $(APT_GET) update -qq && $(APT_GET) install -y -qq sigrok-cli >/dev/null; \
+	  else \
+	    echo "sigrok-cli is missing: run 'sudo apt-get install sigrok-cli' (the tests and the benchmark compare against it)"; exit 1; \
+	  fi; }
+
+## the main job on a bundled capture
+demo: setup
+	$(BIN)/spigap analyze $(DEMO)
+
+## the test suite (needs sigrok-cli: the real decoder is one of our oracles)
+test: setup sigrok-cli
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+## spigap vs sigrok-cli, side by side (writes nothing; see BENCHMARKS.md)
+bench: setup sigrok-cli
+	$(BIN)/spigap bench
+
+## rebuild captures/*.sr from their TOML recipes
+captures: setup
+	@for t in captures/*.toml; do $(BIN)/spigap synth --config $$t -o $${t%.toml}.sr || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,3 @@
+from analyzer.cli import main
+
+raise SystemExit(main())

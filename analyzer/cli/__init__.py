@@ -1,0 +1,67 @@
+"""``spigap`` command line: one module per subcommand, each with ``add_subparser``.
+
+Every module in this package that defines ``add_subparser(subparsers)`` is a
+subcommand; ``ORDER`` (an int, default 100) places it in ``--help``. Helper
+modules (``common``) define no ``add_subparser``.
+
+Subcommand modules must import heavy libraries (scipy, matplotlib, dask)
+inside their functions, not at module level: every ``spigap`` run imports all
+of them to build the parser, and start-up time counts in the benchmarks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from analyzer import __version__
+from analyzer.errors import SpigapError
+
+
+
+def subcommand_modules():
+    mods = []
+    for info in pkgutil.iter_modules(__path__):
+        mod = importlib.import_module(f"{__name__}.{info.name}")
+        if hasattr(mod, "add_subparser"):
+            mods.append(mod)
+    return sorted(mods, key=lambda m: (getattr(m, "ORDER", 100), m.__name__))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spigap",
+        description="Where the microseconds go on an SPI bus: per-transfer timing from logic "
+                    "captures (CS setup/hold, inter-byte, cs_change, context switch).")
+    parser.add_argument("--version", action="version", version=f"spigap {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for mod in subcommand_modules():
+        mod.add_subparser(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except SpigapError as e:
+        if args.debug:
+            raise
+        print(f"spigap: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("spigap: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # a bug: say so in one line, keep the traceback for --debug
+        if args.debug:
+            raise
+        print(f"spigap: internal error: {type(e).__name__}: {e} "
+              "(run again with --debug for the traceback and please report it)", file=sys.stderr)
+        return 3

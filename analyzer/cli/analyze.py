@@ -1,0 +1,59 @@
+"""``spigap analyze CAPTURE``: per-transfer SPI timing of one capture."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from analyzer.cli.common import add_capture_options, config_from_args, reader_options, write_output
+from analyzer.errors import CaptureTruncated
+
+ORDER = 10
+
+
+def add_subparser(sub) -> None:
+    p = sub.add_parser("analyze", help="measure every gap of every SPI transfer in a capture",
+                       description="Frame SPI transfers from the raw CS/SCLK edges and measure CS "
+                                   "setup, CS hold, inter-byte, inter-transfer, cs_change and "
+                                   "context-switch gaps (definitions: docs/gaps.md).")
+    p.add_argument("capture", help="capture file (.sr)")
+    add_capture_options(p)
+    o = p.add_argument_group("output")
+    o.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    o.add_argument("--transfers", action="store_true",
+                   help="include every transfer (text: the first 50; json: a 'transfers' list)")
+    o.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    p.set_defaults(func=run)
+
+
+def analyze_path(path, args):
+    """Open and analyze one capture with the CLI's options; returns the Analysis."""
+    from analyzer.core import analysis
+    from analyzer.io import open_capture
+
+    cfg = config_from_args(args)
+    opts = reader_options(args)
+    with open_capture(path, input_format=opts["input_format"], samplerate=opts["samplerate"]) as reader:
+        return analysis.run(reader, cfg)
+
+
+def run(args) -> int:
+    a = analyze_path(args.capture, args)
+    if args.format == "json":
+        from analyzer.output.jsonout import to_dict
+
+        text = json.dumps(to_dict(a, transfers=args.transfers), indent=1) + "\n"
+    elif args.format == "csv":
+        from analyzer.output.csvout import render
+
+        text = render(a)
+    else:
+        from analyzer.output.text import render
+
+        text = render(a, transfers=args.transfers)
+    write_output(text, args.output)
+    if a.truncated:
+        # the partial results are out; now say what went wrong, as an error
+        print(f"spigap: error: {a.truncated}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,280 @@
+"""One analysis of one capture: framing, gap measurement, message grouping, statistics.
+
+Definitions are in docs/gaps.md. Internally every time is an integer number of
+ticks (one tick = one sample period = the resolution); they become seconds only
+on output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import numpy as np
+
+from analyzer.core import grouping as grouping_mod
+from analyzer.core.config import SpiConfig
+from analyzer.core.framing import Framer
+from analyzer.errors import CaptureTruncated
+from analyzer.io.base import CaptureInfo, CaptureReader
+
+GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
+             "transfer_duration", "transfer_period")
+KIND_NONE, KIND_CS_CHANGE, KIND_CONTEXT_SWITCH, KIND_IDLE = 0, 1, 2, 3
+KIND_NAMES = {KIND_NONE: None, KIND_CS_CHANGE: "cs_change", KIND_CONTEXT_SWITCH: "context_switch",
+              KIND_IDLE: "idle"}
+MIN_SAMPLES_PER_PERIOD = 4
+
+
+def describe(values: np.ndarray, tick_s: float) -> dict:
+    """n / min / p50 / mean / p99 / max / std of tick values, in seconds."""
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    if len(v) == 0:
+        return {"n": 0, "min_s": None, "p50_s": None, "mean_s": None, "p99_s": None, "max_s": None,
+                "std_s": None}
+    p50, p99 = np.percentile(v, [50, 99])
+    return {"n": int(len(v)), "min_s": float(v.min()) * tick_s, "p50_s": float(p50) * tick_s,
+            "mean_s": float(v.mean()) * tick_s, "p99_s": float(p99) * tick_s,
+            "max_s": float(v.max()) * tick_s, "std_s": float(v.std()) * tick_s}
+
+
+@dataclasses.dataclass
+class Analysis:
+    info: CaptureInfo
+    cfg: SpiConfig
+    tick_s: float
+    end_tick: int
+    truncated: str | None
+    # per transfer (CS window), ticks; NaN where a figure is unavailable
+    start: np.ndarray
+    end: np.ndarray
+    partial_start: np.ndarray
+    partial_end: np.ndarray
+    n_bits: np.ndarray
+    n_words: np.ndarray
+    first_edge: np.ndarray
+    last_edge: np.ndarray
+    clk_ok: np.ndarray
+    min_half: np.ndarray
+    cs_setup: np.ndarray
+    cs_hold: np.ndarray
+    duration: np.ndarray
+    gap_before: np.ndarray
+    gap_kind: np.ndarray
+    message: np.ndarray
+    # per word, flat; transfer k owns words word_off[k]:word_off[k+1]
+    word_off: np.ndarray
+    mosi: np.ndarray
+    miso: np.ndarray
+    word_first: np.ndarray
+    word_last: np.ndarray
+    # per pair of consecutive words inside a transfer (flat; transfer k owns pair_off[k]:pair_off[k+1])
+    pair_off: np.ndarray
+    pair_gap: np.ndarray
+    pair_inter_transfer: np.ndarray
+    # global
+    period_ticks: float | None
+    inter_transfer_threshold: float | None
+    grouping: grouping_mod.Grouping
+    idle_timeout_ticks: int | None
+    clk_outside_cs: int
+    min_high: int | None
+    min_low: int | None
+    warnings: list[str]
+
+    # -------------------------------------------------------------- helpers
+    @property
+    def n(self) -> int:
+        return len(self.start)
+
+    @property
+    def has_cs(self) -> bool:
+        return self.cfg.cs is not None
+
+    @property
+    def sclk_hz(self) -> float | None:
+        return 1.0 / (self.period_ticks * self.tick_s) if self.period_ticks else None
+
+    def seconds(self, ticks) -> float | None:
+        if ticks is None or (isinstance(ticks, float) and math.isnan(ticks)):
+            return None
+        return float(ticks) * self.tick_s
+
+    def period(self) -> np.ndarray:
+        """Start-to-start time of consecutive transfers (both starts real edges)."""
+        if self.n < 2:
+            return np.empty(0)
+        p = np.diff(self.start).astype(float)
+        p[self.partial_start[:-1]] = np.nan
+        return p
+
+    def gap_values(self, kind: str) -> np.ndarray:
+        if kind == "cs_setup":
+            return self.cs_setup
+        if kind == "cs_hold":
+            return self.cs_hold
+        if kind == "inter_byte":
+            return self.pair_gap[~self.pair_inter_transfer].astype(float)
+        if kind == "inter_transfer":
+            return self.pair_gap[self.pair_inter_transfer].astype(float)
+        if kind == "cs_change":
+            return self.gap_before[self.gap_kind == KIND_CS_CHANGE]
+        if kind == "context_switch":
+            return self.gap_before[self.gap_kind == KIND_CONTEXT_SWITCH]
+        if kind == "idle":
+            return self.gap_before[self.gap_kind == KIND_IDLE]
+        if kind == "transfer_duration":
+            return self.duration
+        if kind == "transfer_period":
+            return self.period()
+        raise KeyError(kind)
+
+    def available(self, kind: str) -> bool:
+        if kind in ("cs_setup", "cs_hold", "cs_change", "context_switch"):
+            return self.has_cs
+        return True
+
+    def idle_clocks(self) -> np.ndarray:
+        """Idle SCLK periods in each inter-byte gap: (gap - T/2) / T."""
+        if not self.period_ticks:
+            return np.empty(0)
+        g = self.gap_values("inter_byte")
+        return (g - self.period_ticks / 2) / self.period_ticks
+
+    def transfer_rate_hz(self) -> float | None:
+        s = self.start[~self.partial_start]
+        if len(s) < 2 or s[-1] == s[0]:
+            return None
+        return (len(s) - 1) / ((s[-1] - s[0]) * self.tick_s)
+
+    def n_messages(self) -> int:
+        if self.n == 0:
+            return 0
+        return int(self.message[-1]) + 1
+
+
+def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None] | None = None) -> Analysis:
+    """Analyze one opened capture. ``on_block(tick)`` reports progress."""
+    info = reader.info
+    cfg = cfg.resolve(info.channels, path=info.path)
+    order = [("clk", cfg.clk), ("cs", cfg.cs), ("mosi", cfg.mosi), ("miso", cfg.miso)]
+    order = [(role, name) for role, name in order if name is not None]
+    bits = {role: j for j, (role, _) in enumerate(order)}
+    framer = Framer(cfg, bits, info.tick_s)
+    truncated = None
+    last_tick = 0
+    try:
+        for block in reader.edges([name for _, name in order]):
+            framer.feed(block)
+            last_tick = int(block.ticks[-1])
+            if on_block:
+                on_block(last_tick)
+    except CaptureTruncated as e:
+        truncated = str(e)
+    end_tick = reader.end_tick if reader.end_tick is not None else last_tick + 1
+    raw = framer.finish(end_tick)
+    return _measure(info, cfg, framer, raw, end_tick, truncated)
+
+
+def _measure(info, cfg, framer: Framer, raw, end_tick, truncated) -> Analysis:
+    w, words = raw["windows"], raw["words"]
+    n = len(w["start"])
+    has_cs = cfg.cs is not None
+    nan = np.full(n, np.nan)
+    has_edges = w["n_edges"] > 0
+    start = w["start"].astype(np.int64)
+    end = w["end"].astype(np.int64)
+    if has_cs:
+        cs_setup = np.where(has_edges & ~w["partial_start"], w["first_edge"] - start, np.nan)
+        cs_hold = np.where(has_edges & ~w["partial_end"], end - w["last_edge"], np.nan)
+        duration = np.where(~w["partial_start"] & ~w["partial_end"], end - start, np.nan).astype(float)
+    else:
+        cs_setup = nan.copy()
+        cs_hold = nan.copy()
+        duration = np.where(~w["partial_start"] & ~w["partial_end"], end - start, np.nan).astype(float)
+    gap_before = np.full(n, np.nan)
+    if n > 1:
+        gap_before[1:] = start[1:] - end[:-1]
+
+    period = framer.spacing.central_mean()
+    # inter-word gaps
+    n_words = w["n_words"]
+    word_off = np.concatenate([[0], np.cumsum(n_words)]).astype(np.int64)
+    n_pairs = np.maximum(n_words - 1, 0)
+    pair_off = np.concatenate([[0], np.cumsum(n_pairs)]).astype(np.int64)
+    if len(words["first"]) > 1:
+        is_last = np.zeros(len(words["first"]), bool)
+        is_last[word_off[1:][n_words > 0] - 1] = True
+        g = words["first"][1:] - words["last"][:-1]
+        pair_gap = g[~is_last[:-1]]
+    else:
+        pair_gap = np.empty(0, np.int64)
+    warnings = list(info.warnings)
+    if cfg.inter_transfer_gap_s is not None:
+        thr = cfg.inter_transfer_gap_s / info.tick_s
+    elif len(pair_gap):
+        g_ref = float(np.percentile(pair_gap, 25))
+        thr = max(2 * g_ref, g_ref + 2 * (period or 0))
+    else:
+        thr = None
+    pair_it = pair_gap > thr if thr is not None else np.zeros(len(pair_gap), bool)
+
+    # message grouping from the CS-inactive gaps
+    gaps = gap_before[1:]
+    if not has_cs:
+        grp = grouping_mod.Grouping(1, 0, 0.0, "none", "no CS line: transfers are framed by SCLK idle "
+                                    "time, so cs_change and context-switch gaps are unavailable")
+        kind = np.full(n, KIND_IDLE)
+        kind[:1] = KIND_NONE
+        boundary = np.ones(max(n - 1, 0), bool)
+    else:
+        grp = (grouping_mod.given(gaps, cfg.transfers_per_message) if cfg.transfers_per_message
+               else grouping_mod.infer(gaps))
+        boundary = grp.boundary_mask(len(gaps))
+        kind = np.full(n, KIND_NONE)
+        kind[1:] = np.where(boundary, KIND_CONTEXT_SWITCH, KIND_CS_CHANGE)
+    message = np.concatenate([[0], np.cumsum(boundary)]).astype(np.int64)[:n]
+
+    a = Analysis(
+        info=info, cfg=cfg, tick_s=info.tick_s, end_tick=end_tick, truncated=truncated,
+        start=start, end=end, partial_start=w["partial_start"], partial_end=w["partial_end"],
+        n_bits=w["n_bits"], n_words=n_words, first_edge=w["first_edge"], last_edge=w["last_edge"],
+        clk_ok=w["clk_ok"], min_half=w["min_half"],
+        cs_setup=cs_setup.astype(float), cs_hold=cs_hold.astype(float), duration=duration,
+        gap_before=gap_before, gap_kind=kind, message=message,
+        word_off=word_off, mosi=words["mosi"], miso=words["miso"], word_first=words["first"],
+        word_last=words["last"], pair_off=pair_off, pair_gap=pair_gap, pair_inter_transfer=pair_it,
+        period_ticks=period, inter_transfer_threshold=thr, grouping=grp,
+        idle_timeout_ticks=framer.idle_timeout, clk_outside_cs=framer.clk_outside_cs,
+        min_high=framer.min_high, min_low=framer.min_low, warnings=warnings)
+    _warn(a, framer)
+    return a
+
+
+def _warn(a: Analysis, framer: Framer) -> None:
+    w = a.warnings
+    t = a.tick_s
+    if a.n == 0:
+        w.append("no transfers found: check the channel mapping (--clk/--cs), --cs-polarity and --mode")
+    if a.period_ticks is not None and a.period_ticks < MIN_SAMPLES_PER_PERIOD:
+        w.append(f"only {a.period_ticks:g} samples per SCLK period (SCLK ≈ {a.sclk_hz / 1e6:.3g} MHz at "
+                 f"{1 / t / 1e6:.3g} MSa/s): edge times are coarse, gaps are ±1 sample "
+                 f"({t * 1e9:.3g} ns); sample at ≥ {MIN_SAMPLES_PER_PERIOD}× SCLK")
+    if a.clk_outside_cs:
+        w.append(f"{a.clk_outside_cs} SCLK edge(s) while CS was inactive (first at "
+                 f"{framer.first_clk_outside * t * 1e6:.6g} µs)")
+    bad = np.flatnonzero(~a.clk_ok & ~a.partial_start) if a.has_cs else np.empty(0, int)
+    if len(bad):
+        w.append(f"SCLK was not at its idle level (CPOL={a.cfg.cpol}) when CS was asserted in "
+                 f"{len(bad)} transfer(s) (first at {a.start[bad[0]] * t * 1e6:.6g} µs): check --mode")
+    trailing = a.n_bits % a.cfg.wordsize
+    nt = int(np.count_nonzero(trailing[~a.partial_start & ~a.partial_end]))
+    if nt:
+        w.append(f"{nt} transfer(s) end with bits that do not fill a {a.cfg.wordsize}-bit word "
+                 "(check --wordsize)")
+    np_ = int(np.count_nonzero(a.partial_start | a.partial_end))
+    if np_:
+        w.append(f"{np_} partial transfer(s): CS already active at the start or still active at the "
+                 "end of the capture; counted, but without the cut-off figures")

@@ -1,0 +1,104 @@
+"""SPI settings and channel mapping for one analysis."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from analyzer.errors import UsageError
+
+# Common names, matched case-insensitively after dropping a leading "D<n>_"/"<n>_"
+# prefix (real captures use "0_CLK", "3_CS#") and a "rpi_"/"uc_"-style bus prefix
+# is *not* stripped: two buses in one file must be chosen explicitly.
+AUTO_NAMES = {
+    "clk": ("clk", "sclk", "sck", "clock", "spi_clk", "spi_sclk", "sclk0"),
+    "mosi": ("mosi", "sdi", "din", "si", "copi", "spi_mosi", "sdio", "data_in"),
+    "miso": ("miso", "sdo", "dout", "so", "cipo", "spi_miso", "douta", "data_out"),
+    "cs": ("cs", "cs#", "csn", "cs_n", "ncs", "ss", "ss#", "nss", "ssn", "ce0", "ce", "cs0",
+           "spi_cs", "/cs", "chip_select", "en", "enable", "sync"),
+}
+
+
+def _norm(name: str) -> str:
+    n = name.strip().lower()
+    n = re.sub(r"^(d?\d+)[_\- ]", "", n)
+    return n
+
+
+def autodetect(channels: list[str], role: str) -> str | None:
+    wanted = AUTO_NAMES[role]
+    hits = [c for c in channels if _norm(c) in wanted]
+    if len(hits) == 1:
+        return hits[0]
+    if len(hits) > 1:
+        # prefer the earliest alias in the list, then the first channel
+        hits.sort(key=lambda c: (wanted.index(_norm(c)), channels.index(c)))
+        return hits[0]
+    return None
+
+
+@dataclasses.dataclass
+class SpiConfig:
+    cpol: int = 0
+    cpha: int = 0
+    cs_active_low: bool = True
+    wordsize: int = 8
+    lsb_first: bool = False
+    clk: str | None = None
+    mosi: str | None = None
+    miso: str | None = None
+    cs: str | None = None
+    no_cs: bool = False                      # user said: there is no CS line
+    idle_timeout_s: float | None = None      # CS-less framing; None = auto
+    inter_transfer_gap_s: float | None = None  # None = auto threshold
+    transfers_per_message: int | None = None   # None = infer
+
+    def __post_init__(self):
+        if self.cpol not in (0, 1) or self.cpha not in (0, 1):
+            raise UsageError("CPOL and CPHA must be 0 or 1")
+        if not 1 <= self.wordsize <= 64:
+            raise UsageError(f"--wordsize {self.wordsize} is outside 1..64")
+        if self.transfers_per_message is not None and self.transfers_per_message < 1:
+            raise UsageError("--transfers-per-message must be >= 1 or 'auto'")
+
+    @property
+    def mode(self) -> int:
+        return self.cpol * 2 + self.cpha
+
+    @property
+    def sample_on_rising(self) -> bool:
+        # modes 0 and 3 sample on the rising edge, 1 and 2 on the falling edge
+        return self.cpol == self.cpha
+
+    def resolve(self, channels: list[str], path: str | None = None) -> "SpiConfig":
+        """Fill in auto-detected channel names; check that named ones exist."""
+        out = dataclasses.replace(self)
+        folded = {c.lower(): c for c in channels}
+
+        def check(role, name):
+            if name is None:
+                return None
+            if name in channels:
+                return name
+            if name.lower() in folded:
+                return folded[name.lower()]
+            raise UsageError(f"no channel named {name!r} for --{role}; the capture has: "
+                             f"{', '.join(channels)}", path=path)
+
+        for role in ("clk", "mosi", "miso", "cs"):
+            name = getattr(self, role)
+            if name is not None:
+                setattr(out, role, check(role, name))
+            elif not (role == "cs" and self.no_cs):
+                setattr(out, role, autodetect(channels, role))
+        if out.clk is None:
+            raise UsageError(f"no clock channel found; the capture has: {', '.join(channels)}",
+                             path=path, hint="name it with --clk")
+        if out.mosi is None and out.miso is None:
+            raise UsageError(f"no MOSI or MISO channel found; the capture has: {', '.join(channels)}",
+                             path=path, hint="name them with --mosi/--miso")
+        used = [n for n in (out.clk, out.mosi, out.miso, out.cs) if n is not None]
+        if len(set(used)) != len(used):
+            raise UsageError(f"one channel is mapped to two roles: clk={out.clk} mosi={out.mosi} "
+                             f"miso={out.miso} cs={out.cs}", path=path)
+        return out

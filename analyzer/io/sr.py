@@ -1,0 +1,432 @@
+"""sigrok session files (.sr, "srzip"), read the way libsigrok 0.5 reads them.
+
+Format facts (docs in ../shared/docs/sigrok-notes.md §6): a zip with
+``version`` ("1" or "2"), ``metadata`` (GKeyFile INI, section ``device 1``),
+logic data in ``<capturefile>`` or ``<capturefile>-1..N`` (raw little-endian
+samples, ``unitsize`` bytes each, probe N = bit N-1), analog data in
+``analog-1-<A>-<n>`` (float32; ignored here, see analyzer/io for thresholding).
+
+Streaming: members are inflated piece by piece on a small thread pool (ISA-L
+and numpy release the GIL), at most a few pieces in flight, so peak memory
+does not depend on capture length. Edge state is carried across pieces.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import os
+import re
+import struct
+import zipfile
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from analyzer.errors import CaptureTruncated, InputError, UsageError
+from analyzer.io import inflate
+from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
+from analyzer.io.changes import PieceChanges, compact, find_changes, masked_states, masks_for
+
+PIECE_BYTES = 8 << 20          # raw bytes per streamed piece of a large member
+WHOLE_MEMBER_BYTES = 16 << 20  # members up to this size are inflated in one worker call
+SCAN_BYTES = 4 << 20           # change detection works on sub-pieces of this size
+COMP_SLICE = 4 << 20           # compressed bytes read at a time when streaming
+IN_FLIGHT = 3                  # pieces being inflated/scanned at once
+WORKERS = min(2, os.cpu_count() or 1)
+
+_SIZE_RE = re.compile(r"^\s*(\d+)(\.\d+)?\s*([kKmMgGtT]?)")
+
+
+def parse_samplerate(text: str) -> float | None:
+    """libsigrok's sr_parse_sizestring: '16 MHz', '31.5 kHz', '2 mHz' (m = mega!)."""
+    m = _SIZE_RE.match(text)
+    if not m:
+        return None
+    value = float(m.group(1) + (m.group(2) or ""))
+    scale = {"": 1, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9,
+             "t": 1e12, "T": 1e12}[m.group(3)]
+    return value * scale
+
+
+def parse_metadata(text: str) -> dict[str, dict[str, str]]:
+    """GKeyFile as libsigrok sees it: every line stripped first, so the indented
+    ``trigger1 = 0`` lines of version-1 files are keys of their own (Python's
+    configparser would fold them into the previous value)."""
+    sections: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = sections.setdefault(line[1:-1].strip(), {})
+            continue
+        if "=" in line and current is not None:
+            key, value = line.split("=", 1)
+            current.setdefault(key.strip(), value.strip())
+    return sections
+
+
+class _Member:
+    __slots__ = ("name", "method", "header_offset", "data_offset", "csize", "usize", "crc")
+
+    def __init__(self, name, method, header_offset, csize, usize, crc, data_offset=None):
+        self.name, self.method, self.header_offset = name, method, header_offset
+        self.csize, self.usize, self.crc, self.data_offset = csize, usize, crc, data_offset
+
+
+class SrReader(CaptureReader):
+    format_name = "sr"
+
+    def __init__(self, path, *, samplerate: float | None = None):
+        self.path = str(path)
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise InputError("no such file", path=self.path) from None
+        except IsADirectoryError:
+            raise InputError("is a directory, not a capture", path=self.path) from None
+        except OSError as e:
+            raise InputError(f"cannot open: {e.strerror}", path=self.path) from None
+        self._size = os.fstat(self._fd).st_size
+        warnings: list[str] = []
+        self._members = self._read_directory(warnings)
+        version = self._read_small("version").decode("ascii", "replace").strip()
+        if version not in ("1", "2"):
+            raise InputError(f"unsupported .sr format version {version!r} (libsigrok reads 1 and 2)",
+                             path=self.path)
+        md = parse_metadata(self._read_small("metadata").decode("utf-8", "replace"))
+        dev_name = next((s for s in md if s.startswith("device ")), None)
+        if dev_name is None:
+            raise InputError("metadata has no [device 1] section", path=self.path,
+                             hint="not a sigrok session file?")
+        dev = md[dev_name]
+        self.metadata = md
+        self.capturefile = dev.get("capturefile")
+        total = _int(dev.get("total probes"), self.path, "total probes")
+        probes: dict[int, str] = {}
+        for key, value in dev.items():
+            m = re.fullmatch(r"probe(\d+)", key)
+            if m:
+                probes[int(m.group(1))] = value
+        if self.capturefile is None or not probes:
+            raise InputError("capture has no logic channels (no capturefile/probeN in metadata)",
+                             path=self.path, hint="analog-only .sr files need --input-format with a threshold")
+        if total is None:
+            total = max(probes)
+        self.unitsize = _int(dev.get("unitsize"), self.path, "unitsize")
+        if self.unitsize is None:
+            self.unitsize = (total + 7) // 8
+            warnings.append(f"metadata has no unitsize; assuming {self.unitsize} byte(s) per sample")
+        if not 1 <= self.unitsize <= 8:
+            raise InputError(f"unitsize {self.unitsize} is outside 1..8", path=self.path)
+        for n in probes:
+            if n > self.unitsize * 8:
+                raise InputError(f"probe{n} does not fit in unitsize {self.unitsize}", path=self.path)
+        self._bit_of = {}
+        names = []
+        for n in sorted(probes):
+            names.append(probes[n])
+            self._bit_of.setdefault(probes[n], n - 1)
+        self._probe_bits = [n - 1 for n in sorted(probes)]
+
+        rate_text = dev.get("samplerate")
+        stored = parse_samplerate(rate_text) if rate_text else None
+        if samplerate is not None:
+            rate = float(samplerate)
+            if stored and abs(stored - rate) > 1e-9 * rate:
+                warnings.append(f"samplerate {rate:g} Hz from --samplerate overrides the metadata's "
+                                f"{rate_text!r}")
+        elif not stored:
+            raise InputError("metadata has no samplerate", path=self.path,
+                             hint="pass the logic analyzer's rate with --samplerate, e.g. --samplerate 24MHz")
+        else:
+            rate = stored
+
+        self._logic = self._logic_members(warnings)
+        n_samples = sum(m.usize for m in self._logic) // self.unitsize if self._logic else 0
+        for m in self._logic:
+            if m.usize % self.unitsize:
+                warnings.append(f"{m.name} holds {m.usize} bytes, not a multiple of unitsize "
+                                f"{self.unitsize}; the last partial sample is ignored")
+        if samplerate is None and n_samples and rate < 1e3:
+            days = n_samples / rate / 86400
+            warnings.append(f"metadata samplerate {rate_text!r} is implausible for an SPI capture "
+                            f"({n_samples} samples would last {days:.3g} days); pass the real rate "
+                            f"with --samplerate (e.g. --samplerate 5MHz)")
+        analog = sorted({m.group(1) for n in self._names for m in [re.fullmatch(r"analog-1-(\d+)-\d+", n)] if m})
+        self.info = CaptureInfo(
+            path=self.path, format=f"sigrok .sr v{version}", channels=names, tick_s=1.0 / rate,
+            samplerate_hz=rate, n_ticks=None if self._recovered else n_samples, warnings=warnings,
+            details={"unitsize": self.unitsize, "chunks": len(self._logic),
+                     "samplerate_metadata": rate_text, "analog_members": analog,
+                     "sigrok_version": md.get("global", {}).get("sigrok version")})
+
+    # ------------------------------------------------------------------ zip
+    def _read_directory(self, warnings) -> dict[str, _Member]:
+        self._recovered = False
+        try:
+            with zipfile.ZipFile(self.path) as zf:
+                infos = zf.infolist()
+        except zipfile.BadZipFile:
+            head = os.pread(self._fd, 4, 0)
+            if head != b"PK\x03\x04":
+                raise InputError("not a sigrok .sr file (not a zip archive)", path=self.path,
+                                 hint="export the capture as a sigrok session (.sr) or pick --input-format") from None
+            self._recovered = True
+            members = self._scan_local_headers()
+            warnings.append(f"zip directory missing (file cut at byte {self._size}); "
+                            f"reading the {len(members)} member(s) that are there")
+            return members
+        members = {}
+        for i in infos:
+            members[i.filename] = _Member(i.filename, i.compress_type, i.header_offset,
+                                          i.compress_size, i.file_size, i.CRC)
+        self._names = list(members)
+        return members
+
+    def _scan_local_headers(self) -> dict[str, _Member]:
+        """Walk local file headers from the start (for a zip cut before its directory)."""
+        members: dict[str, _Member] = {}
+        off = 0
+        while off + 30 <= self._size:
+            hdr = os.pread(self._fd, 30, off)
+            if hdr[:4] != b"PK\x03\x04":
+                break
+            (_, flags, method, _, _, crc, csize, usize, nlen, xlen) = struct.unpack("<IHHHHIIIHH", hdr)
+            name = os.pread(self._fd, nlen, off + 30).decode("utf-8", "replace")
+            data_off = off + 30 + nlen + xlen
+            if flags & 0x08 or csize == 0xFFFFFFFF:
+                # sizes follow the data; we cannot know them without inflating: keep what is left
+                csize, usize, crc = self._size - data_off, 0, None
+            m = _Member(name, method, off, min(csize, max(self._size - data_off, 0)), usize, crc, data_off)
+            if data_off + csize > self._size:
+                m.crc = None  # cut short: do not claim a CRC match
+            members[name] = m
+            off = data_off + csize
+            if flags & 0x08:
+                break
+        self._names = list(members)
+        return members
+
+    def _data_offset(self, m: _Member) -> int:
+        if m.data_offset is None:
+            hdr = os.pread(self._fd, 30, m.header_offset)
+            if len(hdr) < 30 or hdr[:4] != b"PK\x03\x04":
+                raise InputError(f"zip member {m.name} has a broken header", path=self.path)
+            nlen, xlen = struct.unpack("<HH", hdr[26:30])
+            m.data_offset = m.header_offset + 30 + nlen + xlen
+        return m.data_offset
+
+    def _read_small(self, name: str) -> bytes:
+        m = self._members.get(name)
+        if m is None:
+            raise InputError(f"not a sigrok .sr file (zip has no '{name}' member)", path=self.path)
+        data = os.pread(self._fd, m.csize, self._data_offset(m))
+        try:
+            if m.method == zipfile.ZIP_STORED:
+                return data
+            if m.method == zipfile.ZIP_DEFLATED:
+                return inflate.decompress_raw(data, m.usize or 65536)
+        except inflate.error:
+            raise InputError(f"zip member '{name}' is damaged", path=self.path) from None
+        raise InputError(f"zip member '{name}' uses unsupported compression {m.method}", path=self.path)
+
+    def _logic_members(self, warnings) -> list[_Member]:
+        cf = self.capturefile
+        if cf in self._members:
+            return [self._members[cf]]
+        chunks = {}
+        for name in self._members:
+            m = re.fullmatch(re.escape(cf) + r"-(\d+)", name)
+            if m:
+                chunks[int(m.group(1))] = self._members[name]
+        out = []
+        k = 1
+        while k in chunks:  # libsigrok stops at the first missing chunk number
+            out.append(chunks.pop(k))
+            k += 1
+        if chunks:
+            warnings.append(f"chunk {cf}-{k} is missing; libsigrok stops there, so chunks "
+                            f"{', '.join(f'{cf}-{i}' for i in sorted(chunks))} are ignored too")
+        for m in out:
+            if m.method not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                raise InputError(f"zip member {m.name} uses unsupported compression {m.method}",
+                                 path=self.path, hint="re-save the capture with sigrok")
+        return out
+
+    # ---------------------------------------------------------------- edges
+    def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
+        bits = [self._bit_of[self.info.channels[self.channel_index(c)]] for c in channels]
+        if not bits:
+            raise UsageError("no channels requested", path=self.path)
+        masks = masks_for(bits)
+        us = self.unitsize
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS)
+        pending: collections.deque = collections.deque()
+        offset = 0          # first sample of the next piece to come out of `pending`
+        prev = None         # compact state of the last sample seen
+        self.end_tick = 0
+        try:
+            for item in self._pieces(pool, us, masks, bits):
+                pending.append(item)
+                while len(pending) >= IN_FLIGHT:
+                    block, prev, offset = self._emit(pending.popleft(), prev, offset)
+                    if block is not None:
+                        yield block
+            while pending:
+                block, prev, offset = self._emit(pending.popleft(), prev, offset)
+                if block is not None:
+                    yield block
+        except _Damaged as d:
+            # pieces are emitted strictly in order, so everything before the
+            # damaged piece has been yielded already
+            self.end_tick = offset
+            raise CaptureTruncated(f"{d.problem}; results cover the first {offset} samples",
+                                   path=self.path, at_tick=offset,
+                                   hint="re-export or re-copy the capture") from None
+        finally:
+            for f in pending:
+                if isinstance(f, concurrent.futures.Future):
+                    f.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+        self.end_tick = offset
+        if self._recovered:
+            raise CaptureTruncated(f"zip directory missing; read {offset} samples from the members present",
+                                   path=self.path, at_tick=offset, hint="the file was cut short")
+
+    def _emit(self, fut, prev, offset):
+        if isinstance(fut, _Damaged):
+            raise fut
+        pc: PieceChanges = fut.result()
+        if pc.n == 0:
+            return None, prev, offset
+        ticks = pc.pos + offset
+        states = pc.values
+        if prev is None or pc.first != prev:
+            ticks = np.concatenate([np.array([offset], np.int64), ticks])
+            states = np.concatenate([np.array([pc.first], np.uint32), states])
+        block = EdgeBlock(ticks, states) if len(ticks) else None
+        return block, pc.last, offset + pc.n
+
+    def _pieces(self, pool, us, masks, bits):
+        """Submit scan jobs in capture order; yields futures (or a _Damaged marker)."""
+        for m in self._logic:
+            data_off = self._data_offset(m)
+            if m.usize and m.usize <= WHOLE_MEMBER_BYTES and m.crc is not None:
+                yield pool.submit(_whole_member_job, self._fd, m, data_off, us, masks, bits)
+                continue
+            try:
+                for piece in self._stream_member(m, data_off):
+                    yield pool.submit(scan_piece, piece, us, masks, bits)
+            except _Damaged as d:
+                yield d
+                return
+
+    def _stream_member(self, m: _Member, data_off: int):
+        end = data_off + m.csize
+        pos = data_off
+        crc = 0
+        got = 0
+        carry = b""
+        if m.method == zipfile.ZIP_STORED:
+            while pos < end:
+                n = min(PIECE_BYTES, end - pos)
+                piece = os.pread(self._fd, n, pos)
+                pos += len(piece)
+                crc = inflate.crc32(piece, crc)
+                got += len(piece)
+                yield piece
+                if len(piece) < n:
+                    break
+        else:
+            d = inflate.decompressobj()
+            tail = b""
+            while True:
+                if not tail:
+                    if pos >= end:
+                        break
+                    tail = os.pread(self._fd, min(COMP_SLICE, end - pos), pos)
+                    if not tail:
+                        break
+                    pos += len(tail)
+                try:
+                    out = d.decompress(tail, PIECE_BYTES)
+                except inflate.error as e:
+                    raise _Damaged(f"chunk {m.name} is damaged ({e})")
+                tail = d.unconsumed_tail
+                if out:
+                    crc = inflate.crc32(out, crc)
+                    got += len(out)
+                    out = carry + out
+                    cut = len(out) - len(out) % self.unitsize
+                    carry = out[cut:]
+                    if cut:
+                        yield out[:cut]
+                if d.eof:
+                    break
+            if not d.eof:
+                raise _Damaged(f"chunk {m.name} ends early (deflate stream cut after {got} bytes)")
+        if m.crc is not None and (crc != m.crc or (m.usize and got != m.usize)):
+            raise _Damaged(f"chunk {m.name} is damaged (CRC or size mismatch)")
+
+    def close(self) -> None:
+        if getattr(self, "_fd", None) is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+class _Damaged(Exception):
+    def __init__(self, problem):
+        super().__init__(problem)
+        self.problem = problem
+
+
+def _whole_member_job(fd, m: _Member, data_off, us, masks, bits) -> PieceChanges:
+    comp = os.pread(fd, m.csize, data_off)
+    if len(comp) < m.csize:
+        raise _Damaged(f"chunk {m.name} is cut short ({len(comp)} of {m.csize} bytes)")
+    try:
+        raw = comp if m.method == zipfile.ZIP_STORED else inflate.decompress_raw(comp, m.usize)
+    except inflate.error as e:
+        raise _Damaged(f"chunk {m.name} is damaged ({e})")
+    if len(raw) != m.usize or inflate.crc32(raw) != m.crc:
+        raise _Damaged(f"chunk {m.name} is damaged (CRC or size mismatch)")
+    return scan_piece(raw, us, masks, bits)
+
+
+def scan_piece(buf, unitsize: int, masks: dict[int, int], bits: list[int]) -> PieceChanges:
+    """Changes of the wanted channels in one piece of raw samples, compacted to
+    request order. Works in sub-pieces so temporaries stay small."""
+    a = np.frombuffer(buf, dtype=np.uint8)
+    n = len(a) // unitsize
+    step = max(SCAN_BYTES // unitsize, 64) * unitsize
+    pos_parts, val_parts = [], []
+    first = last = None
+    for start in range(0, n * unitsize, step):   # a few iterations per piece, not per sample
+        states, base = masked_states(a[start:start + step], unitsize, masks)
+        pc = find_changes(states)
+        s0 = start // unitsize
+        f = int(compact(np.array([pc.first]), bits, base)[0])
+        vals = compact(pc.values, bits, base)
+        if first is None:
+            first = f
+        elif f != last:
+            pos_parts.append(np.array([s0], np.int64))
+            val_parts.append(np.array([f], np.uint32))
+        pos_parts.append(pc.pos + s0)
+        val_parts.append(vals)
+        last = int(compact(np.array([pc.last]), bits, base)[0])
+    if first is None:
+        return PieceChanges(np.empty(0, np.int64), np.empty(0, np.uint32), None, None, 0)
+    return PieceChanges(np.concatenate(pos_parts), np.concatenate(val_parts), first, last, n)
+
+
+def _int(text, path, key):
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(f"metadata '{key}' is not a number: {text!r}", path=path) from None

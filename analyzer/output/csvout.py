@@ -1,0 +1,40 @@
+"""``--format csv``: one row per transfer (CS window), times in seconds."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from analyzer.core.analysis import Analysis
+from analyzer.output.jsonout import transfer_rows
+
+COLUMNS = ["index", "start_s", "end_s", "partial", "bits", "words", "mosi_hex", "miso_hex",
+           "cs_setup_s", "cs_hold_s", "inter_byte_max_s", "inter_byte_s", "inter_transfer_s",
+           "gap_before_s", "gap_before_kind", "message"]
+
+
+def _hex(words, wordsize):
+    if words is None:
+        return ""
+    width = (wordsize + 3) // 4
+    return " ".join(f"{v:0{width}X}" for v in words)
+
+
+def _num(x):
+    return "" if x is None else repr(x)
+
+
+def render(a: Analysis) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    ws = a.cfg.wordsize
+    for r in transfer_rows(a):
+        w.writerow([r["index"], _num(r["start_s"]), _num(r["end_s"]), int(r["partial"]), r["bits"],
+                    len(r["mosi"] if r["mosi"] is not None else r["miso"] or []),
+                    _hex(r["mosi"], ws), _hex(r["miso"], ws), _num(r["cs_setup_s"]),
+                    _num(r["cs_hold_s"]), _num(max(r["inter_byte_s"]) if r["inter_byte_s"] else None),
+                    ";".join(repr(g) for g in r["inter_byte_s"]),
+                    ";".join(repr(g) for g in r["inter_transfer_s"]),
+                    _num(r["gap_before_s"]), r["gap_before_kind"] or "", r["message"]])
+    return buf.getvalue()

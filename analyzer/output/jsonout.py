@@ -1,0 +1,122 @@
+"""``--format json``: the stable, documented machine format (see README, "JSON output").
+
+Schema version 1. Keys are only ever added, never renamed or removed within a
+major version. All times are seconds; ``resolution_s`` (one sample period) is
+the uncertainty of every edge-to-edge figure.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from analyzer import __version__
+from analyzer.core.analysis import GAP_KINDS, KIND_NAMES, Analysis, describe
+
+SCHEMA = 1
+
+
+def _f(x):
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def gap_stats(a: Analysis) -> dict:
+    out = {}
+    for kind in GAP_KINDS:
+        d = describe(a.gap_values(kind), a.tick_s)
+        d["available"] = a.available(kind)
+        out[kind] = d
+    if not a.has_cs:
+        d = describe(a.gap_values("idle"), a.tick_s)
+        d["available"] = True
+        out["idle"] = d
+    return out
+
+
+def to_dict(a: Analysis, *, transfers: bool = False) -> dict:
+    info = a.info
+    t = a.tick_s
+    ic = a.idle_clocks()
+    g = a.grouping
+    d = {
+        "spigap": __version__,
+        "schema": SCHEMA,
+        "capture": {
+            "path": info.path,
+            "format": info.format,
+            "samplerate_hz": info.samplerate_hz,
+            "samples": int(a.end_tick) if info.samplerate_hz else None,
+            "duration_s": a.end_tick * t,
+            "channels": info.channels,
+            "truncated": a.truncated,
+        },
+        "resolution_s": t,
+        "settings": {
+            "clk": a.cfg.clk, "mosi": a.cfg.mosi, "miso": a.cfg.miso, "cs": a.cfg.cs,
+            "cs_polarity": "low" if a.cfg.cs_active_low else "high",
+            "mode": a.cfg.mode, "cpol": a.cfg.cpol, "cpha": a.cfg.cpha,
+            "wordsize": a.cfg.wordsize, "bitorder": "lsb" if a.cfg.lsb_first else "msb",
+            "idle_timeout_s": a.idle_timeout_ticks * t if a.idle_timeout_ticks is not None else None,
+            "inter_transfer_threshold_s": (a.inter_transfer_threshold * t
+                                           if a.inter_transfer_threshold is not None else None),
+        },
+        "summary": {
+            "transfers": a.n,
+            "partial_transfers": int(np.count_nonzero(a.partial_start | a.partial_end)),
+            "words": int(len(a.mosi)),
+            "messages": a.n_messages(),
+            "transfers_per_message": g.transfers_per_message,
+            "grouping": {"method": g.method, "confidence": g.confidence, "phase": g.phase,
+                         "note": g.note},
+            "sclk_hz": a.sclk_hz,
+            "sclk_period_s": a.period_ticks * t if a.period_ticks else None,
+            "samples_per_sclk_period": a.period_ticks,
+            "sclk_min_high_s": a.min_high * t if a.min_high is not None else None,
+            "sclk_min_low_s": a.min_low * t if a.min_low is not None else None,
+            "idle_clocks_p50": _f(np.median(ic)) if len(ic) else None,
+            "transfer_rate_hz": a.transfer_rate_hz(),
+            "sclk_edges_outside_cs": a.clk_outside_cs,
+        },
+        "gaps": gap_stats(a),
+        "warnings": list(a.warnings),
+    }
+    if transfers:
+        d["transfers"] = transfer_rows(a)
+    return d
+
+
+def transfer_rows(a: Analysis) -> list[dict]:
+    t = a.tick_s
+    rows = []
+    mosi_ok, miso_ok = a.cfg.mosi is not None, a.cfg.miso is not None
+    mosi, miso = a.mosi.tolist(), a.miso.tolist()
+    pair_gap = (a.pair_gap * t).tolist()
+    pair_it = a.pair_inter_transfer.tolist()
+    # one Python step per transfer: this is output formatting, not the hot path
+    for k in range(a.n):
+        w0, w1 = int(a.word_off[k]), int(a.word_off[k + 1])
+        p0, p1 = int(a.pair_off[k]), int(a.pair_off[k + 1])
+        kind = KIND_NAMES[int(a.gap_kind[k])]
+        rows.append({
+            "index": k,
+            "start_s": float(a.start[k]) * t,
+            "end_s": float(a.end[k]) * t,
+            "partial": bool(a.partial_start[k] or a.partial_end[k]),
+            "partial_start": bool(a.partial_start[k]),
+            "partial_end": bool(a.partial_end[k]),
+            "bits": int(a.n_bits[k]),
+            "mosi": mosi[w0:w1] if mosi_ok else None,
+            "miso": miso[w0:w1] if miso_ok else None,
+            "cs_setup_s": _f(a.cs_setup[k] * t),
+            "cs_hold_s": _f(a.cs_hold[k] * t),
+            "inter_byte_s": [g for g, it in zip(pair_gap[p0:p1], pair_it[p0:p1]) if not it],
+            "inter_transfer_s": [g for g, it in zip(pair_gap[p0:p1], pair_it[p0:p1]) if it],
+            "gap_before_s": _f(a.gap_before[k] * t),
+            "gap_before_kind": kind,
+            "message": int(a.message[k]),
+        })
+    return rows

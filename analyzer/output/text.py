@@ -1,0 +1,81 @@
+"""The default terminal report: a summary block and one line per gap kind."""
+
+from __future__ import annotations
+
+from analyzer.core.analysis import Analysis
+from analyzer.output.jsonout import to_dict
+from analyzer.units import fmt_freq, fmt_rate, fmt_time
+
+ROW_LABEL = {
+    "cs_setup": "CS setup (CS→1st SCLK)",
+    "cs_hold": "CS hold (last SCLK→CS)",
+    "inter_byte": "inter-byte (edge→edge)",
+    "inter_transfer": "inter-transfer (CS held)",
+    "cs_change": "cs_change (CS high)",
+    "context_switch": "context switch (CS high)",
+    "idle": "bus idle (no CS)",
+    "transfer_duration": "transfer (CS active)",
+    "transfer_period": "transfer period",
+}
+
+
+def render(a: Analysis, *, transfers: bool = False, limit: int = 50) -> str:
+    d = to_dict(a)
+    cap, s, st = d["capture"], d["summary"], d["settings"]
+    res = d["resolution_s"]
+    lines = []
+    rate = f"{fmt_freq(cap['samplerate_hz'])}, " if cap["samplerate_hz"] else ""
+    samples = f"{cap['samples']:,} samples = " if cap["samples"] is not None else ""
+    lines.append(f"capture     {cap['path']}")
+    lines.append(f"            {cap['format']}, {rate}{samples}{fmt_time(cap['duration_s'])}")
+    cs = (f"cs={st['cs']} (active {st['cs_polarity']})" if st["cs"] else
+          f"no CS: transfers split after {fmt_time(st['idle_timeout_s'])} of idle SCLK")
+    lines.append(f"channels    clk={st['clk']} mosi={st['mosi'] or '–'} miso={st['miso'] or '–'} {cs}")
+    lines.append(f"spi         mode {st['mode']} (CPOL={st['cpol']} CPHA={st['cpha']}), "
+                 f"{st['wordsize']}-bit words, {st['bitorder'].upper()} first")
+    lines.append(f"resolution  {fmt_time(res)} (one sample): every time below is ±1 sample")
+    lines.append("")
+    sclk = (f"SCLK {fmt_freq(s['sclk_hz'])} (T = {fmt_time(s['sclk_period_s'])}, "
+            f"{s['samples_per_sclk_period']:g} samples)" if s["sclk_hz"] else "SCLK –")
+    lines.append(f"transfers   {s['transfers']} ({s['partial_transfers']} partial), {s['words']} words; {sclk}")
+    g = s["grouping"]
+    if st["cs"]:
+        lines.append(f"messages    {s['messages']} × {s['transfers_per_message']} transfer(s) "
+                     f"[{g['method']}] {g['note']}")
+    lines.append(f"rate        {fmt_rate(s['transfer_rate_hz'])} (transfers)"
+                 + (f"; idle clocks between words p50 {s['idle_clocks_p50']:.2f}"
+                    if s["idle_clocks_p50"] is not None else ""))
+    if cap["truncated"]:
+        lines.append(f"PARTIAL     {cap['truncated']}")
+    lines.append("")
+    head = f"{'gap':26s}{'n':>8s}{'min':>11s}{'p50':>11s}{'mean':>11s}{'p99':>11s}{'max':>11s}{'std':>11s}"
+    lines.append(head)
+    lines.append("-" * len(head))
+    for kind, row in d["gaps"].items():
+        label = ROW_LABEL.get(kind, kind)
+        if not row["available"]:
+            lines.append(f"{label:26s}{'n/a (no CS line)':>30s}")
+            continue
+        vals = [fmt_time(row[k]) for k in ("min_s", "p50_s", "mean_s", "p99_s", "max_s", "std_s")]
+        lines.append(f"{label:26s}{row['n']:>8d}" + "".join(f"{v:>11s}" for v in vals))
+    if transfers:
+        lines.append("")
+        lines.append(f"{'#':>6s} {'start':>12s} {'bits':>5s} {'setup':>9s} {'hold':>9s} "
+                     f"{'gap before':>11s} {'kind':14s} mosi / miso")
+        from analyzer.output.jsonout import transfer_rows
+
+        for r in transfer_rows(a)[:limit]:
+            mo = " ".join(f"{v:02X}" for v in r["mosi"]) if r["mosi"] is not None else "–"
+            mi = " ".join(f"{v:02X}" for v in r["miso"]) if r["miso"] is not None else "–"
+            flag = " partial" if r["partial"] else ""
+            lines.append(f"{r['index']:>6d} {fmt_time(r['start_s']):>12s} {r['bits']:>5d} "
+                         f"{fmt_time(r['cs_setup_s']):>9s} {fmt_time(r['cs_hold_s']):>9s} "
+                         f"{fmt_time(r['gap_before_s']):>11s} {str(r['gap_before_kind'] or ''):14s} "
+                         f"{mo} / {mi}{flag}")
+        if a.n > limit:
+            lines.append(f"       … {a.n - limit} more (use --format json --transfers or --format csv)")
+    if d["warnings"]:
+        lines.append("")
+        lines.append("warnings")
+        lines += [f"  - {w}" for w in d["warnings"]]
+    return "\n".join(lines) + "\n"

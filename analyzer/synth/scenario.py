@@ -1,0 +1,325 @@
+"""Timing scenarios: a TOML description (and/or flags) -> windows -> .sr + truth.
+
+Example (all times accept units: 1.6us, 250ns, 10e-6; rates: 3.6MHz)::
+
+    [capture]
+    samplerate = "50MHz"
+    seed = 1
+    lead = "20us"                 # idle before the first CS assert
+    tail = "20us"
+
+    [spi]
+    sclk = "3.6MHz"
+    mode = 0                      # or cpol/cpha
+    wordsize = 8
+    bitorder = "msb"
+    cs_polarity = "low"
+    channels = { clk = "SCLK", mosi = "MOSI", miso = "MISO", cs = "CS" }
+
+    [pattern]
+    words_per_transfer = 3        # words in one CS window
+    window_words = [9, 25, 9, 13] # optional: words of each window, cycled (MCP2518FD 72/200/72/104 bit)
+    segments = [1, 2]             # optional: kernel transfers inside one window (mcp320x)
+    transfers_per_message = 10    # CS windows per spi_message / ioctl
+    messages = 200
+    messages_per_burst = 4        # optional: messages come in bursts (one IRQ-thread run) ...
+    mosi = [0x60, 0, 0]           # list (repeated), "counter", "random" or "zero"
+    miso = "random"
+
+    [timing]
+    cs_setup = "1.6us"
+    cs_hold = "0.4us"
+    idle_clocks = 1               # idle SCLK periods between words (bcm2835: 1)
+    inter_transfer = "5us"        # gap between segments inside one window
+    cs_change = "10us"
+    context_switch = "5us"
+    burst_gap = "1ms"             # ... separated by this idle time (a context switch too)
+
+    [jitter]
+    sigma = "20ns"                # normal spread on every gap, or a table per gap kind
+    stall_probability = 0.001     # chance that a gap gets an extra stall ...
+    stall = ["20us", "200us"]     # ... drawn uniformly from this range
+    stall_kinds = ["cs_change", "context_switch"]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from pathlib import Path
+
+import numpy as np
+
+from analyzer import __version__
+from analyzer.errors import UsageError
+from analyzer.synth.srwriter import CHUNK_BYTES, Track, write_sr
+from analyzer.synth.timeline import SpiShape, Timeline, Windows, build, jittered
+from analyzer.units import parse_freq, parse_time
+
+GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch")
+
+
+@dataclasses.dataclass
+class Scenario:
+    samplerate: float = 50e6
+    seed: int = 1
+    lead: float = 20e-6
+    tail: float = 20e-6
+    crop_start: float | None = None
+    crop_end: float | None = None
+    chunk_bytes: int = CHUNK_BYTES
+    sclk: float = 3.6e6
+    cpol: int = 0
+    cpha: int = 0
+    wordsize: int = 8
+    lsb_first: bool = False
+    cs_active_low: bool = True
+    channels: dict = dataclasses.field(default_factory=lambda: {
+        "clk": "SCLK", "mosi": "MOSI", "miso": "MISO", "cs": "CS"})
+    words_per_transfer: int = 3
+    segments: list | None = None
+    window_words: list | None = None
+    transfers_per_message: int = 1
+    messages: int = 100
+    messages_per_burst: int = 0
+    burst_gap: float = 1e-3
+    mosi: object = "counter"
+    miso: object = "random"
+    cs_setup: float = 1.6e-6
+    cs_hold: float = 0.4e-6
+    idle_clocks: float = 1.0
+    inter_transfer: float = 5e-6
+    cs_change: float = 10e-6
+    context_switch: float = 5e-6
+    sigma: dict = dataclasses.field(default_factory=dict)
+    stall_probability: float = 0.0
+    stall: tuple = (20e-6, 200e-6)
+    stall_kinds: tuple = ("cs_change", "context_switch")
+    source: str = ""
+
+    @property
+    def shape(self) -> SpiShape:
+        return SpiShape(self.sclk, self.cpol, self.cpha, self.wordsize, self.lsb_first, self.cs_active_low)
+
+    # ------------------------------------------------------------ loading
+    @classmethod
+    def from_toml(cls, path=None, overrides: dict | None = None) -> "Scenario":
+        data: dict = {}
+        text = ""
+        if path is not None:
+            text = Path(path).read_text()
+            try:
+                data = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as e:
+                raise UsageError(f"not valid TOML: {e}", path=str(path)) from None
+        flat = {}
+        for section, values in data.items():
+            if not isinstance(values, dict):
+                flat[section] = values
+                continue
+            for key, value in values.items():
+                flat[key] = value
+        flat.update(overrides or {})
+        sc = cls()
+        sc.source = text
+        for key, value in flat.items():
+            sc._set(key, value)
+        sc._check()
+        return sc
+
+    def _set(self, key: str, value) -> None:
+        times = {"lead", "tail", "crop_start", "crop_end", "cs_setup", "cs_hold", "inter_transfer",
+                 "cs_change", "context_switch", "burst_gap"}
+        try:
+            if key in times:
+                setattr(self, key, parse_time(value))
+            elif key in ("samplerate", "sclk"):
+                setattr(self, key, parse_freq(value))
+            elif key == "mode":
+                m = int(value)
+                if m not in range(4):
+                    raise ValueError("mode must be 0..3")
+                self.cpol, self.cpha = m >> 1, m & 1
+            elif key in ("cpol", "cpha", "wordsize", "words_per_transfer", "transfers_per_message",
+                         "messages", "seed", "chunk_bytes", "messages_per_burst"):
+                setattr(self, key, int(value))
+            elif key == "idle_clocks" or key == "stall_probability":
+                setattr(self, key, float(value))
+            elif key == "bitorder":
+                if value not in ("msb", "lsb"):
+                    raise ValueError("bitorder is msb or lsb")
+                self.lsb_first = value == "lsb"
+            elif key == "cs_polarity":
+                if value not in ("low", "high"):
+                    raise ValueError("cs_polarity is low or high")
+                self.cs_active_low = value == "low"
+            elif key == "channels":
+                self.channels = {**self.channels, **dict(value)}
+            elif key == "segments":
+                self.segments = [int(v) for v in value] if value else None
+            elif key == "window_words":
+                self.window_words = [int(v) for v in value] if value else None
+            elif key in ("mosi", "miso"):
+                setattr(self, key, _payload_spec(value))
+            elif key == "sigma":
+                if isinstance(value, dict):
+                    self.sigma = {k: parse_time(v) for k, v in value.items()}
+                else:
+                    self.sigma = {k: parse_time(value) for k in GAP_KINDS}
+            elif key.startswith("sigma_"):
+                self.sigma[key[6:]] = parse_time(value)
+            elif key == "stall":
+                lo, hi = value
+                self.stall = (parse_time(lo), parse_time(hi))
+            elif key == "stall_kinds":
+                self.stall_kinds = tuple(value)
+            else:
+                raise KeyError(key)
+        except KeyError:
+            raise UsageError(f"unknown scenario key {key!r}") from None
+        except (ValueError, TypeError) as e:
+            raise UsageError(f"bad value for {key!r}: {e}") from None
+
+    def _check(self) -> None:
+        if self.samplerate < 2 * self.sclk:
+            raise UsageError(f"samplerate {self.samplerate:g} Hz cannot show SCLK {self.sclk:g} Hz "
+                             "(needs at least 2 samples per period)")
+        if self.segments and self.window_words:
+            raise UsageError("segments and window_words cannot be combined")
+        if self.segments and sum(self.segments) != self.words_per_transfer:
+            raise UsageError(f"segments {self.segments} do not add up to words_per_transfer "
+                             f"{self.words_per_transfer}")
+        for k in self.sigma:
+            if k not in GAP_KINDS:
+                raise UsageError(f"unknown jitter kind {k!r}; known: {', '.join(GAP_KINDS)}")
+
+    # ----------------------------------------------------------- building
+    def windows(self) -> Windows:
+        rng = np.random.default_rng(self.seed)
+        T = 1.0 / self.sclk
+        n = self.messages * self.transfers_per_message
+        floor = 2.0 / self.samplerate
+        k = np.arange(n) % self.transfers_per_message
+        kind = np.where(k == 0, "context_switch", "cs_change").astype(object)
+        kind[0] = "lead"
+
+        def gaps(name, nominal, count, lo=floor):
+            stall_p = self.stall_probability if name in self.stall_kinds else 0.0
+            return jittered(rng, nominal, count, self.sigma.get(name, 0.0), stall_p, self.stall, lo)
+
+        gap_before = np.where(kind == "cs_change", gaps("cs_change", self.cs_change, n),
+                              gaps("context_switch", self.context_switch, n))
+        if self.messages_per_burst > 0:
+            msg = np.arange(n) // self.transfers_per_message
+            burst_start = (k == 0) & (msg % self.messages_per_burst == 0)
+            gap_before = np.where(burst_start, gaps("context_switch", self.burst_gap, n), gap_before)
+        gap_before[0] = self.lead
+        if self.window_words:
+            per = np.resize(np.array(self.window_words, np.int64), n)
+        else:
+            per = np.full(n, self.words_per_transfer, np.int64)
+        nw = int(per.sum())
+        word_window = np.repeat(np.arange(n), per)
+        rank = np.arange(nw) - np.repeat(np.cumsum(per) - per, per)
+        boundary = np.zeros(nw, bool)
+        if self.segments:
+            starts = np.zeros(self.words_per_transfer, bool)
+            starts[np.cumsum(self.segments)[:-1]] = True
+            boundary = starts[rank]
+        nominal_ib = T / 2 + self.idle_clocks * T
+        word_gap = np.where(boundary, gaps("inter_transfer", self.inter_transfer, nw),
+                            gaps("inter_byte", nominal_ib, nw, T / 2))
+        word_gap[rank == 0] = 0.0
+        wpt = self.words_per_transfer
+        return Windows(gap_before=gap_before, cs_setup=gaps("cs_setup", self.cs_setup, n),
+                       cs_hold=gaps("cs_hold", self.cs_hold, n), kind=kind,
+                       message=np.cumsum(kind == "context_switch"),
+                       word_window=word_window, mosi=_payload(self.mosi, nw, wpt, self.wordsize, rng),
+                       miso=_payload(self.miso, nw, wpt, self.wordsize, rng),
+                       word_gap=word_gap, word_boundary=boundary)
+
+    def timeline(self) -> Timeline:
+        return build(self.windows(), self.shape, self.tail)
+
+    def recipe(self) -> str:
+        head = (f"# Synthesized by spigap synth {__version__}: NOT a real capture.\n"
+                "# Regenerate with: spigap synth --config <this file> -o <capture>.sr\n")
+        return head + (self.source or "")
+
+
+def _payload_spec(value):
+    if isinstance(value, str):
+        if value in ("counter", "random", "zero"):
+            return value
+        return [int(v, 0) for v in value.replace(",", " ").split()]
+    return [int(v, 0) if isinstance(v, str) else int(v) for v in value]
+
+
+def _payload(spec, n_words: int, wpt: int, ws: int, rng) -> np.ndarray:
+    mask = (1 << ws) - 1
+    if spec == "counter":
+        return (np.arange(n_words, dtype=np.uint64) & np.uint64(mask))
+    if spec == "random":
+        hi = np.uint64(mask)
+        return rng.integers(0, int(hi), n_words, dtype=np.uint64, endpoint=True)
+    if spec == "zero":
+        return np.zeros(n_words, np.uint64)
+    vals = np.array([int(v) & mask for v in spec], dtype=np.uint64)
+    return np.resize(vals, n_words)
+
+
+def tracks(tl: Timeline, channels: dict, samplerate: float, offset: int = 0) -> list[Track]:
+    """Quantize a timeline to sample numbers (round to nearest), one Track per channel."""
+    q = lambda t: np.rint(np.asarray(t) * samplerate).astype(np.int64) - offset  # noqa: E731
+    shape = tl.shape
+    out = []
+    if channels.get("clk"):
+        out.append(Track(channels["clk"], q(tl.clk_t), tl.clk_level, shape.cpol))
+    if channels.get("mosi"):
+        out.append(Track(channels["mosi"], q(tl.data_t), tl.mosi_bits, 0))
+    if channels.get("miso"):
+        out.append(Track(channels["miso"], q(tl.data_t), tl.miso_bits, 0))
+    if channels.get("cs"):
+        act = 0 if shape.cs_active_low else 1
+        t = np.empty(2 * len(tl.cs_assert))
+        t[0::2], t[1::2] = tl.cs_assert, tl.cs_deassert
+        lv = np.tile(np.array([act, 1 - act], np.uint8), len(tl.cs_assert))
+        out.append(Track(channels["cs"], q(t), lv, 1 - act))
+    for name, (times, levels, idle) in tl.extra.items():
+        out.append(Track(name, q(times), np.asarray(levels, np.uint8), idle))
+    return out
+
+
+def write(sc: Scenario, path, *, truth_path=None, tl: Timeline | None = None, **writer_kw) -> Timeline:
+    tl = tl or sc.timeline()
+    offset = int(round((sc.crop_start or 0.0) * sc.samplerate))
+    end = sc.crop_end if sc.crop_end is not None else tl.end_time
+    n_samples = int(round(end * sc.samplerate)) - offset
+    if n_samples <= 0:
+        raise UsageError("the capture would be empty (check crop_start/crop_end)")
+    trs = tracks(tl, sc.channels, sc.samplerate, offset)
+    writer_kw.setdefault("chunk_bytes", sc.chunk_bytes)
+    write_sr(path, trs, sc.samplerate, n_samples, extra_members={"spigap-synth.toml": sc.recipe()},
+             **writer_kw)
+    if truth_path:
+        Path(truth_path).write_text(json.dumps(truth_json(tl, offset / sc.samplerate), indent=1))
+    return tl
+
+
+def truth_json(tl: Timeline, t0: float = 0.0) -> dict:
+    tr = tl.truth()
+
+    def clean(a):
+        return [None if (isinstance(x, float) and np.isnan(x)) else x for x in np.asarray(a).tolist()]
+
+    return {
+        "note": "ground truth of a synthesized capture, seconds; docs/gaps.md defines the gaps",
+        "time_offset_s": t0,
+        "transfers": len(tl.cs_assert),
+        "cs_assert_s": clean(tr["cs_assert"] - t0), "cs_deassert_s": clean(tr["cs_deassert"] - t0),
+        "cs_setup_s": clean(tr["cs_setup"]), "cs_hold_s": clean(tr["cs_hold"]),
+        "gap_before_s": clean(tr["gap_before"]), "gap_before_kind": [str(k) for k in tr["kind"]],
+        "inter_byte_s": clean(tr["inter_byte"]), "inter_transfer_s": clean(tr["inter_transfer"]),
+        "mosi": clean(tr["mosi"]), "miso": clean(tr["miso"]),
+    }

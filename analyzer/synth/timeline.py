@@ -1,0 +1,160 @@
+"""Turn a list of CS windows (words + timing) into channel edges and ground truth.
+
+Everything is vectorized: the timeline is one cumulative sum over the
+intervals in bus order (CS-inactive gap, CS setup, word, word gap, ..., CS
+hold), so captures with 10^5 transfers build in well under a second.
+
+Times are kept in seconds (float64) until ``quantize``; the truth is the
+continuous time, which the analyzer can only resolve to +-1 sample.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class SpiShape:
+    sclk_hz: float
+    cpol: int = 0
+    cpha: int = 0
+    wordsize: int = 8
+    lsb_first: bool = False
+    cs_active_low: bool = True
+
+    @property
+    def period(self) -> float:
+        return 1.0 / self.sclk_hz
+
+
+@dataclasses.dataclass
+class Windows:
+    """What goes on the bus, window by window (all arrays in bus order).
+
+    Per window: ``gap_before`` (CS-inactive time before the assert; for the
+    first window: idle time from capture start), ``cs_setup``, ``cs_hold``,
+    ``kind`` (gap_before kind: 'lead', 'cs_change', 'context_switch'),
+    ``message`` index. Per word: ``word_window`` (owning window), ``mosi``,
+    ``miso`` (ints), ``word_gap`` (edge-to-edge gap before the word; ignored
+    for the first word of a window), ``word_boundary`` (True where an
+    inter-transfer gap, not an inter-byte gap, precedes the word).
+    """
+
+    gap_before: np.ndarray
+    cs_setup: np.ndarray
+    cs_hold: np.ndarray
+    kind: np.ndarray
+    message: np.ndarray
+    word_window: np.ndarray
+    mosi: np.ndarray
+    miso: np.ndarray
+    word_gap: np.ndarray
+    word_boundary: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.gap_before)
+
+
+@dataclasses.dataclass
+class Timeline:
+    """Absolute times (s) of every window and word, plus the clock/data edges."""
+
+    shape: SpiShape
+    windows: Windows
+    cs_assert: np.ndarray
+    cs_deassert: np.ndarray
+    word_first: np.ndarray
+    word_last: np.ndarray
+    end_time: float
+    clk_t: np.ndarray          # clock edge times, all windows
+    clk_level: np.ndarray      # level after each clock edge
+    data_t: np.ndarray         # data change times (one per bit, at launch)
+    mosi_bits: np.ndarray
+    miso_bits: np.ndarray
+    extra: dict = dataclasses.field(default_factory=dict)   # name -> (times, levels, idle)
+
+    def truth(self) -> dict:
+        """Ground truth in seconds, the way docs/gaps.md defines the gaps."""
+        w = self.windows
+        T = self.shape.period
+        first_word = np.searchsorted(w.word_window, np.arange(w.n), side="left")
+        last_word = np.searchsorted(w.word_window, np.arange(w.n), side="right") - 1
+        has_words = last_word >= first_word
+        first_edge = np.where(has_words, self.word_first[np.minimum(first_word, len(self.word_first) - 1)], np.nan)
+        last_edge = np.where(has_words, self.word_last[np.maximum(last_word, 0)], np.nan)
+        same = w.word_window[1:] == w.word_window[:-1]
+        pair_gap = (self.word_first[1:] - self.word_last[:-1])[same]
+        pair_boundary = w.word_boundary[1:][same]
+        return {
+            "cs_setup": first_edge - self.cs_assert,
+            "cs_hold": self.cs_deassert - last_edge,
+            "gap_before": np.concatenate([[np.nan], self.cs_assert[1:] - self.cs_deassert[:-1]]),
+            "kind": w.kind,
+            "message": w.message,
+            "duration": self.cs_deassert - self.cs_assert,
+            "period": np.diff(self.cs_assert),
+            "inter_byte": pair_gap[~pair_boundary],
+            "inter_transfer": pair_gap[pair_boundary],
+            "idle_clocks": (pair_gap[~pair_boundary] - T / 2) / T,
+            "mosi": w.mosi, "miso": w.miso, "word_window": w.word_window,
+            "cs_assert": self.cs_assert, "cs_deassert": self.cs_deassert,
+        }
+
+
+def build(windows: Windows, shape: SpiShape, tail: float) -> Timeline:
+    w = windows
+    T = shape.period
+    ws = shape.wordsize
+    span = (2 * ws - 1) * T / 2                 # first to last clock edge of a word
+    n_words_per = np.bincount(w.word_window, minlength=w.n)
+    first_of_window = np.ones(len(w.word_window), bool)
+    first_of_window[1:] = w.word_window[1:] != w.word_window[:-1]
+    # event sequence per window: assert, (first, last) per word, deassert
+    n_ev = 2 * w.n + 2 * len(w.word_window)
+    base = 2 * np.arange(w.n) + 2 * np.concatenate([[0], np.cumsum(n_words_per)[:-1]])
+    assert_pos = base
+    deassert_pos = base + 1 + 2 * n_words_per
+    word_rank = np.arange(len(w.word_window)) - np.concatenate([[0], np.cumsum(n_words_per)[:-1]])[w.word_window]
+    first_pos = assert_pos[w.word_window] + 1 + 2 * word_rank
+    last_pos = first_pos + 1
+    delta = np.empty(n_ev)
+    delta[assert_pos] = w.gap_before
+    delta[first_pos] = np.where(first_of_window, w.cs_setup[w.word_window], w.word_gap)
+    delta[last_pos] = span
+    # hold counts from the last clock edge, or from the assert for an empty window
+    delta[deassert_pos] = w.cs_hold
+    t = np.cumsum(delta)
+    cs_assert, cs_deassert = t[assert_pos], t[deassert_pos]
+    word_first, word_last = t[first_pos], t[last_pos]
+    # clock edges: 2*ws per word, T/2 apart
+    k = np.arange(2 * ws)
+    clk_t = (word_first[:, None] + k[None, :] * (T / 2)).ravel()
+    lead = 1 - shape.cpol
+    clk_level = np.tile(np.where(k % 2 == 0, lead, shape.cpol), len(word_first)).astype(np.uint8)
+    samp_k = k[k % 2 == shape.cpha]                     # sampling edge numbers within a word
+    samp_t = word_first[:, None] + samp_k[None, :] * (T / 2)
+    data_t = (samp_t - T / 2).ravel()
+    shifts = np.arange(ws) if shape.lsb_first else np.arange(ws - 1, -1, -1)
+
+    def bits(values):
+        v = np.asarray(values, dtype=np.uint64)
+        return ((v[:, None] >> shifts.astype(np.uint64)[None, :]) & np.uint64(1)).astype(np.uint8).ravel()
+
+    return Timeline(shape, w, cs_assert, cs_deassert, word_first, word_last,
+                    float(t[-1] + tail) if len(t) else tail, clk_t, clk_level, data_t,
+                    bits(w.mosi), bits(w.miso))
+
+
+def jittered(rng: np.random.Generator, nominal, n: int, sigma: float, stall_p: float,
+             stall: tuple[float, float], floor: float) -> np.ndarray:
+    """``n`` gap values: nominal + N(0, sigma) + occasional uniform stalls, >= floor."""
+    v = np.full(n, float(nominal)) if np.isscalar(nominal) else np.asarray(nominal, float).copy()
+    if sigma > 0:
+        v += rng.normal(0.0, sigma, n)
+    if stall_p > 0:
+        hit = rng.random(n) < stall_p
+        v[hit] += rng.uniform(stall[0], stall[1], int(hit.sum()))
+    return np.maximum(v, floor)

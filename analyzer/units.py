@@ -1,0 +1,68 @@
+"""Formatting and parsing of times and frequencies for humans."""
+
+from __future__ import annotations
+
+import math
+import re
+
+_SI_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e-3, "M": 1e6, "g": 1e9, "G": 1e9,
+              "u": 1e-6, "µ": 1e-6, "n": 1e-9, "p": 1e-12}
+
+
+def fmt_time(seconds: float | None, digits: int = 4) -> str:
+    """Format a duration with a unit that fits (s, ms, µs, ns)."""
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "–"
+    a = abs(seconds)
+    if a == 0:
+        return "0"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if a >= scale * 0.9999:
+            return f"{seconds / scale:.{digits}g} {unit}"
+    return f"{seconds / 1e-12:.{digits}g} ps"
+
+
+def fmt_freq(hz: float | None, digits: int = 4) -> str:
+    if hz is None or (isinstance(hz, float) and math.isnan(hz)):
+        return "–"
+    for unit, scale in (("GHz", 1e9), ("MHz", 1e6), ("kHz", 1e3)):
+        if abs(hz) >= scale * (1 - 0.5 * 10 ** -digits):
+            return f"{hz / scale:.{digits}g} {unit}"
+    return f"{hz:.{digits}g} Hz"
+
+
+def fmt_rate(per_s: float | None) -> str:
+    if per_s is None or (isinstance(per_s, float) and math.isnan(per_s)):
+        return "–"
+    if per_s >= 1e3:
+        return f"{per_s / 1e3:.4g}k/s"
+    return f"{per_s:.4g}/s"
+
+
+_TIME_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Zµ]*)\s*$")
+
+
+def parse_time(text: str | float | int) -> float:
+    """Parse '10us', '2.6 µs', '250ns', '1e-5', '0.5ms' or a bare number (seconds)."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    m = _TIME_RE.match(text)
+    if not m:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 10us, 250ns, 1.5ms)")
+    value, unit = float(m.group(1)), m.group(2)
+    units = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
+    if unit not in units:
+        raise ValueError(f"unknown time unit {unit!r} in {text!r} (use s, ms, us, ns)")
+    return value * units[unit]
+
+
+def parse_freq(text: str | float | int) -> float:
+    """Parse '3.6MHz', '50 MHz', '8e6', '500k' (Hz)."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    m = re.match(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kKmMgG]?)(?:[hH][zZ])?\s*$", text)
+    if not m:
+        raise ValueError(f"not a frequency: {text!r} (use e.g. 3.6MHz, 50e6)")
+    # Lower-case m means mega here, as in libsigrok (frequencies below 1 Hz make no sense).
+    scale = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9}[m.group(2)]
+    return float(m.group(1)) * scale
