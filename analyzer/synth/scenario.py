@@ -35,6 +35,10 @@ Example (all times accept units: 1.6us, 250ns, 10e-6; rates: 3.6MHz)::
     context_switch = "5us"
     burst_gap = "1ms"             # ... separated by this idle time (a context switch too)
 
+    [device]                      # optional: device traffic instead of [pattern] payloads
+    name = "mcp3008-adc"          # see analyzer/synth/devices (spigap synth --list-devices)
+    channel = 3                   # ... plus that generator's own options
+
     [jitter]
     sigma = "20ns"                # normal spread on every gap, or a table per gap kind
     stall_probability = 0.001     # chance that a gap gets an extra stall ...
@@ -97,6 +101,7 @@ class Scenario:
     stall: tuple = (20e-6, 200e-6)
     stall_kinds: tuple = ("cs_change", "context_switch")
     source: str = ""
+    device: dict | None = None
 
     @property
     def shape(self) -> SpiShape:
@@ -114,6 +119,7 @@ class Scenario:
             except tomllib.TOMLDecodeError as e:
                 raise UsageError(f"not valid TOML: {e}", path=str(path)) from None
         flat = {}
+        device = data.pop("device", None)
         for section, values in data.items():
             if not isinstance(values, dict):
                 flat[section] = values
@@ -121,8 +127,11 @@ class Scenario:
             for key, value in values.items():
                 flat[key] = value
         flat.update(overrides or {})
+        if "device" in flat:
+            device = flat.pop("device")
         sc = cls()
         sc.source = text
+        sc.device = dict(device) if device else None
         for key, value in flat.items():
             sc._set(key, value)
         sc._check()
@@ -239,7 +248,66 @@ class Scenario:
                        miso=_payload(self.miso, nw, wpt, self.wordsize, rng),
                        word_gap=word_gap, word_boundary=boundary)
 
+    def windows_from_payload(self, mosi: list, miso: list | None = None, *,
+                             message_start: list | None = None,
+                             segment_start: list | None = None) -> Windows:
+        """Windows carrying explicit payloads, with this scenario's timing and jitter.
+
+        ``mosi``/``miso``: one list of words per CS window (``miso`` None = zeros).
+        ``message_start[i]``: window i starts a new spi_message (its gap_before
+        is a context switch, else cs_change); default: every
+        ``transfers_per_message``-th window. ``segment_start[i]``: per word of
+        window i, True where an inter-transfer gap (not a byte gap) precedes it.
+        """
+        rng = np.random.default_rng(self.seed)
+        n = len(mosi)
+        T = 1.0 / self.sclk
+        floor = 2.0 / self.samplerate
+        if message_start is None:
+            message_start = (np.arange(n) % self.transfers_per_message) == 0
+        ms = np.asarray(message_start, bool)
+        kind = np.where(ms, "context_switch", "cs_change").astype(object)
+        if n:
+            kind[0] = "lead"
+
+        def gaps(name, nominal, count, lo=floor):
+            stall_p = self.stall_probability if name in self.stall_kinds else 0.0
+            return jittered(rng, nominal, count, self.sigma.get(name, 0.0), stall_p, self.stall, lo)
+
+        gap_before = np.where(kind == "cs_change", gaps("cs_change", self.cs_change, n),
+                              gaps("context_switch", self.context_switch, n))
+        if self.messages_per_burst > 0:
+            msg = np.cumsum(ms) - 1
+            burst_start = ms & (msg % self.messages_per_burst == 0)
+            gap_before = np.where(burst_start, gaps("context_switch", self.burst_gap, n), gap_before)
+        if n:
+            gap_before[0] = self.lead
+        per = np.array([len(w) for w in mosi], np.int64)
+        nw = int(per.sum())
+        word_window = np.repeat(np.arange(n), per)
+        rank = np.arange(nw) - np.repeat(np.cumsum(per) - per, per)
+        boundary = (np.concatenate([np.asarray(b, bool) for b in segment_start]) if segment_start
+                    else np.zeros(nw, bool))
+        word_gap = np.where(boundary, gaps("inter_transfer", self.inter_transfer, nw),
+                            gaps("inter_byte", T / 2 + self.idle_clocks * T, nw, T / 2))
+        word_gap[rank == 0] = 0.0
+        flat = lambda ws: np.array([v for w in ws for v in w], dtype=np.uint64)  # noqa: E731
+        return Windows(gap_before=gap_before, cs_setup=gaps("cs_setup", self.cs_setup, n),
+                       cs_hold=gaps("cs_hold", self.cs_hold, n), kind=kind,
+                       message=np.cumsum(kind == "context_switch"), word_window=word_window,
+                       mosi=flat(mosi), miso=flat(miso) if miso is not None else np.zeros(nw, np.uint64),
+                       word_gap=word_gap, word_boundary=boundary)
+
     def timeline(self) -> Timeline:
+        if self.device:
+            from analyzer.synth.devices import registry
+
+            opts = dict(self.device)
+            name = opts.pop("name", None)
+            gens = registry()
+            if name not in gens:
+                raise UsageError(f"unknown device generator {name!r}; known: {', '.join(sorted(gens)) or 'none'}")
+            return gens[name](self, opts)
         return build(self.windows(), self.shape, self.tail)
 
     def recipe(self) -> str:
