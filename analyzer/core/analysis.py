@@ -16,7 +16,7 @@ import numpy as np
 from analyzer.core import grouping as grouping_mod
 from analyzer.core.config import SpiConfig
 from analyzer.core.framing import Framer
-from analyzer.errors import CaptureTruncated
+from analyzer.errors import CaptureTruncated, InputError
 from analyzer.io.base import CaptureInfo, CaptureReader
 
 GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
@@ -174,6 +174,9 @@ def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None
     except CaptureTruncated as e:
         truncated = str(e)
     end_tick = reader.end_tick if reader.end_tick is not None else last_tick + 1
+    if end_tick <= 0 and truncated is None:
+        raise InputError("the capture holds no samples", path=info.path,
+                         hint="was the acquisition stopped before it started?")
     raw = framer.finish(end_tick)
     return _measure(info, cfg, framer, raw, end_tick, truncated)
 

@@ -205,9 +205,9 @@ class Framer:
         if self.idle_timeout is None:
             self._buffered.append(block)
             self._buffered_edges += len(block)
-            if self._buffered_edges < 256:
-                return
-            self._set_timeout()
+            if self._buffered_edges >= 256:
+                self._set_timeout()          # replays the buffered blocks, this one included
+            return
         self._nocs_block(block.ticks, block.states)
 
     def _set_timeout(self):
@@ -224,13 +224,8 @@ class Framer:
             # after an idle of more than two word times (2 x wordsize x T).
             half = float(np.median(sp)) if len(sp) else 1.0
             self.idle_timeout = max(2, int(round(2 * self.ws * 2 * half)))
-        self.idle_timeout_auto = self.cfg.idle_timeout_s is None
-        self._nocs_replay = True
-        saved = self.prev_state
-        self.prev_state = self.initial_state
-        for b in blocks:
+        for b in blocks:      # prev_state is still the initial state: nothing was consumed yet
             self._nocs_block(b.ticks, b.states)
-        assert self.prev_state == saved
 
     def _nocs_block(self, t, s):
         if len(t) == 0:

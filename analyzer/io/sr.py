@@ -194,7 +194,7 @@ class SrReader(CaptureReader):
             hdr = os.pread(self._fd, 30, off)
             if hdr[:4] != b"PK\x03\x04":
                 break
-            (_, flags, method, _, _, crc, csize, usize, nlen, xlen) = struct.unpack("<IHHHHIIIHH", hdr)
+            (_, _, flags, method, _, _, crc, csize, usize, nlen, xlen) = struct.unpack("<IHHHHHIIIHH", hdr)
             name = os.pread(self._fd, nlen, off + 30).decode("utf-8", "replace")
             data_off = off + 30 + nlen + xlen
             if flags & 0x08 or csize == 0xFFFFFFFF:
@@ -343,15 +343,13 @@ class SrReader(CaptureReader):
         else:
             d = inflate.decompressobj()
             tail = b""
-            while True:
-                if not tail:
-                    if pos >= end:
-                        break
+            while not d.eof:
+                if not tail and pos < end:
                     tail = os.pread(self._fd, min(COMP_SLICE, end - pos), pos)
-                    if not tail:
-                        break
                     pos += len(tail)
                 try:
+                    # with max_length, inflate may hold output back even when all
+                    # input is consumed: keep calling (with empty input) until eof
                     out = d.decompress(tail, PIECE_BYTES)
                 except inflate.error as e:
                     raise _Damaged(f"chunk {m.name} is damaged ({e})")
@@ -364,8 +362,8 @@ class SrReader(CaptureReader):
                     carry = out[cut:]
                     if cut:
                         yield out[:cut]
-                if d.eof:
-                    break
+                elif not tail and pos >= end:
+                    break           # no input left and nothing more comes out
             if not d.eof:
                 raise _Damaged(f"chunk {m.name} ends early (deflate stream cut after {got} bytes)")
         if m.crc is not None and (crc != m.crc or (m.usize and got != m.usize)):

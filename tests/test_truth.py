@@ -1,0 +1,136 @@
+"""Ground truth: synthesized captures vs the analyzer, every gap within ±1 sample."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from analyzer.core.analysis import KIND_CONTEXT_SWITCH, KIND_CS_CHANGE
+from tests.util import analyze, assert_within_one_sample, synth
+
+
+def check_against_truth(a, tl, words=True):
+    tr = tl.truth()
+    t = a.tick_s
+    assert a.n == len(tr["cs_assert"]), "transfer count"
+    assert not a.partial_start.any() and not a.partial_end.any()
+    assert_within_one_sample(a.cs_setup, tr["cs_setup"], t, "cs_setup")
+    assert_within_one_sample(a.cs_hold, tr["cs_hold"], t, "cs_hold")
+    assert_within_one_sample(a.gap_before[1:], tr["gap_before"][1:], t, "gap_before")
+    assert_within_one_sample(a.duration, tr["duration"], t, "transfer_duration")
+    assert_within_one_sample(a.period(), tr["period"], t, "transfer_period")
+    assert_within_one_sample(a.gap_values("inter_byte"), tr["inter_byte"], t, "inter_byte")
+    assert_within_one_sample(a.gap_values("inter_transfer"), tr["inter_transfer"], t, "inter_transfer")
+    if words:
+        assert np.array_equal(a.mosi, tr["mosi"]), "MOSI words"
+        assert np.array_equal(a.miso, tr["miso"]), "MISO words"
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+@pytest.mark.parametrize("wordsize,bitorder", [(8, "msb"), (12, "lsb"), (16, "msb"), (16, "lsb")])
+def test_modes_wordsizes_bitorders_with_jitter(tmp_path, mode, wordsize, bitorder):
+    sc, tl, path = synth(
+        tmp_path, samplerate="40MHz", sclk="2.5MHz", mode=mode, wordsize=wordsize, bitorder=bitorder,
+        words_per_transfer=3, transfers_per_message=4, messages=30, idle_clocks=1.5, mosi="random",
+        miso="random", cs_setup="1.3us", cs_hold="0.7us", cs_change="9us", context_switch="23us",
+        sigma="60ns", stall_probability=0.02, stall=["5us", "40us"],
+        seed=mode * 100 + wordsize)
+    a = analyze(path, cpol=mode >> 1, cpha=mode & 1, wordsize=wordsize, lsb_first=bitorder == "lsb")
+    check_against_truth(a, tl)
+    tr = tl.truth()
+    ic = a.idle_clocks()
+    assert np.median(ic) == pytest.approx(1.5, abs=0.1)
+    assert a.sclk_hz == pytest.approx(2.5e6, rel=0.01)
+
+
+def test_cs_active_high_and_segments(tmp_path):
+    sc, tl, path = synth(tmp_path, cs_polarity="high", segments=[1, 2], words_per_transfer=3,
+                         inter_transfer="6us", messages=60, sigma="30ns", seed=7)
+    a = analyze(path, cs_active_low=False)
+    check_against_truth(a, tl)
+    assert len(a.gap_values("inter_transfer")) == 60
+    assert len(a.gap_values("inter_byte")) == 60
+
+
+@pytest.mark.parametrize("tpm,messages,context_switch,cs_change", [
+    (1, 300, "5us", "10us"),
+    (10, 40, "5us", "10us"),      # context switch SHORTER than cs_change (seed 000)
+    (10, 40, "30us", "10us"),
+    (100, 8, "5us", "10us"),
+    (3, 60, "4us", "0.25us"),     # patched kernel: no udelay
+])
+def test_transfers_per_message_inferred(tmp_path, tpm, messages, context_switch, cs_change):
+    sc, tl, path = synth(tmp_path, transfers_per_message=tpm, messages=messages,
+                         context_switch=context_switch, cs_change=cs_change,
+                         sigma={"cs_change": "60ns", "context_switch": "400ns", "cs_setup": "40ns"},
+                         stall_probability=0.01, stall=["5us", "60us"], stall_kinds=["context_switch"],
+                         seed=tpm * 7 + messages)
+    a = analyze(path)
+    assert a.grouping.transfers_per_message == tpm, a.grouping.note
+    tr = tl.truth()
+    want = np.array([{"lead": 0, "cs_change": KIND_CS_CHANGE, "context_switch": KIND_CONTEXT_SWITCH}[k]
+                     for k in tr["kind"]])
+    assert np.array_equal(a.gap_kind, want), "every gap classified as in the generator"
+    assert a.n_messages() == messages
+    if tpm > 1:
+        assert a.grouping.confidence >= 0.95
+
+
+def test_no_structure_means_all_context_switches(tmp_path):
+    # gaps drawn from one wide distribution: no period exists
+    sc, tl, path = synth(tmp_path, transfers_per_message=1, messages=400, context_switch="20us",
+                         sigma={"context_switch": "6us"}, seed=11)
+    a = analyze(path)
+    assert a.grouping.transfers_per_message == 1
+    assert "no periodic structure" in a.grouping.note
+    assert (a.gap_kind[1:] == KIND_CONTEXT_SWITCH).all()
+
+
+def test_given_transfers_per_message_with_offset_start(tmp_path):
+    # capture starts in the middle of a message: the phase must come from the data
+    sc, tl, path = synth(tmp_path, transfers_per_message=10, messages=12, context_switch="5us",
+                         cs_change="10us", sigma="50ns", seed=5)
+    tr = tl.truth()
+    start = tr["cs_deassert"][3] + 2e-6          # crop after the 4th transfer
+    sc2, tl2, path2 = synth(tmp_path, name="crop.sr", transfers_per_message=10, messages=12,
+                            context_switch="5us", cs_change="10us", sigma="50ns", seed=5,
+                            crop_start=start)
+    a = analyze(path2, transfers_per_message=10)
+    assert a.n == 120 - 4
+    # transfers 0..5 of the crop are the rest of message 0: the 6th gap is the first context switch
+    assert a.gap_kind[6] == KIND_CONTEXT_SWITCH and (a.gap_kind[1:6] == KIND_CS_CHANGE).all()
+
+
+def test_partial_transfers_are_counted_not_dropped(tmp_path):
+    sc, tl, path = synth(tmp_path, messages=20, seed=2)
+    tr = tl.truth()
+    mid0 = (tr["cs_assert"][0] + tr["cs_deassert"][0]) / 2
+    mid_last = (tr["cs_assert"][-1] + tr["cs_deassert"][-1]) / 2
+    sc2, tl2, path2 = synth(tmp_path, name="cut.sr", messages=20, seed=2, crop_start=mid0, crop_end=mid_last)
+    a = analyze(path2)
+    assert a.n == 20
+    assert a.partial_start[0] and a.partial_end[-1]
+    assert np.count_nonzero(a.partial_start | a.partial_end) == 2
+    assert np.isnan(a.cs_setup[0]) and np.isnan(a.cs_hold[-1])
+    assert not np.isnan(a.cs_hold[0]) and not np.isnan(a.cs_setup[-1])
+    assert any("partial" in w for w in a.warnings)
+
+
+def test_no_cs_line_frames_by_idle_timeout(tmp_path):
+    sc, tl, path = synth(tmp_path, channels={"cs": ""}, transfers_per_message=1, messages=50,
+                         context_switch="15us", seed=3)
+    a = analyze(path, no_cs=True)
+    tr = tl.truth()
+    assert a.n == 50
+    assert np.isnan(a.cs_setup).all() and np.isnan(a.cs_hold).all()
+    assert not a.available("cs_setup") and not a.available("context_switch")
+    assert np.array_equal(a.mosi, tr["mosi"])
+    # without CS a transfer runs from its first to its last SCLK edge
+    assert_within_one_sample(a.gap_values("idle")[:], (tr["gap_before"] + tr["cs_setup"] + np.roll(tr["cs_hold"], 1))[1:],
+                             a.tick_s, "idle gaps")
+
+
+def test_undersampled_clock_warns(tmp_path):
+    sc, tl, path = synth(tmp_path, samplerate="10MHz", sclk="3.3MHz", messages=10, seed=4)
+    a = analyze(path)
+    assert any("samples per SCLK period" in w for w in a.warnings)
