@@ -30,6 +30,14 @@ $(STAMP): setup.cfg pyproject.toml
 	fi
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
+	@command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "setup: installing gcc with apt-get (for the compiled core)"; \
+	    $(APT_GET) update -qq && $(APT_GET) install -y -qq gcc libc6-dev >/dev/null || true; \
+	  else \
+	    echo "setup: no C compiler: spigap uses its slower numpy engine (install gcc for the compiled core)"; \
+	  fi; }
+	$(BIN)/python -m analyzer.native
 	@touch $@
 
 sigrok-cli:

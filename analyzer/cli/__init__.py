@@ -21,16 +21,21 @@ from analyzer.errors import SpigapError
 
 
 
-def subcommand_modules():
+def subcommand_modules(only: str | None = None):
+    """Subcommand modules (all of them, or just ``only`` when it names one: a
+    run of one subcommand does not pay for importing the others)."""
+    names = [info.name for info in pkgutil.iter_modules(__path__)]
+    if only in names:
+        names = [only]
     mods = []
-    for info in pkgutil.iter_modules(__path__):
-        mod = importlib.import_module(f"{__name__}.{info.name}")
+    for name in names:
+        mod = importlib.import_module(f"{__name__}.{name}")
         if hasattr(mod, "add_subparser"):
             mods.append(mod)
     return sorted(mods, key=lambda m: (getattr(m, "ORDER", 100), m.__name__))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv=None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spigap",
         description="Where the microseconds go on an SPI bus: per-transfer timing from logic "
@@ -39,13 +44,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for mod in subcommand_modules():
+    command = next((a for a in (argv or []) if not a.startswith("-")), None)
+    for mod in subcommand_modules(command):
         mod.add_subparser(sub)
     return parser
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -15,7 +15,7 @@ import numpy as np
 
 from analyzer.core import grouping as grouping_mod
 from analyzer.core.config import SpiConfig
-from analyzer.core.framing import Framer
+from analyzer.core.framing import Framer, make_framer
 from analyzer.errors import CaptureTruncated, InputError
 from analyzer.io.base import CaptureInfo, CaptureReader
 
@@ -79,6 +79,7 @@ class Analysis:
     inter_transfer_threshold: float | None
     grouping: grouping_mod.Grouping
     idle_timeout_ticks: int | None
+    engine: str
     clk_outside_cs: int
     min_high: int | None
     min_low: int | None
@@ -162,7 +163,7 @@ def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None
     order = [("clk", cfg.clk), ("cs", cfg.cs), ("mosi", cfg.mosi), ("miso", cfg.miso)]
     order = [(role, name) for role, name in order if name is not None]
     bits = {role: j for j, (role, _) in enumerate(order)}
-    framer = Framer(cfg, bits, info.tick_s)
+    framer = make_framer(cfg, bits, info.tick_s)
     truncated = None
     last_tick = 0
     try:
@@ -181,7 +182,7 @@ def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None
     return _measure(info, cfg, framer, raw, end_tick, truncated)
 
 
-def _measure(info, cfg, framer: Framer, raw, end_tick, truncated) -> Analysis:
+def _measure(info, cfg, framer, raw, end_tick, truncated) -> Analysis:
     w, words = raw["windows"], raw["words"]
     n = len(w["start"])
     has_cs = cfg.cs is not None
@@ -250,13 +251,13 @@ def _measure(info, cfg, framer: Framer, raw, end_tick, truncated) -> Analysis:
         word_off=word_off, mosi=words["mosi"], miso=words["miso"], word_first=words["first"],
         word_last=words["last"], pair_off=pair_off, pair_gap=pair_gap, pair_inter_transfer=pair_it,
         period_ticks=period, inter_transfer_threshold=thr, grouping=grp,
-        idle_timeout_ticks=framer.idle_timeout, clk_outside_cs=framer.clk_outside_cs,
+        idle_timeout_ticks=framer.idle_timeout, engine=framer.engine, clk_outside_cs=framer.clk_outside_cs,
         min_high=framer.min_high, min_low=framer.min_low, warnings=warnings)
     _warn(a, framer)
     return a
 
 
-def _warn(a: Analysis, framer: Framer) -> None:
+def _warn(a: Analysis, framer) -> None:
     w = a.warnings
     t = a.tick_s
     if a.n == 0:

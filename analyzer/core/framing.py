@@ -56,6 +56,9 @@ class SpacingCounter:
         if len(spacings) == 0:
             return
         v, c = np.unique(spacings, return_counts=True)
+        self.add_counts(v, c)
+
+    def add_counts(self, v: np.ndarray, c: np.ndarray):
         allv = np.concatenate([self.values, v])
         allc = np.concatenate([self.counts, c])
         u, inv = np.unique(allv, return_inverse=True)
@@ -84,8 +87,30 @@ class SpacingCounter:
         return float(self.values[k])
 
 
+def idle_timeout_ticks(cfg: SpiConfig, blocks: list[EdgeBlock], initial_state: int, b_clk: int,
+                       tick_s: float) -> int:
+    """CS-less framing: the idle time (ticks) that ends a transfer.
+
+    ``--idle-timeout`` if given; else two word times (2 x wordsize x T) with T
+    taken as twice the median spacing of the first clock edges (``blocks``:
+    the first edge blocks after the initial state)."""
+    if cfg.idle_timeout_s is not None:
+        return max(1, int(round(cfg.idle_timeout_s / tick_s)))
+    if not blocks:
+        return 2
+    ticks = np.concatenate([b.ticks for b in blocks])
+    states = np.concatenate([b.states for b in blocks])
+    prev = np.concatenate([[initial_state], states[:-1]]).astype(np.uint32)
+    clk_t = ticks[((states ^ prev) >> np.uint32(b_clk)) & 1 == 1]
+    sp = np.diff(clk_t)
+    half = float(np.median(sp)) if len(sp) else 1.0
+    return max(2, int(round(2 * cfg.wordsize * 2 * half)))
+
+
 class Framer:
     """Feed EdgeBlocks (states packed as bit j = request channel j); call ``finish``."""
+
+    engine = "numpy"
 
     def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float):
         self.cfg = cfg
@@ -212,18 +237,7 @@ class Framer:
 
     def _set_timeout(self):
         blocks, self._buffered = self._buffered, []
-        if self.cfg.idle_timeout_s is not None:
-            self.idle_timeout = max(1, int(round(self.cfg.idle_timeout_s / self.tick_s)))
-        else:
-            ticks = np.concatenate([b.ticks for b in blocks]) if blocks else np.empty(0, _I64)
-            states = np.concatenate([b.states for b in blocks]) if blocks else np.empty(0, np.uint32)
-            prev = np.concatenate([[self.initial_state], states[:-1]]).astype(np.uint32) if len(states) else states
-            clk_t = ticks[((states ^ prev) >> np.uint32(self.b_clk)) & 1 == 1] if len(states) else ticks
-            sp = np.diff(clk_t)
-            # T from the first edges: twice the median edge spacing; a transfer ends
-            # after an idle of more than two word times (2 x wordsize x T).
-            half = float(np.median(sp)) if len(sp) else 1.0
-            self.idle_timeout = max(2, int(round(2 * self.ws * 2 * half)))
+        self.idle_timeout = idle_timeout_ticks(self.cfg, blocks, self.initial_state, self.b_clk, self.tick_s)
         for b in blocks:      # prev_state is still the initial state: nothing was consumed yet
             self._nocs_block(b.ticks, b.states)
 
@@ -388,3 +402,14 @@ class Framer:
             self._process_closed(final_end=end_tick)
         out = {"windows": self.win.build(), "words": self.words.build()}
         return out
+
+
+def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float):
+    """The compiled framer when the core is available, else this numpy one."""
+    from analyzer import native
+
+    if native.library() is not None:
+        from analyzer.core.cframer import CFramer
+
+        return CFramer(cfg, bits, tick_s)
+    return Framer(cfg, bits, tick_s)

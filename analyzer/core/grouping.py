@@ -43,12 +43,14 @@ class Grouping:
 
 
 def _phase_of(g: np.ndarray, n: int) -> int:
-    meds = np.array([np.median(g[k::n]) for k in range(n)])
+    m = len(g) // n * n                       # whole periods only: one vectorized median per phase
+    grid = g[:m].reshape(-1, n)
+    meds = np.median(grid, axis=0)
     if n == 2:
         # two phases deviate equally from their mean; a cs_change gap is a busy
         # wait (narrow), a context switch goes through the scheduler (wide)
-        spread = [np.median(np.abs(g[k::2] - meds[k])) + np.ptp(np.percentile(g[k::2], [10, 90]))
-                  for k in range(2)]
+        p10, p90 = np.percentile(grid, [10, 90], axis=0)
+        spread = np.median(np.abs(grid - meds), axis=0) + (p90 - p10)
         return int(np.argmax(spread))
     return int(np.argmax(np.abs(meds - np.median(meds))))
 

@@ -84,6 +84,10 @@ def _changes_u8(s: np.ndarray) -> np.ndarray:
     d |= prev_last
     d ^= w
     words = np.flatnonzero(d)
+    if len(words) > len(d) // 16:
+        # dense data (a change in most words): expanding words costs more than
+        # comparing the bytes directly
+        return np.flatnonzero(s[1:] != s[:-1]) + 1
     if len(words):
         nz = d[words].view(np.uint8).reshape(-1, 8) != 0   # little-endian: byte j = sample 8i+j
         r, c = np.nonzero(nz)

@@ -396,7 +396,16 @@ def _whole_member_job(fd, m: _Member, data_off, us, masks, bits) -> PieceChanges
 
 def scan_piece(buf, unitsize: int, masks: dict[int, int], bits: list[int]) -> PieceChanges:
     """Changes of the wanted channels in one piece of raw samples, compacted to
-    request order. Works in sub-pieces so temporaries stay small."""
+    request order: the compiled core when available, else numpy in sub-pieces
+    (so temporaries stay small)."""
+    from analyzer import native
+
+    if native.library() is not None:
+        return native.scan(buf, unitsize, masks, bits)
+    return scan_piece_numpy(buf, unitsize, masks, bits)
+
+
+def scan_piece_numpy(buf, unitsize: int, masks: dict[int, int], bits: list[int]) -> PieceChanges:
     a = np.frombuffer(buf, dtype=np.uint8)
     n = len(a) // unitsize
     step = max(SCAN_BYTES // unitsize, 64) * unitsize

@@ -45,6 +45,7 @@ def to_dict(a: Analysis, *, transfers: bool = False) -> dict:
     d = {
         "spigap": __version__,
         "schema": SCHEMA,
+        "engine": a.engine,
         "capture": {
             "path": info.path,
             "format": info.format,

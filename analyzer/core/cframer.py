@@ -1,0 +1,148 @@
+"""The framer on the compiled core: same interface and results as core.framing.Framer.
+
+Python only moves buffers: the per-edge state machine runs in
+analyzer/native/spigap_core.c (definitions in docs/gaps.md). The numpy
+Framer is the fallback and the oracle it is tested against.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from analyzer import native
+from analyzer.core.config import SpiConfig
+from analyzer.core.framing import SpacingCounter, idle_timeout_ticks
+from analyzer.io.base import EdgeBlock
+
+WIN_CAP = 1 << 14
+WORD_CAP = 1 << 16
+OVF_CAP = 1 << 16
+HIST = 1 << 12
+BIG = np.iinfo(np.int64).max
+
+
+class CFramer:
+    engine = "c"
+
+    def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float):
+        self.lib = native.library()
+        self.cfg = cfg
+        self.tick_s = tick_s
+        self.b_clk = bits["clk"]
+        self.has_cs = "cs" in bits
+        f = native.Framer()
+        f.b_clk = bits["clk"]
+        f.b_cs = bits.get("cs", -1)
+        f.b_mosi = bits.get("mosi", -1)
+        f.b_miso = bits.get("miso", -1)
+        f.ws = cfg.wordsize
+        f.cpha = cfg.cpha
+        f.cpol = cfg.cpol
+        f.samp_level = 1 if cfg.sample_on_rising else 0
+        f.active_level = 0 if cfg.cs_active_low else 1
+        f.lsb_first = int(cfg.lsb_first)
+        f.has_cs = int(self.has_cs)
+        self.f = f
+        self.win = np.zeros((WIN_CAP, native.WIN_COLS), np.int64)
+        self.word = np.zeros((WORD_CAP, 4), np.int64)
+        self.hist = np.zeros(HIST, np.int64)
+        self.ovf = np.zeros(OVF_CAP, np.int64)
+        p = lambda a: a.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))  # noqa: E731
+        self.out = native.Out(p(self.win), WIN_CAP, 0, p(self.word), WORD_CAP, 0, p(self.hist), HIST,
+                              p(self.ovf), OVF_CAP, 0)
+        self._win_parts: list[np.ndarray] = []
+        self._word_parts: list[np.ndarray] = []
+        self.spacing = SpacingCounter()
+        self.initial_state: int | None = None
+        self.idle_timeout: int | None = None
+        self._buffered: list[EdgeBlock] = []
+        self._buffered_edges = 0
+
+    # the numpy Framer's public attributes
+    @property
+    def clk_outside_cs(self) -> int:
+        return int(self.f.clk_outside)
+
+    @property
+    def first_clk_outside(self) -> int | None:
+        return None if self.f.first_clk_outside < 0 else int(self.f.first_clk_outside)
+
+    @property
+    def min_high(self) -> int | None:
+        return None if self.f.min_high == BIG else int(self.f.min_high)
+
+    @property
+    def min_low(self) -> int | None:
+        return None if self.f.min_low == BIG else int(self.f.min_low)
+
+    def feed(self, block: EdgeBlock) -> None:
+        if len(block) == 0:
+            return
+        t, s = block.ticks, block.states
+        if self.initial_state is None:
+            self.initial_state = int(s[0])
+            self.lib.spigap_frame_init(ctypes.byref(self.f), self.initial_state)
+            t, s = t[1:], s[1:]
+            if len(t) == 0:
+                return
+        if not self.has_cs and self.idle_timeout is None:
+            self._buffered.append(EdgeBlock(t, s))
+            self._buffered_edges += len(t)
+            if self._buffered_edges >= 256:
+                self._start_nocs()
+            return
+        self._run(t, s)
+
+    def _start_nocs(self):
+        blocks, self._buffered = self._buffered, []
+        self.idle_timeout = idle_timeout_ticks(self.cfg, blocks, self.initial_state, self.b_clk, self.tick_s)
+        self.f.idle_timeout = self.idle_timeout
+        for b in blocks:
+            self._run(b.ticks, b.states)
+
+    def _run(self, t, s):
+        t = np.ascontiguousarray(t, np.int64)
+        s = np.ascontiguousarray(s, np.uint32)
+        done, n = 0, len(t)
+        while done < n:
+            used = self.lib.spigap_frame(ctypes.byref(self.f), ctypes.byref(self.out),
+                                         t[done:].ctypes.data, s[done:].ctypes.data, n - done)
+            done += used
+            self._flush()
+
+    def _flush(self):
+        o = self.out
+        if o.n_win:
+            self._win_parts.append(self.win[:o.n_win].copy())
+            o.n_win = 0
+        if o.n_word:
+            self._word_parts.append(self.word[:o.n_word].copy())
+            o.n_word = 0
+        if o.n_ovf:
+            self.spacing.add(self.ovf[:o.n_ovf].copy())
+            o.n_ovf = 0
+
+    def finish(self, end_tick: int) -> dict:
+        if self.initial_state is None:
+            self.initial_state = 0
+            self.lib.spigap_frame_init(ctypes.byref(self.f), 0)
+        if not self.has_cs and self.idle_timeout is None:
+            self._start_nocs()
+        self.lib.spigap_frame_finish(ctypes.byref(self.f), ctypes.byref(self.out), int(end_tick))
+        self._flush()
+        nz = np.flatnonzero(self.hist)
+        if len(nz):
+            self.spacing.add_counts(nz.astype(np.int64), self.hist[nz])
+        w = np.concatenate(self._win_parts) if self._win_parts else np.zeros((0, native.WIN_COLS), np.int64)
+        wd = np.concatenate(self._word_parts) if self._word_parts else np.zeros((0, 4), np.int64)
+        windows = {
+            "start": w[:, 0].copy(), "end": w[:, 1].copy(), "partial_start": w[:, 2] != 0,
+            "partial_end": w[:, 3] != 0, "clk_ok": w[:, 4] != 0, "n_edges": w[:, 5].copy(),
+            "n_bits": w[:, 6].copy(), "n_words": w[:, 7].copy(), "first_edge": w[:, 8].copy(),
+            "last_edge": w[:, 9].copy(), "min_half": w[:, 10].copy(),
+        }
+        words = {"mosi": wd[:, 0].view(np.uint64).copy(), "miso": wd[:, 1].view(np.uint64).copy(),
+                 "first": wd[:, 2].copy(), "last": wd[:, 3].copy()}
+        return {"windows": windows, "words": words}

@@ -1,0 +1,297 @@
+/*
+ * spigap compiled core: the two per-sample / per-edge loops of the analyzer.
+ *
+ * Hand-written because nothing off the shelf frames SPI from raw edges with
+ * our definitions, and the numpy version (analyzer/core/framing.py, kept as
+ * the fallback and as the oracle these loops are tested against) needs ~40
+ * array passes per block. Plain C99, no Python headers: built with the system
+ * compiler on first use and loaded with ctypes (analyzer/native/__init__.py).
+ *
+ * Definitions: docs/gaps.md. Every field of framer_t is int64 so the ctypes
+ * mirror has no padding questions.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#define NSPACE 64
+#define BIG INT64_MAX
+
+/* ------------------------------------------------------------------ scan */
+
+/*
+ * Find the samples where the masked bits differ from the previous sample.
+ * data: n samples of `unitsize` bytes (little-endian); mask: unitsize bytes;
+ * bitpos[j]: bit of the sample word that becomes bit j of the compact state.
+ * *prev: masked value of the sample before data[0] (in/out).
+ * Writes (base + i, compact state) for every change; stops when `cap` entries
+ * are written and returns the number of samples consumed.
+ */
+int64_t spigap_scan(const uint8_t *data, int64_t n, int64_t unitsize, const uint8_t *mask,
+                    const int64_t *bitpos, int64_t nbits, uint64_t *prev, int64_t base,
+                    int64_t *pos_out, uint32_t *val_out, int64_t cap, int64_t *n_out)
+{
+    int64_t k = *n_out, i = 0;
+    uint64_t p = *prev, m = 0;
+    for (int64_t b = 0; b < unitsize; b++)
+        m |= (uint64_t)mask[b] << (8 * b);
+    if (unitsize == 1) {
+        uint8_t pb = (uint8_t)p, mb = (uint8_t)m;
+        for (; i < n; i++) {
+            uint8_t v = data[i] & mb;
+            if (v != pb) {
+                if (k >= cap)
+                    break;
+                uint32_t c = 0;
+                for (int64_t j = 0; j < nbits; j++)
+                    c |= (uint32_t)((v >> bitpos[j]) & 1u) << j;
+                pos_out[k] = base + i;
+                val_out[k] = c;
+                k++;
+                pb = v;
+            }
+        }
+        p = pb;
+    } else {
+        for (; i < n; i++) {
+            uint64_t v = 0;
+            memcpy(&v, data + i * unitsize, (size_t)unitsize);  /* little-endian host */
+            v &= m;
+            if (v != p) {
+                if (k >= cap)
+                    break;
+                uint32_t c = 0;
+                for (int64_t j = 0; j < nbits; j++)
+                    c |= (uint32_t)((v >> bitpos[j]) & 1u) << j;
+                pos_out[k] = base + i;
+                val_out[k] = c;
+                k++;
+                p = v;
+            }
+        }
+    }
+    *prev = p;
+    *n_out = k;
+    return i;
+}
+
+/* ---------------------------------------------------------------- framer */
+
+typedef struct {
+    /* configuration (written by Python) */
+    int64_t b_clk, b_cs, b_mosi, b_miso;      /* bit of each line in the state; -1 = absent */
+    int64_t ws, cpha, cpol, samp_level, active_level, lsb_first, has_cs, idle_timeout;
+    /* running state */
+    int64_t prev;                              /* previous compact state */
+    int64_t open, started;
+    int64_t w_start, w_first, w_last, w_n_edges, w_n_samp, w_n_words, w_min_half;
+    int64_t w_partial_start, w_clk_ok, w_last_samp;
+    int64_t cw, c_first, c_last, c_prev_owned, c_samp, c_mosi, c_miso, c_min_high, c_min_low, c_last_samp;
+    int64_t c_n_space;
+    int64_t c_space[NSPACE];
+    int64_t last_clk;
+    int64_t clk_outside, first_clk_outside, min_high, min_low;
+} framer_t;
+
+typedef struct {
+    int64_t *win;   int64_t win_cap;  int64_t n_win;    /* rows of WIN_COLS */
+    int64_t *word;  int64_t word_cap; int64_t n_word;   /* rows of 4: mosi, miso, first, last */
+    int64_t *hist;  int64_t hist_size;                  /* counts of spacing values < hist_size */
+    int64_t *ovf;   int64_t ovf_cap;  int64_t n_ovf;    /* larger spacing values */
+} out_t;
+
+#define WIN_COLS 11  /* start end pstart pend clk_ok n_edges n_bits n_words first last min_half */
+
+static void add_spacing(out_t *o, int64_t v)
+{
+    if (v >= 0 && v < o->hist_size)
+        o->hist[v]++;
+    else
+        o->ovf[o->n_ovf++] = v;
+}
+
+static void new_word(framer_t *f, int64_t word, int64_t t)
+{
+    f->cw = word;
+    f->c_first = t;
+    f->c_last = t;
+    f->c_prev_owned = -1;
+    f->c_samp = 0;
+    f->c_mosi = 0;
+    f->c_miso = 0;
+    f->c_min_high = BIG;
+    f->c_min_low = BIG;
+    f->c_n_space = 0;
+}
+
+static void emit_word(framer_t *f, out_t *o)
+{
+    int64_t *r = o->word + 4 * o->n_word++;
+    r[0] = f->c_mosi;
+    r[1] = f->c_miso;
+    r[2] = f->c_first;
+    r[3] = f->c_last;
+    f->w_n_words++;
+    for (int64_t k = 0; k < f->c_n_space; k++)
+        add_spacing(o, f->c_space[k]);
+    if (f->c_min_high < f->min_high) f->min_high = f->c_min_high;
+    if (f->c_min_low < f->min_low) f->min_low = f->c_min_low;
+    if (f->c_min_high < f->w_min_half) f->w_min_half = f->c_min_high;
+    if (f->c_min_low < f->w_min_half) f->w_min_half = f->c_min_low;
+    f->cw = -1;
+}
+
+static void open_window(framer_t *f, int64_t t, int64_t clk_ok, int64_t partial)
+{
+    f->open = 1;
+    f->w_start = t;
+    f->w_first = -1;
+    f->w_last = -1;
+    f->w_n_edges = 0;
+    f->w_n_samp = 0;
+    f->w_n_words = 0;
+    f->w_min_half = BIG;
+    f->w_partial_start = partial;
+    f->w_clk_ok = clk_ok;
+    f->w_last_samp = -1;
+    f->cw = -1;
+}
+
+static void close_window(framer_t *f, out_t *o, int64_t end, int64_t partial_end)
+{
+    if (f->cw >= 0 && f->c_samp == f->ws)
+        emit_word(f, o);
+    int64_t *r = o->win + WIN_COLS * o->n_win++;
+    r[0] = f->w_start;
+    r[1] = end;
+    r[2] = f->w_partial_start;
+    r[3] = partial_end;
+    r[4] = f->w_clk_ok;
+    r[5] = f->w_n_edges;
+    r[6] = f->w_n_samp;
+    r[7] = f->w_n_words;
+    r[8] = f->w_first;
+    r[9] = f->w_last;
+    r[10] = f->w_min_half == BIG ? -1 : f->w_min_half;
+    f->open = 0;
+    f->cw = -1;
+}
+
+static void clock_edge(framer_t *f, out_t *o, int64_t t, int64_t s)
+{
+    int64_t level = (s >> f->b_clk) & 1;
+    int64_t samp = level == f->samp_level;
+    int64_t bit;
+    f->w_n_edges++;
+    if (f->w_first < 0)
+        f->w_first = t;
+    f->w_last = t;
+    if (samp)
+        bit = f->w_n_samp++;
+    else
+        bit = f->cpha == 0 ? f->w_n_samp - 1 : f->w_n_samp;
+    if (bit < 0)
+        return;                          /* a stray edge before the first bit: owned by no word */
+    int64_t word = bit / f->ws;
+    if (word != f->cw) {
+        if (f->cw >= 0 && f->c_samp == f->ws)
+            emit_word(f, o);
+        new_word(f, word, t);
+    }
+    if (f->c_prev_owned >= 0) {
+        int64_t d = t - f->c_prev_owned;
+        if (level == 0) {                /* ends a high phase */
+            if (d < f->c_min_high) f->c_min_high = d;
+        } else if (d < f->c_min_low) {
+            f->c_min_low = d;
+        }
+    }
+    f->c_prev_owned = t;
+    f->c_last = t;
+    if (!samp)
+        return;
+    if (f->ws > 1) {
+        if (f->c_samp > 0 && f->c_n_space < NSPACE)
+            f->c_space[f->c_n_space++] = t - f->c_last_samp;
+    } else if (f->w_last_samp >= 0) {
+        add_spacing(o, t - f->w_last_samp);
+    }
+    f->c_last_samp = t;
+    f->w_last_samp = t;
+    int64_t mo = f->b_mosi >= 0 ? (s >> f->b_mosi) & 1 : 0;
+    int64_t mi = f->b_miso >= 0 ? (s >> f->b_miso) & 1 : 0;
+    if (f->lsb_first) {
+        f->c_mosi |= (int64_t)((uint64_t)mo << f->c_samp);
+        f->c_miso |= (int64_t)((uint64_t)mi << f->c_samp);
+    } else {
+        f->c_mosi = (int64_t)(((uint64_t)f->c_mosi << 1) | (uint64_t)mo);
+        f->c_miso = (int64_t)(((uint64_t)f->c_miso << 1) | (uint64_t)mi);
+    }
+    f->c_samp++;
+}
+
+void spigap_frame_init(framer_t *f, int64_t initial_state)
+{
+    f->prev = initial_state;
+    f->open = 0;
+    f->started = 0;
+    f->cw = -1;
+    f->last_clk = -1;
+    f->clk_outside = 0;
+    f->first_clk_outside = -1;
+    f->min_high = BIG;
+    f->min_low = BIG;
+    if (f->has_cs && ((initial_state >> f->b_cs) & 1) == f->active_level)
+        open_window(f, 0, ((initial_state >> f->b_clk) & 1) == f->cpol, 1);
+}
+
+/* Consume entries until the outputs could overflow; returns entries consumed. */
+int64_t spigap_frame(framer_t *f, out_t *o, const int64_t *ticks, const uint32_t *states, int64_t n)
+{
+    int64_t i = 0;
+    for (; i < n; i++) {
+        if (o->win_cap - o->n_win < 2 || o->word_cap - o->n_word < 2 || o->ovf_cap - o->n_ovf < 2 * NSPACE)
+            break;
+        int64_t t = ticks[i], s = states[i];
+        int64_t ch = s ^ f->prev;
+        f->prev = s;
+        if (f->has_cs) {
+            int64_t active = ((s >> f->b_cs) & 1) == f->active_level;
+            int64_t cs_ev = (ch >> f->b_cs) & 1;
+            if (cs_ev) {
+                if (active)
+                    open_window(f, t, ((s >> f->b_clk) & 1) == f->cpol, 0);
+                else if (f->open)
+                    close_window(f, o, t, 0);
+            }
+            if ((ch >> f->b_clk) & 1) {
+                if (active) {
+                    clock_edge(f, o, t, s);
+                } else if (!cs_ev) {
+                    if (f->first_clk_outside < 0)
+                        f->first_clk_outside = t;
+                    f->clk_outside++;
+                }
+            }
+        } else if ((ch >> f->b_clk) & 1) {
+            if (!f->started || t - f->last_clk > f->idle_timeout) {
+                if (f->open)
+                    close_window(f, o, f->last_clk, 0);
+                open_window(f, t, 1, !f->started && t < f->idle_timeout);
+                f->started = 1;
+            }
+            clock_edge(f, o, t, s);
+            f->last_clk = t;
+        }
+    }
+    return i;
+}
+
+void spigap_frame_finish(framer_t *f, out_t *o, int64_t end_tick)
+{
+    if (!f->open)
+        return;
+    if (f->has_cs)
+        close_window(f, o, end_tick, 1);
+    else
+        close_window(f, o, f->last_clk, end_tick - f->last_clk < f->idle_timeout);
+}
