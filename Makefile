@@ -59,7 +59,7 @@ test: setup sigrok-cli
 
 ## spigap vs sigrok-cli, side by side (writes nothing; see BENCHMARKS.md)
 bench: setup sigrok-cli
-	$(BIN)/spigap bench
+	$(BIN)/spigap bench --real ../shared/captures-real/spi__enc28j60__enc28j60-init-and-ping.sr --format markdown
 
 ## rebuild captures/*.sr from their TOML recipes
 captures: setup

@@ -1,0 +1,178 @@
+"""Side-by-side benchmark: ``spigap analyze`` vs ``sigrok-cli -P spi`` on the same captures.
+
+Both are timed as whole processes (wall clock, start-up included), as a user
+would run them, in the same run on the same machine; peak RSS comes from
+wait4(). Captures are synthesized once into a cache directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+from analyzer import __version__
+
+# a dense MCP3008-like capture: 3-byte transfers back to back (bcm2835 idle clock,
+# minimal CS gaps), 10 transfers per ioctl
+DENSE = {"samplerate": "50MHz", "sclk": "3.6MHz", "words_per_transfer": 3, "transfers_per_message": 10,
+         "mosi": [0x60, 0, 0], "miso": "random", "cs_setup": "0.3us", "cs_hold": "0.2us", "idle_clocks": 1,
+         "cs_change": "0.3us", "context_switch": "0.6us", "lead": "1us", "tail": "1us", "seed": 7,
+         "channels": {"clk": "SCLK", "mosi": "MOSI", "miso": "MISO", "cs": "CS"}}
+SIGROK_SPI = "spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CS"
+
+
+@dataclasses.dataclass
+class Row:
+    name: str
+    samples: int
+    spigap_s: float
+    spigap_rss_mb: float
+    sigrok_s: float | None
+    sigrok_rss_mb: float | None
+    note: str = ""
+
+    @property
+    def msa_s(self) -> float:
+        return self.samples / self.spigap_s / 1e6
+
+    @property
+    def ratio(self) -> float | None:
+        return self.sigrok_s / self.spigap_s if self.sigrok_s else None
+
+
+def cache_dir() -> pathlib.Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    d = pathlib.Path(base) / "spigap" / "bench"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def dense_capture(samples: float, log=print) -> tuple[pathlib.Path, int]:
+    from analyzer.synth import Scenario, write
+
+    per_message = 10 * (3 * 9 / 3.6e6 + 0.5e-6) + 9 * 0.3e-6 + 0.6e-6       # ~ seconds per ioctl
+    messages = max(1, int(samples / 50e6 / per_message))
+    path = cache_dir() / f"dense-mcp3008-{messages}msg.sr"
+    if not path.exists():
+        log(f"bench: synthesizing {path.name} (once; cached in {path.parent})")
+        sc = Scenario.from_toml(None, {**DENSE, "messages": messages})
+        tmp = path.with_suffix(".tmp")
+        write(sc, tmp, compresslevel=1)
+        tmp.replace(path)
+    from analyzer.io import open_capture
+
+    with open_capture(path) as r:
+        n = r.info.n_ticks
+    return path, n
+
+
+def timed(cmd: list[str], repeat: int) -> tuple[float, float]:
+    """Median wall time and max peak RSS (MB) of ``repeat`` runs of cmd."""
+    times, rss = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(p.pid, 0)
+        dt = time.perf_counter() - t0
+        err = p.stderr.read().decode(errors="replace")
+        p.stderr.close()
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0 or "srd:" in err:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({code}): {err.strip()[-400:]}")
+        times.append(dt)
+        rss.append(usage.ru_maxrss / 1024)
+    return statistics.median(times), max(rss)
+
+
+def spigap_cmd(path, extra=()) -> list[str]:
+    exe = shutil.which("spigap")
+    base = [exe] if exe and os.path.dirname(exe) == os.path.dirname(sys.executable) else [sys.executable, "-m", "analyzer"]
+    return base + ["analyze", str(path), *extra]
+
+
+def run(samples: float = 20e6, big_samples: float = 200e6, real: pathlib.Path | None = None,
+        repeat: int = 3, sigrok: bool = True, log=print) -> list[Row]:
+    rows = []
+    have_sigrok = sigrok and shutil.which("sigrok-cli") is not None
+    path, n = dense_capture(samples, log)
+    log(f"bench: {path.name}: spigap x{repeat} ...")
+    t, m = timed(spigap_cmd(path), repeat)
+    st = sm = None
+    if have_sigrok:
+        log("bench: same capture with sigrok-cli (slow) ...")
+        st, sm = timed(["sigrok-cli", "-i", str(path), "-P", SIGROK_SPI, "-A", "spi=mosi-data"], 1)
+    rows.append(Row("dense MCP3008-like, 50 MSa/s, unitsize 1", n, t, m, st, sm))
+    if big_samples:
+        bpath, bn = dense_capture(big_samples, log)
+        log(f"bench: {bpath.name}: spigap x{repeat} ...")
+        t, m = timed(spigap_cmd(bpath), repeat)
+        rows.append(Row("dense MCP3008-like, large (throughput)", bn, t, m, None, None,
+                        "sigrok-cli not run: ~10x the time of the row above"))
+    if real is not None and real.exists():
+        from analyzer.io import open_capture
+
+        with open_capture(real) as r:
+            rn = r.info.n_ticks
+        log(f"bench: {real.name}: spigap x{repeat} ...")
+        t, m = timed(spigap_cmd(real), repeat)
+        st = sm = None
+        if have_sigrok:
+            log("bench: same capture with sigrok-cli ...")
+            st, sm = timed(["sigrok-cli", "-i", str(real), "-P", "spi:clk=CLK:mosi=MOSI:miso=MISO:cs=CS",
+                            "-A", "spi=mosi-data"], 1)
+        rows.append(Row(f"real {real.name}", rn, t, m, st, sm, "1 GHz, mostly idle, 98 chunks"))
+    return rows
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+
+
+def render(rows: list[Row], fmt: str = "text") -> str:
+    from analyzer import native
+    from analyzer.io import inflate
+
+    head = (f"spigap {__version__} ({native.engine()} engine, {inflate.BACKEND} inflate) vs sigrok-cli; "
+            f"{machine()}; wall clock per process, start-up included")
+    if fmt == "markdown":
+        out = [head, "", "| capture | samples | spigap | MSa/s | peak RSS | sigrok-cli | sigrok RSS | ratio |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in rows:
+            out.append(f"| {r.name} | {r.samples / 1e6:.1f} M | {r.spigap_s:.3f} s | {r.msa_s:.0f} | "
+                       f"{r.spigap_rss_mb:.0f} MB | {_s(r.sigrok_s)} | {_mb(r.sigrok_rss_mb)} | "
+                       f"{_x(r.ratio)} |")
+        return "\n".join(out) + "\n"
+    out = [head, f"{'capture':44s} {'samples':>9s} {'spigap':>9s} {'MSa/s':>7s} {'RSS':>7s} "
+                 f"{'sigrok-cli':>10s} {'ratio':>7s}"]
+    for r in rows:
+        out.append(f"{r.name:44s} {r.samples / 1e6:8.1f}M {r.spigap_s:8.3f}s {r.msa_s:7.0f} "
+                   f"{r.spigap_rss_mb:5.0f}MB {_s(r.sigrok_s):>10s} {_x(r.ratio):>7s}")
+    return "\n".join(out) + "\n"
+
+
+def _s(x):
+    return "–" if x is None else f"{x:.2f} s"
+
+
+def _mb(x):
+    return "–" if x is None else f"{x:.0f} MB"
+
+
+def _x(x):
+    return "–" if x is None else f"{x:.0f}×"

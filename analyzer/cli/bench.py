@@ -1,0 +1,39 @@
+"""``spigap bench``: time spigap and sigrok-cli side by side (results go in BENCHMARKS.md)."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+ORDER = 90
+
+
+def add_subparser(sub) -> None:
+    p = sub.add_parser("bench", help="time spigap against sigrok-cli on the same captures",
+                       description="Synthesize (once, cached) a dense MCP3008-like capture and time "
+                                   "'spigap analyze' and 'sigrok-cli -P spi' on it in one run; also a "
+                                   "large capture for throughput and, with --real, a real capture.")
+    p.add_argument("--samples", type=float, default=20e6, help="samples of the dense capture (default 20e6)")
+    p.add_argument("--big-samples", type=float, default=200e6,
+                   help="samples of the throughput capture (default 200e6; 0 to skip)")
+    p.add_argument("--real", metavar="CAPTURE.sr",
+                   help="also time a real capture (e.g. ../shared/captures-real/"
+                        "spi__enc28j60__enc28j60-init-and-ping.sr)")
+    p.add_argument("--repeat", type=int, default=3, help="spigap runs per capture (median is reported)")
+    p.add_argument("--no-sigrok", action="store_true", help="skip sigrok-cli")
+    p.add_argument("--format", choices=("text", "markdown"), default="text")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from analyzer import bench
+
+    real = pathlib.Path(args.real) if args.real else None
+    if real is not None and not real.exists():
+        from analyzer.errors import UsageError
+
+        raise UsageError(f"no such capture: {real}")
+    rows = bench.run(args.samples, args.big_samples, real, args.repeat, not args.no_sigrok,
+                     log=lambda m: print(m, file=sys.stderr))
+    sys.stdout.write(bench.render(rows, args.format))
+    return 0

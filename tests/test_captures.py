@@ -1,0 +1,83 @@
+"""captures/: each shipped capture matches its recipe and shows its seed report's figures."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from analyzer.api import SpiConfig, analyze_file
+from analyzer.synth import Scenario, write
+from tests.conftest import CAPTURES
+
+TIMING = sorted(p for p in CAPTURES.glob("*.toml")
+                if p.name.startswith(("mcp3008-rpi3-", "ad7606-pi5-", "mcp2518fd-imx8mp-")))
+US = 1e-6
+
+
+def test_captures_are_small():
+    total = sum(p.stat().st_size for p in CAPTURES.glob("*.sr"))
+    assert total < 5 * 1024 * 1024, f"captures/ holds {total / 1e6:.1f} MB of .sr files"
+
+
+@pytest.mark.parametrize("recipe", TIMING, ids=lambda p: p.stem)
+def test_shipped_capture_matches_its_recipe(tmp_path, recipe):
+    shipped = recipe.with_suffix(".sr")
+    assert shipped.exists()
+    fresh = tmp_path / shipped.name
+    write(Scenario.from_toml(recipe), fresh)
+    a, b = analyze_file(shipped), analyze_file(fresh)
+    assert a.n == b.n
+    for kind in ("cs_setup", "cs_hold", "transfer_period"):
+        assert np.nanmedian(a.gap_values(kind)) == pytest.approx(np.nanmedian(b.gap_values(kind)), abs=1)
+
+
+def p50(a, kind):
+    return float(np.nanmedian(a.gap_values(kind))) * a.tick_s
+
+
+def test_seed000_rpi3_mcp3008():
+    b1 = analyze_file(CAPTURES / "mcp3008-rpi3-k4.4-b1.sr")
+    b10 = analyze_file(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr")
+    b100 = analyze_file(CAPTURES / "mcp3008-rpi3-k4.4-b100.sr")
+    fast = analyze_file(CAPTURES / "mcp3008-rpi3-k4.4-nodelay-b100.sr")
+    for a in (b1, b10, b100, fast):
+        assert p50(a, "cs_setup") == pytest.approx(1.6 * US, abs=0.04 * US)
+        assert p50(a, "cs_hold") == pytest.approx(0.4 * US, abs=0.04 * US)
+        assert np.median(a.idle_clocks()) == pytest.approx(1.0, abs=0.1)       # bcm2835: 1 idle SCLK
+        assert a.sclk_hz == pytest.approx(3.6e6, rel=0.005)
+    assert b1.grouping.transfers_per_message == 1
+    assert p50(b1, "context_switch") == pytest.approx(5 * US, abs=0.1 * US)
+    assert b10.grouping.transfers_per_message == 10 and b100.grouping.transfers_per_message == 100
+    assert p50(b10, "cs_change") == pytest.approx(10 * US, abs=0.1 * US)
+    assert p50(b10, "context_switch") == pytest.approx(5 * US, abs=0.2 * US)     # shorter than cs_change
+    assert p50(fast, "cs_change") == pytest.approx(0.25 * US, abs=0.03 * US)
+    # seed 000's measured rates: 69.8k/s unbatched, 52.5k/s (10) / 51.2k/s (100) batched, 105.2k/s patched
+    assert b1.transfer_rate_hz() == pytest.approx(70e3, rel=0.02)
+    assert b10.transfer_rate_hz() == pytest.approx(53e3, rel=0.02)
+    assert b100.transfer_rate_hz() == pytest.approx(52e3, rel=0.02)
+    assert fast.transfer_rate_hz() == pytest.approx(105e3, rel=0.02)
+
+
+def test_seed003_pi5_ad7606_loop_times():
+    old = analyze_file(CAPTURES / "ad7606-pi5-k6.6.31.sr")
+    new = analyze_file(CAPTURES / "ad7606-pi5-k6.12.25.sr")
+    assert p50(old, "transfer_period") == pytest.approx(21.6 * US, abs=0.1 * US)
+    assert p50(new, "transfer_period") == pytest.approx(24.3 * US, abs=0.1 * US)
+    assert np.nanstd(new.period()) > np.nanstd(old.period())                     # more jitter on 6.12
+
+
+def test_seed001_imx8mp_mcp2518fd_kernels():
+    want = {"A": (10, 25), "B": (9.8, 30), "C": (2.6, 5)}
+    for k, (setup, cs_high) in want.items():
+        a = analyze_file(CAPTURES / f"mcp2518fd-imx8mp-k5.18-{k}-rx.sr", SpiConfig(transfers_per_message=1))
+        assert p50(a, "cs_setup") == pytest.approx(setup * US, abs=0.15 * US)
+        gaps = a.gap_values("context_switch") * a.tick_s
+        within_frame = gaps[gaps < 200 * US]
+        assert np.median(within_frame) == pytest.approx(cs_high * US, abs=0.5 * US)
+        bits = sorted(set((a.n_bits[:8]).tolist()))
+        assert bits == [72, 104, 200]
+    tx = analyze_file(CAPTURES / "mcp2518fd-imx8mp-k5.18-tx.sr")
+    assert tx.grouping.transfers_per_message == 2
+    assert sorted(set(tx.n_bits.tolist())) == [48, 168]
