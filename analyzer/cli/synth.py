@@ -24,11 +24,15 @@ def add_subparser(sub) -> None:
                                    "description: a TOML file (--config, format in "
                                    "analyzer/synth/scenario.py and captures/*.toml) and/or flags. "
                                    "Times take units (1.6us, 250ns), rates too (3.6MHz).")
-    p.add_argument("-o", "--output", required=True, metavar="FILE.sr")
+    p.add_argument("-o", "--output", metavar="FILE.sr")
     p.add_argument("--config", metavar="FILE.toml", help="scenario description")
     p.add_argument("--truth", metavar="FILE.json", help="also write the ground truth as JSON")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="set any scenario key, e.g. --set segments=1,2 (repeatable)")
+    p.add_argument("--device", metavar="NAME[:KEY=VALUE,...]",
+                   help="device traffic with known content (e.g. mcp3008-adc:channel=3); "
+                        "see --list-devices")
+    p.add_argument("--list-devices", action="store_true", help="list device generators and exit")
     g = p.add_argument_group("scenario (override the TOML)")
     g.add_argument("--samplerate")
     g.add_argument("--sclk")
@@ -53,8 +57,29 @@ def add_subparser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def parse_device(text: str) -> dict:
+    name, _, rest = text.partition(":")
+    opts = {"name": name}
+    for item in filter(None, rest.split(",")):
+        if "=" not in item:
+            raise UsageError(f"--device options are KEY=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        opts[k.strip()] = v.strip()
+    return opts
+
+
 def run(args) -> int:
     from analyzer.synth import scenario
+
+    if args.list_devices:
+        from analyzer.synth.devices import registry
+
+        for name, fn in sorted(registry().items()):
+            doc = (fn.__doc__ or "").strip().splitlines()
+            print(f"{name:24s} {doc[0] if doc else ''}")
+        return 0
+    if not args.output:
+        raise UsageError("-o/--output FILE.sr is required")
 
     overrides = {}
     for flag, key in FLAGS.items():
@@ -66,6 +91,8 @@ def run(args) -> int:
             raise UsageError(f"--set needs KEY=VALUE, got {item!r}")
         key, value = item.split("=", 1)
         overrides[key.strip()] = value.split(",") if "," in value else value
+    if args.device:
+        overrides["device"] = parse_device(args.device)
     sc = scenario.Scenario.from_toml(args.config, overrides)
     tl = scenario.write(sc, args.output, truth_path=args.truth)
     print(f"wrote {args.output}: {len(tl.cs_assert)} transfers, {tl.end_time * 1e3:.4g} ms at "
