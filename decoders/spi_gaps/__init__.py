@@ -1,0 +1,53 @@
+##
+## This file is part of spigap.
+##
+## This program is free software: you can redistribute it and/or modify
+## it under the terms of the GNU General Public License as published by
+## the Free Software Foundation, either version 3 of the License, or
+## (at your option) any later version.
+##
+
+'''
+Where the microseconds go on an SPI bus: this decoder annotates the gaps that
+"spigap analyze" measures, with the same definitions (spigap docs/gaps.md),
+so the numbers agree to the sample.
+
+Channels: CLK and CS# are read. MOSI and MISO are optional and never read;
+they exist so that the channel map of an spi decoder can be reused as is.
+
+Rows:
+ - Transfers: each CS-active window, its duration and word count.
+ - CS setup/hold: CS assert edge to the first SCLK edge, last SCLK edge to
+   the CS deassert edge.
+ - Word gaps: last clock edge of a word to the first clock edge of the next
+   word in the same window, with the idle SCLK periods (gap - T/2) / T.
+   A gap longer than the inter-transfer threshold is an inter-transfer gap
+   (a boundary between two spi_transfers without cs_change, a delay, or a
+   keep_cs hand-over).
+ - CS inactive: CS deassert to the next CS assert. With the transfers per
+   message option (N) every N-th gap is a context switch (between two
+   spi_messages / ioctls) and the others are cs_change gaps; without it they
+   are shown as "CS high".
+ - Warnings: SCLK not at its idle level when CS is asserted (wrong mode),
+   bits that do not fill a last word (wrong word size).
+
+An SCLK edge in the same sample as a CS edge belongs to the window at an
+assert and not at a deassert (the spi decoder's order: CS first). Each bit
+owns its sampling edge plus its other clock edge (the one after it for
+CPHA = 0, the one before it for CPHA = 1), so a word's span is its clock
+burst.
+
+The inter-transfer threshold: when "Inter-transfer gap" is 0 (auto), the
+threshold is max(2 x g25, g25 + 2 T) over the word gaps seen so far (g25 is
+their 25th percentile, T the SCLK period). The analyzer uses all word gaps of
+the capture, so in auto mode the first few windows may be labelled
+differently; give the threshold (spigap analyze prints it, and the .pvs
+files written by "spigap decoders pvs" carry it) for an exact match.
+
+"First message start" is the transfer (counted from 0 in the capture) that
+begins the first whole message; spigap analyze infers it from the gaps.
+
+Needs the samplerate.
+'''
+
+from .pd import Decoder

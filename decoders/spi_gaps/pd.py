@@ -1,0 +1,279 @@
+##
+## This file is part of spigap.
+##
+## This program is free software: you can redistribute it and/or modify
+## it under the terms of the GNU General Public License as published by
+## the Free Software Foundation, either version 3 of the License, or
+## (at your option) any later version.
+##
+
+import sigrokdecode as srd
+from .gapdefs import (Histogram, THRESHOLD_QUANTILE, fmt_idle_clocks, idle_clocks,
+                      inter_transfer_threshold, is_inter_transfer, is_message_boundary,
+                      texts, threshold_samples)
+
+
+class SamplerateError(Exception):
+    pass
+
+
+class OptionError(Exception):
+    pass
+
+
+# channel indices (channels, then optional_channels)
+CLK, CS = 0, 1
+
+# annotation classes (plain ints: lookups of a pseudo-enum class cost time
+# on every clock edge)
+A_TRANSFER, A_CS_SETUP, A_CS_HOLD, A_INTER_BYTE, A_INTER_TRANSFER, \
+    A_CS_CHANGE, A_CONTEXT_SWITCH, A_CS_INACTIVE, A_WARNING = range(9)
+
+
+class Decoder(srd.Decoder):
+    api_version = 3
+    id = 'spi_gaps'
+    name = 'SPI gaps'
+    longname = 'SPI timing gaps (spigap)'
+    desc = 'CS setup/hold, word gaps and CS-inactive gaps of SPI.'
+    license = 'gplv3+'
+    inputs = ['logic']
+    outputs = []
+    tags = ['Embedded/industrial', 'Clock/timing']
+    channels = (
+        {'id': 'clk', 'name': 'CLK', 'desc': 'Clock'},
+        {'id': 'cs', 'name': 'CS#', 'desc': 'Chip-select'},
+    )
+    optional_channels = (
+        {'id': 'mosi', 'name': 'MOSI', 'desc': 'Master out, slave in (not read).'},
+        {'id': 'miso', 'name': 'MISO', 'desc': 'Master in, slave out (not read).'},
+    )
+    options = (
+        {'id': 'cs_polarity', 'desc': 'CS# polarity', 'default': 'active-low',
+            'values': ('active-low', 'active-high')},
+        {'id': 'cpol', 'desc': 'Clock polarity', 'default': 0, 'values': (0, 1)},
+        {'id': 'cpha', 'desc': 'Clock phase', 'default': 0, 'values': (0, 1)},
+        {'id': 'wordsize', 'desc': 'Word size', 'default': 8},
+        {'id': 'transfers_per_message',
+            'desc': 'Transfers per message (0 = unknown)', 'default': 0},
+        {'id': 'first_message_start',
+            'desc': 'Transfer that starts the first message', 'default': 0},
+        {'id': 'inter_transfer_gap',
+            'desc': 'Inter-transfer gap threshold in us (0 = auto)', 'default': 0.0},
+    )
+    annotations = (
+        ('transfer', 'Transfer (CS window).'),
+        ('cs-setup', 'CS assert to first SCLK edge.'),
+        ('cs-hold', 'Last SCLK edge to CS deassert.'),
+        ('inter-byte', 'Gap between words of one transfer.'),
+        ('inter-transfer', 'Gap above the inter-transfer threshold.'),
+        ('cs-change', 'CS inactive inside a message (cs_change).'),
+        ('context-switch', 'CS inactive between messages.'),
+        ('cs-inactive', 'CS inactive, message structure unknown.'),
+        ('warning', 'Warning.'),
+    )
+    annotation_rows = (
+        ('transfers', 'Transfers', (A_TRANSFER,)),
+        ('cs-timings', 'CS setup/hold', (A_CS_SETUP, A_CS_HOLD)),
+        ('word-gaps', 'Word gaps', (A_INTER_BYTE, A_INTER_TRANSFER)),
+        ('cs-inactive-gaps', 'CS inactive',
+            (A_CS_CHANGE, A_CONTEXT_SWITCH, A_CS_INACTIVE)),
+        ('warnings', 'Warnings', (A_WARNING,)),
+    )
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.samplerate = None
+        self.window = -1            # number of the current/last CS window
+        self.in_window = False
+        self.last_end = None        # sample of the last CS deassert
+        self.gaps = Histogram()     # all word gaps so far (samples)
+        self.spacing = Histogram()  # sampling-edge spacings inside words
+        self._clear_window(0, False, True)
+
+    def metadata(self, key, value):
+        if key == srd.SRD_CONF_SAMPLERATE:
+            self.samplerate = value
+
+    def start(self):
+        self.out_ann = self.register(srd.OUTPUT_ANN)
+        o = self.options
+        self.active = 0 if o['cs_polarity'] == 'active-low' else 1
+        self.cpol = o['cpol']
+        self.cpha = o['cpha']
+        # modes 0 and 3 sample on the rising edge, 1 and 2 on the falling one
+        self.samp_level = 1 if self.cpol == self.cpha else 0
+        self.ws = o['wordsize']
+        if self.ws < 1:
+            raise OptionError('Word size must be at least 1.')
+        self.tpm = o['transfers_per_message']
+        if self.tpm < 0:
+            raise OptionError('Transfers per message must be >= 0.')
+        self.first_msg = o['first_message_start']
+        if self.first_msg < 0:
+            raise OptionError('First message start must be >= 0.')
+        self.thr_us = float(o['inter_transfer_gap'])
+        if self.thr_us < 0:
+            raise OptionError('Inter-transfer gap must be >= 0.')
+        self.fixed_thr = None
+        self.inactive_name = 'CS high' if self.active == 0 else 'CS low'
+
+    # ------------------------------------------------------------ helpers
+    def putx(self, ss, es, cls, txt):
+        self.put(ss, es, self.out_ann, [cls, txt])
+
+    def _clear_window(self, start, partial, clk_ok):
+        self.start_s = start
+        self.partial = partial
+        self.clk_ok = clk_ok
+        self.first_edge = None
+        self.last_edge = None
+        self.n_samp = 0             # sampling edges (bits) so far
+        self.cur_w = -1             # word the last owned edge belongs to
+        self.cur_first = None       # first owned edge of that word
+        self.last_owned = None      # last owned edge so far
+        self.prev_last = None       # last owned edge of the word before cur_w
+        self.word_samp = []         # sampling-edge samples of word cur_w
+        self.last_samp = None       # wordsize 1: previous sampling edge
+
+    def period(self):
+        return self.spacing.band_mean()
+
+    # ------------------------------------------------------------ events
+    def open_window(self, s, partial, clk):
+        self.window += 1
+        if self.last_end is not None:
+            self.cs_inactive_gap(self.window - 1, self.last_end, s)
+        self._clear_window(s, partial, clk == self.cpol)
+        self.in_window = True
+
+    def cs_inactive_gap(self, index, ss, es):
+        n = es - ss
+        sr = self.samplerate
+        if self.tpm:
+            if is_message_boundary(index, self.tpm, self.first_msg):
+                self.putx(ss, es, A_CONTEXT_SWITCH,
+                          texts('Context switch', 'Ctx switch', 'X', n, sr))
+            else:
+                self.putx(ss, es, A_CS_CHANGE,
+                          texts('cs_change gap', 'cs_change', 'C', n, sr))
+        else:
+            name = self.inactive_name
+            self.putx(ss, es, A_CS_INACTIVE, texts(name, name, 'CS', n, sr))
+
+    def clock_edge(self, t, level):
+        if self.first_edge is None:
+            self.first_edge = t
+            if not self.partial:
+                self.putx(self.start_s, t, A_CS_SETUP,
+                          texts('CS setup', 'Setup', 'S', t - self.start_s, self.samplerate))
+        self.last_edge = t
+        if level == self.samp_level:
+            samp = True
+            self.n_samp += 1
+            bit = self.n_samp - 1
+        else:
+            samp = False
+            # the other edge belongs to the bit before it (CPHA=0) or after it (CPHA=1)
+            bit = self.n_samp - 1 if self.cpha == 0 else self.n_samp
+            if bit < 0:
+                return
+        w = bit // self.ws
+        if w != self.cur_w:
+            self.prev_last = self.last_owned
+            self.cur_w = w
+            self.cur_first = t
+            self.word_samp = []
+        self.last_owned = t
+        if not samp:
+            return
+        if self.ws == 1:
+            if self.last_samp is not None:
+                self.spacing.add(t - self.last_samp)
+            self.last_samp = t
+        else:
+            self.word_samp.append(t)
+        if bit % self.ws == self.ws - 1:
+            ws_ = self.word_samp
+            for i in range(1, len(ws_)):
+                self.spacing.add(ws_[i] - ws_[i - 1])
+            if w >= 1:
+                self.word_gap(self.prev_last, self.cur_first)
+
+    def word_gap(self, ss, es):
+        gap = es - ss
+        self.gaps.add(gap)
+        period = self.period()
+        if self.fixed_thr is not None:
+            thr = self.fixed_thr
+        else:
+            thr = inter_transfer_threshold(self.gaps.percentile(THRESHOLD_QUANTILE), period)
+        sr = self.samplerate
+        if is_inter_transfer(gap, thr):
+            self.putx(ss, es, A_INTER_TRANSFER,
+                      texts('Inter-transfer gap', 'Inter-xfer', 'I', gap, sr))
+        else:
+            extra = fmt_idle_clocks(idle_clocks(gap, period))
+            self.putx(ss, es, A_INTER_BYTE,
+                      texts('Inter-byte gap', 'Gap', 'B', gap, sr, extra))
+
+    def close_window(self, t):
+        sr = self.samplerate
+        ss = self.start_s
+        if self.last_edge is not None:
+            self.putx(self.last_edge, t, A_CS_HOLD,
+                      texts('CS hold', 'Hold', 'H', t - self.last_edge, sr))
+        words = self.n_samp // self.ws
+        wtxt = '%d word%s' % (words, '' if words == 1 else 's')
+        if self.partial:
+            self.putx(ss, t, A_TRANSFER,
+                      ['Transfer (CS already active at the start), ' + wtxt,
+                       'Transfer (partial), ' + wtxt, 'Partial', 'P'])
+        else:
+            self.putx(ss, t, A_TRANSFER,
+                      texts('Transfer', 'Transfer', 'T', t - ss, sr, wtxt))
+            if not self.clk_ok:
+                self.putx(ss, t, A_WARNING,
+                          ['SCLK not at its idle level (CPOL=%d) when CS was '
+                           'asserted: check CPOL/CPHA' % self.cpol,
+                           'SCLK not idle at CS assert', 'CPOL?'])
+            trailing = self.n_samp % self.ws
+            if trailing:
+                self.putx(ss, t, A_WARNING,
+                          ['%d bit(s) do not fill a %d-bit word: check the word size'
+                           % (trailing, self.ws),
+                           '%d trailing bit(s)' % trailing, 'Bits?'])
+        self.last_end = t
+        self.in_window = False
+
+    # ------------------------------------------------------------ main loop
+    def decode(self):
+        if not self.samplerate:
+            raise SamplerateError('Cannot decode without samplerate.')
+        if self.thr_us > 0:
+            self.fixed_thr = threshold_samples(self.thr_us * 1e-6, self.samplerate)
+        clk, cs = self.wait({})[:2]
+        if cs == self.active:
+            # CS already active at the first sample: a partial window
+            self.open_window(self.samplenum, True, clk)
+        assert_edge = 'f' if self.active == 0 else 'r'
+        # outside a window only CS asserts wake us; the second term tells
+        # whether SCLK changed in that very sample (it then belongs to the window)
+        idle = [{CS: assert_edge}, {CS: assert_edge, CLK: 'e'}]
+        # inside: every SCLK edge and the CS deassert (an SCLK edge in the
+        # deassert sample is outside the window)
+        busy = [{CLK: 'e'}, {CS: 'e'}]
+        while True:
+            if self.in_window:
+                pins = self.wait(busy)
+                if self.matched[1]:
+                    self.close_window(self.samplenum)
+                else:
+                    self.clock_edge(self.samplenum, pins[CLK])
+            else:
+                pins = self.wait(idle)
+                self.open_window(self.samplenum, False, pins[CLK])
+                if self.matched[1]:
+                    self.clock_edge(self.samplenum, pins[CLK])
