@@ -1,0 +1,307 @@
+##
+## This file is part of spigap.
+##
+## This program is free software: you can redistribute it and/or modify
+## it under the terms of the GNU General Public License as published by
+## the Free Software Foundation, either version 3 of the License, or
+## (at your option) any later version.
+##
+
+import sigrokdecode as srd
+from .ad760x import (DEFAULT_RANGE, DEFAULT_VARIANT, DOUTS, RANGES, VARIANTS, WORD_BITS,
+                     FrameAssembler, format_duration, format_rate, frame_texts,
+                     resolve_dout, result_texts)
+
+SCLK, CS, DOUTA, DOUTB, BUSY, CONVST, FRSTDATA = range(7)
+
+(ANN_DOUTA, ANN_DOUTB, ANN_FRAME, ANN_CONVST, ANN_START_DELAY, ANN_CONVERSION,
+ ANN_READ, ANN_WARNING) = range(8)
+
+class Decoder(srd.Decoder):
+    api_version = 3
+    id = 'ad7606'
+    name = 'AD7606'
+    longname = 'Analog Devices AD7606/AD7606-6/AD7606-4'
+    desc = 'Analog Devices AD7606 16-bit ADC, serial read-out.'
+    license = 'gplv3+'
+    inputs = ['logic']
+    outputs = []
+    tags = ['IC', 'Analog/digital']
+    channels = (
+        {'id': 'sclk', 'name': 'SCLK', 'desc': 'Serial clock (RD/SCLK)'},
+        {'id': 'cs', 'name': 'CS#', 'desc': 'Chip select (active low)'},
+        {'id': 'douta', 'name': 'DOUTA', 'desc': 'Serial data output A'},
+    )
+    optional_channels = (
+        {'id': 'doutb', 'name': 'DOUTB', 'desc': 'Serial data output B'},
+        {'id': 'busy', 'name': 'BUSY', 'desc': 'Conversion in progress'},
+        {'id': 'convst', 'name': 'CONVST', 'desc': 'Conversion start (CONVST A/B)'},
+        {'id': 'frstdata', 'name': 'FRSTDATA', 'desc': 'First channel on the output'},
+    )
+    options = (
+        {'id': 'variant', 'desc': 'Variant (channels)', 'default': DEFAULT_VARIANT,
+            'values': tuple(VARIANTS)},
+        {'id': 'range', 'desc': 'Input range (±10 V or ±5 V)', 'default': DEFAULT_RANGE,
+            'values': tuple(RANGES)},
+        {'id': 'dout', 'desc': 'DOUT lines used', 'default': 'auto', 'values': DOUTS},
+        {'id': 'cpol', 'desc': 'SCLK polarity (1: idles high)', 'default': 1,
+            'values': (0, 1)},
+        {'id': 'cpha', 'desc': 'SCLK phase (0: sample on leading edge)', 'default': 0,
+            'values': (0, 1)},
+    )
+    annotations = (
+        ('douta-result', 'DOUTA result'),
+        ('doutb-result', 'DOUTB result'),
+        ('frame', 'All channels of one read'),
+        ('convst-period', 'CONVST period'),
+        ('start-delay', 'CONVST rise to BUSY rise'),
+        ('conversion', 'Conversion (BUSY high)'),
+        ('read', 'Read after or during conversion'),
+        ('warning', 'Warning'),
+    )
+    annotation_rows = (
+        ('douta-results', 'DOUTA', (ANN_DOUTA,)),
+        ('doutb-results', 'DOUTB', (ANN_DOUTB,)),
+        ('frames', 'Frames', (ANN_FRAME,)),
+        ('convst-periods', 'CONVST', (ANN_CONVST,)),
+        ('conversions', 'Conversions', (ANN_START_DELAY, ANN_CONVERSION)),
+        ('reads', 'Reads', (ANN_READ,)),
+        ('warnings', 'Warnings', (ANN_WARNING,)),
+    )
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.samplerate = None
+        self.cs_low = False
+        self.last_convst = None         # last CONVST rising edge
+        self.pending_convst = None      # CONVST rise not yet followed by BUSY rise
+        self.busy_rise = None
+        self.busy_fall = None
+        self.read_after_pending = False # a BUSY fall not yet followed by a read
+        self.busy_fall_in_read = None   # BUSY fell while SCLK was running
+        self.window_ss = None
+        self.window_bits = 0
+        self.window_during = False
+        self.last_bit = None
+        self.period = None
+        self.frst_low = None
+        self.first_word_done = False
+
+    def metadata(self, key, value):
+        if key == srd.SRD_CONF_SAMPLERATE:
+            self.samplerate = value
+
+    def start(self):
+        self.out_ann = self.register(srd.OUTPUT_ANN)
+
+    def putw(self, ss, es, texts):
+        self.put(ss, es, self.out_ann, [ANN_WARNING, texts])
+
+    def dur(self, samples):
+        return format_duration(samples, self.samplerate)
+
+    # ------------------------------------------------------------ set-up
+    def prepare(self):
+        self.have = {ch: self.has_channel(ch) for ch in range(7)}
+        dout = self.options['dout']
+        self.dout = resolve_dout(dout, self.have[DOUTB])
+        self.dout_warning = None
+        if self.dout == 'DOUTA+DOUTB' and not self.have[DOUTB]:
+            self.dout_warning = 'DOUTB not connected: decoding DOUTA alone'
+            self.dout = 'DOUTA'
+        if self.dout == 'DOUTB' and self.have[DOUTB]:
+            self.data_pins = [DOUTB]
+        elif self.dout == 'DOUTA+DOUTB':
+            self.data_pins = [DOUTA, DOUTB]
+        else:
+            self.data_pins = [DOUTA]
+        self.result_class = ([ANN_DOUTB] if self.dout == 'DOUTB'
+                             else [ANN_DOUTA, ANN_DOUTB])
+        self.frame = FrameAssembler(self.options['variant'], self.dout, self.options['range'])
+        self.range = self.options['range']
+        # What ends a read: a BUSY fall (new results), else a CONVST rise, else CS rise.
+        self.boundary = 'busy' if self.have[BUSY] else ('convst' if self.have[CONVST] else 'cs')
+        edge = 'r' if self.options['cpol'] == self.options['cpha'] else 'f'
+        extra = []
+        if self.have[BUSY]:
+            extra += [('busy_rise', {BUSY: 'r'}), ('busy_fall', {BUSY: 'f'})]
+        if self.have[CONVST]:
+            extra += [('convst_rise', {CONVST: 'r'})]
+        high = [('cs_fall', {CS: 'f'}), ('cs_fall_sclk', {CS: 'f', SCLK: edge})] + extra
+        low = [('sclk', {SCLK: edge}), ('cs_rise', {CS: 'r'})] + extra
+        self.names_high = [n for n, _ in high]
+        self.conds_high = [c for _, c in high]
+        self.names_low = [n for n, _ in low]
+        self.conds_low = [c for _, c in low]
+
+    # ------------------------------------------------------------ events
+    def on_convst_rise(self, n):
+        if self.last_convst is not None:
+            p = n - self.last_convst
+            rate = format_rate(p, self.samplerate)
+            t = self.dur(p)
+            self.put(self.last_convst, n, self.out_ann, [ANN_CONVST, [
+                'CONVST period %s%s' % (t, ' (%s)' % rate if rate else ''), 'Period %s' % t, t]])
+        self.last_convst = n
+        self.pending_convst = n
+        if self.boundary == 'convst':
+            self.end_read_at_boundary()
+
+    def on_busy_rise(self, n):
+        if self.pending_convst is not None:
+            t = self.dur(n - self.pending_convst)
+            self.put(self.pending_convst, n, self.out_ann, [ANN_START_DELAY, [
+                'CONVST\u2191\u2192BUSY\u2191 %s' % t, t]])
+            self.pending_convst = None
+        self.busy_rise = n
+
+    def mid_read(self):
+        """A read is under way in this CS window and has not got all its SCLKs."""
+        return self.cs_low and self.window_bits and self.frame.open and not self.frame.complete()
+
+    def on_busy_fall(self, n, sclk_same_sample):
+        if self.busy_rise is not None:
+            t = self.dur(n - self.busy_rise)
+            self.put(self.busy_rise, n, self.out_ann, [ANN_CONVERSION, [
+                'Conversion (BUSY high) %s' % t, 'tCONV %s' % t, t]])
+            self.busy_rise = None
+        self.busy_fall = n
+        self.read_after_pending = True
+        if self.mid_read():
+            # The output registers change under a running read: do not split it.
+            if sclk_same_sample:
+                self.putw(n, n + 1, ['SCLK edge at the BUSY falling edge', 'SCLK at BUSY\u2193',
+                                     'BUSY'])
+            else:
+                self.busy_fall_in_read = n  # judged at the next sampling edge or CS rise
+            return
+        if self.boundary == 'busy':
+            self.end_read_at_boundary()
+
+    def end_read_at_boundary(self):
+        if self.frame.open and not self.mid_read():
+            self.close_frame()
+
+    def on_cs_fall(self, n, pins):
+        self.cs_low = True
+        self.window_ss = n
+        self.window_bits = 0
+        self.window_during = False
+        self.last_bit = None
+        if self.frame.open:
+            return                          # CS pulsed per channel word: same read
+        self.frst_low = None
+        self.first_word_done = False
+        if self.have[BUSY]:
+            if pins[BUSY] == 1:
+                self.window_during = True
+            elif self.read_after_pending and self.busy_fall is not None:
+                t = self.dur(n - self.busy_fall)
+                self.put(self.busy_fall, n, self.out_ann, [ANN_READ, [
+                    'Read after conversion: BUSY\u2193\u2192CS\u2193 %s' % t,
+                    'After conversion %s' % t, 'After']])
+        self.read_after_pending = False
+
+    def on_cs_rise(self, n):
+        self.cs_low = False
+        bf = self.busy_fall_in_read
+        if bf is not None:
+            if self.last_bit is not None and self.period and bf - self.last_bit <= self.period:
+                self.sclk_at_busy_warning(self.last_bit, n)
+            elif not self.frame.complete():
+                self.busy_mid_read_warning(self.last_bit if self.last_bit is not None else bf, n)
+            self.busy_fall_in_read = None
+        if self.window_during and self.window_ss is not None:
+            self.put(self.window_ss, n, self.out_ann, [ANN_READ, [
+                'Read during conversion', 'During conversion', 'During']])
+        self.window_during = False
+        if self.boundary == 'cs' or self.frame.partial or self.frame.complete() \
+                or self.frame.sclks % WORD_BITS:
+            self.close_frame()
+        self.window_bits = 0
+        self.last_bit = None
+
+    def sclk_at_busy_warning(self, ss, es):
+        bf = self.busy_fall_in_read
+        near = min(abs(bf - ss), abs(es - bf))
+        self.putw(ss, es, ['SCLK running at the BUSY falling edge (edge %s from it)' % self.dur(near),
+                           'SCLK at BUSY\u2193', 'BUSY'])
+
+    def busy_mid_read_warning(self, ss, es):
+        self.putw(ss, es, ['BUSY fell during the read (between SCLK bursts)', 'BUSY\u2193 mid-read',
+                           'BUSY'])
+
+    def on_sclk(self, n, pins):
+        bf = self.busy_fall_in_read
+        if bf is not None:
+            if self.last_bit is not None and self.period and 2 * (n - self.last_bit) <= 3 * self.period:
+                self.sclk_at_busy_warning(self.last_bit, n)
+            else:
+                self.busy_mid_read_warning(self.last_bit if self.last_bit is not None else bf, n)
+            self.busy_fall_in_read = None
+        if self.last_bit is not None:
+            self.period = n - self.last_bit
+        if self.frame.sclks == 0 and self.have[FRSTDATA] and not self.frame.partial:
+            if pins[FRSTDATA] == 0:
+                self.frst_low = n
+        es = n + (self.period or 1)
+        bits = [pins[p] for p in self.data_pins]
+        for kind, ss, wes, value in self.frame.bit(bits, n, es):
+            line, ch, code = value
+            self.put(ss, wes, self.out_ann, [self.result_class[line], result_texts(ch, code, self.range)])
+            if not self.first_word_done:
+                self.first_word_done = True
+                if self.frst_low is not None:
+                    self.putw(ss, wes, ['FRSTDATA low on the first channel', 'FRSTDATA low',
+                                        'FRST'])
+                    self.frst_low = None
+        self.window_bits += 1
+        self.last_bit = n
+
+    def close_frame(self):
+        if self.frst_low is not None and not self.first_word_done and self.frame.ss is not None:
+            self.putw(self.frame.ss, self.frame.es, ['FRSTDATA low on the first channel',
+                                                     'FRSTDATA low', 'FRST'])
+        self.frst_low = None
+        for kind, ss, es, value in self.frame.close():
+            if kind == 'frame':
+                values, sclks = value
+                self.put(ss, es, self.out_ann, [ANN_FRAME, frame_texts(values, sclks, self.range)])
+            else:
+                self.putw(ss, es, value)
+
+    # ------------------------------------------------------------ main loop
+    def decode(self):
+        self.prepare()
+        pins = self.wait()
+        if self.dout_warning:
+            self.putw(0, 0, [self.dout_warning, 'No DOUTB', 'DOUTB'])
+        if pins[CS] == 0:
+            self.cs_low = True          # read already under way at capture start
+            self.window_ss = 0
+            self.frame.partial = True
+        while True:
+            if self.cs_low:
+                names, conds = self.names_low, self.conds_low
+            else:
+                names, conds = self.names_high, self.conds_high
+            pins = self.wait(conds)
+            n = self.samplenum
+            hit = {name for name, m in zip(names, self.matched) if m}
+            # Same-sample events in causal order.
+            if 'convst_rise' in hit:
+                self.on_convst_rise(n)
+            if 'busy_rise' in hit:
+                self.on_busy_rise(n)
+            if 'busy_fall' in hit:
+                self.on_busy_fall(n, 'sclk' in hit)
+            if 'cs_fall' in hit or 'cs_fall_sclk' in hit:
+                self.on_cs_fall(n, pins)
+                if 'cs_fall_sclk' in hit:
+                    self.on_sclk(n, pins)   # a clock edge in the CS fall sample is inside
+            elif 'cs_rise' in hit:
+                self.on_cs_rise(n)          # a clock edge in the CS rise sample is outside
+            elif 'sclk' in hit:
+                self.on_sclk(n, pins)

@@ -1,0 +1,85 @@
+##
+## This file is part of spigap.
+##
+## This program is free software: you can redistribute it and/or modify
+## it under the terms of the GNU General Public License as published by
+## the Free Software Foundation, either version 3 of the License, or
+## (at your option) any later version.
+##
+
+import sigrokdecode as srd
+from .mcp3x0x import DEFAULT_PART, DEFAULT_VREF, EVENT_KINDS, PARTS, FrameDecoder, texts
+
+class Decoder(srd.Decoder):
+    api_version = 3
+    id = 'mcp3008'
+    name = 'MCP3008'
+    longname = 'Microchip MCP3004/3008/3204/3208'
+    desc = 'Microchip MCP3x0x 10/12-bit SPI ADC.'
+    license = 'gplv3+'
+    inputs = ['spi']
+    outputs = []
+    tags = ['IC', 'Analog/digital']
+    annotations = (
+        ('start', 'Start bit'),
+        ('mode', 'Single-ended or pseudo-differential'),
+        ('channel', 'Channel select'),
+        ('sample', 'Sampling clock'),
+        ('null', 'Null bit'),
+        ('result', 'Result code'),
+        ('repeat', 'LSB-first repeat'),
+        ('conversion', 'Channel, code and voltage'),
+        ('warning', 'Warning'),
+    )
+    annotation_rows = (
+        ('commands', 'Commands', (0, 1, 2, 3)),
+        ('replies', 'Replies', (4, 5, 6)),
+        ('conversions', 'Conversions', (7,)),
+        ('warnings', 'Warnings', (8,)),
+    )
+    options = (
+        {'id': 'part', 'desc': 'Part', 'default': DEFAULT_PART,
+            'values': tuple(sorted(PARTS))},
+        {'id': 'vref', 'desc': 'Reference voltage (V)', 'default': DEFAULT_VREF},
+    )
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.frame = None
+        self.cs_seen = False
+
+    def start(self):
+        self.out_ann = self.register(srd.OUTPUT_ANN)
+        self.frame = FrameDecoder(self.options['part'], self.options['vref'])
+        self.cs_seen = False
+
+    def emit(self, events):
+        for kind, ss, es, value in events:
+            self.put(ss, es, self.out_ann, [EVENT_KINDS.index(kind), texts(kind, value)])
+
+    def decode(self, ss, es, data):
+        ptype, mosi, miso = data
+        if ptype == 'CS-CHANGE':
+            if mosi is None:
+                # First packet: initial CS level, or None when CS is not mapped.
+                if miso is None:
+                    self.frame.stream = True
+                return
+            # Any CS edge closes a window: spi sends BITS only while CS is active.
+            if self.cs_seen:
+                self.emit(self.frame.end(ss))
+            else:
+                self.frame.reset()      # a window open at capture start is partial
+            self.cs_seen = True
+        elif ptype == 'BITS':
+            mosi_bits = list(reversed(mosi)) if mosi is not None else None
+            miso_bits = list(reversed(miso)) if miso is not None else None
+            ref = mosi_bits if mosi_bits is not None else miso_bits
+            if ref is None:
+                return
+            for i, b in enumerate(ref):
+                mo = mosi_bits[i][0] if mosi_bits is not None else None
+                mi = miso_bits[i][0] if miso_bits is not None else None
+                self.emit(self.frame.bit(mo, mi, b[1], b[2]))
