@@ -36,7 +36,7 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50) -> str:
     lines.append(f"resolution  {fmt_time(res)} (one sample): every time below is ±1 sample")
     lines.append("")
     sclk = (f"SCLK {fmt_freq(s['sclk_hz'])} (T = {fmt_time(s['sclk_period_s'])}, "
-            f"{s['samples_per_sclk_period']:g} samples)" if s["sclk_hz"] else "SCLK –")
+            f"{s['samples_per_sclk_period']:.4g} samples)" if s["sclk_hz"] else "SCLK –")
     lines.append(f"transfers   {s['transfers']} ({s['partial_transfers']} partial), {s['words']} words; {sclk}")
     g = s["grouping"]
     if st["cs"]:
