@@ -1,0 +1,238 @@
+"""MCP3004/3008/3204/3208 traffic with known conversion results.
+
+Every CS window carries one conversion request in one of the common byte
+patterns (domain-reference §4.2), and MISO is what the ADC would shift out
+for it: a bit-level model of the device (hi-Z until the null bit, result MSB
+first, then the LSB-first repeat from B1, then zeros). This model is written
+independently of the sigrok decoder, so the two can check each other.
+
+``[device]`` options (TOML table or ``--device mcp3008-adc:key=value,...``):
+
+=================  =====================================================
+name               ``mcp3008-adc``
+part               MCP3004, MCP3008 (default), MCP3204, MCP3208
+vref               reference voltage for the truth's volts (3.3)
+conversions        number of conversions (16)
+pattern            start-alone: 0x01, (0x8|ch)<<4, 0x00
+                   linux: 0x60|ch<<2, 0, 0 (seed 000, mcp320x command byte)
+                   mcp3208: 0x06|ch>>2, (ch&3)<<6, 0x00
+                   mcp320x: linux bytes as a 1-byte command transfer +
+                   2-byte read transfer inside one CS window
+                   or a list of these, cycled (default: linux)
+channels           list of channel numbers, cycled (default: all inputs)
+differential       true/false or a list, cycled (default false)
+codes              list of result codes (cycled), "ramp" or "random"
+hiz                MISO level while the device does not drive it (1)
+null_one           conversions whose null bit the device sends as 1
+repeat_flip        conversions with one LSB-first repeat bit inverted
+short              conversions the host clocks with 2 bytes only
+no_start           conversions whose MOSI bytes are all zero
+cs_split           conversions with CS released after the command byte
+                   (a cs_change on transfer 0 of the mcp320x message)
+=================  =====================================================
+
+Index lists accept TOML lists or space-separated text ("3 7").
+The truth is ``Timeline.device_truth``: one dict per CS window.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analyzer.errors import UsageError
+from analyzer.synth.timeline import build
+
+PARTS = {"MCP3004": (4, 10), "MCP3008": (8, 10), "MCP3204": (4, 12), "MCP3208": (8, 12)}
+PATTERNS = ("start-alone", "linux", "mcp3208", "mcp320x")
+
+
+def _list(value, conv=int) -> list:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [conv(v) for v in value.replace(",", " ").split()]
+    if isinstance(value, (list, tuple)):
+        return [conv(v) for v in value]
+    return [conv(value)]
+
+
+def _bool(v) -> bool:
+    if isinstance(v, str):
+        if v.lower() in ("1", "true", "yes", "on"):
+            return True
+        if v.lower() in ("0", "false", "no", "off"):
+            return False
+        raise UsageError(f"not a boolean: {v!r}")
+    return bool(v)
+
+
+def command_bytes(pattern: str, ch: int, sgl: bool) -> list[int]:
+    """The host's MOSI bytes for one conversion (domain-reference §4.2)."""
+    s = 1 if sgl else 0
+    if pattern == "start-alone":
+        return [0x01, ((s << 3) | ch) << 4, 0x00]
+    if pattern in ("linux", "mcp320x"):
+        return [(1 << 6) | (s << 5) | (ch << 2), 0x00, 0x00]
+    if pattern == "mcp3208":
+        return [0x04 | (s << 1) | (ch >> 2), (ch & 3) << 6, 0x00]
+    raise UsageError(f"unknown mcp3008 pattern {pattern!r}; known: {', '.join(PATTERNS)}")
+
+
+def device_reply(mosi_bits: list[int], code: int, bits: int, hiz: int,
+                 null_bit: int = 0, flip_repeat: int | None = None) -> list[int]:
+    """What DOUT carries on each clock, given the host's DIN bits (one list per CS window)."""
+    try:
+        s = mosi_bits.index(1)
+    except ValueError:
+        return [hiz] * len(mosi_bits)
+    out = []
+    for i in range(len(mosi_bits)):
+        k = i - s
+        if k < 6:
+            out.append(hiz)
+        elif k == 6:
+            out.append(null_bit)
+        elif k < 7 + bits:
+            out.append((code >> (bits - 1 - (k - 7))) & 1)
+        elif k < 7 + 2 * bits - 1:
+            j = k - 7 - bits + 1            # B1 first
+            b = (code >> j) & 1
+            if flip_repeat is not None and j == flip_repeat:
+                b ^= 1
+            out.append(b)
+        else:
+            out.append(0)
+    return out
+
+
+def expectation(mosi_bits: list[int], bits: int, null_bit: int, flip: int | None) -> dict:
+    """What a correct decoder must report for one CS window (from the device model)."""
+    try:
+        s = mosi_bits.index(1)
+    except ValueError:
+        return {"expect": "no_start", "start_clock": None, "repeat_bits": 0, "complete": False}
+    left = len(mosi_bits) - s                  # clocks from the start bit on
+    out = {"start_clock": s + 1, "repeat_bits": max(0, min(bits - 1, left - 7 - bits))}
+    if left < 5:
+        out["expect"] = "cs_mid_command"
+    elif left < 7:
+        out["expect"] = "null_missing"
+    elif left == 7:
+        out["expect"] = "cs_mid_no_result"
+    elif left < 7 + bits:
+        out["expect"] = "short"
+    elif null_bit:
+        out["expect"] = "null_one"
+    elif flip is not None:
+        out["expect"] = "repeat_flip"
+    else:
+        out["expect"] = "ok"
+    out["complete"] = left >= 7 + bits
+    return out
+
+
+def _bits(words, ws=8):
+    return [(w >> (ws - 1 - i)) & 1 for w in words for i in range(ws)]
+
+
+def _words(bits, ws=8):
+    return [int("".join(map(str, bits[j:j + ws])), 2) for j in range(0, len(bits), ws)]
+
+
+def adc(sc, opts: dict):
+    """MCP3004/3008/3204/3208 conversions at every start-bit alignment (known codes)."""
+    opts = dict(opts)
+    part = str(opts.pop("part", "MCP3008")).upper()
+    if part not in PARTS:
+        raise UsageError(f"unknown part {part!r}; known: {', '.join(PARTS)}")
+    inputs, nbits = PARTS[part]
+    vref = float(opts.pop("vref", 3.3))
+    n = int(opts.pop("conversions", 16))
+    patterns = opts.pop("pattern", "linux")
+    patterns = [patterns] if isinstance(patterns, str) and " " not in patterns else _list(patterns, str)
+    for p in patterns:
+        if p not in PATTERNS:
+            raise UsageError(f"unknown mcp3008 pattern {p!r}; known: {', '.join(PATTERNS)}")
+    channels = _list(opts.pop("channels", None)) or list(range(inputs))
+    if any(not 0 <= c < 8 for c in channels):
+        raise UsageError("mcp3008 channels are 0..7")
+    diff = opts.pop("differential", False)
+    diffs = [_bool(v) for v in (diff if isinstance(diff, list) else str(diff).replace(",", " ").split())]
+    codes_opt = opts.pop("codes", "ramp")
+    hiz = int(opts.pop("hiz", 1))
+    errors = {k: set(_list(opts.pop(k, None))) for k in
+              ("null_one", "repeat_flip", "short", "no_start", "cs_split")}
+    if opts:
+        raise UsageError(f"unknown mcp3008-adc options: {', '.join(sorted(opts))}")
+    if sc.wordsize != 8 or sc.lsb_first:
+        raise UsageError("mcp3008-adc needs wordsize 8, MSB first")
+    if (sc.cpol, sc.cpha) not in ((0, 0), (1, 1)):
+        raise UsageError("the MCP3x0x supports SPI modes 0 and 3 only")
+
+    rng = np.random.default_rng(sc.seed)
+    top = (1 << nbits) - 1
+    if codes_opt == "random":
+        codes = [int(c) for c in rng.integers(0, top, n, endpoint=True)]
+    elif codes_opt == "ramp":
+        codes = [int(round(i * top / max(n - 1, 1))) for i in range(n)]
+    else:
+        codes = _list(codes_opt)
+        if not codes or any(not 0 <= c <= top for c in codes):
+            raise UsageError(f"codes must be 0..{top}")
+        codes = [codes[i % len(codes)] for i in range(n)]
+
+    mosi_w, miso_w, seg, msg, truth = [], [], [], [], []
+
+    def add(tx, rx, segments, first, t):
+        mosi_w.append(tx)
+        miso_w.append(rx)
+        seg.append(segments)
+        msg.append(first)
+        t.update(window=len(mosi_w) - 1, mosi=tx, miso=rx)
+        truth.append(t)
+
+    for i in range(n):
+        pattern = patterns[i % len(patterns)]
+        ch = channels[i % len(channels)]
+        sgl = not diffs[i % len(diffs)]
+        code = codes[i]
+        tx = command_bytes(pattern, ch, sgl)
+        if i in errors["no_start"]:
+            tx = [0] * len(tx)
+        if i in errors["short"]:
+            tx = tx[:2]
+        first = i % max(sc.transfers_per_message, 1) == 0
+        d = ch & 3 if inputs == 4 else ch
+        if sgl:
+            name = f"CH{d}"
+        else:
+            e = d & ~1
+            name = f"CH{e}\u2212/CH{e + 1}+" if d & 1 else f"CH{e}+/CH{e + 1}\u2212"
+        t = {"conversion": i, "pattern": pattern, "part": part, "channel": name, "ch": ch, "sgl": sgl,
+             "code": code, "volts": code * vref / (1 << nbits)}
+        if i in errors["cs_split"]:
+            # CS goes high after the command byte (cs_change on transfer 0 of the
+            # mcp320x message): the device aborts, the 2-byte read finds no start bit.
+            for k, part_tx in enumerate(([tx[0]], [0, 0])):
+                mo = _bits(part_tx)
+                rx = _words(device_reply(mo, code, nbits, hiz))
+                add(part_tx, rx, [False] * len(part_tx), first and k == 0,
+                    {**t, **expectation(mo, nbits, 0, None)})
+            continue
+        mo = _bits(tx)
+        null = 1 if i in errors["null_one"] else 0
+        flip = 1 + int(rng.integers(0, 2)) if i in errors["repeat_flip"] else None
+        ex = expectation(mo, nbits, null, flip)
+        if flip is not None and ex["repeat_bits"] < flip:
+            raise UsageError(f"repeat_flip: conversion {i} ({pattern}) has no LSB-first repeat bit B{flip}")
+        rx = _words(device_reply(mo, code, nbits, hiz, null, flip))
+        segments = [False, True, False][:len(tx)] if pattern == "mcp320x" else [False] * len(tx)
+        add(tx, rx, segments, first, {**t, **ex})
+
+    w = sc.windows_from_payload(mosi_w, miso_w, message_start=msg, segment_start=seg)
+    tl = build(w, sc.shape, sc.tail)
+    tl.device_truth = truth
+    return tl
+
+
+SCENARIOS = {"mcp3008-adc": adc}
