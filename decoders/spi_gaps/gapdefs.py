@@ -60,6 +60,14 @@ def threshold_samples(threshold_s, samplerate):
     return threshold_s / (1.0 / samplerate)
 
 
+def threshold_option_us(threshold, samplerate):
+    """The decoder's 'inter_transfer_gap' option (µs) that classifies every
+    word gap (a whole number of samples) as a threshold of ``threshold``
+    samples does: half a sample above its floor, so float rounding of the
+    µs value cannot move a gap of exactly the threshold across it."""
+    return (math.floor(threshold) + 0.5) / samplerate * 1e6
+
+
 def is_message_boundary(gap_index, transfers_per_message, first_message_start=0):
     """True when CS-inactive gap ``gap_index`` (the gap between transfer
     ``gap_index`` and ``gap_index + 1``, transfers numbered from 0 in the

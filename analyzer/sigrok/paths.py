@@ -1,0 +1,151 @@
+"""Where spigap's sigrok protocol decoders are, and where libsigrokdecode looks.
+
+The decoders live in ``decoders/<id>/`` at the top of the source tree, next to
+``analyzer/``. An editable install (``pip install -e .``, what ``make setup``
+does) imports ``analyzer`` from the source tree, so they are found there. A
+wheel built from setup.cfg as it is ships ``analyzer`` only; for that case the
+decoders would have to be installed as data files under
+``<prefix>/share/spigap/decoders`` (looked up here too), and ``SPIGAP_DECODERS``
+overrides everything.
+
+libsigrokdecode 0.5.3 (``srd_init``) searches, the last one winning on equal
+ids: ``$XDG_DATA_DIRS/*/libsigrokdecode/decoders`` (Debian:
+``/usr/share/...``), the compile-time directory, the user directory
+``$XDG_DATA_HOME/libsigrokdecode/decoders`` (default
+``~/.local/share/libsigrokdecode/decoders``), then ``$SIGROKDECODE_DIR`` (one
+directory).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import sys
+import sysconfig
+
+from analyzer.errors import SpigapError
+
+ENV_OVERRIDE = "SPIGAP_DECODERS"
+SYSTEM_DECODERS = pathlib.Path("/usr/share/libsigrokdecode/decoders")
+
+
+class DecodersNotFound(SpigapError):
+    """The decoders directory (or one decoder) cannot be found."""
+
+
+def _is_decoder_dir(p: pathlib.Path) -> bool:
+    return (p / "__init__.py").is_file() and (p / "pd.py").is_file()
+
+
+def _candidates() -> list[pathlib.Path]:
+    out = []
+    env = os.environ.get(ENV_OVERRIDE)
+    if env:
+        out.append(pathlib.Path(env))
+    # source tree / editable install: <root>/analyzer/sigrok/paths.py -> <root>/decoders
+    out.append(pathlib.Path(__file__).resolve().parent.parent.parent / "decoders")
+    # data files of a wheel install
+    for scheme_key in ("data",):
+        base = sysconfig.get_paths().get(scheme_key)
+        if base:
+            out.append(pathlib.Path(base) / "share" / "spigap" / "decoders")
+    out.append(pathlib.Path(sys.prefix) / "share" / "spigap" / "decoders")
+    return out
+
+
+def decoders_dir() -> pathlib.Path:
+    """The directory holding spigap's decoders (one subdirectory per decoder id)."""
+    tried = []
+    for c in _candidates():
+        if c in tried:
+            continue
+        tried.append(c)
+        if c.is_dir() and any(_is_decoder_dir(d) for d in c.iterdir()):
+            return c.resolve()
+    if os.environ.get(ENV_OVERRIDE):
+        raise DecodersNotFound(f"${ENV_OVERRIDE}={os.environ[ENV_OVERRIDE]} holds no decoders "
+                               "(expected <dir>/<id>/__init__.py and pd.py)")
+    raise DecodersNotFound("spigap's sigrok decoders are not installed with this copy of spigap "
+                           f"(looked in {', '.join(str(t) for t in tried)})",
+                           hint=f"install spigap from a source checkout (pip install -e .) or set "
+                                f"{ENV_OVERRIDE}=<checkout>/decoders")
+
+
+def decoder_ids(root: pathlib.Path | None = None) -> list[str]:
+    """Ids of the decoders in ``root`` (default: spigap's own), sorted."""
+    root = root or decoders_dir()
+    return sorted(d.name for d in root.iterdir() if d.is_dir() and _is_decoder_dir(d))
+
+
+def user_decoders_dir(environ=None) -> pathlib.Path:
+    """libsigrokdecode's per-user directory: $XDG_DATA_HOME/libsigrokdecode/decoders,
+    default ~/.local/share/libsigrokdecode/decoders (as glib's g_get_user_data_dir)."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_DATA_HOME")
+    if base and os.path.isabs(base):
+        root = pathlib.Path(base)
+    else:
+        home = env.get("HOME") or os.path.expanduser("~")
+        root = pathlib.Path(home) / ".local" / "share"
+    return root / "libsigrokdecode" / "decoders"
+
+
+def search_path(environ=None) -> list[pathlib.Path]:
+    """libsigrokdecode's decoder directories, the one that wins first
+    (SIGROKDECODE_DIR, the user directory, the compile-time one, XDG_DATA_DIRS
+    from the last entry)."""
+    env = os.environ if environ is None else environ
+    out = []
+    if env.get("SIGROKDECODE_DIR"):
+        out.append(pathlib.Path(env["SIGROKDECODE_DIR"]))
+    out.append(user_decoders_dir(env))
+    out.append(SYSTEM_DECODERS)   # the compile-time directory (Debian)
+    for d in reversed((env.get("XDG_DATA_DIRS") or "/usr/local/share:/usr/share").split(":")):
+        if d:
+            out.append(pathlib.Path(d) / "libsigrokdecode" / "decoders")
+    seen, uniq = set(), []
+    for p in out:
+        if p not in seen:
+            seen.add(p)
+            uniq.append(p)
+    return uniq
+
+
+def find_decoder(decoder_id: str, extra_first: list[pathlib.Path] | None = None) -> pathlib.Path:
+    """The directory of decoder ``decoder_id``: spigap's own first, then
+    libsigrokdecode's search path (e.g. the stock ``spi``)."""
+    roots = list(extra_first or [])
+    try:
+        roots.append(decoders_dir())
+    except DecodersNotFound:
+        pass
+    roots += search_path()
+    for r in roots:
+        d = r / decoder_id
+        if _is_decoder_dir(d):
+            return d
+    raise DecodersNotFound(f"no sigrok decoder {decoder_id!r} (looked in "
+                           f"{', '.join(str(r) for r in roots)})")
+
+
+def load_decoder_module(decoder_id: str, module: str):
+    """Import a plain module of one of spigap's decoders (e.g. ``spi_gaps``'s
+    ``gapdefs``) without importing the decoder itself (its ``pd.py`` needs
+    libsigrokdecode's ``sigrokdecode`` module). The module must not use
+    relative imports."""
+    path = decoders_dir() / decoder_id / f"{module}.py"
+    if not path.is_file():
+        raise DecodersNotFound(f"{path} does not exist")
+    name = f"spigap_decoders.{decoder_id}.{module}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return mod
