@@ -4,7 +4,9 @@ Format facts (docs in ../shared/docs/sigrok-notes.md §6): a zip with
 ``version`` ("1" or "2"), ``metadata`` (GKeyFile INI, section ``device 1``),
 logic data in ``<capturefile>`` or ``<capturefile>-1..N`` (raw little-endian
 samples, ``unitsize`` bytes each, probe N = bit N-1), analog data in
-``analog-1-<A>-<n>`` (float32; ignored here, see analyzer/io for thresholding).
+``analog-1-<A>-<n>`` (float32, one value per sample; metadata ``analog<A>=name``).
+Analog channels are thresholded with hysteresis (analyzer/io/threshold.py,
+``--threshold``) and merged with the logic channels of the same request.
 
 Streaming: members are inflated piece by piece on a small thread pool (ISA-L
 and numpy release the GIL), at most a few pieces in flight, so peak memory
@@ -27,6 +29,7 @@ from analyzer.errors import CaptureTruncated, InputError, UsageError
 from analyzer.io import inflate
 from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
 from analyzer.io.changes import PieceChanges, compact, find_changes, masked_states, masks_for
+from analyzer.io.threshold import Schmitt, Source, merge, resolve_thresholds, sampled_source
 
 PIECE_BYTES = 8 << 20          # raw bytes per streamed piece of a large member
 WHOLE_MEMBER_BYTES = 16 << 20  # members up to this size are inflated in one worker call
@@ -79,7 +82,7 @@ class _Member:
 class SrReader(CaptureReader):
     format_name = "sr"
 
-    def __init__(self, path, *, samplerate: float | None = None):
+    def __init__(self, path, *, samplerate: float | None = None, threshold=None):
         self.path = str(path)
         try:
             self._fd = os.open(self.path, os.O_RDONLY)
@@ -110,20 +113,26 @@ class SrReader(CaptureReader):
             m = re.fullmatch(r"probe(\d+)", key)
             if m:
                 probes[int(m.group(1))] = value
-        if self.capturefile is None or not probes:
-            raise InputError("capture has no logic channels (no capturefile/probeN in metadata)",
-                             path=self.path, hint="analog-only .sr files need --input-format with a threshold")
-        if total is None:
-            total = max(probes)
-        self.unitsize = _int(dev.get("unitsize"), self.path, "unitsize")
-        if self.unitsize is None:
-            self.unitsize = (total + 7) // 8
-            warnings.append(f"metadata has no unitsize; assuming {self.unitsize} byte(s) per sample")
-        if not 1 <= self.unitsize <= 8:
-            raise InputError(f"unitsize {self.unitsize} is outside 1..8", path=self.path)
-        for n in probes:
-            if n > self.unitsize * 8:
-                raise InputError(f"probe{n} does not fit in unitsize {self.unitsize}", path=self.path)
+        analog_names = {int(m.group(1)): value for key, value in dev.items()
+                        for m in [re.fullmatch(r"analog(\d+)", key)] if m}
+        has_logic = self.capturefile is not None and bool(probes)
+        if not has_logic and not analog_names:
+            raise InputError("capture has no channels (no capturefile/probeN or analogN in metadata)",
+                             path=self.path, hint="not a capture saved by sigrok?")
+        if not has_logic:
+            probes, self.capturefile, self.unitsize = {}, None, 1
+        else:
+            if total is None:
+                total = max(probes)
+            self.unitsize = _int(dev.get("unitsize"), self.path, "unitsize")
+            if self.unitsize is None:
+                self.unitsize = (total + 7) // 8
+                warnings.append(f"metadata has no unitsize; assuming {self.unitsize} byte(s) per sample")
+            if not 1 <= self.unitsize <= 8:
+                raise InputError(f"unitsize {self.unitsize} is outside 1..8", path=self.path)
+            for n in probes:
+                if n > self.unitsize * 8:
+                    raise InputError(f"probe{n} does not fit in unitsize {self.unitsize}", path=self.path)
         self._bit_of = {}
         names = []
         for n in sorted(probes):
@@ -144,8 +153,14 @@ class SrReader(CaptureReader):
         else:
             rate = stored
 
-        self._logic = self._logic_members(warnings)
+        self._logic = self._logic_members(warnings) if has_logic else []
         n_samples = sum(m.usize for m in self._logic) // self.unitsize if self._logic else 0
+        self._analog_of = self._analog_members(analog_names, names, warnings)
+        for members in self._analog_of.values():
+            n_samples = max(n_samples, sum(m.usize for m in members) // 4)
+        names += list(self._analog_of)
+        self._thr_spec = threshold
+        self._thresholds = None
         for m in self._logic:
             if m.usize % self.unitsize:
                 warnings.append(f"{m.name} holds {m.usize} bytes, not a multiple of unitsize "
@@ -156,11 +171,14 @@ class SrReader(CaptureReader):
                             f"({n_samples} samples would last {days:.3g} days); pass the real rate "
                             f"with --samplerate (e.g. --samplerate 5MHz)")
         analog = sorted({m.group(1) for n in self._names for m in [re.fullmatch(r"analog-1-(\d+)-\d+", n)] if m})
+        if self._analog_of and self._recovered:
+            n_samples = None
         self.info = CaptureInfo(
             path=self.path, format=f"sigrok .sr v{version}", channels=names, tick_s=1.0 / rate,
             samplerate_hz=rate, n_ticks=None if self._recovered else n_samples, warnings=warnings,
             details={"unitsize": self.unitsize, "chunks": len(self._logic),
                      "samplerate_metadata": rate_text, "analog_members": analog,
+                     "analog_channels": list(self._analog_of),
                      "sigrok_version": md.get("global", {}).get("sigrok version")})
 
     # ------------------------------------------------------------------ zip
@@ -258,7 +276,11 @@ class SrReader(CaptureReader):
 
     # ---------------------------------------------------------------- edges
     def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
-        bits = [self._bit_of[self.info.channels[self.channel_index(c)]] for c in channels]
+        names = [self.info.channels[self.channel_index(c)] for c in channels]
+        if any(n in self._analog_of for n in names):
+            yield from self._analog_edges(names)
+            return
+        bits = [self._bit_of[n] for n in names]
         if not bits:
             raise UsageError("no channels requested", path=self.path)
         masks = masks_for(bits)
@@ -368,6 +390,119 @@ class SrReader(CaptureReader):
                 raise _Damaged(f"chunk {m.name} ends early (deflate stream cut after {got} bytes)")
         if m.crc is not None and (crc != m.crc or (m.usize and got != m.usize)):
             raise _Damaged(f"chunk {m.name} is damaged (CRC or size mismatch)")
+
+    # --------------------------------------------------------------- analog
+    def _analog_members(self, analog_names: dict[int, str], logic_names: list[str],
+                        warnings: list[str]) -> dict[str, list[_Member]]:
+        """Channel name -> its ``analog-1-<A>-1..N`` members (in order, stopping at
+        the first missing chunk number, like the logic chunks)."""
+        out: dict[str, list[_Member]] = {}
+        for a in sorted(analog_names):
+            chunks = {}
+            for name in self._members:
+                m = re.fullmatch(rf"analog-1-{a}-(\d+)", name)
+                if m:
+                    chunks[int(m.group(1))] = self._members[name]
+            members, k = [], 1
+            while k in chunks:
+                members.append(chunks.pop(k))
+                k += 1
+            label = analog_names[a]
+            if chunks:
+                warnings.append(f"analog chunk analog-1-{a}-{k} is missing; later chunks of {label!r} are ignored")
+            if not members:
+                warnings.append(f"analog channel {label!r} (analog{a}) has no data members")
+                continue
+            for m in members:
+                if m.method not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                    raise InputError(f"zip member {m.name} uses unsupported compression {m.method}",
+                                     path=self.path, hint="re-save the capture with sigrok")
+            if label in logic_names or label in out:
+                label = f"{label} (analog)"
+            out[label] = members
+        return out
+
+    def _analog_values(self, name: str, limit: int | None = None) -> Iterator[np.ndarray]:
+        """float64 samples of one analog channel, piece by piece (streamed)."""
+        got = 0
+        for m in self._analog_of[name]:
+            data_off = self._data_offset(m)
+            carry = b""
+            for piece in self._stream_member(m, data_off):
+                buf = carry + piece
+                cut = len(buf) - len(buf) % 4
+                carry = buf[cut:]
+                if cut:
+                    v = np.frombuffer(buf[:cut], dtype="<f4").astype(np.float64)
+                    yield v
+                    got += len(v)
+                    if limit is not None and got >= limit:
+                        return
+            if carry:
+                self.info.warnings.append(f"{m.name} holds {m.usize} bytes, not a multiple of 4; "
+                                          "the last partial sample is ignored")
+
+    def _analog_sample(self, names: list[str]) -> dict[str, np.ndarray]:
+        """The first ~1 M samples of each channel, for automatic thresholds."""
+        out = {}
+        for n in names:
+            parts = []
+            try:
+                parts = list(self._analog_values(n, limit=1 << 20))
+            except _Damaged:
+                pass
+            out[n] = np.concatenate(parts)[: 1 << 20] if parts else np.empty(0)
+        return out
+
+    def _analog_edges(self, names: list[str]) -> Iterator[EdgeBlock]:
+        if self._thresholds is None:
+            self._thresholds, notes = resolve_thresholds(self._thr_spec, list(self._analog_of),
+                                                         self._analog_sample, path=self.path)
+            self.info.warnings.extend(notes)
+            self.info.details["thresholds"] = {k: (v.level, v.hysteresis) for k, v in self._thresholds.items()}
+        sources = []
+        logic = [(j, n) for j, n in enumerate(names) if n not in self._analog_of]
+        if logic:
+            positions = [j for j, _ in logic]
+
+            def logic_runs():
+                for block in self.edges([n for _, n in logic]):
+                    s = np.zeros(len(block.states), np.uint32)
+                    for i, j in enumerate(positions):
+                        s |= ((block.states >> np.uint32(i)) & np.uint32(1)) << np.uint32(j)
+                    yield block.ticks, s
+
+            mask = sum(1 << j for j in positions)
+            sources.append(Source(logic_runs(), 0, mask=mask))
+        for j, n in enumerate(names):
+            if n in self._analog_of:
+                sources.append(Source(self._analog_source(n), j))
+        self.end_tick = None
+
+        def on_trunc(e):
+            self.end_tick = e.at_tick
+
+        yield from merge(sources, on_truncated=on_trunc)
+        self.end_tick = self.info.n_ticks if self.info.n_ticks is not None else self.end_tick
+        if self._recovered:
+            raise CaptureTruncated("zip directory missing; read the members present", path=self.path,
+                                   at_tick=self.end_tick, hint="the file was cut short")
+
+    def _analog_source(self, name: str):
+        schmitt = Schmitt(self._thresholds[name])
+
+        def chunks():
+            done = 0
+            try:
+                for v in self._analog_values(name):
+                    yield v
+                    done += len(v)
+            except _Damaged as d:
+                raise CaptureTruncated(f"{d.problem}; results cover the first {done} samples",
+                                       path=self.path, at_tick=done,
+                                       hint="re-export or re-copy the capture") from None
+
+        return sampled_source(chunks(), schmitt)
 
     def close(self) -> None:
         if getattr(self, "_fd", None) is not None:
