@@ -27,7 +27,7 @@ a result, LSB-first repeat mismatch, CS released mid-frame.
 
 Options: part (MCP3004/3008/3204/3208) and vref (reference voltage, volts).
 Map CLK, MOSI, MISO and CS# in the spi decoder (SPI mode 0 or 3). Without a
-CS# line the decoder looks for the next start bit after each result.
+CS# line, a pause of more than two words without clocks ends a frame.
 '''
 
 from .pd import Decoder

@@ -94,20 +94,19 @@ class FrameDecoder:
     or None; 'repeat' (value, nbits, ok); 'conversion' a dict (channel, sgl,
     d, code, volts, bits); 'warning' a list of texts, longest first.
 
-    ``stream=True`` (no CS line): after a result the decoder looks for the
-    next start bit right away instead of reading the LSB-first repeat.
+    Without a CS line, call ``end()`` at the end of each burst of clocks.
     """
 
-    def __init__(self, part=DEFAULT_PART, vref=DEFAULT_VREF, stream=False):
+    def __init__(self, part=DEFAULT_PART, vref=DEFAULT_VREF):
         self.part = str(part).upper()
         self.inputs, self.bits = part_info(self.part)
         self.vref = float(vref)
-        self.stream = stream
         self.reset()
 
     def reset(self):
         self.state = SEARCH
         self.clocks = 0             # clocks seen in this window
+        self.mosi_seen = False      # MOSI connected (bits not None)
         self.window_ss = None       # first clock of the window
         self.frame_ss = None        # start bit
         self.sgl = None
@@ -132,6 +131,8 @@ class FrameDecoder:
             self.window_ss = ss
         self.clocks += 1
         self.last_es = es
+        if mosi is not None:
+            self.mosi_seen = True
         st = self.state
         if st == SEARCH:
             if mosi == 1:
@@ -191,18 +192,8 @@ class FrameDecoder:
         }
         out = [('result', self.result_ss, es, code),
                ('conversion', self.frame_ss, es, dict(self.conversion))]
-        if self.stream:
-            self._restart()             # no CS: look for the next start bit
-        elif not self.have_miso:
-            self.state = DONE
-        else:
-            self.state = REPEAT
+        self.state = REPEAT if self.have_miso else DONE
         return out
-
-    def _restart(self):
-        clocks, window_ss = self.clocks, self.window_ss
-        self.reset()
-        self.clocks, self.window_ss = clocks, window_ss
 
     def _repeat_done(self):
         out = []
@@ -229,8 +220,9 @@ class FrameDecoder:
         if self.clocks == 0:
             self.reset()
             return out
-        if st == SEARCH and not self.stream:
-            out.append(('warning', self.window_ss, ss, ['No start bit in this CS window', 'No start bit',
+        if st == SEARCH:
+            why = 'in this CS window' if self.mosi_seen else '(MOSI not connected)'
+            out.append(('warning', self.window_ss, ss, ['No start bit ' + why, 'No start bit',
                                                          'No start']))
         elif SGL <= st <= D0:
             out.append(('warning', self.frame_ss, ss, ['CS released mid-frame: command incomplete',
@@ -326,12 +318,6 @@ def label_transfer(mosi, miso, options):
     mo = _words_to_bits(mosi, ws)
     mi = _words_to_bits(miso, ws) if miso else None
     events = decode_bits(mo, mi, part, vref)
-    parts = []
-    for kind, _ss, _es, value in events:
-        if kind == 'conversion':
-            parts.append(texts(kind, value)[0])
-        elif kind == 'warning':
-            parts.append(value[1])
-    if not parts:
-        return 'no frame'
-    return parts[0] + ''.join(('; ' + p) for p in parts[1:])
+    parts = [texts(kind, value)[0] for kind, _ss, _es, value in events if kind == 'conversion']
+    parts += [value[1] for kind, _ss, _es, value in events if kind == 'warning']
+    return '; '.join(parts) if parts else 'no frame'

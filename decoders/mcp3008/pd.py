@@ -49,11 +49,14 @@ class Decoder(srd.Decoder):
     def reset(self):
         self.frame = None
         self.cs_seen = False
+        self.no_cs = False
+        self.last_ss = None
+        self.last_es = None
+        self.period = None
 
     def start(self):
         self.out_ann = self.register(srd.OUTPUT_ANN)
         self.frame = FrameDecoder(self.options['part'], self.options['vref'])
-        self.cs_seen = False
 
     def emit(self, events):
         for kind, ss, es, value in events:
@@ -64,8 +67,7 @@ class Decoder(srd.Decoder):
         if ptype == 'CS-CHANGE':
             if mosi is None:
                 # First packet: initial CS level, or None when CS is not mapped.
-                if miso is None:
-                    self.frame.stream = True
+                self.no_cs = miso is None
                 return
             # Any CS edge closes a window: spi sends BITS only while CS is active.
             if self.cs_seen:
@@ -77,9 +79,22 @@ class Decoder(srd.Decoder):
             mosi_bits = list(reversed(mosi)) if mosi is not None else None
             miso_bits = list(reversed(miso)) if miso is not None else None
             ref = mosi_bits if mosi_bits is not None else miso_bits
-            if ref is None:
+            if not ref:
                 return
+            if self.no_cs:
+                self.burst_edge(ref)
             for i, b in enumerate(ref):
                 mo = mosi_bits[i][0] if mosi_bits is not None else None
                 mi = miso_bits[i][0] if miso_bits is not None else None
                 self.emit(self.frame.bit(mo, mi, b[1], b[2]))
+
+    def burst_edge(self, ref):
+        """No CS line: a clock pause longer than two words ends a window
+        (the analyzer's rule, docs/gaps.md)."""
+        first, last = ref[0][1], ref[-1][1]
+        if self.last_ss is not None and self.period and \
+                first - self.last_ss > 2 * len(ref) * self.period:
+            self.emit(self.frame.end(self.last_es))
+        if len(ref) > 1 and last > first:
+            self.period = (last - first) / (len(ref) - 1)
+        self.last_ss, self.last_es = last, ref[-1][2]
