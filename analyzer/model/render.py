@@ -1,0 +1,221 @@
+"""Rendering of timing-model tables and check results: text, JUnit XML.
+
+(JSON is ``CheckResult.to_dict`` / ``check.results_to_dict``.)
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from analyzer.model.check import FAIL, MARGINAL, PASS, SKIP, CheckResult
+from analyzer.units import fmt_freq, fmt_rate, fmt_time
+
+
+def fmt_value(v, unit: str, signed: bool = False) -> str:
+    if v is None:
+        return "–"
+    if signed:
+        if v == 0:
+            return "0"
+        return ("+" if v > 0 else "−") + fmt_value(abs(v), unit)
+    if unit == "s":
+        text = fmt_time(v)
+    elif unit == "Hz":
+        text = fmt_freq(v)
+    elif unit == "1/s":
+        text = fmt_rate(v)
+    else:
+        text = f"{v:g}"
+    return text
+
+
+def fmt_bounds(lo, hi, unit: str, rule: str = "") -> str:
+    if rule:
+        return rule
+    if lo is not None and hi is not None:
+        return f"{fmt_value(lo, unit)} … {fmt_value(hi, unit)}"
+    if lo is not None:
+        return f"≥ {fmt_value(lo, unit)}"
+    if hi is not None:
+        return f"≤ {fmt_value(hi, unit)}"
+    return "–"
+
+
+def _label(it) -> str:
+    if it.group == "device":
+        return f"{it.id[len('device.'):]} ({it.metric})"
+    if it.group == "model":
+        return f"{it.metric} (model)"
+    return it.metric
+
+
+# ------------------------------------------------------------------ check: text
+def check_text(results: list[CheckResult], *, verbose: bool = False) -> str:
+    out = []
+    for res in results:
+        out.append(_one_text(res, verbose))
+    if len(results) > 1:
+        worst = [r for r in results if r.verdict == FAIL]
+        out.append(f"overall: {'FAIL' if worst else max((r.verdict for r in results), key=_sev)} "
+                   f"({len(results)} captures, {len(worst)} failing)\n")
+    return "\n".join(out)
+
+
+def _sev(v):
+    return {SKIP: 0, PASS: 1, MARGINAL: 2, FAIL: 3}[v]
+
+
+def _one_text(res: CheckResult, verbose: bool) -> str:
+    p, d, s = res.profile, res.device, res.summary
+    c = res.counts()
+    lines = [f"check       {res.capture}: {res.verdict}  ({c[PASS]} pass, {c[MARGINAL]} marginal, "
+             f"{c[FAIL]} fail, {c[SKIP]} skipped)",
+             f"profile     {p.name}: {p.title}"]
+    if d is not None:
+        lines.append(f"device      {d.spec}: {d.title}")
+    tpm = s.get("transfers_per_message")
+    lines.append(f"capture     {s['transfers']} transfers, {tpm} per message [{s['grouping']}], "
+                 f"SCLK {fmt_freq(s['sclk_hz'])}"
+                 + (f", {s['idle_gaps_excluded']} idle gaps > {fmt_time(s['idle_gap_s'])} left out"
+                    if s.get("idle_gaps_excluded") else ""))
+    lines.append(f"resolution  {fmt_time(res.resolution_s)} (one sample): every measured figure is "
+                 f"±1 sample; within ±1 sample of a bound = MARGINAL, beyond = FAIL; "
+                 f"headroom {res.headroom * 100:g} %")
+    lines.append("")
+    head = (f"{'check':30s} {'stat':6s} {'measured':>11s} {'expected':>11s}  {'bounds':24s} "
+            f"{'delta':>10s}  verdict")
+    lines.append(head)
+    lines.append("-" * len(head))
+    for it in res.items:
+        flag = "*" if it.assumed else ""
+        flag += "?" if it.unverified else ""
+        lines.append(f"{(_label(it) + flag)[:30]:30s} {it.statistic[:6]:6s} "
+                     f"{fmt_value(it.measured, it.unit):>11s} {fmt_value(it.expected, it.unit):>11s}  "
+                     f"{fmt_bounds(it.low, it.high, it.unit, it.rule):24s} "
+                     f"{fmt_value(it.delta, it.unit, signed=True):>10s}  {it.verdict}")
+    lines.append("(* = expected value or check rests on our assumption, ? = value UNVERIFIED; "
+                 "delta = measured − expected, or − the nearest bound)")
+    shown = [it for it in res.items if verbose or it.verdict in (FAIL, MARGINAL, SKIP)]
+    if shown:
+        lines.append("")
+        lines.append("details")
+        for it in shown:
+            lines.append(f"  {it.verdict:8s} {it.id}: {it.reason}")
+            v = it.violations
+            if v and (v.get("count") or v.get("possible")) and v.get("first_s"):
+                kind = "violations" if v.get("count") else "undecidable"
+                lines.append(f"           {kind} at " + ", ".join(fmt_time(t) for t in v["first_s"])
+                             + (" …" if (v.get("count") or v.get("possible")) > len(v["first_s"]) else ""))
+            if verbose and it.source:
+                lines.append(f"           source: {it.source}")
+    for n in res.notes:
+        lines.append(f"note        {n}")
+    for w in res.warnings:
+        lines.append(f"warning     {w}")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ check: JUnit
+def check_junit(results: list[CheckResult], *, strict: bool = False) -> str:
+    """JUnit XML: one <testsuite> per capture, one <testcase> per check.
+
+    FAIL -> <failure>; SKIP -> <skipped>; MARGINAL -> passes with the reason in
+    <system-out> (a <failure> with ``strict``).
+    """
+    root = ET.Element("testsuites", name="spigap check")
+    tot = {"tests": 0, "failures": 0, "skipped": 0}
+    for res in results:
+        suite = ET.SubElement(root, "testsuite", name=f"{res.capture} [{res.profile.name}"
+                              + (f" + {res.device.spec}" if res.device else "") + "]")
+        props = ET.SubElement(suite, "properties")
+        for k, v in (("profile", res.profile.name), ("profile_path", res.profile.path),
+                     ("device", res.device.spec if res.device else ""),
+                     ("resolution_s", repr(res.resolution_s)), ("headroom", repr(res.headroom)),
+                     ("verdict", res.verdict)):
+            ET.SubElement(props, "property", name=k, value=str(v))
+        n = {"tests": 0, "failures": 0, "skipped": 0}
+        for it in res.items:
+            case = ET.SubElement(suite, "testcase", classname=f"spigap.check.{res.profile.name}",
+                                 name=it.id, time="0")
+            msg = (f"{it.verdict}: measured {fmt_value(it.measured, it.unit)}, bounds "
+                   f"{fmt_bounds(it.low, it.high, it.unit, it.rule)}, delta {fmt_value(it.delta, it.unit, True)} "
+                   f"(±{fmt_value(it.resolution, it.unit)}): {it.reason}")
+            n["tests"] += 1
+            if it.verdict == FAIL or (strict and it.verdict == MARGINAL):
+                f = ET.SubElement(case, "failure", message=msg, type=it.verdict)
+                v = it.violations
+                f.text = msg + (f"\nfirst at (s): {v['first_s']}" if v and v.get("first_s") else "") \
+                    + (f"\nsource: {it.source}" if it.source else "")
+                n["failures"] += 1
+            elif it.verdict == SKIP:
+                ET.SubElement(case, "skipped", message=it.reason)
+                n["skipped"] += 1
+            elif it.verdict == MARGINAL:
+                ET.SubElement(case, "system-out").text = msg
+        suite.set("tests", str(n["tests"]))
+        suite.set("failures", str(n["failures"]))
+        suite.set("errors", "0")
+        suite.set("skipped", str(n["skipped"]))
+        for k in tot:
+            tot[k] += n[k]
+    for k, v in tot.items():
+        root.set(k, str(v))
+    root.set("errors", "0")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+# ------------------------------------------------------------------ model table
+def _override(key: str, v) -> str:
+    if key == "sclk":
+        return fmt_freq(v)
+    if isinstance(v, str):
+        return v
+    if key == "idle-clocks":
+        return f"{v:g}"
+    return fmt_time(v)
+
+
+def model_text(profile, model, words: int, rows: list[dict], delays: list, overrides: dict) -> str:
+    T = model.period
+    lines = [f"profile     {profile.name}: {profile.title}",
+             f"            {profile.path}"]
+    lines.append(f"bus         SCLK {fmt_freq(model.sclk_hz)} (T = {fmt_time(T)}), {model.bits_per_word}-bit "
+                 f"words, {model.idle_clocks:g} idle clock(s) between words"
+                 f"{' and after the last' if model.idle_after_last_word else ''}")
+    clk = model.clock_slots(words)
+    lines.append(f"transfer    {words} words = {clk:g} clock slots = {fmt_time(model.clock_time(words))}"
+                 f" + CS setup {fmt_time(model.cs_setup)} + CS hold {fmt_time(model.cs_hold)}"
+                 + (f" + {model.segments - 1} × inter-transfer {fmt_time(model.inter_transfer)}"
+                    if model.segments > 1 else "")
+                 + f" = {fmt_time(model.transfer_time(words))}")
+    lines.append(f"gaps        cs_change {fmt_time(model.cs_change)}, context switch "
+                 f"{fmt_time(model.context_switch)}")
+    if overrides:
+        lines.append("overrides   " + ", ".join(f"--{k} {_override(k, v)}" for k, v in overrides.items()))
+    lines.append("")
+    head = (f"{'transfers/msg':>13s} {'message':>11s} {'per transfer':>13s} {'rate':>11s} "
+            f"{'capture rate':>13s}  {'clocks':>6s} {'setup+hold':>10s} {'cs_change':>9s} {'ctx sw':>6s}")
+    lines.append(head)
+    lines.append("-" * len(head))
+    for r in rows:
+        b = r["breakdown_s"]
+        m = r["message_time_s"]
+        pct = lambda x: f"{100 * x / m:5.1f}%"  # noqa: E731
+        lines.append(f"{r['transfers_per_message']:>13d} {fmt_time(m):>11s} "
+                     f"{fmt_time(r['time_per_transfer_s']):>13s} {fmt_rate(r['rate_hz']):>11s} "
+                     f"{fmt_rate(r['rate_capture_hz']):>13s}  {pct(b['clocks']):>6s} "
+                     f"{pct(b['cs_setup'] + b['cs_hold'] + b['inter_transfer']):>10s} "
+                     f"{pct(b['cs_change']):>9s} {pct(b['context_switch']):>6s}")
+    lines.append("")
+    lines.append("rate = N / ((T_transfer + cs_change) × (N − 1) + T_transfer + context_switch)  "
+                 "(docs/timing-model.md)")
+    lines.append(f"capture rate: what `spigap analyze` measures when CS setup/hold are the "
+                 f"edge-to-edge figures (T_transfer − T/2 = −{fmt_time(T / 2)} per transfer)")
+    for dl in delays:
+        lines.append(f"delay       {dl}")
+    if profile.sources:
+        lines.append("sources     " + ("\n            ".join(profile.sources)))
+    if profile.assumptions:
+        lines.append("assumed     " + ("\n            ".join(profile.assumptions)))
+    return "\n".join(lines) + "\n"
