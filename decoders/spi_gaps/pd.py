@@ -242,9 +242,10 @@ class Decoder(srd.Decoder):
             trailing = self.n_samp % self.ws
             if trailing:
                 self.putx(ss, t, A_WARNING,
-                          ['%d bit(s) do not fill a %d-bit word: check the word size'
-                           % (trailing, self.ws),
-                           '%d trailing bit(s)' % trailing, 'Bits?'])
+                          ['%d bit%s left over, not a whole %d-bit word: check the word size'
+                           % (trailing, '' if trailing == 1 else 's', self.ws),
+                           '%d trailing bit%s' % (trailing, '' if trailing == 1 else 's'),
+                           'Bits?'])
         self.last_end = t
         self.in_window = False
 
