@@ -68,12 +68,12 @@ def annotations(sr, spi=SPI, options=""):
 
 
 def windows(anns):
-    """Split the annotation stream at each instruction annotation."""
+    """Split the annotation stream at each transaction (whole CS window) annotation."""
     out = []
     for a in anns:
-        if a[2] == "instruction":
+        if a[2] == "transaction":
             out.append([])
-        assert out, f"annotation before the first instruction: {a}"
+        assert out, f"annotation before the first transaction: {a}"
         out[-1].append(a)
     return out
 
@@ -308,6 +308,10 @@ def test_decoded_values_match_generator_truth(name, decoded):
     _, acc = truth(name)
     wins = windows(decoded[name][0])
     assert len(wins) == len(acc)
+    st = m.new_state({})
+    for a, w in zip(acc, wins):      # the Transactions row shows what label_transfer() says
+        assert w[0][3][0] == m.label_transfer(a.mosi, a.miso, {"state": st})
+        assert (w[0][0], w[0][1]) == (w[1][0], max(x[1] for x in w))
     n_frames = n_bad = 0
     for i, (a, w) in enumerate(zip(acc, wins)):
         where = f"{name} window {i} ({a.what})"

@@ -19,6 +19,8 @@ init 0xFFFF) over instruction, LEN and data is checked on every CRC
 instruction, a mismatch is a warning showing both values.
 
 Rows:
+ - Transactions: each CS window in one line, e.g. "READ_CRC C1INT
+   0x3F1A_0002 RXIF crc ok" (the same text spigap analyze --device shows).
  - Instructions: instruction and target, LEN byte, CRC verdict.
  - Registers: each 32-bit register (little-endian) by name (full SFR map:
    C1CON ... C1FIFOCONm/STAm/UAm, C1FLTCONm, C1FLTOBJm, C1MASKm, OSC,

@@ -662,10 +662,22 @@ def decode_transfer(mosi, miso, state=None):
     '''Decode one CS window. ``mosi``/``miso``: byte lists (``miso`` None
     when not captured). ``state`` (a State) carries what was learnt from
     earlier windows and is updated. Never raises on odd traffic: problems
-    become warnings.'''
+    become warnings. The first annotation (class 'transaction') spans the
+    whole window with the one-line summary.'''
     if state is None:
         state = State()
     t = Transfer()
+    _decode(t, mosi, miso, state)
+    if t.name is not None:
+        short = t.name if t.name in ('RESET', 'UNKNOWN') else '%s %s' % (t.name, address_name(t.addr))
+        texts = [t.summary(), short, t.name]
+        if t.crc_ok is False or t.warnings:
+            texts.insert(1, short + ' !')
+        t.anns.insert(0, Ann(0, len(mosi) - 1, 'transaction', texts))
+    return t
+
+
+def _decode(t, mosi, miso, state):
     n = len(mosi)
     if n == 0:
         return t

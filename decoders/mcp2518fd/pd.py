@@ -15,9 +15,9 @@ import sigrokdecode as srd
 from .mcp251xfd import State, decode_transfer, CHIPS
 
 CLASSES = ('instruction', 'length', 'crc', 'register', 'ram', 'field',
-           'frame', 'warning')
+           'frame', 'warning', 'transaction')
 (ANN_INSTRUCTION, ANN_LENGTH, ANN_CRC, ANN_REGISTER, ANN_RAM, ANN_FIELD,
- ANN_FRAME, ANN_WARNING) = range(len(CLASSES))
+ ANN_FRAME, ANN_WARNING, ANN_TRANSACTION) = range(len(CLASSES))
 CLASS_INDEX = {c: i for i, c in enumerate(CLASSES)}
 
 
@@ -46,8 +46,10 @@ class Decoder(srd.Decoder):
         ('field', 'Field'),
         ('frame', 'CAN frame'),
         ('warning', 'Warning'),
+        ('transaction', 'Transaction summary'),
     )
     annotation_rows = (
+        ('transactions', 'Transactions', (ANN_TRANSACTION,)),
         ('instructions', 'Instructions', (ANN_INSTRUCTION, ANN_LENGTH, ANN_CRC)),
         ('registers', 'Registers', (ANN_REGISTER, ANN_RAM)),
         ('fields', 'Fields', (ANN_FIELD,)),
