@@ -707,7 +707,8 @@ def _decode(t, mosi, miso, state):
         state.reset()
         return t
     target = address_name(addr)
-    t.ann(0, 1, 'instruction', ['%s %s' % (name, target), '%s %s' % (short[0], target),
+    full = target + (' (offset 0x%03X)' % (addr - RAM_START) if in_ram(addr) else '')
+    t.ann(0, 1, 'instruction', ['%s %s' % (name, full), '%s %s' % (short[0], target),
                                 name, short[0], short[1]])
     ram = in_ram(addr)
     reading = cmd in (READ, READ_CRC)
