@@ -95,8 +95,9 @@ def _remove(target: pathlib.Path) -> None:
         shutil.rmtree(target)
 
 
-def install(ids, dest: pathlib.Path, *, link: bool, force: bool, out=sys.stdout) -> list[pathlib.Path]:
+def install(ids, dest: pathlib.Path, *, link: bool, force: bool, out=None) -> list[pathlib.Path]:
     """Copy or link the decoders into ``dest``; returns the installed directories."""
+    out = out or sys.stdout
     from analyzer import __version__
     from analyzer.sigrok import paths
 

@@ -40,9 +40,6 @@ def _is_decoder_dir(p: pathlib.Path) -> bool:
 
 def _candidates() -> list[pathlib.Path]:
     out = []
-    env = os.environ.get(ENV_OVERRIDE)
-    if env:
-        out.append(pathlib.Path(env))
     # source tree / editable install: <root>/analyzer/sigrok/paths.py -> <root>/decoders
     out.append(pathlib.Path(__file__).resolve().parent.parent.parent / "decoders")
     # data files of a wheel install
@@ -56,6 +53,13 @@ def _candidates() -> list[pathlib.Path]:
 
 def decoders_dir() -> pathlib.Path:
     """The directory holding spigap's decoders (one subdirectory per decoder id)."""
+    env = os.environ.get(ENV_OVERRIDE)
+    if env:
+        c = pathlib.Path(env)
+        if c.is_dir() and any(_is_decoder_dir(d) for d in c.iterdir()):
+            return c.resolve()
+        raise DecodersNotFound(f"${ENV_OVERRIDE}={env} holds no decoders "
+                               "(expected <dir>/<id>/__init__.py and pd.py)")
     tried = []
     for c in _candidates():
         if c in tried:
@@ -63,9 +67,6 @@ def decoders_dir() -> pathlib.Path:
         tried.append(c)
         if c.is_dir() and any(_is_decoder_dir(d) for d in c.iterdir()):
             return c.resolve()
-    if os.environ.get(ENV_OVERRIDE):
-        raise DecodersNotFound(f"${ENV_OVERRIDE}={os.environ[ENV_OVERRIDE]} holds no decoders "
-                               "(expected <dir>/<id>/__init__.py and pd.py)")
     raise DecodersNotFound("spigap's sigrok decoders are not installed with this copy of spigap "
                            f"(looked in {', '.join(str(t) for t in tried)})",
                            hint=f"install spigap from a source checkout (pip install -e .) or set "
