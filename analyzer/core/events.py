@@ -1,0 +1,326 @@
+"""Extra channels: edges of GPIO lines next to the SPI bus, and latencies between them.
+
+``--event NAME:EDGE`` names an edge of a capture channel (``CONVST:rise``,
+``BUSY:fall``, ``TOGGLE:both``). The events given form a **chain**, measured
+stage by stage: for every event of stage s, the first event of stage s+1 at or
+after it and before the next event of stage s (a later one would belong to the
+next cycle). Unless the chain already names the SPI transfer itself, it ends
+with the start of the next SPI transfer (``CS:assert``; without a CS line the
+first SCLK edge of a burst, ``SPI:start``). So ``--event CONVST:rise --event
+BUSY:fall`` measures CONVST→BUSY (the conversion time), BUSY→CS (how long the
+host takes to start reading after the data is ready) and the whole
+CONVST→CS chain. Each stage continues from the events the previous stage
+matched, so a spurious extra pulse is counted (``extra``) but does not break
+the chain; an event without a successor is counted as ``missing``.
+
+Per channel, independent of the chain: the interval between consecutive
+events of the given edge (for ``both``: toggle to toggle, i.e. the cycle time
+of a pin toggled once per cycle, as in seed 004), the rise-to-rise period, and
+the high and low pulse widths.
+
+Edges come from the reader's edge stream (``reader.edges([names])``), so the
+extra channels are read the same streaming, vectorized way as the SPI lines:
+one numpy pass per block, nothing per edge in Python. Everything is in ticks;
+a latency between two sampled edges is ±1 sample.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+
+from analyzer.core.analysis import Analysis, describe
+from analyzer.errors import CaptureTruncated, UsageError
+
+_EDGE_WORDS = {
+    "rise": "rise", "rising": "rise", "r": "rise", "posedge": "rise", "up": "rise", "high": "rise",
+    "fall": "fall", "falling": "fall", "f": "fall", "negedge": "fall", "down": "fall", "low": "fall",
+    "both": "both", "toggle": "both", "any": "both", "edge": "both", "change": "both",
+}
+# pseudo channel: the SPI transfers as framed by the analysis
+_SPI_WORDS = {"assert": "start", "start": "start", "deassert": "end", "end": "end"}
+_SPI_NAMES = ("cs", "spi")
+
+
+@dataclasses.dataclass(frozen=True)
+class EventSpec:
+    channel: str          # channel name as given (or "CS"/"SPI" for the transfer pseudo channel)
+    edge: str             # rise | fall | both | start | end (start/end: SPI transfer pseudo edges)
+
+    @property
+    def is_spi(self) -> bool:
+        return self.edge in ("start", "end")
+
+    @property
+    def label(self) -> str:
+        if self.is_spi:
+            if self.channel.lower() == "cs":
+                return f"CS:{'assert' if self.edge == 'start' else 'deassert'}"
+            return f"SPI:{self.edge}"
+        return f"{self.channel}:{self.edge}"
+
+
+def parse_event(text: str) -> EventSpec:
+    """``NAME:rise|fall|both`` or ``CS:assert|deassert`` / ``SPI:start|end``."""
+    m = re.match(r"^\s*([^:]+?)\s*:\s*([A-Za-z]+)\s*$", text or "")
+    if not m:
+        raise UsageError(f"--event {text!r}: give CHANNEL:EDGE, e.g. CONVST:rise, BUSY:fall, TOGGLE:both")
+    name, word = m.group(1), m.group(2).lower()
+    if word in _SPI_WORDS and name.lower() in _SPI_NAMES:
+        return EventSpec(name.upper(), _SPI_WORDS[word])
+    if word not in _EDGE_WORDS:
+        raise UsageError(f"--event {text!r}: unknown edge {word!r} (use rise, fall or both; "
+                         "CS:assert / CS:deassert for the SPI transfers)")
+    return EventSpec(name, _EDGE_WORDS[word])
+
+
+@dataclasses.dataclass
+class ChannelEdges:
+    """Rising and falling edge ticks of one channel (the initial level is not an edge)."""
+
+    name: str
+    rise: np.ndarray          # int64 ticks
+    fall: np.ndarray
+    initial: int
+    end_tick: int
+    tick_s: float
+
+    def ticks(self, edge: str) -> np.ndarray:
+        if edge == "rise":
+            return self.rise
+        if edge == "fall":
+            return self.fall
+        return np.union1d(self.rise, self.fall)
+
+    def high_widths(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rise tick, width) of every complete high pulse."""
+        return _widths(self.rise, self.fall)
+
+    def low_widths(self) -> tuple[np.ndarray, np.ndarray]:
+        return _widths(self.fall, self.rise)
+
+
+def _widths(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each ``first`` edge, the time to the next ``second`` edge (edges alternate)."""
+    j = np.searchsorted(second, first, side="right")
+    ok = j < len(second)
+    return first[ok], (second[j[ok]] - first[ok]).astype(np.int64)
+
+
+def read_channel_edges(reader, names: list[str]) -> tuple[dict[str, ChannelEdges], str | None]:
+    """Stream the named channels once and collect their edges (vectorized per block).
+
+    Returns (edges by name, truncation message or None). An unknown channel
+    name raises ``UsageError`` (from the reader); a damaged capture yields
+    the edges read before the damage plus the reader's message.
+    """
+    uniq = list(dict.fromkeys(names))
+    if not uniq:
+        return {}, None
+    k = len(uniq)
+    bits = np.arange(k, dtype=np.uint32)
+    rises: list[list[np.ndarray]] = [[] for _ in range(k)]
+    falls: list[list[np.ndarray]] = [[] for _ in range(k)]
+    prev = None
+    initial = np.zeros(k, np.int8)
+    last_tick = 0
+    truncated = None
+    try:
+        for block in reader.edges(uniq):
+            if len(block) == 0:
+                continue
+            lv = ((block.states[:, None] >> bits[None, :]) & 1).astype(np.int8)   # (n, k)
+            ticks = block.ticks
+            if prev is None:          # first entry: tick 0 with the initial levels, not an edge
+                initial, prev = lv[0].copy(), lv[0].copy()
+                lv, ticks = lv[1:], ticks[1:]
+            if len(lv):
+                d = np.diff(np.concatenate([prev[None, :], lv]), axis=0)
+                for j in range(k):                                            # per channel, not per edge
+                    rises[j].append(ticks[d[:, j] > 0])
+                    falls[j].append(ticks[d[:, j] < 0])
+                prev = lv[-1].copy()
+            last_tick = int(block.ticks[-1])
+    except CaptureTruncated as e:
+        truncated = str(e)
+    end = reader.end_tick if reader.end_tick is not None else last_tick + 1
+    tick_s = reader.info.tick_s
+    cat = lambda parts: np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)  # noqa: E731
+    out = {name: ChannelEdges(name=name, rise=cat(rises[j]), fall=cat(falls[j]), initial=int(initial[j]),
+                              end_tick=int(end), tick_s=tick_s)
+           for j, name in enumerate(uniq)}
+    return out, truncated
+
+
+@dataclasses.dataclass
+class Pairing:
+    """Stage ``src`` → ``dst``: for each ``src`` event, the first ``dst`` event at or after it
+    and before the next ``src`` event."""
+
+    src: str
+    dst: str
+    at: np.ndarray            # ticks of the matched src events
+    latency: np.ndarray       # ticks
+    index: np.ndarray         # for every src event: index of its dst event, -1 if none
+    n_src: int
+    n_missing: int            # src events with no dst event before the next src event
+    n_extra: int              # dst events beyond the first in a src cycle
+    n_dst: int
+
+    def to_dict(self, tick_s: float) -> dict:
+        d = describe(self.latency, tick_s)
+        d.update({"from": self.src, "to": self.dst, "events": self.n_src, "matched": int(len(self.latency)),
+                  "missing": self.n_missing, "extra": self.n_extra, "resolution_s": tick_s})
+        return d
+
+
+def pair(src: np.ndarray, dst: np.ndarray, *, src_label: str = "A", dst_label: str = "B",
+         end_tick: int | None = None) -> Pairing:
+    """Match every ``src`` event to the first ``dst`` event in [src_i, src_{i+1})."""
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    n = len(src)
+    nxt = np.empty(n, np.int64)
+    if n:
+        nxt[:-1] = src[1:]
+        nxt[-1] = np.iinfo(np.int64).max if end_tick is None else end_tick + 1
+    j = np.searchsorted(dst, src, side="left")
+    stop = np.searchsorted(dst, nxt, side="left")
+    count = stop - j
+    ok = count > 0
+    index = np.where(ok, j, -1)
+    lat = dst[j[ok]] - src[ok]
+    return Pairing(src_label, dst_label, src[ok], lat.astype(np.int64), index.astype(np.int64), n,
+                   int(np.count_nonzero(~ok)), int(np.maximum(count - 1, 0).sum()), len(dst))
+
+
+@dataclasses.dataclass
+class ChannelStats:
+    name: str
+    edge: str
+    events: np.ndarray        # ticks of the chosen edge
+    interval: np.ndarray      # ticks between consecutive events
+    period: np.ndarray        # rise to rise
+    high: np.ndarray          # high pulse widths
+    low: np.ndarray           # low pulse widths
+
+    def to_dict(self, tick_s: float, span_ticks: int) -> dict:
+        per = describe(self.period, tick_s)
+        hi = describe(self.high, tick_s)
+        freq = 1.0 / per["mean_s"] if per["mean_s"] else None
+        duty = (hi["mean_s"] / per["mean_s"]) if (per["mean_s"] and hi["mean_s"] is not None) else None
+        return {
+            "channel": self.name, "edge": self.edge, "events": int(len(self.events)),
+            "events_per_s": len(self.events) / (span_ticks * tick_s) if span_ticks > 0 else None,
+            "interval": describe(self.interval, tick_s), "period": per, "high": hi,
+            "low": describe(self.low, tick_s), "frequency_hz": freq, "duty": duty,
+            "resolution_s": tick_s,
+        }
+
+
+def channel_stats(ch: ChannelEdges, edge: str) -> ChannelStats:
+    ev = ch.ticks(edge)
+    return ChannelStats(ch.name, edge, ev, np.diff(ev), np.diff(ch.rise), ch.high_widths()[1],
+                        ch.low_widths()[1])
+
+
+@dataclasses.dataclass
+class EventReport:
+    """Everything measured on the extra channels of one capture (ticks; ``tick_s`` per tick)."""
+
+    chain: list[EventSpec]
+    stages: list[Pairing]
+    total: Pairing | None            # first → last stage, where every stage matched
+    channels: list[ChannelStats]
+    tick_s: float
+    span_ticks: int
+    truncated: str | None = None
+
+    def metrics(self) -> dict[str, np.ndarray]:
+        """Named tick series for comparisons: latencies, intervals, widths."""
+        out = {}
+        for p in self.stages:
+            out[f"{p.src}→{p.dst}"] = p.latency.astype(float)
+        if self.total is not None and len(self.stages) > 1:
+            out[f"{self.total.src}→{self.total.dst} (chain)"] = self.total.latency.astype(float)
+        for c in self.channels:
+            out[f"{c.name}:{c.edge} interval"] = c.interval.astype(float)
+            if c.edge != "both":
+                continue
+            out[f"{c.name} high width"] = c.high.astype(float)
+            out[f"{c.name} low width"] = c.low.astype(float)
+        return out
+
+    def to_dict(self) -> dict:
+        t = self.tick_s
+        return {
+            "chain": [s.label for s in self.chain],
+            "latency": [p.to_dict(t) for p in self.stages],
+            "chain_total": self.total.to_dict(t) if self.total is not None and len(self.stages) > 1 else None,
+            "channels": [c.to_dict(t, self.span_ticks) for c in self.channels],
+            "resolution_s": t,
+            "truncated": self.truncated,
+        }
+
+
+def _spi_ticks(a: Analysis, edge: str) -> np.ndarray:
+    if edge == "start":
+        return a.start[~a.partial_start].astype(np.int64)
+    return a.end[~a.partial_end].astype(np.int64)
+
+
+def build_chain(specs: list[EventSpec], a: Analysis) -> list[EventSpec]:
+    """The chain as measured: the given events, plus the next SPI transfer start at the end."""
+    chain = list(specs)
+    if chain and not any(s.is_spi for s in chain):
+        chain.append(EventSpec("CS" if a.has_cs else "SPI", "start"))
+    return chain
+
+
+def measure(reader, a: Analysis, specs: list[EventSpec]) -> EventReport:
+    """Read the extra channels of ``specs`` from an opened reader and pair them."""
+    if not specs:
+        raise UsageError("no --event given")
+    names = [s.channel for s in specs if not s.is_spi]
+    edges, truncated = read_channel_edges(reader, names)
+    chain = build_chain(specs, a)
+    series = []
+    for s in chain:
+        series.append(_spi_ticks(a, s.edge) if s.is_spi else edges[s.channel].ticks(s.edge))
+    end = a.end_tick
+    # Each stage starts from the events the previous stage matched (the first BUSY fall after a
+    # CONVST rise, not a spurious second one), so one glitch cannot break the chain after it.
+    stages = []
+    src = series[0]
+    origin = np.arange(len(src), dtype=np.int64)      # index of each chain's first event
+    for i in range(len(chain) - 1):
+        p = pair(src, series[i + 1], src_label=chain[i].label, dst_label=chain[i + 1].label, end_tick=end)
+        stages.append(p)
+        ok = p.index >= 0
+        src = series[i + 1][p.index[ok]]
+        origin = origin[ok]
+    total = None
+    if stages:
+        first = series[0]
+        index = np.full(len(first), -1, np.int64)
+        index[origin] = np.searchsorted(series[-1], src)
+        total = Pairing(chain[0].label, chain[-1].label, first[origin], (src - first[origin]).astype(np.int64),
+                        index, len(first), int(len(first) - len(origin)), 0, len(series[-1]))
+    chans = []
+    seen = set()
+    for s in specs:
+        if s.is_spi or (s.channel, s.edge) in seen:
+            continue
+        seen.add((s.channel, s.edge))
+        chans.append(channel_stats(edges[s.channel], s.edge))
+    return EventReport(chain, stages, total, chans, a.tick_s, int(a.end_tick), truncated)
+
+
+def measure_file(path, a: Analysis, specs: list[EventSpec], *, input_format=None, samplerate=None) -> EventReport:
+    """Open ``path`` again and measure the ``specs`` (a second streaming pass over the file)."""
+    from analyzer.io import open_capture
+
+    with open_capture(path, input_format=input_format, samplerate=samplerate) as r:
+        return measure(r, a, specs)
