@@ -1,0 +1,551 @@
+"""Before/after comparison of captures: statistics, verdicts, attribution.
+
+For every gap kind, the transfer duration and period, the transfer rate, the
+stall rate and (with ``--event``) every latency/interval of the extra
+channels:
+
+* p50, mean, p99, std and robust σ (IQR / 1.349) per side, pooled over the
+  side's captures, with the difference after − before and its confidence
+  interval from a block bootstrap (``resample.Bootstrap``; two-stage when a
+  side has several captures);
+* a **level** test: Mann-Whitney U on the medians of non-overlapping blocks
+  of L consecutive values (L from the autocorrelation, ``resample``), and a
+  **jitter** test: Mann-Whitney U on the blocks' robust spreads. Blocks, not
+  single gaps, are the units, because consecutive gaps are not independent;
+* Holm's correction over every test of the comparison, so "no significant
+  change" holds for the comparison as a whole at the family-wise level α;
+* a verdict: regression / improvement when the corrected p < α, the
+  bootstrap interval excludes 0 **and** the change is at least the minimum
+  effect (relative to the before value, and never below 2 samples of
+  resolution); otherwise "no significant change". Longer is worse for every
+  time; a lower transfer rate is worse.
+
+Attribution: every transfer period is exactly CS setup + clocking (the words)
++ inter-byte + inter-transfer gaps + CS hold + the CS-inactive gap after it
+(cs_change, context switch or idle). Means add up, so the change of the mean
+period splits exactly into the changes of these parts; the excess of stalls
+over their kind's median is split off as its own part, so a rarer or more
+frequent stall does not masquerade as a shift of its gap kind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from analyzer.core.analysis import KIND_CONTEXT_SWITCH, KIND_CS_CHANGE, KIND_IDLE, Analysis
+from analyzer.core.stalls import STALL_KINDS, StallRule, find_stalls, stall_mask
+from analyzer.errors import UsageError
+from analyzer.stats import resample
+
+TIME_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
+              "idle", "transfer_duration", "transfer_period")
+LABELS = {
+    "cs_setup": "CS setup", "cs_hold": "CS hold", "inter_byte": "inter-byte",
+    "inter_transfer": "inter-transfer", "cs_change": "cs_change", "context_switch": "context switch",
+    "idle": "bus idle", "transfer_duration": "transfer duration", "transfer_period": "transfer period",
+    "transfer_rate": "transfer rate", "stalls": "stall rate", "clocking": "clocking (words)",
+    "stall_excess": "stalls (excess)",
+}
+# Where a change of each part of the period usually comes from (docs/gaps.md, domain-reference §7).
+HINTS = {
+    "cs_setup": "GPIO chip-select path and transfer set-up (spi_set_cs/gpiod_set_value; gpiolib "
+                "SRCU locking since v6.9, domain-reference §2.3; transfer_one() FIFO fill)",
+    "cs_hold": "end-of-transfer detection (poll / IRQ + wake-up / DMA callback) and the GPIO "
+               "chip-select write",
+    "cs_setup+cs_hold": "the GPIO chip-select path (spi_set_cs → gpiod_set_value: gpiolib SRCU "
+                        "locking since v6.9, domain-reference §2.3) and transfer set-up / completion",
+    "clocking": "SCLK frequency or bits per transfer",
+    "inter_byte": "the controller between words (idle clocks, FIFO refills, DMA vs PIO)",
+    "inter_transfer": "per-transfer software cost inside one CS window (transfer boundaries, "
+                      "xfer->delay, keep_cs hand-over)",
+    "cs_change": "the cs_change delay (udelay(10) via spidev) and two GPIO writes",
+    "context_switch": "syscall exit/entry, user space and __spi_sync between messages (scheduling)",
+    "idle": "time between bursts without a CS line",
+    "stall_excess": "rare long gaps (interrupts, preemption, printk/UART flushes)",
+}
+VERDICTS = ("regression", "improvement", "no significant change")
+MIN_VALUES = 10          # per side, for a test
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    alpha: float = 0.05               # family-wise (Holm)
+    min_effect_s: float = 0.0         # absolute minimum level change (time metrics)
+    min_rel_effect: float = 0.02      # minimum level change relative to the before value
+    min_rel_jitter: float = 0.20      # minimum robust-σ change relative to the before value
+    min_stall_ratio: float = 2.0      # stall rate after/before (or before/after) to count
+    n_boot: int = 1000
+    block_length: int | None = None   # None = from the autocorrelation
+    seed: int = 0
+    stall_rule: StallRule = StallRule()
+
+    def __post_init__(self):
+        if not 0 < self.alpha < 1:
+            raise UsageError(f"--alpha must be in (0, 1), got {self.alpha:g}")
+        if self.min_effect_s < 0 or self.min_rel_effect < 0 or self.min_rel_jitter < 0:
+            raise UsageError("minimum effects must be >= 0")
+        if self.min_stall_ratio < 1:
+            raise UsageError("--min-stall-ratio must be >= 1")
+        if self.n_boot < 100:
+            raise UsageError(f"--bootstrap {self.n_boot}: use at least 100 resamples")
+        if self.block_length is not None and self.block_length < 1:
+            raise UsageError("--block-length must be >= 1")
+
+    @property
+    def confidence(self) -> float:
+        return 1 - self.alpha
+
+
+@dataclasses.dataclass
+class Capture:
+    """One capture of a side: its analysis, optional extra-channel events, stalls (lazy)."""
+
+    path: str
+    analysis: Analysis
+    events: object | None = None          # analyzer.core.events.EventReport
+    _stalls: list | None = None
+
+    def stalls(self, rule: StallRule) -> list:
+        if self._stalls is None:
+            self._stalls = find_stalls(self.analysis, rule)
+        return self._stalls
+
+
+@dataclasses.dataclass
+class Test:
+    aspect: str                 # level | jitter | rate | stalls
+    statistic: str              # what Δ is (p50, robust σ, rate, stall rate ratio)
+    delta: float | None
+    ci: tuple[float, float] | None
+    threshold: float | None
+    p: float | None
+    p_holm: float | None = None
+    verdict: str = "no significant change"
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {"aspect": self.aspect, "statistic": self.statistic, "delta": _f(self.delta),
+                "ci": [_f(self.ci[0]), _f(self.ci[1])] if self.ci else None,
+                "threshold": _f(self.threshold), "p": _f(self.p), "p_holm": _f(self.p_holm),
+                "verdict": self.verdict, "note": self.note}
+
+
+@dataclasses.dataclass
+class MetricResult:
+    name: str
+    label: str
+    unit: str                   # "s", "Hz" or "1" (a rate per gap)
+    before: dict
+    after: dict
+    deltas: dict                # statistic -> {"delta", "ci"}
+    tests: list[Test]
+    block: resample.BlockChoice | None
+    resolution_s: float | None
+    verdict: str
+    note: str = ""
+    per_capture: dict | None = None     # side -> [p50 of each capture]
+
+    def test(self, aspect: str) -> Test | None:
+        return next((t for t in self.tests if t.aspect == aspect), None)
+
+    def to_dict(self) -> dict:
+        return {"metric": self.name, "label": self.label, "unit": self.unit,
+                "before": self.before, "after": self.after,
+                "delta": {k: {"delta": _f(v["delta"]), "ci": [_f(v["ci"][0]), _f(v["ci"][1])]}
+                          for k, v in self.deltas.items()},
+                "tests": [t.to_dict() for t in self.tests],
+                "block_length": self.block.length if self.block else None,
+                "block_note": self.block.describe() if self.block else None,
+                "resolution_s": self.resolution_s, "verdict": self.verdict, "note": self.note,
+                "per_capture_p50": self.per_capture}
+
+
+@dataclasses.dataclass
+class Comparison:
+    settings: Settings
+    before: list[Capture]
+    after: list[Capture]
+    metrics: list[MetricResult]
+    attribution: dict | None
+    notes: list[str]
+    n_tests: int
+
+    @property
+    def regressions(self) -> list[MetricResult]:
+        return [m for m in self.metrics if m.verdict == "regression"]
+
+    @property
+    def improvements(self) -> list[MetricResult]:
+        return [m for m in self.metrics if m.verdict == "improvement"]
+
+    @property
+    def verdict(self) -> str:
+        if self.regressions:
+            return "regression"
+        if self.improvements:
+            return "improvement"
+        return "no significant change"
+
+    def metric(self, name: str) -> MetricResult | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+
+def _f(x):
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+# ------------------------------------------------------------------ inputs
+def time_series(a: Analysis, kind: str) -> np.ndarray:
+    """Values of one gap kind in seconds, time order, without NaN."""
+    if not a.available(kind):
+        return np.empty(0)
+    v = a.gap_values(kind)
+    v = v[~np.isnan(v)]
+    return v.astype(float) * a.tick_s
+
+
+def _resolution(caps: list[Capture]) -> float:
+    return max(c.analysis.tick_s for c in caps)
+
+
+# ------------------------------------------------------------------- tests
+def _mwu(x: np.ndarray, y: np.ndarray) -> float | None:
+    from scipy.stats import mannwhitneyu
+
+    if len(x) < 3 or len(y) < 3:
+        return None
+    if np.all(x == x[0]) and np.all(y == x[0]):
+        return 1.0
+    p = float(mannwhitneyu(x, y, alternative="two-sided", method="asymptotic").pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def _delta(b_reps, a_reps, b_point, a_point, level):
+    d = None if b_point is None or a_point is None else a_point - b_point
+    ci = resample.percentile_ci(np.asarray(a_reps) - np.asarray(b_reps), level)
+    return {"delta": d, "ci": ci}
+
+
+def time_metric(name, label, before: list[np.ndarray], after: list[np.ndarray], res: float,
+                 st: Settings, rng) -> MetricResult:
+    b_all = np.concatenate(before) if before else np.empty(0)
+    a_all = np.concatenate(after) if after else np.empty(0)
+    pb, pa = resample.point_stats(b_all), resample.point_stats(a_all)
+    per = {"before": [float(np.median(x)) if len(x) else None for x in before],
+           "after": [float(np.median(x)) if len(x) else None for x in after]}
+    if len(b_all) == 0 or len(a_all) == 0:
+        side = "after" if len(b_all) == 0 else "before"
+        return MetricResult(name, label, "s", pb, pa, {}, [], None, res, "not comparable",
+                            f"only in the {side} capture(s): the bus pattern changed", per)
+    if len(b_all) < MIN_VALUES or len(a_all) < MIN_VALUES:
+        return MetricResult(name, label, "s", pb, pa, {}, [], None, res, "insufficient data",
+                            f"fewer than {MIN_VALUES} values on a side", per)
+    blk = resample.block_length([x for x in before + after if len(x)], st.block_length)
+    L = blk.length
+    width = max(len(x) for x in before + after) * max(len(before), len(after))
+    B = resample.adaptive_replicates(st.n_boot, width)
+    rb = resample.Bootstrap(before, L, rng).replicate_stats(B)
+    ra = resample.Bootstrap(after, L, rng).replicate_stats(B)
+    spread = lambda r: (r[0.75] - r[0.25]) * resample.ROBUST_SIGMA_PER_IQR  # noqa: E731
+    lvl = st.confidence
+    deltas = {
+        "p50": _delta(rb[0.5], ra[0.5], pb["p50"], pa["p50"], lvl),
+        "mean": _delta(rb["mean"], ra["mean"], pb["mean"], pa["mean"], lvl),
+        "p99": _delta(rb[0.99], ra[0.99], pb["p99"], pa["p99"], lvl),
+        "std": _delta(rb["std"], ra["std"], pb["std"], pa["std"], lvl),
+        "spread": _delta(spread(rb), spread(ra), pb["spread"], pa["spread"], lvl),
+    }
+    p_level = _mwu(resample.block_summaries(before, L, "median"), resample.block_summaries(after, L, "median"))
+    p_jit = _mwu(resample.block_summaries(before, L, "spread"), resample.block_summaries(after, L, "spread"))
+    thr_level = max(st.min_effect_s, st.min_rel_effect * abs(pb["p50"]), 2 * res)
+    thr_jit = max(st.min_rel_jitter * pb["spread"], 2 * res)
+    tests = [Test("level", "p50", deltas["p50"]["delta"], deltas["p50"]["ci"], thr_level, p_level),
+             Test("jitter", "robust σ", deltas["spread"]["delta"], deltas["spread"]["ci"], thr_jit, p_jit)]
+    note = "" if B == st.n_boot else f"{B} bootstrap resamples (long series)"
+    return MetricResult(name, label, "s", pb, pa, deltas, tests, blk, res, "", note, per)
+
+
+def _rate_metric(before: list[np.ndarray], after: list[np.ndarray], st: Settings, rng) -> MetricResult:
+    """Transfers per second = 1 / mean period (stalls included: it is the throughput)."""
+    b_all = np.concatenate(before) if before else np.empty(0)
+    a_all = np.concatenate(after) if after else np.empty(0)
+    rate = lambda v: 1.0 / float(np.mean(v)) if len(v) and np.mean(v) > 0 else None  # noqa: E731
+    pb = {"n": int(len(b_all)), "rate": rate(b_all)}
+    pa = {"n": int(len(a_all)), "rate": rate(a_all)}
+    if len(b_all) < MIN_VALUES or len(a_all) < MIN_VALUES:
+        return MetricResult("transfer_rate", LABELS["transfer_rate"], "Hz", pb, pa, {}, [], None, None,
+                            "insufficient data", f"fewer than {MIN_VALUES} periods on a side")
+    blk = resample.block_length([x for x in before + after if len(x)], st.block_length)
+    L = blk.length
+    mb = resample.Bootstrap(before, L, rng).replicate_means(st.n_boot)[:, 0]
+    ma = resample.Bootstrap(after, L, rng).replicate_means(st.n_boot)[:, 0]
+    d = _delta(1 / mb, 1 / ma, pb["rate"], pa["rate"], st.confidence)
+    p = _mwu(resample.block_summaries(before, L, "mean"), resample.block_summaries(after, L, "mean"))
+    t = Test("rate", "transfers/s", d["delta"], d["ci"], st.min_rel_effect * pb["rate"], p)
+    return MetricResult("transfer_rate", LABELS["transfer_rate"], "Hz", pb, pa, {"rate": d}, [t], blk, None, "")
+
+
+def _stall_metric(before: list[Capture], after: list[Capture], st: Settings) -> MetricResult:
+    from scipy.stats import fisher_exact
+
+    def count(caps):
+        k = sum(len(c.stalls(st.stall_rule)) for c in caps)
+        n = 0
+        for c in caps:
+            for kind in STALL_KINDS:
+                v = c.analysis.gap_values(kind) if c.analysis.available(kind) else np.empty(0)
+                n += int(np.count_nonzero(~np.isnan(v)))
+        return k, n
+
+    kb, nb = count(before)
+    ka, na = count(after)
+    rb = kb / nb if nb else None
+    ra = ka / na if na else None
+    pb = {"stalls": kb, "gaps": nb, "rate": rb}
+    pa = {"stalls": ka, "gaps": na, "rate": ra}
+    if not nb or not na:
+        return MetricResult("stalls", LABELS["stalls"], "1", pb, pa, {}, [], None, None, "insufficient data")
+    p = float(fisher_exact([[kb, nb - kb], [ka, na - ka]]).pvalue) if (kb + ka) else 1.0
+    ratio = (ra / rb) if rb else (math.inf if ra else 1.0)
+    t = Test("stalls", "stall rate ratio after/before", ratio, None, st.min_stall_ratio, p,
+             note="stalls counted with each capture's own median; Fisher's exact test treats "
+                  "stalls as independent events")
+    return MetricResult("stalls", LABELS["stalls"], "1", pb, pa, {}, [t], None, None, "")
+
+
+def _holm(ps: list[float]) -> list[float]:
+    m = len(ps)
+    order = np.argsort(ps, kind="stable")
+    adj = np.empty(m)
+    running = 0.0
+    for rank, i in enumerate(order.tolist()):      # m tests, not per value
+        running = max(running, min(1.0, (m - rank) * ps[i]))
+        adj[i] = running
+    return adj.tolist()
+
+
+def _decide(m: MetricResult, st: Settings) -> None:
+    verdicts = []
+    for t in m.tests:
+        if t.p_holm is None or t.delta is None:
+            t.verdict = "no significant change"
+            t.note = t.note or "no test (too few blocks)"
+            verdicts.append(t.verdict)
+            continue
+        significant = t.p_holm < st.alpha
+        if t.aspect == "stalls":
+            worse = t.delta >= st.min_stall_ratio
+            better = t.delta <= 1 / st.min_stall_ratio
+            big = worse or better
+        else:
+            excl = t.ci is not None and (t.ci[0] > 0 or t.ci[1] < 0)
+            significant = significant and excl
+            big = abs(t.delta) >= t.threshold
+            worse = t.delta > 0 if t.aspect != "rate" else t.delta < 0
+        if significant and big:
+            t.verdict = "regression" if worse else "improvement"
+        else:
+            t.verdict = "no significant change"
+            if significant:
+                t.note = (t.note + "; " if t.note else "") + "statistically significant but below the minimum effect"
+        verdicts.append(t.verdict)
+    if "regression" in verdicts:
+        m.verdict = "regression"
+    elif "improvement" in verdicts:
+        m.verdict = "improvement"
+    else:
+        m.verdict = "no significant change"
+
+
+# -------------------------------------------------------------- attribution
+PARTS = ("cs_setup", "cs_hold", "clocking", "inter_byte", "inter_transfer", "cs_change", "context_switch",
+         "idle", "stall_excess")
+
+
+def period_parts(a: Analysis, rule: StallRule = StallRule()) -> np.ndarray:
+    """Per transfer with a valid period: the parts it is made of, in seconds, shape (n, len(PARTS)).
+
+    Rows add up exactly to the transfer period (start of the next transfer −
+    start of this one). Stalls (``rule``) contribute their excess over their
+    kind's median to ``stall_excess`` instead of their kind.
+    """
+    n = a.n
+    t = a.tick_s
+    if n < 2:
+        return np.empty((0, len(PARTS)))
+    col = {p: i for i, p in enumerate(PARTS)}
+    out = np.zeros((n, len(PARTS)))
+    excess = np.zeros(n)
+    for kind in ("cs_setup", "cs_hold"):
+        v = getattr(a, kind).astype(float)
+        if a.has_cs:
+            mask, med, _ = stall_mask(v, rule)
+            ex = np.where(mask, v - (med or 0.0), 0.0)
+            out[:, col[kind]] = np.nan_to_num(v) - ex
+            excess += ex
+    owner = np.repeat(np.arange(n), np.diff(a.pair_off))
+    for kind, sel in (("inter_byte", ~a.pair_inter_transfer), ("inter_transfer", a.pair_inter_transfer)):
+        v = a.pair_gap[sel].astype(float)
+        mask, med, _ = stall_mask(v, rule)
+        ex = np.where(mask, v - (med or 0.0), 0.0)
+        out[:, col[kind]] = np.bincount(owner[sel], weights=v - ex, minlength=n)
+        excess += np.bincount(owner[sel], weights=ex, minlength=n)
+    words_etc = a.duration - np.nan_to_num(a.cs_setup) - np.nan_to_num(a.cs_hold) - np.bincount(
+        owner, weights=a.pair_gap.astype(float), minlength=n)
+    out[:, col["clocking"]] = words_etc
+    # the CS-inactive gap after transfer k is gap_before[k + 1]
+    g = np.full(n, np.nan)
+    g[:-1] = a.gap_before[1:]
+    gk = np.full(n, -1)
+    gk[:-1] = a.gap_kind[1:]
+    for kind, code in (("cs_change", KIND_CS_CHANGE), ("context_switch", KIND_CONTEXT_SWITCH),
+                       ("idle", KIND_IDLE)):
+        sel = gk == code
+        v = np.where(sel, g, np.nan)
+        mask, med, _ = stall_mask(v[sel], rule)
+        ex = np.zeros(n)
+        ex[np.flatnonzero(sel)[mask]] = v[sel][mask] - (med or 0.0)
+        out[:, col[kind]] = np.where(sel, g - ex, 0.0)
+        excess += ex
+    out[:, col["stall_excess"]] = excess
+    valid = ~np.isnan(a.period())
+    valid = np.concatenate([valid, [False]]) & ~np.isnan(words_etc) & ~np.isnan(g)
+    return out[valid] * t
+
+
+def _attribution(before: list[Capture], after: list[Capture], period: MetricResult | None,
+                 st: Settings, rng) -> dict | None:
+    pb = [period_parts(c.analysis, st.stall_rule) for c in before]
+    pa = [period_parts(c.analysis, st.stall_rule) for c in after]
+    nb, na = sum(len(x) for x in pb), sum(len(x) for x in pa)
+    if nb < MIN_VALUES or na < MIN_VALUES:
+        return None
+    L = period.block.length if period is not None and period.block else 1
+    Bb = resample.Bootstrap([x[:, 0] for x in pb if len(x)], L, rng)
+    Ba = resample.Bootstrap([x[:, 0] for x in pa if len(x)], L, rng)
+    cb = np.concatenate([x for x in pb if len(x)])
+    ca = np.concatenate([x for x in pa if len(x)])
+    # add the total (the period) as the last column, so its interval comes from the same resamples
+    cb = np.column_stack([cb, cb.sum(axis=1)])
+    ca = np.column_stack([ca, ca.sum(axis=1)])
+    mb = Bb.replicate_means(st.n_boot, cb)
+    ma = Ba.replicate_means(st.n_boot, ca)
+    mean_b, mean_a = cb.mean(axis=0), ca.mean(axis=0)
+    d = mean_a - mean_b
+    reps = ma - mb
+    total, total_ci = float(d[-1]), resample.percentile_ci(reps[:, -1], st.confidence)
+    thr = period.test("level").threshold if period is not None and period.test("level") else None
+    changed = thr is not None and abs(total) >= thr and (total_ci[0] > 0 or total_ci[1] < 0)
+    parts = []
+    for i, p in enumerate(PARTS):
+        if mean_b[i] == 0 and mean_a[i] == 0:
+            continue
+        parts.append({"part": p, "label": LABELS.get(p, p), "before_s": float(mean_b[i]),
+                      "after_s": float(mean_a[i]), "delta_s": float(d[i]),
+                      "ci_s": list(resample.percentile_ci(reps[:, i], st.confidence)),
+                      "share": float(d[i] / total) if total != 0 else None, "hint": HINTS.get(p, "")})
+    parts.sort(key=lambda r: -abs(r["delta_s"]))
+    # the CS edges together: the seed 003 diagnosis ("GPIO chip-select path")
+    groups = {"cs_setup+cs_hold": ("cs_setup", "cs_hold")}
+    grouped = {}
+    for gname, members in groups.items():
+        idx = [PARTS.index(x) for x in members]
+        gd = float(d[idx].sum())
+        grouped[gname] = {"delta_s": gd, "ci_s": list(resample.percentile_ci(reps[:, idx].sum(axis=1), st.confidence)),
+                          "share": gd / total if total != 0 else None, "hint": HINTS[gname]}
+    interp = _interpret(total, total_ci, changed, parts, grouped)
+    return {"metric": "transfer period (mean over transfers, stalls split off)",
+            "before_mean_s": float(mean_b[-1]), "after_mean_s": float(mean_a[-1]),
+            "delta_s": total, "ci_s": list(total_ci), "changed": bool(changed),
+            "parts": parts, "groups": grouped, "interpretation": interp,
+            "method": "every period = CS setup + clocking + word gaps + CS hold + the gap after it; "
+                      "means add up, so the parts' changes sum to the period's change; "
+                      f"{int(st.confidence * 100)} % intervals from the same block bootstrap"}
+
+
+def _interpret(total, ci, changed, parts, grouped) -> str:
+    from analyzer.units import fmt_time
+
+    if not changed:
+        return (f"the mean transfer period changed by {fmt_time(total, 3)} "
+                f"[{fmt_time(ci[0], 3)}, {fmt_time(ci[1], 3)}]: no significant change to attribute")
+    cs = grouped["cs_setup+cs_hold"]
+    top = parts[0]
+    if cs["share"] is not None and cs["share"] >= 0.5:
+        where = f"mostly in CS setup + hold ({fmt_time(cs['delta_s'], 3)}, {cs['share'] * 100:.0f} %): {cs['hint']}"
+    elif top["share"] is not None and top["share"] >= 0.5:
+        where = f"mostly in {top['label']} ({fmt_time(top['delta_s'], 3)}, {top['share'] * 100:.0f} %): {top['hint']}"
+    else:
+        spread = ", ".join(f"{r['label']} {fmt_time(r['delta_s'], 3)}" for r in parts[:3])
+        where = f"spread over several parts: {spread}"
+    sign = "+" if total > 0 else ""
+    return f"mean transfer period {sign}{fmt_time(total, 3)} per transfer, {where}"
+
+
+# --------------------------------------------------------------------- main
+def compare(before: list[Capture], after: list[Capture], settings: Settings = Settings()) -> Comparison:
+    if not before or not after:
+        raise UsageError("compare needs at least one --before and one --after capture")
+    st = settings
+    rng = np.random.default_rng(st.seed)
+    res = max(_resolution(before), _resolution(after))
+    notes = []
+    metrics: list[MetricResult] = []
+    ticks = {c.analysis.tick_s for c in before + after}
+    if len(ticks) > 1:
+        notes.append("the captures have different sample rates; every difference is ±"
+                     f"{res * 1e9:.3g} ns (the coarsest resolution)")
+    for side, caps in (("before", before), ("after", after)):
+        tpm = {c.analysis.grouping.transfers_per_message for c in caps}
+        if len(tpm) > 1:
+            notes.append(f"the {side} captures have different message structures "
+                         f"({', '.join(str(x) for x in sorted(tpm))} transfers per message)")
+    tb = {c.analysis.grouping.transfers_per_message for c in before}
+    ta = {c.analysis.grouping.transfers_per_message for c in after}
+    if tb.isdisjoint(ta):
+        notes.append(f"the message structure changed ({'/'.join(map(str, sorted(tb)))} → "
+                     f"{'/'.join(map(str, sorted(ta)))} transfers per message): cs_change and "
+                     "context-switch figures are not like for like")
+    for kind in TIME_KINDS:
+        b = [time_series(c.analysis, kind) for c in before]
+        a = [time_series(c.analysis, kind) for c in after]
+        if not any(len(x) for x in b) and not any(len(x) for x in a):
+            continue
+        metrics.append(time_metric(kind, LABELS[kind], b, a, res, st, rng))
+    period = next((m for m in metrics if m.name == "transfer_period"), None)
+    metrics.append(_rate_metric([time_series(c.analysis, "transfer_period") for c in before],
+                                [time_series(c.analysis, "transfer_period") for c in after], st, rng))
+    metrics.append(_stall_metric(before, after, st))
+    # extra channels
+    if any(c.events is not None for c in before + after):
+        names: list[str] = []
+        for c in before + after:
+            if c.events is not None:
+                names += [k for k in c.events.metrics() if k not in names]
+        for name in names:
+            def ser(c):
+                if c.events is None:
+                    return np.empty(0)
+                v = c.events.metrics().get(name)
+                return np.empty(0) if v is None else v * c.events.tick_s
+            metrics.append(time_metric(f"event:{name}", name, [ser(c) for c in before],
+                                        [ser(c) for c in after], res, st, rng))
+    # Holm over every test that produced a p-value
+    tests = [t for m in metrics for t in m.tests if t.p is not None]
+    for t, p in zip(tests, _holm([t.p for t in tests])):
+        t.p_holm = p
+    for m in metrics:
+        if m.verdict in ("not comparable", "insufficient data"):
+            continue
+        _decide(m, st)
+    attribution = _attribution(before, after, period, st, rng) if period is not None and period.tests else None
+    if len(before) == 1 or len(after) == 1:
+        notes.append("one capture on a side: the intervals cover the variation within a capture, not "
+                     "between runs or boots; give several captures per side (--before A B ...) to include it")
+    return Comparison(st, before, after, metrics, attribution, notes, len(tests))

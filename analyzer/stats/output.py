@@ -1,0 +1,236 @@
+"""Rendering of a ``Comparison``: terminal text and the JSON document (``spigap compare``)."""
+
+from __future__ import annotations
+
+import math
+
+from analyzer import __version__
+from analyzer.core import stalls as stalls_mod
+from analyzer.stats.compare import Comparison, MetricResult, _f
+from analyzer.units import fmt_rate, fmt_time
+
+SCHEMA = 1
+
+
+def _capture_row(c) -> dict:
+    a = c.analysis
+    return {"path": c.path, "transfers": a.n, "duration_s": a.end_tick * a.tick_s,
+            "resolution_s": a.tick_s, "samplerate_hz": a.info.samplerate_hz,
+            "transfers_per_message": a.grouping.transfers_per_message, "truncated": a.truncated}
+
+
+def to_dict(cmp: Comparison, *, stall_limit: int = 50) -> dict:
+    st = cmp.settings
+    res = max(c.analysis.tick_s for c in cmp.before + cmp.after)
+
+    def stall_block(c):
+        s = c.stalls(st.stall_rule)
+        return {"path": c.path, **stalls_mod.to_dict(c.analysis, s, st.stall_rule, limit=stall_limit)}
+
+    def events_block(c):
+        return {"path": c.path, **c.events.to_dict()} if c.events is not None else None
+
+    d = {
+        "spigap": __version__,
+        "schema": SCHEMA,
+        "command": "compare",
+        "resolution_s": res,
+        "settings": {"alpha": st.alpha, "confidence": st.confidence, "min_effect_s": st.min_effect_s,
+                     "min_rel_effect": st.min_rel_effect, "min_rel_jitter": st.min_rel_jitter,
+                     "min_stall_ratio": st.min_stall_ratio, "bootstrap": st.n_boot,
+                     "block_length": st.block_length, "seed": st.seed, "tests": cmp.n_tests,
+                     "stall_rule": st.stall_rule.describe(),
+                     "method": "level: Mann-Whitney U on block medians; jitter: Mann-Whitney U on block "
+                               "robust σ; Holm over all tests; circular block bootstrap intervals "
+                               "(two-stage with several captures per side); see docs/compare-and-report.md"},
+        "before": [_capture_row(c) for c in cmp.before],
+        "after": [_capture_row(c) for c in cmp.after],
+        "metrics": [m.to_dict() for m in cmp.metrics],
+        "attribution": cmp.attribution,
+        "stalls": {"before": [stall_block(c) for c in cmp.before],
+                   "after": [stall_block(c) for c in cmp.after]},
+        "verdict": cmp.verdict,
+        "regressions": [m.name for m in cmp.regressions],
+        "improvements": [m.name for m in cmp.improvements],
+        "notes": list(cmp.notes),
+    }
+    if any(c.events is not None for c in cmp.before + cmp.after):
+        d["events"] = {"before": [events_block(c) for c in cmp.before],
+                       "after": [events_block(c) for c in cmp.after]}
+    return d
+
+
+# ------------------------------------------------------------------ text
+def _sd(x, digits=4) -> str:
+    """Signed time."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    return ("+" if x > 0 else "") + fmt_time(x, digits)
+
+
+def _p(p) -> str:
+    if p is None:
+        return "–"
+    if p < 1e-10:
+        return "<1e-10"
+    if p < 1e-3:
+        return f"{p:.1e}"
+    return f"{p:.3g}"
+
+
+def _ci(ci, fmt=_sd) -> str:
+    if not ci or ci[0] is None or (isinstance(ci[0], float) and math.isnan(ci[0])):
+        return ""
+    return f"[{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]"
+
+
+def _verdict(v: str) -> str:
+    return v.upper() if v in ("regression", "improvement") else v
+
+
+def _signed_rate(x, digits=4):
+    if x is None:
+        return "–"
+    return ("+" if x > 0 else "−") + fmt_rate(abs(x))
+
+
+def render_text(cmp: Comparison) -> str:
+    st = cmp.settings
+    L = []
+    res = max(c.analysis.tick_s for c in cmp.before + cmp.after)
+    L.append(f"spigap compare: {len(cmp.before)} before vs {len(cmp.after)} after capture(s); "
+             f"resolution {fmt_time(res)} (every time is ±1 sample)")
+    for side, caps in (("before", cmp.before), ("after", cmp.after)):
+        for c in caps:
+            a = c.analysis
+            L.append(f"  {side:7s}{c.path}: {a.n} transfers, {fmt_time(a.end_tick * a.tick_s)}"
+                     + (f", PARTIAL ({a.truncated})" if a.truncated else ""))
+    conf = f"{st.confidence * 100:g} %"
+    L.append(f"  method: Mann-Whitney U on blocks of consecutive values (level: block medians, jitter: "
+             f"block robust σ), Holm over {cmp.n_tests} tests at α = {st.alpha:g}; {conf} block-bootstrap "
+             f"intervals ({st.n_boot} resamples)")
+    L.append(f"  a change counts when significant and ≥ max({st.min_rel_effect * 100:g} % of the before "
+             f"p50{', ' + fmt_time(st.min_effect_s) if st.min_effect_s else ''}, 2 samples); jitter: ≥ "
+             f"{st.min_rel_jitter * 100:g} % of the before robust σ")
+    L.append("")
+    time_metrics = [m for m in cmp.metrics if m.unit == "s"]
+    head = (f"{'level':24s}{'n before/after':>15s}  {'p50 before → after':>24s}  {'Δp50 [' + conf + ' CI]':>30s}"
+            f"{'Δmean':>11s}{'Δp99':>11s}{'p (Holm)':>10s}  verdict")
+    L.append(head)
+    L.append("-" * len(head))
+    for m in time_metrics:
+        L.append(_level_row(m))
+    rate = next((m for m in cmp.metrics if m.name == "transfer_rate"), None)
+    if rate is not None:
+        t = rate.test("rate")
+        d = rate.deltas.get("rate")
+        L.append(f"{rate.label:24s}{rate.before['n']:>7d}/{rate.after['n']:<7d}  "
+                 f"{fmt_rate(rate.before['rate']) + ' → ' + fmt_rate(rate.after['rate']):>24s}  "
+                 + (f"{_signed_rate(d['delta']) + ' ' + _ci(d['ci'], lambda x, _: _signed_rate(x)):>30s}"
+                    if d else f"{'':30s}")
+                 + f"{'':22s}{_p(t.p_holm) if t else '–':>10s}  {_verdict(rate.verdict)}")
+    stall = next((m for m in cmp.metrics if m.name == "stalls"), None)
+    if stall is not None:
+        t = stall.test("stalls")
+        per_k = lambda d: f"{d['stalls']}/{d['gaps']}"  # noqa: E731
+        ratio = "–" if t is None or t.delta is None else (
+            "×∞" if math.isinf(t.delta) else f"×{t.delta:.3g}")
+        L.append(f"{stall.label:24s}{per_k(stall.before) + ' → ' + per_k(stall.after):>15s}  "
+                 f"{_permille(stall.before['rate']) + ' → ' + _permille(stall.after['rate']):>24s}  "
+                 f"{ratio:>30s}{'':22s}{_p(t.p_holm) if t else '–':>10s}  {_verdict(stall.verdict)}")
+    L.append("")
+    head = (f"{'jitter':24s}{'robust σ before → after':>26s}  {'Δσ [' + conf + ' CI]':>30s}"
+            f"{'std before → after':>26s}{'p (Holm)':>10s}  verdict")
+    L.append(head)
+    L.append("-" * len(head))
+    for m in time_metrics:
+        t = m.test("jitter")
+        if t is None:
+            continue
+        sp = f"{fmt_time(m.before['spread'])} → {fmt_time(m.after['spread'])}"
+        sd = f"{fmt_time(m.before['std'])} → {fmt_time(m.after['std'])}"
+        L.append(f"{m.label[:23]:24s}{sp:>26s}  {_sd(t.delta) + ' ' + _ci(t.ci):>30s}{sd:>26s}"
+                 f"{_p(t.p_holm):>10s}  {_verdict(t.verdict)}")
+    at = cmp.attribution
+    if at:
+        L.append("")
+        L.append(f"attribution of the transfer period (mean per transfer, stalls split off): "
+                 f"{fmt_time(at['before_mean_s'])} → {fmt_time(at['after_mean_s'])}, "
+                 f"{_sd(at['delta_s'])} {_ci(at['ci_s'])}")
+        L.append(f"  {'part':20s}{'before':>11s}{'after':>11s}{'Δ':>11s}  {conf + ' CI':26s}{'share':>7s}")
+        for r in at["parts"]:
+            share = f"{r['share'] * 100:.0f} %" if r["share"] is not None and at["changed"] else ""
+            L.append(f"  {r['label']:20s}{fmt_time(r['before_s']):>11s}{fmt_time(r['after_s']):>11s}"
+                     f"{_sd(r['delta_s']):>11s}  {_ci(r['ci_s']):26s}{share:>7s}")
+        L.append(f"  → {at['interpretation']}")
+    L.append("")
+    for side, caps in (("before", cmp.before), ("after", cmp.after)):
+        for c in caps:
+            s = c.stalls(st.stall_rule)
+            if not s:
+                L.append(f"stalls  {side} {c.path}: none")
+                continue
+            lost = sum(x.excess_s for x in s)
+            L.append(f"stalls  {side} {c.path}: {len(s)}, {fmt_time(lost)} lost; longest:")
+            for x in sorted(s, key=lambda x: -x.duration_s)[:5]:
+                L.append(f"          at {fmt_time(x.at_s, 7):>12s}  {x.kind:15s} {fmt_time(x.duration_s):>10s}"
+                         f" (median {fmt_time(x.median_s)}), transfer #{x.transfer}")
+    L.append(f"        rule: {st.stall_rule.describe()}")
+    ev = [m for m in cmp.metrics if m.name.startswith("event:")]
+    if ev:
+        L.append("")
+        L.append("extra channels: see the level/jitter rows named after the events (CHANNEL:EDGE→...)")
+    L.append("")
+    if cmp.regressions:
+        L.append("verdict REGRESSION: " + "; ".join(_why(m) for m in cmp.regressions))
+    if cmp.improvements:
+        L.append(("verdict IMPROVEMENT: " if not cmp.regressions else "        improvements: ")
+                 + "; ".join(_why(m) for m in cmp.improvements))
+    if not cmp.regressions and not cmp.improvements:
+        L.append("verdict no significant change")
+    for n in cmp.notes:
+        L.append(f"note    {n}")
+    for m in cmp.metrics:
+        if m.verdict in ("not comparable",):
+            L.append(f"note    {m.label}: not comparable ({m.note})")
+    return "\n".join(L) + "\n"
+
+
+def _permille(r) -> str:
+    return "–" if r is None else f"{r * 1000:.3g} ‰"
+
+
+def _level_row(m: MetricResult) -> str:
+    label = m.label[:23]
+    if m.verdict in ("not comparable", "insufficient data"):
+        nb, na = m.before.get("n", 0), m.after.get("n", 0)
+        return f"{label:24s}{nb:>7d}/{na:<7d}  {m.verdict} ({m.note})"
+    t = m.test("level")
+    d = m.deltas
+    p50 = f"{fmt_time(m.before['p50'])} → {fmt_time(m.after['p50'])}"
+    return (f"{label:24s}{m.before['n']:>7d}/{m.after['n']:<7d}  {p50:>24s}  "
+            f"{_sd(d['p50']['delta']) + ' ' + _ci(d['p50']['ci']):>30s}"
+            f"{_sd(d['mean']['delta']):>11s}{_sd(d['p99']['delta']):>11s}{_p(t.p_holm):>10s}  "
+            f"{_verdict(t.verdict)}")
+
+
+def _why(m: MetricResult) -> str:
+    parts = []
+    for t in m.tests:
+        if t.verdict not in ("regression", "improvement"):
+            continue
+        if t.aspect == "level":
+            base = m.before.get("p50")
+            rel = f" ({t.delta / base * 100:+.0f} %)" if base else ""
+            parts.append(f"p50 {_sd(t.delta)}{rel}")
+        elif t.aspect == "jitter":
+            parts.append(f"jitter σ {fmt_time(m.before['spread'])} → {fmt_time(m.after['spread'])}")
+        elif t.aspect == "rate":
+            parts.append(f"{fmt_rate(m.before['rate'])} → {fmt_rate(m.after['rate'])} "
+                         f"({t.delta / m.before['rate'] * 100:+.1f} %)")
+        elif t.aspect == "stalls":
+            parts.append(f"{_permille(m.before['rate'])} → {_permille(m.after['rate'])}")
+    return f"{m.label} " + ", ".join(parts)
+
+
+__all__ = ["to_dict", "render_text", "_f"]
