@@ -1,0 +1,310 @@
+"""The report's figures (matplotlib, Agg, no pyplot state): histograms, timeline, rate, overlays.
+
+Every function returns a ``matplotlib.figure.Figure``; ``png(fig)`` renders it.
+Histogram bins are whole multiples of the capture's resolution, aligned on
+sample boundaries, so quantized gaps do not turn into comb patterns.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+
+BEFORE, AFTER = "#1f77b4", "#d62728"
+KIND_COLORS = {
+    "cs_setup": "#1f77b4", "cs_hold": "#ff7f0e", "inter_byte": "#2ca02c", "inter_transfer": "#9467bd",
+    "cs_change": "#8c564b", "context_switch": "#17becf", "idle": "#7f7f7f",
+}
+STALL_COLOR = "#d62728"
+MAX_POINTS = 20000          # per series in the timeline; above: min/median/max per time bin
+
+
+def figure(w=10.0, h=4.0):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(w, h), dpi=100, layout="constrained")
+    return fig
+
+
+def png(fig, dpi: int = 100) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+def time_unit(seconds: float) -> tuple[str, float]:
+    """(unit, scale) so that ``seconds / scale`` reads well."""
+    a = abs(seconds) if seconds else 0.0
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if a >= scale:
+            return unit, scale
+    return "ns", 1e-9
+
+
+def _tick_edges(lo: float, hi: float, res: float, max_bins: int, min_bins: int = 12) -> np.ndarray:
+    """Bin edges on sample boundaries covering [lo, hi] (seconds) with <= max_bins bins; a
+    range of only a few samples is widened to ``min_bins`` samples so its bars stay readable."""
+    t_lo, t_hi = math.floor(lo / res + 0.5), math.ceil(hi / res - 0.5)
+    if t_hi - t_lo + 1 < min_bins:
+        pad = (min_bins - (t_hi - t_lo + 1)) / 2
+        t_lo, t_hi = t_lo - math.floor(pad), t_hi + math.ceil(pad)
+    width = max(1, math.ceil((t_hi - t_lo + 1) / max_bins))
+    nb = max(1, math.ceil((t_hi - t_lo + 1) / width))
+    return (t_lo - 0.5 + width * np.arange(nb + 1)) * res
+
+
+def _fmt(seconds: float) -> str:
+    from analyzer.units import fmt_time
+
+    return fmt_time(seconds, 4)
+
+
+def _body(v: np.ndarray, res: float) -> tuple[float, float]:
+    """The range a linear histogram should show: p0.5 … p99.5, but no further than 10 robust σ
+    (+3 samples) from the median, so a few stalls in a short capture do not squash the body."""
+    p_lo, q25, p50, q75, p_hi = np.percentile(v, [0.5, 25, 50, 75, 99.5])
+    reach = 10 * (q75 - q25) / 1.349 + 3 * res
+    return max(p_lo, p50 - reach), min(p_hi, p50 + reach)
+
+
+def histogram(values_s: np.ndarray, res: float, title: str, *, threshold_s: float | None = None,
+              bins: int = 100):
+    """Two panels like seed 003: linear count over the body (p0.5..p99.5), log count over all."""
+    v = np.asarray(values_s, float)
+    v = v[np.isfinite(v)]
+    fig = figure(10, 3.6)
+    ax1, ax2 = fig.subplots(1, 2)
+    if len(v) == 0:
+        for ax in (ax1, ax2):
+            ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
+        fig.suptitle(title)
+        return fig
+    p_lo, p50, p99, p_hi = np.percentile(v, [0.5, 50, 99, 99.5])
+    unit, sc = time_unit(p50 if p50 else v.max())
+    # body: linear count
+    lo1, hi1 = _body(v, res)
+    e1 = _tick_edges(lo1, hi1, res, bins)
+    ax1.hist(v / sc, bins=e1 / sc, color=BEFORE, alpha=0.85)
+    ax1.set_xlim(e1[0] / sc, e1[-1] / sc)
+    ax1.set_xlabel(f"{unit}  (body)")
+    ax1.set_ylabel("count")
+    # all: log count; log x when the tail is far away
+    lo, hi = float(v.min()), float(v.max())
+    log_x = lo > 0 and hi / max(p50, res) > 20
+    if log_x:
+        e2 = np.geomspace(max(lo, res) * 0.98, hi * 1.02, bins + 1)
+        ax2.set_xscale("log")
+    else:
+        e2 = _tick_edges(lo, hi, res, bins)
+    ax2.hist(v / sc, bins=e2 / sc, color=BEFORE, alpha=0.85)
+    ax2.set_yscale("log")
+    ax2.set_ylim(bottom=0.7)
+    ax2.set_xlabel(f"{unit}  (all values{', log scale' if log_x else ''})")
+    ax2.set_ylabel("count (log)")
+    for ax in (ax1, ax2):
+        ax.axvline(p50 / sc, color="k", lw=1, label=f"p50 {_fmt(p50)}")
+        ax.axvline(p99 / sc, color="k", lw=1, ls="--", label=f"p99 {_fmt(p99)}")
+        ax.grid(alpha=0.3)
+    if threshold_s is not None and threshold_s <= hi:
+        ax2.axvline(threshold_s / sc, color=STALL_COLOR, lw=1, ls=":", label=f"stall > {_fmt(threshold_s)}")
+    ax2.legend(fontsize=8, loc="upper right")
+    fig.suptitle(f"{title}: n = {len(v)}, p50 {_fmt(p50)}, mean {_fmt(v.mean())} ± {_fmt(v.std())}, "
+                 f"max {_fmt(hi)} (±{_fmt(res)})", fontsize=10)
+    return fig
+
+
+def overlay_histogram(before_s: np.ndarray, after_s: np.ndarray, res: float, title: str,
+                      *, bins: int = 80, labels=("before", "after")):
+    """Before vs after as step histograms (fraction of values), linear body and log count."""
+    b = np.asarray(before_s, float)
+    a = np.asarray(after_s, float)
+    b, a = b[np.isfinite(b)], a[np.isfinite(a)]
+    fig = figure(10, 3.6)
+    ax1, ax2 = fig.subplots(1, 2)
+    both = np.concatenate([b, a])
+    if len(b) == 0 or len(a) == 0:
+        ax1.text(0.5, 0.5, "only on one side", ha="center", va="center", transform=ax1.transAxes)
+        fig.suptitle(title)
+        return fig
+    unit, sc = time_unit(np.median(both))
+    lb, hb = _body(b, res)
+    la, ha = _body(a, res)
+    e1 = _tick_edges(min(lb, la), max(hb, ha), res, bins)
+    lo, hi = float(both.min()), float(both.max())
+    log_x = lo > 0 and hi / max(float(np.median(both)), res) > 20
+    e2 = np.geomspace(max(lo, res) * 0.98, hi * 1.02, bins + 1) if log_x else _tick_edges(lo, hi, res, bins)
+    for x, color, lab in ((b, BEFORE, labels[0]), (a, AFTER, labels[1])):
+        w = np.full(len(x), 1.0 / len(x))
+        ax1.hist(x / sc, bins=e1 / sc, weights=w, histtype="step", color=color, lw=1.5,
+                 label=f"{lab}: p50 {_fmt(float(np.median(x)))}")
+        ax2.hist(x / sc, bins=e2 / sc, histtype="step", color=color, lw=1.5, label=f"{lab} (n = {len(x)})")
+    ax1.set_xlim(e1[0] / sc, e1[-1] / sc)
+    ax1.set_ylabel("fraction")
+    ax1.set_xlabel(f"{unit}  (body)")
+    ax2.set_yscale("log")
+    ax2.set_ylim(bottom=0.7)
+    if log_x:
+        ax2.set_xscale("log")
+    ax2.set_ylabel("count (log)")
+    ax2.set_xlabel(f"{unit}  (all values{', log scale' if log_x else ''})")
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{title} (±{_fmt(res)})", fontsize=10)
+    return fig
+
+
+def _envelope(t: np.ndarray, v: np.ndarray, nbins: int):
+    """Per time bin: centre, min, median, max (vectorized via sorting by bin)."""
+    edges = np.linspace(t.min(), t.max(), nbins + 1)
+    b = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, nbins - 1)
+    order = np.lexsort((v, b))
+    bs, vs = b[order], v[order]
+    starts = np.flatnonzero(np.r_[True, bs[1:] != bs[:-1]])
+    ends = np.r_[starts[1:], len(bs)]
+    mid = (starts + ends - 1) // 2
+    centre = (edges[bs[starts]] + edges[bs[starts] + 1]) / 2
+    return centre, vs[starts], vs[mid], vs[ends - 1]
+
+
+def timeline(series: list[tuple[str, np.ndarray, np.ndarray]], stalls: list, span_s: float, title: str,
+             *, annotate: int = 3):
+    """Gap values over capture time, log y; ``series``: (kind, at_s, value_s). Stalls ringed."""
+    fig = figure(10, 4.2)
+    ax = fig.subplots()
+    t_unit, t_sc = time_unit(span_s)
+    vmax = 0.0
+    vmin = math.inf
+    for kind, at, val in series:
+        if len(val) == 0:
+            continue
+        pos = val > 0
+        at, val = at[pos], val[pos]
+        if len(val) == 0:
+            continue
+        color = KIND_COLORS.get(kind, "#333333")
+        label = kind.replace("_", " ")
+        if len(val) > MAX_POINTS:
+            c, lo, med, hi = _envelope(at, val, 2000)
+            ax.fill_between(c / t_sc, lo, hi, color=color, alpha=0.25, lw=0, step="mid")
+            ax.plot(c / t_sc, med, color=color, lw=0.8, label=f"{label} (min/median/max per bin)")
+        else:
+            ax.plot(at / t_sc, val, ".", ms=2.5, color=color, alpha=0.6, label=label)
+        vmax = max(vmax, float(val.max()))
+        vmin = min(vmin, float(val.min()))
+    if stalls:
+        sx = np.array([s.at_s for s in stalls]) / t_sc
+        sy = np.array([s.duration_s for s in stalls])
+        ax.plot(sx, sy, "o", mfc="none", mec=STALL_COLOR, ms=8, mew=1.2, label=f"stall ({len(stalls)})")
+        top = sorted(stalls, key=lambda s: -s.duration_s)[:annotate]
+        for s in top:
+            ax.annotate(f"{_fmt(s.duration_s)} {s.kind.replace('_', ' ')}", (s.at_s / t_sc, s.duration_s),
+                        textcoords="offset points", xytext=(6, 4), fontsize=8, color=STALL_COLOR)
+    if vmax > 0:
+        ax.set_yscale("log")
+        ax.set_ylim(vmin / 2, vmax * 6)
+        _time_axis(ax, vmin, vmax)
+    ax.set_xlim(0, span_s / t_sc)
+    ax.set_xlabel(f"capture time ({t_unit})")
+    ax.set_ylabel("gap (log)")
+    ax.grid(alpha=0.3, which="both")
+    leg = fig.legend(fontsize=8, loc="outside lower center", ncol=8)
+    for h in leg.legend_handles:
+        if hasattr(h, "set_markersize"):
+            h.set_markersize(7)
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+def _time_axis(ax, vmin, vmax):
+    """Label a log y axis of seconds with readable units."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: _fmt(y) if y > 0 else "0"))
+
+
+def rate_bins(t: np.ndarray, span_s: float, window_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """(bin edges, events per second) in windows of ``window_s`` over [0, span_s]; a last partial
+    window shorter than half a window is left out (its rate would be noise)."""
+    n_full = int(span_s // window_s)
+    rest = span_s - n_full * window_s
+    edges = np.arange(n_full + 1) * window_s
+    if rest >= window_s / 2 or n_full == 0:
+        edges = np.append(edges, span_s)
+    counts, _ = np.histogram(np.asarray(t, float), bins=edges)
+    return edges, counts / np.diff(edges)
+
+
+def rate(series: list[tuple], span_s: float, title: str, *, window_s: float | None = None,
+         ylabel="transfers/s"):
+    """Events per second over time (seed 004 counted read/write cycles per second).
+
+    ``series``: (label, event times in s) or (label, times, own span in s) when the series come
+    from captures of different lengths; ``span_s`` is the x range."""
+    from matplotlib.ticker import FuncFormatter
+
+    fig = figure(10, 3.4)
+    ax = fig.subplots()
+    t_unit, t_sc = time_unit(span_s)
+    if window_s is None:
+        window_s = 1.0 if span_s > 20 else span_s / 50
+    window_s = max(window_s, 1e-12)
+    top = 0.0
+    for i, item in enumerate(series):
+        label, t = item[0], item[1]
+        own = item[2] if len(item) > 2 else span_s
+        edges, r = rate_bins(t, own, window_s)
+        color = (BEFORE, AFTER, "#2ca02c", "#9467bd")[i % 4]
+        mean = len(t) / own if own > 0 else 0.0
+        ax.stairs(r, edges / t_sc, baseline=None, color=color, lw=1.2, label=f"{label}: {_rate(mean)} over the capture")
+        ax.axhline(mean, color=color, lw=0.8, ls="--")
+        top = max(top, float(r.max()) if len(r) else 0.0)
+    ax.set_ylim(0, top * 1.15 if top > 0 else 1)
+    ax.set_xlim(0, span_s / t_sc)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: _rate(y).replace("/s", "")))
+    ax.set_xlabel(f"capture time ({t_unit}); window {_fmt(window_s)}")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    fig.legend(fontsize=8, loc="outside lower center", ncol=2)
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+def _rate(x):
+    from analyzer.units import fmt_rate
+
+    return fmt_rate(x)
+
+
+def attribution(att: dict, title: str):
+    """Horizontal bars: change of each part of the mean transfer period, with intervals."""
+    parts = [p for p in att["parts"]]
+    fig = figure(10, 0.45 * len(parts) + 1.6)
+    ax = fig.subplots()
+    total = att["delta_s"]
+    unit, sc = time_unit(max([abs(p["delta_s"]) for p in parts] + [abs(total), 1e-9]))
+    names = [p["label"] for p in parts][::-1] + ["transfer period (total)"]
+    vals = [p["delta_s"] for p in parts][::-1] + [total]
+    cis = [p["ci_s"] for p in parts][::-1] + [att["ci_s"]]
+    y = np.arange(len(names))
+    colors = [AFTER if v > 0 else "#2ca02c" for v in vals]
+    colors[-1] = "#444444"
+    err = np.array([[v - c[0], c[1] - v] for v, c in zip(vals, cis)]).T / sc
+    ax.barh(y, np.array(vals) / sc, color=colors, alpha=0.8, xerr=np.maximum(err, 0), capsize=3)
+    ax.set_yticks(y, names)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_xlabel(f"change of the mean per transfer ({unit}); red = slower, green = faster")
+    for yi, v, c in zip(y, vals, cis):
+        x = max(v, c[1] if c[1] is not None and math.isfinite(c[1]) else v, 0.0)
+        ax.annotate(("+" if v > 0 else "") + _fmt(v), (x / sc, yi), textcoords="offset points",
+                    xytext=(6, -3), ha="left", fontsize=8)
+    lo, hi = ax.get_xlim()
+    ax.set_xlim(lo, hi + 0.12 * (hi - lo))
+    ax.grid(alpha=0.3, axis="x")
+    ax.set_title(title, fontsize=10)
+    return fig
