@@ -100,7 +100,12 @@ def _one_text(res: CheckResult, verbose: bool) -> str:
         lines.append("")
         lines.append("details")
         for it in shown:
-            lines.append(f"  {it.verdict:8s} {it.id}: {it.reason}")
+            fig = ""
+            if it.measured is not None and it.verdict != SKIP:
+                fig = (f"{it.statistic} {fmt_value(it.measured, it.unit)} vs "
+                       f"{fmt_bounds(it.low, it.high, it.unit, it.rule)}"
+                       + (f" (±{fmt_value(it.resolution, it.unit)})" if it.resolution else "") + ": ")
+            lines.append(f"  {it.verdict:8s} {it.id}: {fig}{it.reason}")
             v = it.violations
             if v and (v.get("count") or v.get("possible")) and v.get("first_s"):
                 kind = "violations" if v.get("count") else "undecidable"

@@ -1,0 +1,303 @@
+"""`spigap check`: verdicts against profiles and device limits, the ±1-sample rule,
+and the text / JSON / JUnit outputs.
+
+Oracles: the ground truth of captures synthesized by analyzer.synth (from a
+profile, from captures/*.toml recipes, or with injected CONVST/BUSY faults) and
+the figures of seeds 000, 001 and 003 that the profiles carry.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from analyzer.api import analyze_file
+from analyzer.model.check import FAIL, MARGINAL, PASS, SKIP, check_analysis, config_for_profile, judge
+from analyzer.model.events import read_events
+from analyzer.model.profiles import load_profile
+from analyzer.model.synthesis import scenario_from_profile
+from analyzer.synth import scenario
+from conftest import CAPTURES, ROOT
+
+NODELAY_B10 = CAPTURES / "mcp3008-rpi3-k4.4-nodelay-b10.sr"
+
+
+def spigap(*args):
+    return subprocess.run([sys.executable, "-m", "analyzer", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+
+
+def check_file(path, profile, device=None, **kw):
+    prof = load_profile(profile)
+    a = analyze_file(path, config_for_profile(prof))
+    return check_analysis(a, prof, device, **kw)
+
+
+def by_id(res):
+    return {it.id: it for it in res.items}
+
+
+def synth_from_profile(tmp_path, profile, n, messages=60, seed=3, **kw):
+    sc = scenario_from_profile(load_profile(profile), transfers_per_message=n, messages=messages,
+                               seed=seed, **kw)
+    path = tmp_path / f"{profile}-{n}-{seed}.sr"
+    tl = scenario.write(sc, path)
+    return path, tl
+
+
+# ------------------------------------------------------------------ the ±1-sample rule
+def test_judge_applies_one_sample_either_way():
+    r, lo = 20e-9, 270e-9
+    assert judge(lo - 20e-9, lo, None, r, 0.0)[0] == FAIL        # a full sample below: certain
+    assert judge(lo - 19e-9, lo, None, r, 0.0)[0] == MARGINAL    # could be inside
+    assert judge(lo + 19e-9, lo, None, r, 0.0)[0] == MARGINAL    # could be outside
+    assert judge(lo + 20e-9, lo, None, r, 0.0)[0] == PASS
+    assert judge(lo + 20e-9, lo, None, r, 27e-9)[0] == MARGINAL  # inside, without headroom
+    assert judge(lo + 47e-9, lo, None, r, 27e-9)[0] == PASS
+    assert judge(1.0, 0.5, 1.5, 0.0, 0.05)[0] == PASS              # two-sided band
+    assert judge(1.46, 0.5, 1.5, 0.0, 0.05)[0] == MARGINAL
+    assert judge(1.6, 0.5, 1.5, 0.0, 0.05)[0] == FAIL
+
+
+def _tcsh_capture(tmp_path, samplerate, cs_high):
+    """MCP3008-like bus with a jitter-free CS-high time between batched reads."""
+    sc = scenario.Scenario.from_toml(None, {
+        "samplerate": samplerate, "sclk": "3.6MHz", "words_per_transfer": 3, "transfers_per_message": 10,
+        "messages": 12, "cs_setup": "1.6us", "cs_hold": "0.4us", "idle_clocks": 1,
+        "cs_change": cs_high, "context_switch": "5us", "seed": 9})
+    path = tmp_path / f"tcsh-{samplerate}-{cs_high}.sr"
+    scenario.write(sc, path)
+    return path
+
+
+def test_resolution_decides_between_marginal_and_fail(tmp_path):
+    """A 262 ns CS-high time against tCSH >= 270 ns: at 50 MS/s (±20 ns) it cannot be
+    told from 270 ns; at 200 MS/s (±5 ns) it is a certain violation."""
+    coarse = check_file(_tcsh_capture(tmp_path, "50MHz", "262ns"), "rpi3-k4.4-nodelay", "mcp3008@5V")
+    it = by_id(coarse)["device.tCSH"]
+    assert it.verdict == MARGINAL and it.violations["count"] == 0
+    assert it.violations["possible"] == 12 * 9                     # every cs_change gap
+    assert it.resolution == pytest.approx(20e-9)
+    fine = check_file(_tcsh_capture(tmp_path, "200MHz", "262ns"), "rpi3-k4.4-nodelay", "mcp3008@5V")
+    it = by_id(fine)["device.tCSH"]
+    assert it.verdict == FAIL and it.violations["count"] == 12 * 9
+    assert fine.verdict == FAIL
+    # 310 ns at 50 MS/s shows as 300 or 320 ns: inside by more than a sample, but
+    # 300 − 20 < 270 + 10 % headroom; without headroom: PASS
+    ok = _tcsh_capture(tmp_path, "50MHz", "310ns")
+    assert by_id(check_file(ok, "rpi3-k4.4-nodelay", "mcp3008@5V"))["device.tCSH"].verdict == MARGINAL
+    assert by_id(check_file(ok, "rpi3-k4.4-nodelay", "mcp3008@5V", headroom=0.0))["device.tCSH"].verdict == PASS
+
+
+# ------------------------------------------------------------------ the seed 000 tCSH violation
+def test_patched_kernel_violates_mcp3008_tcsh():
+    res = check_file(NODELAY_B10, "rpi3-k4.4-nodelay", "mcp3008@5V")
+    it = by_id(res)["device.tCSH"]
+    assert res.verdict == FAIL and it.verdict == FAIL
+    v = it.violations
+    assert v["checked"] == 999 and len(v["first_s"]) == 5 and v["first_s"] == sorted(v["first_s"])
+    # oracle: the recipe's ground truth. Every listed violation is a truly short gap,
+    # every gap more than 2 samples short must be counted, none above the limit may be.
+    sc = scenario.Scenario.from_toml(CAPTURES / "mcp3008-rpi3-k4.4-nodelay-b10.toml")
+    tr = sc.timeline().truth()
+    deassert, gaps = tr["cs_deassert"][:-1], tr["gap_before"][1:]
+    r = 1 / sc.samplerate
+    for t in v["first_s"]:
+        i = int(np.argmin(np.abs(deassert - t)))
+        assert abs(deassert[i] - t) <= r and gaps[i] < 270e-9
+    assert np.count_nonzero(gaps < 270e-9 - 2 * r) <= v["count"] <= np.count_nonzero(gaps < 270e-9)
+    assert v["count"] + v["possible"] <= np.count_nonzero(gaps < 270e-9 + r)
+    # the stock kernel's 10 µs busy-wait is far above tCSH
+    stock = check_file(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", "rpi3-k4.4-vanilla", "mcp3008@5V")
+    assert by_id(stock)["device.tCSH"].verdict == PASS
+
+
+def test_mcp3008_at_2v7_fails_the_clock():
+    res = check_file(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", "rpi3-k4.4-vanilla", "mcp3008@2.7V")
+    it = by_id(res)["device.fSCLK"]
+    assert it.verdict == FAIL and it.high == pytest.approx(1.35e6) and it.unverified
+    # at 5 V the 3.6 MHz bus sits exactly on the limit: not decidable, never PASS
+    it5 = by_id(check_file(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", "rpi3-k4.4-vanilla", "mcp3008@5V"))
+    assert it5["device.fSCLK"].verdict == MARGINAL
+
+
+# ------------------------------------------------------------------ profile-synthesized captures
+@pytest.mark.parametrize("profile,n", [("rpi3-k4.4-vanilla", 10), ("rpi3-k4.4-vanilla", 1),
+                                       ("rpi3-k4.4-nodelay", 100), ("pi5-k6.6.31-ad7606", 1),
+                                       ("pi5-k6.12.25-ad7606", 1), ("imx8mp-k5.18-C-mcp2518fd", 1)])
+def test_capture_synthesized_from_a_profile_passes_it(tmp_path, profile, n):
+    # auto grouping needs >= 5 messages to see the structure (docs/gaps.md)
+    path, tl = synth_from_profile(tmp_path, profile, n, messages=max(400 // n, 8))
+    res = check_file(path, profile)
+    bad = [(it.id, it.verdict, it.reason) for it in res.items if it.verdict not in (PASS, SKIP)]
+    assert res.verdict == PASS, bad
+    checked = {it.id for it in res.items if it.verdict == PASS}
+    assert {"cs_setup.p50", "cs_hold.p50", "context_switch.p50", "sclk.value"} <= checked
+    if n > 1:
+        assert "cs_change.p50" in checked
+    # the synth truth agrees with what passed
+    truth = tl.truth()
+    assert np.median(truth["cs_setup"]) == pytest.approx(load_profile(profile).timing["cs_setup"], rel=0.05)
+
+
+@pytest.mark.parametrize("made_from,checked_with,failing", [
+    ("rpi3-k4.4-vanilla", "rpi3-k4.4-nodelay", {"cs_change.p50", "model.transfer_rate"}),
+    ("rpi3-k4.4-nodelay", "rpi3-k4.4-vanilla", {"cs_change.p50", "model.transfer_rate"}),
+    ("pi5-k6.6.31-ad7606", "pi5-k6.12.25-ad7606", {"transfer_period.p50", "cs_setup.p50"}),
+    ("imx8mp-k5.18-C-mcp2518fd", "imx8mp-k5.18-A-mcp2518fd", {"cs_setup.p50", "context_switch.p50"}),
+])
+def test_capture_synthesized_from_another_profile_fails(tmp_path, made_from, checked_with, failing):
+    path, _ = synth_from_profile(tmp_path, made_from, 10 if made_from.startswith("rpi3") else 1,
+                                 messages=40 if made_from.startswith("rpi3") else 300)
+    res = check_file(path, checked_with)
+    failed = {it.id for it in res.items if it.verdict == FAIL}
+    assert res.verdict == FAIL and failing <= failed, failed
+
+
+def test_seed_captures_pass_their_profiles_and_fail_the_others():
+    pairs = {"ad7606-pi5-k6.6.31": "pi5-k6.6.31-ad7606", "ad7606-pi5-k6.12.25": "pi5-k6.12.25-ad7606",
+             "mcp2518fd-imx8mp-k5.18-A-rx": "imx8mp-k5.18-A-mcp2518fd",
+             "mcp2518fd-imx8mp-k5.18-B-rx": "imx8mp-k5.18-B-mcp2518fd",
+             "mcp2518fd-imx8mp-k5.18-C-rx": "imx8mp-k5.18-C-mcp2518fd",
+             "mcp3008-rpi3-k4.4-b1": "rpi3-k4.4-vanilla", "mcp3008-rpi3-k4.4-b100": "rpi3-k4.4-vanilla"}
+    for cap, prof in pairs.items():
+        res = check_file(CAPTURES / f"{cap}.sr", prof)
+        assert res.verdict == PASS, (cap, [(i.id, i.verdict) for i in res.items if i.verdict != PASS])
+    # seed 003: the 6.12.25 bus against the 6.6.31 profile, +2.7 µs per read
+    res = check_file(CAPTURES / "ad7606-pi5-k6.12.25.sr", "pi5-k6.6.31-ad7606")
+    it = by_id(res)["transfer_period.p50"]
+    assert it.verdict == FAIL and it.delta == pytest.approx(2.7e-6, abs=0.1e-6)
+    # seed 001: kernel A's 25 µs CS-high gap is not kernel B's 30 µs
+    res = check_file(CAPTURES / "mcp2518fd-imx8mp-k5.18-A-rx.sr", "imx8mp-k5.18-B-mcp2518fd")
+    assert by_id(res)["context_switch.p50"].verdict == FAIL
+    assert res.summary["idle_gaps_excluded"] > 0          # the 1 ms gaps between CAN frames
+
+
+def test_b1_capture_skips_cs_change_and_models_one_transfer_per_ioctl():
+    res = check_file(CAPTURES / "mcp3008-rpi3-k4.4-b1.sr", "rpi3-k4.4-vanilla")
+    items = by_id(res)
+    assert items["cs_change.p50"].verdict == SKIP and "no cs_change" in items["cs_change.p50"].reason
+    rate = items["model.transfer_rate"]
+    m = load_profile("rpi3-k4.4-vanilla").model()
+    assert rate.verdict == PASS and rate.expected == pytest.approx(m.rate(3, 1, edges=True))
+
+
+# ------------------------------------------------------------------ BUSY / CONVST
+def _ad7606_with_events(tmp_path, *, busy_in_window=None, extra_convst=None):
+    prof = load_profile("pi5-k6.6.31-ad7606")
+    sc = scenario_from_profile(prof, messages=60, seed=5)
+    tl = sc.timeline()
+    conv = tl.cs_assert - 5e-6                       # CONVST rises 5 µs before each read
+    busy_rise, busy_fall = conv + 40e-9, conv + 4e-6  # BUSY falls 1 µs before CS
+    if busy_in_window is not None:                   # this read's conversion ends mid-read
+        k = busy_in_window
+        busy_fall[k] = tl.cs_assert[k] + prof.timing["cs_setup"] + 1e-6
+    convs = list(conv)
+    if extra_convst is not None:
+        convs.append(conv[extra_convst] + 3e-6)      # a second conversion 3 µs later
+    convs = np.sort(np.array(convs))
+
+    def pulses(rise, fall):
+        t = np.empty(2 * len(rise))
+        t[0::2], t[1::2] = rise, fall
+        return t, np.tile(np.array([1, 0], np.uint8), len(rise)), 0
+
+    tl.extra["CONVST"] = pulses(convs, convs + 500e-9)
+    tl.extra["BUSY"] = pulses(busy_rise, busy_fall)
+    path = tmp_path / f"ad7606-{busy_in_window}-{extra_convst}.sr"
+    scenario.write(sc, path, tl=tl)
+    return path, tl
+
+
+def test_ad7606_busy_and_convst_checks(tmp_path):
+    clean, _ = _ad7606_with_events(tmp_path)
+    out = spigap("check", clean, "--profile", "pi5-k6.6.31-ad7606", "--convst", "CONVST", "--busy", "BUSY",
+                 "--format", "json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    items = {c["id"]: c for c in json.loads(out.stdout)["results"][0]["checks"]}
+    assert items["device.tCYCLE"]["verdict"] == PASS and items["device.tCYCLE"]["n"] == 59
+    assert items["device.BUSY-read"]["verdict"] == PASS and items["device.BUSY-read"]["n"] == 60
+    # without the channels both are skipped, and say which channel they need
+    res = check_file(clean, "pi5-k6.6.31-ad7606", "ad7606")
+    assert by_id(res)["device.tCYCLE"].verdict == SKIP and "CONVST" in by_id(res)["device.tCYCLE"].reason
+    assert by_id(res)["device.tCYCLE(reads)"].verdict == PASS
+
+    bad, tl = _ad7606_with_events(tmp_path, busy_in_window=17, extra_convst=30)
+    prof = load_profile("pi5-k6.6.31-ad7606")
+    a = analyze_file(bad, config_for_profile(prof))
+    ev = read_events(bad, {"convst": "CONVST", "busy": "BUSY"})
+    res = check_analysis(a, prof, "ad7606", events=ev)
+    busy, cyc = by_id(res)["device.BUSY-read"], by_id(res)["device.tCYCLE"]
+    assert busy.verdict == FAIL and busy.violations["count"] == 1
+    want = tl.cs_assert[17] + prof.timing["cs_setup"] + 1e-6
+    assert abs(busy.violations["first_s"][0] - want) <= 2 * a.tick_s
+    assert cyc.verdict == FAIL and cyc.violations["count"] == 1
+    assert abs(cyc.violations["first_s"][0] - (tl.cs_assert[30] - 5e-6)) <= 2 * a.tick_s
+    assert cyc.measured == pytest.approx(3e-6, abs=2 * a.tick_s)
+    assert spigap("check", bad, "--profile", "pi5-k6.6.31-ad7606", "--convst", "CONVST",
+                  "--busy", "BUSY").returncode == 1
+    # a channel that is not there is a one-line error
+    proc = spigap("check", bad, "--profile", "pi5-k6.6.31-ad7606", "--busy", "NOPE")
+    assert proc.returncode == 2 and "NOPE" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------ CLI: outputs and exit codes
+def test_cli_junit_parses_and_reports_the_violation():
+    proc = spigap("check", NODELAY_B10, CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", "--profile",
+                  "rpi3-k4.4-nodelay", "--device", "mcp3008@5V", "--format", "junit")
+    assert proc.returncode == 1, proc.stderr
+    root = ET.fromstring(proc.stdout)
+    assert root.tag == "testsuites"
+    suites = root.findall("testsuite")
+    assert len(suites) == 2
+    cases = root.findall(".//testcase")
+    assert int(root.get("tests")) == len(cases)
+    assert int(root.get("failures")) == len(root.findall(".//failure"))
+    first = {c.get("name"): c for c in suites[0].findall("testcase")}
+    assert first["device.tCSH"].find("failure") is not None
+    assert first["cs_change.p50"].find("failure") is None           # 0.25 µs is what this profile expects
+    second = {c.get("name"): c for c in suites[1].findall("testcase")}
+    assert second["cs_change.p50"].find("failure") is not None      # the stock kernel's 10 µs is not
+    props = {p.get("name"): p.get("value") for p in suites[0].iter("property")}
+    assert float(props["resolution_s"]) == pytest.approx(20e-9)
+    # --strict turns MARGINAL (tHI/tLO at 50 MS/s) into failures
+    strict = ET.fromstring(spigap("check", CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", "--profile",
+                                  "rpi3-k4.4-vanilla", "--format", "junit", "--strict").stdout)
+    assert any(f.get("type") == MARGINAL for f in strict.iter("failure"))
+
+
+def test_cli_text_json_and_exit_codes(tmp_path):
+    proc = spigap("check", NODELAY_B10, "--profile", "rpi3-k4.4-nodelay", "--device", "mcp3008@5V")
+    assert proc.returncode == 1
+    assert "tCSH" in proc.stdout and "FAIL" in proc.stdout and "±1 sample" in proc.stdout
+    proc = spigap("check", NODELAY_B10, "--profile", "rpi3-k4.4-nodelay", "--device", "none")
+    assert proc.returncode == 0 and "device" not in proc.stdout.splitlines()[2]
+    out = tmp_path / "r.json"
+    proc = spigap("check", NODELAY_B10, "--profile", "rpi3-k4.4-nodelay", "--format", "json", "-o", out)
+    assert proc.returncode == 1 and proc.stdout == ""
+    d = json.loads(out.read_text())
+    assert d["check_schema"] == 1 and d["verdict"] == FAIL
+    r0 = d["results"][0]
+    assert r0["device"]["spec"] == "mcp3008@5V"                     # the profile's default device
+    assert r0["resolution_s"] == pytest.approx(20e-9)
+    t = {c["id"]: c for c in r0["checks"]}["device.tCSH"]
+    assert t["violations"]["count"] > 0 and t["unverified"] is True and t["low"] == pytest.approx(270e-9)
+    # errors: one line, exit 2
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[profile]\nname = 'x'\n")
+    for args, what in ((["--profile", bad], "profile.title"), (["--profile", "nope"], "unknown profile"),
+                       (["--profile", "rpi3-k4.4-vanilla", "--device", "mcp3008@9V"], "no variant")):
+        proc = spigap("check", NODELAY_B10, *args)
+        assert proc.returncode == 2, args
+        lines = proc.stderr.strip().splitlines()
+        assert what in proc.stderr and "Traceback" not in proc.stderr and len(lines) == 1, proc.stderr
+    proc = spigap("check", NODELAY_B10, "--profile", "rpi3-k4.4-vanilla", "--headroom", "2")
+    assert proc.returncode == 2 and "--headroom: must be in [0, 1)" in proc.stderr   # argparse
+    proc = spigap("check", tmp_path / "missing.sr", "--profile", "rpi3-k4.4-vanilla")
+    assert proc.returncode == 2 and "no such file" in proc.stderr
+    assert "mcp3008@2.7V" in spigap("check", "--list").stdout
