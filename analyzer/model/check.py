@@ -145,7 +145,7 @@ def judge(measured: float, low: float | None, high: float | None, resolution: fl
     m = min(margins)
     eps = 1e-9 * max(resolution, abs(measured), 1e-30)
     if m <= -resolution + eps:
-        return FAIL, m, "outside the bound by more than the ±1-sample resolution"
+        return FAIL, m, "outside the bound by at least one sample: a violation whatever the quantization"
     if m < resolution - eps:
         side = "outside" if m < 0 else "inside"
         return MARGINAL, m, (f"{side} the bound by less than the ±1-sample resolution: "
@@ -488,7 +488,7 @@ class _Checker:
         nd, npos = int(definite.sum()), int(possible.sum())
         if nd:
             verdict = FAIL
-            why = f"{nd} of {len(vals)} violate the limit by more than ±1 sample"
+            why = f"{nd} of {len(vals)} beyond the limit by at least one sample (certain violations)"
         elif npos:
             verdict = MARGINAL
             why = (f"{npos} of {len(vals)} within ±1 sample of the limit: cannot be decided at "

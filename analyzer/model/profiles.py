@@ -451,9 +451,14 @@ def _resource_dir(kind: str):
 def _shipped(kind: str) -> dict:
     out = {}
     d = _resource_dir(kind)
-    for entry in d.iterdir():
-        if entry.name.endswith(".toml"):
-            out[entry.name[:-5]] = entry
+    try:
+        for entry in d.iterdir():
+            if entry.name.endswith(".toml"):
+                out[entry.name[:-5]] = entry
+    except OSError:
+        raise ProfileError(f"the shipped {kind} are missing from this installation",
+                           hint=f"package data analyzer/model/{kind}/*.toml was not installed; "
+                                "pass your own .toml file") from None
     return dict(sorted(out.items()))
 
 

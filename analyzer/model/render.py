@@ -82,14 +82,14 @@ def _one_text(res: CheckResult, verbose: bool) -> str:
                  f"±1 sample; within ±1 sample of a bound = MARGINAL, beyond = FAIL; "
                  f"headroom {res.headroom * 100:g} %")
     lines.append("")
-    head = (f"{'check':30s} {'stat':6s} {'measured':>11s} {'expected':>11s}  {'bounds':24s} "
+    head = (f"{'check':34s} {'stat':6s} {'measured':>11s} {'expected':>11s}  {'bounds':24s} "
             f"{'delta':>10s}  verdict")
     lines.append(head)
     lines.append("-" * len(head))
     for it in res.items:
         flag = "*" if it.assumed else ""
         flag += "?" if it.unverified else ""
-        lines.append(f"{(_label(it) + flag)[:30]:30s} {it.statistic[:6]:6s} "
+        lines.append(f"{(_label(it) + flag)[:34]:34s} {it.statistic[:6]:6s} "
                      f"{fmt_value(it.measured, it.unit):>11s} {fmt_value(it.expected, it.unit):>11s}  "
                      f"{fmt_bounds(it.low, it.high, it.unit, it.rule):24s} "
                      f"{fmt_value(it.delta, it.unit, signed=True):>10s}  {it.verdict}")
