@@ -1,49 +1,246 @@
 """Capture readers: one module per file format, all behind ``CaptureReader``.
 
 ``open_capture`` picks the reader from ``input_format`` or from the file's
-extension and first bytes.
+extension and first bytes, then applies the options every format shares:
+``channel_map`` (rename channels) and ``deglitch`` (drop short pulses).
+Format-specific options (``samplerate``, ``threshold``) go to the reader.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 
-from analyzer.errors import InputError
+from analyzer.errors import InputError, UsageError
 from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
 
-__all__ = ["CaptureInfo", "CaptureReader", "EdgeBlock", "open_capture", "READERS"]
+__all__ = ["CaptureInfo", "CaptureReader", "EdgeBlock", "open_capture", "READERS", "FORMAT_HELP",
+           "parse_channel_map", "resolve_channel_key"]
 
 
 def _sr(path, **kw):
     from analyzer.io.sr import SrReader
 
-    return SrReader(path, samplerate=kw.get("samplerate"))
+    return SrReader(path, samplerate=kw.get("samplerate"), threshold=kw.get("threshold"))
 
 
-# name -> (factory, extensions, sniff(first_bytes) -> bool)
+def _vcd(path, **kw):
+    from analyzer.io.vcd import VcdReader
+
+    return VcdReader(path, samplerate=kw.get("samplerate"))
+
+
+def _saleae(path, **kw):
+    from analyzer.io.saleae import SaleaeReader
+
+    return SaleaeReader(path, samplerate=kw.get("samplerate"), threshold=kw.get("threshold"))
+
+
+def _csv_changes(path, **kw):
+    from analyzer.io.csv_changes import ChangeCsvReader
+
+    return ChangeCsvReader(path, samplerate=kw.get("samplerate"))
+
+
+def _scope_csv(path, **kw):
+    from analyzer.io.scope_csv import ScopeCsvReader
+
+    return ScopeCsvReader(path, samplerate=kw.get("samplerate"), threshold=kw.get("threshold"))
+
+
+def _sniff_vcd(head: bytes) -> bool:
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    return text.startswith(b"$") and any(k in head for k in (b"$timescale", b"$var", b"$scope",
+                                                              b"$enddefinitions", b"$date", b"$version"))
+
+
+def _sniff_csv_changes(head: bytes) -> bool:
+    from analyzer.io.csv_changes import sniff
+
+    return sniff(head)
+
+
+def _sniff_scope_csv(head: bytes) -> bool:
+    from analyzer.io.scope_csv import sniff
+
+    return sniff(head)
+
+
+# name -> (factory, extensions, sniff(first_bytes) -> bool). Order matters where
+# extensions overlap (.csv): the first reader whose sniff accepts the file wins.
 READERS = {
     "sr": (_sr, (".sr",), lambda head: head.startswith(b"PK\x03\x04")),
+    "vcd": (_vcd, (".vcd",), _sniff_vcd),
+    "saleae": (_saleae, (".bin",), lambda head: head.startswith(b"<SALEAE>")),
+    "csv": (_csv_changes, (".csv", ".txt"), _sniff_csv_changes),
+    "scope-csv": (_scope_csv, (".csv", ".txt", ".tsv"), _sniff_scope_csv),
+}
+
+FORMAT_HELP = {
+    "sr": "sigrok session (.sr): logic, and analog channels via --threshold",
+    "vcd": "Value Change Dump (.vcd): scalar and vector wires, exact event times",
+    "saleae": "Saleae Logic 2 binary export (digital_N.bin/analog_N.bin, v0 and v1), a folder or one file",
+    "csv": "change-only logic CSV (Saleae Logic 2 / DSView export: Time [s],ch...; X = no data)",
+    "scope-csv": "oscilloscope CSV (time + analog channels; Pico, Keysight, Rigol, R&S) via --threshold",
 }
 
 
-def open_capture(path, *, input_format: str | None = None, **options) -> CaptureReader:
+def open_capture(path, *, input_format: str | None = None, samplerate: float | None = None,
+                 threshold=None, channel_map=None, deglitch: float | None = None,
+                 **options) -> CaptureReader:
+    """Open a capture with the right reader.
+
+    ``threshold``: ``[CH=]V[,HYST]`` string(s) or {channel: volts} for analog channels;
+    ``channel_map``: "0=SCLK,1=MOSI" or {key: name}; ``deglitch``: ns (pulses shorter
+    than this are dropped on every channel)."""
     path = os.fspath(path)
+    cmap = parse_channel_map(channel_map, path=path)
+    if cmap and threshold is not None:
+        threshold = _thresholds_to_original(threshold, cmap)
+    opts = dict(options, samplerate=samplerate, threshold=threshold)
+    reader = _open(path, input_format, opts)
+    try:
+        if threshold is not None and not reader.info.details.get("analog_channels"):
+            reader.info.warnings.append("--threshold has no effect: the capture has no analog channels")
+        if cmap:
+            reader = RenamedReader(reader, cmap)
+        if deglitch:
+            if not deglitch > 0:
+                raise UsageError(f"--deglitch must be a positive time in ns, not {deglitch!r}", path=path)
+            from analyzer.io.deglitch import DeglitchedReader
+
+            reader = DeglitchedReader(reader, float(deglitch))
+    except BaseException:
+        reader.close()
+        raise
+    return reader
+
+
+def _open(path, input_format, opts) -> CaptureReader:
     if input_format:
         if input_format not in READERS:
             raise InputError(f"unknown input format {input_format!r}; known: {', '.join(READERS)}", path=path)
-        return READERS[input_format][0](path, **options)
+        return READERS[input_format][0](path, **opts)
     if not os.path.exists(path):
         raise InputError("no such file", path=path)
     if os.path.isdir(path):
-        raise InputError("is a directory, not a capture", path=path)
+        from analyzer.io.saleae import is_saleae_dir
+
+        if is_saleae_dir(path):
+            return READERS["saleae"][0](path, **opts)
+        raise InputError("is a directory, not a capture (no Saleae digital_N.bin/analog_N.bin inside)",
+                         path=path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise InputError(f"cannot open: {e.strerror}", path=path) from None
     ext = os.path.splitext(path)[1].lower()
-    for factory, exts, _ in READERS.values():
-        if ext in exts:
-            return factory(path, **options)
-    with open(path, "rb") as f:
-        head = f.read(4096)
-    for factory, _, sniff in READERS.values():
-        if sniff(head):
-            return factory(path, **options)
+    by_ext = [name for name, (_, exts, _) in READERS.items() if ext in exts]
+    if len(by_ext) == 1:
+        return READERS[by_ext[0]][0](path, **opts)
+    for name in by_ext:
+        if READERS[name][2](head):
+            return READERS[name][0](path, **opts)
+    for name, (factory, _, sniff) in READERS.items():
+        if name not in by_ext and sniff(head):
+            return factory(path, **opts)
     raise InputError("unknown capture format", path=path,
                      hint=f"use --input-format ({', '.join(READERS)})")
+
+
+# -------------------------------------------------------------- channel names
+def parse_channel_map(value, *, path: str | None = None) -> dict[str, str]:
+    """``"0=SCLK,1=MOSI"`` (or a list of such strings, or a dict) -> {key: new name}."""
+    if not value:
+        return {}
+    if isinstance(value, dict):
+        items = [(str(k), str(v)) for k, v in value.items()]
+    else:
+        if isinstance(value, str):
+            value = [value]
+        items = []
+        for text in value:
+            for part in str(text).split(","):
+                if not part.strip():
+                    continue
+                if "=" not in part:
+                    raise UsageError(f"bad --channel-map entry {part.strip()!r}", path=path,
+                                     hint="use CHANNEL=NAME pairs, e.g. 0=SCLK,1=MOSI,2=MISO,3=CS")
+                k, v = part.split("=", 1)
+                items.append((k.strip(), v.strip()))
+    out: dict[str, str] = {}
+    for k, v in items:
+        if not k or not v:
+            raise UsageError(f"bad --channel-map entry {k}={v}", path=path,
+                             hint="use CHANNEL=NAME pairs, e.g. 0=SCLK,1=MOSI")
+        out[k] = v
+    return out
+
+
+def resolve_channel_key(key: str, names: list[str], aliases: dict[str, str]) -> int | None:
+    """Index of the channel a user key means: exact name, then case-insensitive
+    name, then a reader alias (Saleae: "0" -> "D0"), then a 0-based position."""
+    if key in names:
+        return names.index(key)
+    folded = [n.lower() for n in names]
+    if folded.count(key.lower()) == 1:
+        return folded.index(key.lower())
+    target = aliases.get(key, aliases.get(key.lower()))
+    if target is not None and target in names:
+        return names.index(target)
+    if re.fullmatch(r"\d+", key) and int(key) < len(names):
+        return int(key)
+    return None
+
+
+def _thresholds_to_original(threshold, cmap: dict[str, str]):
+    """--threshold may name a channel by its --channel-map name: use the original key."""
+    from analyzer.io.threshold import normalize_threshold_option
+
+    back = {}
+    for k, v in cmap.items():
+        back.setdefault(v, k)
+        back.setdefault(v.lower(), k)
+    return [((back.get(k, back.get(k.lower(), k)) if k is not None else None), thr)
+            for k, thr in normalize_threshold_option(threshold)]
+
+
+class RenamedReader(CaptureReader):
+    """A reader whose channels carry the names given by ``--channel-map``."""
+
+    def __init__(self, inner: CaptureReader, cmap: dict[str, str]):
+        self.inner = inner
+        self.format_name = inner.format_name
+        names = list(inner.info.channels)
+        aliases = inner.info.details.get("channel_keys", {})
+        new = list(names)
+        for key, name in cmap.items():
+            idx = resolve_channel_key(key, names, aliases)
+            if idx is None:
+                raise UsageError(f"--channel-map names channel {key!r}, but the capture has: {', '.join(names)}",
+                                 path=inner.info.path)
+            new[idx] = name
+        if len(set(new)) != len(new):
+            dup = sorted({n for n in new if new.count(n) > 1})
+            raise UsageError(f"--channel-map gives two channels the name {dup[0]!r}", path=inner.info.path)
+        self._orig = dict(zip(new, names))
+        # own info, same warnings list and details dict as the inner reader's
+        self.info = dataclasses.replace(inner.info, channels=new)
+        self.info.details["original_channels"] = names
+
+    @property
+    def end_tick(self):
+        return self.inner.end_tick
+
+    @end_tick.setter
+    def end_tick(self, value):
+        pass
+
+    def edges(self, channels):
+        orig = [self._orig[self.info.channels[self.channel_index(c)]] for c in channels]
+        return self.inner.edges(orig)
+
+    def close(self) -> None:
+        self.inner.close()

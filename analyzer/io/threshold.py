@@ -271,6 +271,20 @@ def strict_runs(runs: Iterable[tuple[np.ndarray, np.ndarray]]) -> Iterator[tuple
         yield held_t, held_s
 
 
+def strict_blocks(blocks: Iterable[EdgeBlock]) -> Iterator[EdgeBlock]:
+    """EdgeBlocks with strictly increasing ticks across blocks (a tick continued
+    in the next block: the later state wins) and only real changes after the
+    first entry. Passes ``CaptureTruncated`` on after flushing."""
+    prev: int | None = None
+    for t, s in strict_runs((b.ticks, b.states) for b in blocks):
+        chg = np.empty(len(t), bool)
+        chg[0] = prev is None or int(s[0]) != prev
+        np.not_equal(s[1:], s[:-1], out=chg[1:])
+        prev = int(s[-1])
+        if chg.any():
+            yield EdgeBlock(t[chg], s[chg])
+
+
 class Source:
     """One input of ``merge``: ``runs`` yields (ticks, states) with strictly
     increasing ticks, the first tick being 0; ``states`` hold ``nbits`` channel

@@ -1,0 +1,494 @@
+"""Change-only logic CSV, as Saleae Logic 2 and DSView export it.
+
+Format facts: Saleae Logic 2 (saleae/gitbook-docs "Binary and CSV Export
+Formats - 2025 Update"): header ``Time [s],<channel names>``, one row per time
+at which any channel changes (the last sample is always written), ``0``/``1``,
+``X`` = no data (channel off or a gap). DSView (libsigrok4DSL output/csv.c):
+``;`` comment lines incl. ``; Sample rate: 100 MHz``, header ``Time(s), 0, 1,...``,
+rows at changes with ``%0.15g`` seconds. Rows are *not* evenly spaced, which is
+what sigrok's own CSV input assumes (sigrok pulseview#129); here every row is
+an edge at its own time.
+
+Resolution (one tick): ``--samplerate`` if given, else the rate in a DSView
+comment, else inferred from the timestamps: the decimal resolution they are
+printed with, coarsened to the greatest common divisor of the row spacings
+(a 50 MHz export printed in ns gives 20 ns ticks).
+
+Parsing is vectorized per chunk of lines (``parse_block``: field boundaries
+from separator/newline positions, timestamps converted by numpy's bytes ->
+float cast, 0/1/X by byte comparison), shared with the scope CSV reader. Why
+not the csv module or numpy.loadtxt: both turn every field into a Python
+object (loadtxt also needs a converter for ``X``), which is 10-50x slower
+per row; pandas/pyarrow would be heavy new dependencies for this one job.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from analyzer.errors import CaptureTruncated, InputError, UsageError
+from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
+
+CHUNK_BYTES = 4 << 20
+HEAD_BYTES = 64 << 10
+MAX_FIELD = 48                  # a numeric field longer than this is not a number
+_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
+
+
+# ------------------------------------------------------------ shared parsing
+class Block:
+    """Fields of complete CSV rows: ``start``/``end`` (n_rows, n_cols) byte offsets
+    into ``a``; ``bad_row`` = first row with too few fields (or n_rows)."""
+
+    __slots__ = ("a", "start", "end", "n", "total", "bad_offset", "row_offset")
+
+    def __init__(self, a, start, end, n, total, bad_offset, row_offset):
+        self.a, self.start, self.end, self.n = a, start, end, n
+        self.total, self.bad_offset, self.row_offset = total, bad_offset, row_offset
+
+
+def parse_block(buf: bytes, sep: bytes, ncols: int) -> Block:
+    """Split complete lines (``buf`` ends at a line end) into ``ncols`` fields.
+
+    Empty lines are skipped; extra fields (e.g. a trailing separator) are ignored."""
+    a = np.frombuffer(buf, dtype=np.uint8)
+    nl = np.flatnonzero(a == 10)
+    if len(a) and (len(nl) == 0 or nl[-1] != len(a) - 1):
+        nl = np.append(nl, len(a))
+    starts = np.concatenate([[0], nl[:-1] + 1]).astype(np.int64)
+    ends = nl.astype(np.int64)
+    # drop a trailing CR
+    if len(ends):
+        cr = (ends > starts) & (a[np.maximum(ends - 1, 0)] == 13)
+        ends = ends - cr
+    # skip blank lines (only whitespace)
+    nonblank = ends > starts
+    if nonblank.any():
+        sel = np.flatnonzero(nonblank)
+        # a line of spaces only: check the first non-space char quickly for short lines
+        starts, ends = starts[sel], ends[sel]
+    else:
+        starts, ends = starts[:0], ends[:0]
+    n = len(starts)
+    seps = np.flatnonzero(a == sep[0]).astype(np.int64)
+    first_sep = np.searchsorted(seps, starts)
+    count = np.searchsorted(seps, ends) - first_sep
+    short = count < ncols - 1
+    bad_row = int(np.argmax(short)) if short.any() else n
+    bad_offset = int(starts[bad_row]) if bad_row < n else len(a)
+    starts, ends, first_sep = starts[:bad_row], ends[:bad_row], first_sep[:bad_row]
+    m = len(starts)
+    fs = np.empty((m, ncols), np.int64)
+    fe = np.empty((m, ncols), np.int64)
+    fs[:, 0] = starts
+    for k in range(ncols - 1):          # a few columns: one vectorized pass each
+        p = seps[first_sep + k] if m else np.empty(0, np.int64)
+        fe[:, k] = p
+        fs[:, k + 1] = p + 1
+    if ncols > 1 and m:
+        nxt = first_sep + ncols - 1
+        has_more = nxt < len(seps)
+        lim = np.where(has_more, seps[np.minimum(nxt, max(len(seps) - 1, 0))], ends)
+        fe[:, ncols - 1] = np.minimum(np.where(has_more & (lim < ends), lim, ends), ends)
+    elif m:
+        fe[:, 0] = ends
+    return Block(a, fs, fe, m, n, bad_offset, starts)
+
+
+def parse_floats(a: np.ndarray, fs: np.ndarray, fe: np.ndarray, *, decimal_comma: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """float64 values of the fields a[fs:fe] and a validity mask. Empty fields,
+    'X' and '-' read NaN (valid); '∞' reads inf; quotes and spaces are ignored."""
+    n = len(fs)
+    length = fe - fs
+    ok = (length >= 0) & (length <= MAX_FIELD)
+    out = np.full(n, np.nan)
+    if n == 0:
+        return out, ok
+    w = int(min(max(int(length.max()), 1), MAX_FIELD))
+    k = np.arange(w)
+    idx = fs[:, None] + k[None, :]
+    inside = (k[None, :] < length[:, None]) & ok[:, None]
+    mat = np.zeros((n, w), np.uint8)
+    mat[inside] = a[idx[inside]]
+    mat[mat == ord('"')] = 32
+    if decimal_comma:
+        mat[mat == ord(",")] = ord(".")
+    # special tokens: empty / X / - (no data) and the UTF-8 infinity sign
+    stripped = mat.copy()
+    stripped[stripped == 32] = 0
+    nbytes = np.count_nonzero(stripped, axis=1)
+    firstc = stripped.max(axis=1) if w else np.zeros(n, np.uint8)
+    single = nbytes == 1
+    nodata = (nbytes == 0) | (single & np.isin(firstc, np.frombuffer(b"xX-", np.uint8)))
+    mat[nodata] = 0
+    inf = _find_infinity(mat)
+    if inf.any():
+        neg = inf & (mat == ord("-")).any(axis=1)
+        mat[inf] = 0
+        out[inf] = np.where(neg[inf], -np.inf, np.inf)
+    todo = ~nodata & ~inf & ok
+    if todo.any():
+        view = np.ascontiguousarray(mat[todo]).view(f"S{w}").ravel()
+        try:
+            out[todo] = view.astype(np.float64)
+        except ValueError:
+            vals = np.full(len(view), np.nan)
+            good = np.ones(len(view), bool)
+            for i, b in enumerate(view):        # error path only: find the bad field(s)
+                try:
+                    vals[i] = float(b)
+                except ValueError:
+                    good[i] = False
+            out[todo] = vals
+            sub = np.flatnonzero(todo)
+            ok[sub[~good]] = False
+    return out, ok
+
+
+def _find_infinity(mat: np.ndarray) -> np.ndarray:
+    if mat.shape[1] < 3:
+        return np.zeros(len(mat), bool)
+    a, b, c = mat[:, :-2], mat[:, 1:-1], mat[:, 2:]
+    return ((a == 0xE2) & (b == 0x88) & (c == 0x9E)).any(axis=1)
+
+
+def read_head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(HEAD_BYTES)
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a capture", path=path) from None
+    except OSError as e:
+        raise InputError(f"cannot open: {e.strerror}", path=path) from None
+
+
+def head_lines(head: bytes) -> list[str]:
+    """Complete lines of the file head, BOM stripped, decoded leniently."""
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    text = head.decode("utf-8", "replace")
+    lines = text.split("\n")
+    if len(lines) > 1:
+        lines = lines[:-1] if not text.endswith("\n") else lines[:-1]
+    return [ln.rstrip("\r") for ln in lines]
+
+
+def time_unit_of(label: str) -> float | None:
+    """'Time [s]' -> 1, 'Time (us)' -> 1e-6, '(ms)' -> 1e-3, 'in s' -> 1."""
+    m = re.search(r"[\[(]\s*(s|ms|us|µs|ns|ps)\s*[\])]", label, re.I) or \
+        re.search(r"\bin\s+(s|ms|us|µs|ns|ps)\b", label, re.I)
+    if m:
+        return _TIME_UNITS.get(m.group(1).lower().replace("µ", "u").replace("us", "us"), None) or \
+            _TIME_UNITS.get(m.group(1))
+    return None
+
+
+def decimal_resolution(a: np.ndarray, fs: np.ndarray, fe: np.ndarray) -> int:
+    """Max number of decimal places the numbers a[fs:fe] are printed with
+    (digits after the point minus the exponent), capped at 15."""
+    best = 0
+    for i in range(min(len(fs), 2048)):      # a sample of the first rows of the head
+        text = bytes(a[fs[i]:fe[i]]).decode("ascii", "replace").strip().strip('"')
+        m = re.fullmatch(r"[-+]?\d*(?:\.(\d*))?(?:[eE]([-+]?\d+))?", text)
+        if not m:
+            continue
+        frac = len(m.group(1) or "")
+        exp = int(m.group(2) or 0)
+        best = max(best, frac - exp)
+    return min(best, 15)
+
+
+def infer_tick(times: np.ndarray, decimals: int) -> float:
+    """Resolution of timestamps printed with ``decimals`` places: 10^-decimals
+    seconds, coarsened to the gcd of the spacings when there are enough rows."""
+    fine = 10.0 ** -decimals
+    if len(times) < 16:
+        return fine
+    ints = np.rint((times - times[0]) / fine).astype(np.int64)
+    d = np.diff(np.unique(ints))
+    d = d[d > 0]
+    if len(d) < 8:
+        return fine
+    g = int(np.gcd.reduce(d))
+    return fine * max(g, 1)
+
+
+# ---------------------------------------------------------------------- sniff
+def _split(line: str, sep: str) -> list[str]:
+    return [f.strip().strip('"').strip() for f in line.split(sep)]
+
+
+def _header(lines: list[str]):
+    """(index of the header line, separator, samplerate from comments) or None."""
+    rate = None
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if not s:
+            continue
+        if s[0] in ";#" or s.startswith("//"):
+            m = re.search(r"sample\s*rate\s*[:=]\s*([0-9.]+\s*[kKmMgG]?)\s*Hz", s, re.I)
+            if m:
+                from analyzer.io.sr import parse_samplerate
+
+                rate = parse_samplerate(m.group(1))
+            continue
+        for sep in (",", ";", "\t"):
+            fields = _split(s, sep)
+            if len(fields) >= 2 and "time" in fields[0].lower():
+                return i, sep, rate
+        return None
+    return None
+
+
+def sniff(head: bytes) -> bool:
+    lines = head_lines(head)
+    h = _header(lines)
+    if h is None:
+        return False
+    i, sep, _ = h
+    ncols = len(_split(lines[i], sep))
+    rows = [ln for ln in lines[i + 1:i + 21] if ln.strip()]
+    if not rows:
+        return False
+    for ln in rows:
+        f = _split(ln, sep)
+        if len(f) < ncols or any(v not in ("0", "1", "X", "x") for v in f[1:ncols]):
+            return False
+        try:
+            float(f[0])
+        except ValueError:
+            return False
+    return True
+
+
+# --------------------------------------------------------------------- reader
+class ChangeCsvReader(CaptureReader):
+    format_name = "csv"
+
+    def __init__(self, path, *, samplerate: float | None = None, **_ignored):
+        self.path = str(path)
+        head = read_head(self.path)
+        self._size = os.path.getsize(self.path)
+        lines = head_lines(head)
+        h = _header(lines)
+        if h is None:
+            raise InputError("not a change-only logic CSV (no 'Time,...' header line)", path=self.path,
+                             hint="Saleae/DSView exports start with 'Time [s],<channels>'; for scope "
+                                  "CSVs use --input-format scope-csv")
+        i, self._sep, comment_rate = h
+        header = _split(lines[i], self._sep)
+        self.ncols = len(header)
+        while self.ncols > 2 and header[self.ncols - 1] == "":
+            self.ncols -= 1                       # trailing separator
+        names = [n or f"D{j}" for j, n in enumerate(header[1:self.ncols])]
+        if len(set(names)) != len(names):
+            names = [f"{n}#{j}" if names.count(n) > 1 else n for j, n in enumerate(names)]
+        unit = time_unit_of(header[0]) or 1.0
+        self._unit = unit
+        raw = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
+        bom = len(head) - len(raw)
+        self._data_offset = bom + sum(len(ln.encode("utf-8", "replace")) + 1 for ln in lines[:i + 1])
+        # the header lines may have had CRs stripped: find the true offset
+        self._data_offset = _offset_after_lines(raw, i + 1) + bom
+        warnings: list[str] = []
+        # first rows: time origin and resolution
+        first = raw[self._data_offset - bom:]
+        cut = first.rfind(b"\n") + 1
+        blk = parse_block(first[:cut] if cut else first, self._sep.encode(), self.ncols)
+        t_vals, t_ok = parse_floats(blk.a, blk.start[:, 0], blk.end[:, 0]) if blk.n else (np.empty(0), np.empty(0, bool))
+        good = t_ok & np.isfinite(t_vals)
+        if blk.n == 0 or not good[0]:
+            raise InputError("no data rows after the header", path=self.path)
+        self.t0 = float(t_vals[0]) * unit
+        if samplerate is not None:
+            if not samplerate > 0:
+                raise UsageError(f"--samplerate must be positive, not {samplerate:g}", path=self.path)
+            tick = 1.0 / float(samplerate)
+            src = "--samplerate"
+        elif comment_rate:
+            tick = 1.0 / comment_rate
+            src = "comment"
+        else:
+            lead = np.flatnonzero(~good)
+            k = int(lead[0]) if len(lead) else blk.n
+            dec = decimal_resolution(blk.a, blk.start[:k, 0], blk.end[:k, 0])
+            dec += int(round(-math.log10(unit)))
+            tick = infer_tick(t_vals[:k] * unit, min(dec, 15))
+            src = "timestamps"
+            if tick >= 1e-3:
+                warnings.append(f"the timestamps resolve only {tick:g} s; if the capture's sample rate is "
+                                f"known, pass it with --samplerate (e.g. --samplerate 50MHz)")
+        self.tick = tick
+        self.info = CaptureInfo(
+            path=self.path, format="change-only logic CSV", channels=names, tick_s=tick,
+            samplerate_hz=1.0 / tick if src != "timestamps" else None, n_ticks=None, warnings=warnings,
+            details={"resolution_source": src, "time_offset_s": self.t0, "separator": self._sep})
+
+    def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
+        from analyzer.io.threshold import strict_blocks
+
+        return strict_blocks(self._edges(channels))
+
+    def _edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
+        if not channels:
+            raise UsageError("no channels requested", path=self.path)
+        cols = [1 + self.channel_index(c) for c in channels]
+        sep = self._sep.encode()
+        state = 0
+        started = False
+        last_tick = -1
+        row_no = 0
+        x_rows = 0
+        x_first = None
+        self.end_tick = 0
+        with open(self.path, "rb") as f:
+            f.seek(self._data_offset)
+            pos = self._data_offset
+            carry = b""
+            while True:
+                data = f.read(CHUNK_BYTES)
+                buf = carry + data
+                if not buf:
+                    break
+                if data:
+                    cut = buf.rfind(b"\n") + 1
+                    if cut == 0:
+                        if len(buf) > 64 << 20:
+                            raise CaptureTruncated(f"a line longer than 64 MiB at byte {pos}", path=self.path,
+                                                   at_tick=max(last_tick + 1, 0))
+                        carry = buf
+                        continue
+                else:
+                    cut = len(buf)
+                blk = parse_block(buf[:cut], sep, self.ncols)
+                n = blk.n
+                t, ok = parse_floats(blk.a, blk.start[:, 0], blk.end[:, 0])
+                ok &= np.isfinite(t)
+                lv = np.empty((n, len(cols)), np.int8)
+                for j, c in enumerate(cols):
+                    ch, good = _bits(blk.a, blk.start[:, c], blk.end[:, c])
+                    lv[:, j] = ch
+                    ok &= good
+                ticks = np.rint((t * self._unit - self.t0) / self.tick).astype(np.int64) if n else \
+                    np.empty(0, np.int64)
+                bad = ~ok
+                if n:
+                    back = np.empty(n, bool)
+                    back[0] = ticks[0] < last_tick
+                    np.less(ticks[1:], ticks[:-1], out=back[1:])
+                    bad |= back & ok
+                lim = int(np.argmax(bad)) if bad.any() else n
+                problem = None
+                if lim < n:
+                    problem = ("time goes backwards" if ok[lim] else "a malformed row", int(blk.row_offset[lim]))
+                elif blk.total > n:
+                    problem = ("a row with too few fields", blk.bad_offset)
+                ticks, lv = ticks[:lim], lv[:lim]
+                block, state, started, x = self._fold(ticks, lv, state, started)
+                x_rows += x[0]
+                if x_first is None and x[1] is not None:
+                    x_first = x[1]
+                if lim:
+                    last_tick = int(ticks[-1])
+                if block is not None:
+                    yield block
+                row_no += lim
+                if problem is not None:
+                    self.end_tick = last_tick + 1
+                    byte = pos + problem[1]
+                    raise CaptureTruncated(
+                        f"{problem[0]} at byte {byte} (data row {row_no + 1}); results cover up to "
+                        f"{(last_tick + 1) * self.tick:.6g} s", path=self.path, at_tick=self.end_tick,
+                        hint="the file is damaged or was cut short")
+                carry = buf[cut:]
+                pos += cut
+                if not data:
+                    break
+        if not started:
+            yield EdgeBlock(np.zeros(1, np.int64), np.zeros(1, np.uint32))
+            last_tick = 0
+        self.end_tick = last_tick + 1
+        if x_rows:
+            self.info.warnings.append(
+                f"{x_rows} row(s) have no data (X) for a requested channel (first at "
+                f"{x_first * self.tick + self.t0:.6g} s); levels are held across them")
+
+    def _fold(self, ticks, lv, state, started):
+        """Rows -> EdgeBlock entries (X holds the level; same tick: the last row wins)."""
+        n = len(ticks)
+        if n == 0:
+            return None, state, started, (0, None)
+        xmask = (lv < 0).any(axis=1)
+        x = (int(xmask.sum()), int(ticks[np.argmax(xmask)]) if xmask.any() else None)
+        st = np.zeros(n, np.uint32)
+        for j in range(lv.shape[1]):
+            col = lv[:, j]
+            known = col >= 0
+            pos = np.where(known, np.arange(n), -1)
+            np.maximum.accumulate(pos, out=pos)
+            val = np.where(pos >= 0, col[np.maximum(pos, 0)], (state >> j) & 1).astype(np.uint32)
+            st |= val << np.uint32(j)
+        last = np.empty(n, bool)
+        last[-1] = True
+        np.not_equal(ticks[1:], ticks[:-1], out=last[:-1])
+        ticks, st = ticks[last], st[last]
+        out_t, out_s = [], []
+        if not started:
+            started = True
+            out_t.append(ticks[:1] * 0)
+            out_s.append(st[:1])
+            state = int(st[0])
+            if ticks[0] == 0:
+                ticks, st = ticks[1:], st[1:]
+        if len(ticks):
+            prev = np.empty(len(st), np.uint32)
+            prev[0] = state
+            prev[1:] = st[:-1]
+            chg = st != prev
+            out_t.append(ticks[chg])
+            out_s.append(st[chg])
+            state = int(st[-1])
+        t = np.concatenate(out_t) if out_t else np.empty(0, np.int64)
+        if len(t) == 0:
+            return None, state, started, x
+        return EdgeBlock(t.astype(np.int64), np.concatenate(out_s).astype(np.uint32)), state, started, x
+
+
+def _bits(a, fs, fe) -> tuple[np.ndarray, np.ndarray]:
+    """0/1/X fields -> int8 (X = -1) and a validity mask; surrounding spaces/quotes allowed."""
+    n = len(fs)
+    if n == 0:
+        return np.empty(0, np.int8), np.empty(0, bool)
+    length = fe - fs
+    ok = (length >= 1) & (length <= 8)
+    w = int(min(max(int(length.max()), 1), 8))
+    k = np.arange(w)
+    inside = (k[None, :] < length[:, None]) & ok[:, None]
+    mat = np.zeros((n, w), np.uint8)
+    mat[inside] = a[(fs[:, None] + k[None, :])[inside]]
+    mat[(mat == 32) | (mat == ord('"')) | (mat == 9)] = 0
+    ok &= np.count_nonzero(mat, axis=1) == 1
+    c = mat.max(axis=1)
+    out = np.full(n, -1, np.int8)
+    out[c == ord("0")] = 0
+    out[c == ord("1")] = 1
+    ok &= (c == ord("0")) | (c == ord("1")) | (c == ord("X")) | (c == ord("x"))
+    return out, ok
+
+
+def _offset_after_lines(raw: bytes, n_lines: int) -> int:
+    pos = 0
+    for _ in range(n_lines):
+        k = raw.find(b"\n", pos)
+        if k < 0:
+            return len(raw)
+        pos = k + 1
+    return pos

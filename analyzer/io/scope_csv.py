@@ -1,0 +1,577 @@
+"""Oscilloscope CSV (analog): a time column plus voltage columns -> logic via threshold.
+
+Layouts recognized from the header (all optional, any order), with the facts
+from the instruments' manuals (shared/docs/landscape.md §5):
+
+* PicoScope 6: ``Time,Channel A,...`` then a units row ``(us),(V),...`` (times
+  in the unit of the units row; ``∞``/``-∞`` for over-range) and a blank line.
+* Keysight/Agilent: Infiniium key/value header block (``XInc``, ``XOrg``,
+  ``Points``, ``XUnits`` ...) and/or InfiniiVision ``x-axis,1,2`` + ``second,Volt``.
+* Rigol DS1000Z: ``X,CH1,CH2,Start,Increment,`` + ``Sequence,Volt,Volt,<t0>,<dt>``:
+  the first column is a sample index, time = Start + index x Increment.
+* R&S RTM/RTB: ``in s,C1 in V,...``; peak-detect exports write every acquisition
+  interval as two rows (min, max) with identical time.
+* Siglent-style key/value blocks (``Sample Interval``), Saleae analog CSV
+  (``Trigger [s],Time [s],...``: the trigger column is skipped), plain ``time,ch..``.
+
+Timing: rows are samples of a uniform grid, so a tick is the sample interval
+(header ``XInc``/``Increment``/``Sample Interval``, else measured from the
+first rows, or ``--samplerate``) and a row's tick is its index on that grid;
+the time column only has to agree with it (printed times often carry only 6
+significant digits, too few to place rows by their own time). If the times
+leave the grid (gaps, segments), ticks follow the times from there on, with a
+warning. Rows with identical time (min/max pairs) share one tick; inside a pair
+the value nearer the level before comes first, so the pair ends on the new level
+when an edge falls in that interval.
+
+Thresholds: per channel ``--threshold CH=V[,HYST]``, default mid-range of the
+first rows with 10 % hysteresis (analyzer/io/threshold.py). Parsing is the
+vectorized block parser of csv_changes.py; memory is one chunk of rows.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from analyzer.errors import CaptureTruncated, InputError, UsageError
+from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
+from analyzer.io.csv_changes import (CHUNK_BYTES, decimal_resolution, head_lines, parse_block, parse_floats,
+                                     read_head, time_unit_of)
+from analyzer.io.threshold import Schmitt, resolve_thresholds, strict_blocks
+
+_TIME_UNIT = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6,
+              "ns": 1e-9, "ps": 1e-12}
+_VOLT_UNIT = {"v": 1.0, "volt": 1.0, "volts": 1.0, "mv": 1e-3, "kv": 1e3, "uv": 1e-6, "µv": 1e-6}
+_UNIT_RE = re.compile(r"^\(?\s*([a-zµ]+)\s*\)?$", re.I)
+_NUM_RE = re.compile(r"^\s*\"?\s*[-+]?(?:\d+[.,]?\d*|[.,]\d+)(?:[eE][-+]?\d+)?\s*\"?\s*$|^\s*$|^\s*-?∞\s*$")
+_INTERVAL_KEYS = ("xinc", "increment", "sample interval", "sampling interval", "xincrement", "x increment",
+                  "interval", "time interval", "delta t", "dt")
+_ORIGIN_KEYS = ("xorg", "start", "xorigin", "x origin", "first point", "horizontal offset", "t0")
+SAMPLE_ROWS = 1 << 18           # rows kept for automatic thresholds
+
+
+def _fields(line: str, sep: str) -> list[str]:
+    return [f.strip().strip('"').strip() for f in line.split(sep)]
+
+
+def _is_num(text: str) -> bool:
+    return bool(_NUM_RE.match(text))
+
+
+def _unit(text: str):
+    m = _UNIT_RE.match(text.strip())
+    if not m:
+        return None
+    u = m.group(1).lower()
+    if u in _TIME_UNIT:
+        return ("time", _TIME_UNIT[u])
+    if u in _VOLT_UNIT:
+        return ("volt", _VOLT_UNIT[u])
+    if u in ("sequence", "points", "point", "index", "samples", "sample"):
+        return ("index", 1.0)
+    if u in ("a", "ma", "w", "db", "dbm", "hz", "div", "value"):
+        return ("other", 1.0)
+    return None
+
+
+def _data_rows(lines: list[str]):
+    """(first data line index, separator, number of columns, decimal comma) or None."""
+    best = None
+    for sep in (",", ";", "\t"):
+        ncols = None
+        start = None
+        for i in range(len(lines) - 1, -1, -1):
+            s = lines[i].strip()
+            if not s:
+                continue
+            f = _fields(lines[i], sep)
+            while len(f) > 1 and f[-1] == "":
+                f.pop()
+            if not all(_is_num(x) for x in f) or all(x == "" for x in f):
+                break
+            if ncols is None:
+                ncols = len(f)
+            elif len(f) != ncols:
+                break
+            start = i
+        if start is not None and ncols:
+            # prefer the separator that gives more columns (';' with decimal commas gives 1 with ',')
+            key = (ncols if sep != "," or ncols > 1 else 0, len(lines) - start)
+            if best is None or key > best[0]:
+                dec_comma = sep != "," and any("," in x for x in _fields(lines[start], sep))
+                best = (key, start, sep, ncols, dec_comma)
+    if best is None:
+        return None
+    return best[1:]
+
+
+def sniff(head: bytes) -> bool:
+    lines = head_lines(head)
+    if not lines:
+        return False
+    d = _data_rows(lines)
+    return d is not None and len(lines) - d[0] >= 2
+
+
+class _Layout:
+    def __init__(self):
+        self.time_col: int | None = None
+        self.time_unit = 1.0
+        self.index_col = False      # the time column holds sample numbers (Rigol "Sequence")
+        self.channels: list[tuple[int, str, float]] = []   # (column, name, volts per unit)
+        self.dt: float | None = None
+        self.t0: float | None = None
+        self.keys: dict[str, str] = {}
+        self.dialect = "generic"
+
+
+class ScopeCsvReader(CaptureReader):
+    format_name = "scope-csv"
+
+    def __init__(self, path, *, samplerate: float | None = None, threshold=None, **_ignored):
+        self.path = str(path)
+        head = read_head(self.path)
+        self._size = os.path.getsize(self.path)
+        lines = head_lines(head)
+        d = _data_rows(lines)
+        if d is None:
+            raise InputError("not an oscilloscope CSV (no rows of numbers found)", path=self.path,
+                             hint="pick the format with --input-format")
+        self._first_line, self._sep, self.ncols, self._dec_comma = d
+        raw = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
+        self._data_offset = (len(head) - len(raw)) + _offset_after_lines(raw, self._first_line)
+        lay = self._layout(lines[:self._first_line], lines[self._first_line:])
+        self.layout = lay
+        warnings: list[str] = []
+        if not lay.channels:
+            raise InputError("the CSV has a time column but no voltage columns", path=self.path)
+
+        # the first chunk of rows: time grid and threshold samples
+        vals, ok, _, _ = self._parse(self._read_first())
+        good = ok.all(axis=1)
+        lead = int(np.argmin(good)) if not good.all() else len(good)
+        vals = vals[:lead]
+        if len(vals) == 0:
+            raise InputError("no valid data rows", path=self.path)
+        self._sample = {name: vals[:SAMPLE_ROWS, col] * scale for col, name, scale in lay.channels}
+        dt_src = None
+        if lay.time_col is not None and not lay.index_col:
+            t = vals[:, lay.time_col] * lay.time_unit
+            if not np.isfinite(t[0]):
+                raise InputError("the first time value is not a number", path=self.path)
+            self.t0 = float(t[0])
+            distinct = np.concatenate([[True], t[1:] != t[:-1]])
+            k = np.cumsum(distinct) - 1
+            if lay.dt is None and k[-1] >= 1:
+                last = np.flatnonzero(distinct)[-1]
+                span = float(t[last] - t[0]) / float(k[last])
+                if span > 0 and math.isfinite(span):
+                    lay.dt = span
+                    dt_src = "time column"
+            elif lay.dt is not None:
+                dt_src = "header"
+            dec = decimal_resolution(self._first_block_a, self._first_time_fs, self._first_time_fe)
+            self._print_res = 10.0 ** -dec * lay.time_unit
+            self._pairs = bool((~distinct).any())
+        else:
+            self.t0 = lay.t0 or 0.0
+            self._print_res = 0.0
+            self._pairs = False
+            if lay.dt is not None:
+                dt_src = "header"
+        if samplerate is not None:
+            if not samplerate > 0:
+                raise UsageError(f"--samplerate must be positive, not {samplerate:g}", path=self.path)
+            if lay.dt and abs(lay.dt * samplerate - 1) > 1e-3:
+                warnings.append(f"--samplerate {samplerate:g} Hz overrides the file's sample interval "
+                                f"{lay.dt:g} s")
+            lay.dt = 1.0 / float(samplerate)
+            dt_src = "--samplerate"
+        if lay.dt is None or not (lay.dt > 0 and math.isfinite(lay.dt)):
+            raise InputError("cannot tell the sample interval (no time column with two distinct times, "
+                             "no XInc/Increment in the header)", path=self.path,
+                             hint="give the scope's sample rate with --samplerate, e.g. --samplerate 1GHz")
+        if lay.dt >= 1e-3:
+            warnings.append(f"sample interval {lay.dt:g} s is implausibly long for SPI timing; if the time "
+                            f"unit is wrong, give the sample rate with --samplerate")
+        if self._pairs:
+            warnings.append("rows come in pairs with identical time (peak-detect min/max export): "
+                            "each pair is one sample interval")
+        names = [name for _, name, _ in lay.channels]
+        self._col_of = {name: col for col, name, _ in lay.channels}
+        self._scale_of = {name: scale for _, name, scale in lay.channels}
+        self._thr_spec = threshold
+        self._thresholds = None
+        self.info = CaptureInfo(
+            path=self.path, format=f"oscilloscope CSV ({lay.dialect})", channels=names, tick_s=lay.dt,
+            samplerate_hz=1.0 / lay.dt, n_ticks=None, warnings=warnings,
+            details={"time_offset_s": self.t0, "interval_source": dt_src, "separator": self._sep,
+                     "analog_channels": names, "header": lay.keys})
+
+    # ---------------------------------------------------------------- header
+    def _layout(self, header: list[str], data: list[str]) -> _Layout:
+        lay = _Layout()
+        sep, ncols = self._sep, self.ncols
+        rows = [_fields(ln, sep) for ln in header if ln.strip()]
+        # key/value pairs: "XInc,2e-10" or "Sample Interval:1e-7" or Rigol's extra columns
+        for f in rows:
+            if len(f) >= 2 and f[0] and not _is_num(f[0]) and _is_num(f[1]) and f[1] != "":
+                lay.keys[f[0].lower()] = f[1]
+            elif len(f) == 1 and ":" in f[0]:
+                k, v = f[0].split(":", 1)
+                if _is_num(v):
+                    lay.keys[k.strip().lower()] = v.strip()
+        names_row = units_row = None
+        for i in range(len(rows) - 1, -1, -1):
+            f = rows[i]
+            cells = f[:ncols]
+            if len(f) < ncols or all(c == "" for c in cells):
+                continue
+            filled = [c for c in f if c != ""]
+            if len(filled) == 2 and not _is_num(filled[0]) and _is_num(filled[1]) \
+                    and not _timeish(filled[0]) and ncols > 1:
+                continue            # a key/value line of a header block
+            if units_row is None and names_row is None and all(c == "" or _unit(c) for c in cells) \
+                    and any(_unit(c) for c in cells):
+                units_row = i
+                continue
+            if any(not _is_num(c) for c in cells):
+                names_row = i
+                break
+        names = rows[names_row][:ncols] if names_row is not None else [""] * ncols
+        units = rows[units_row][:ncols] if units_row is not None else [""] * ncols
+        # Rigol: "X,CH1,..,Start,Increment," / "Sequence,Volt,..,<start>,<inc>"
+        if names_row is not None and units_row is not None:
+            nr, ur = rows[names_row], rows[units_row]
+            for j in range(ncols, min(len(nr), len(ur))):
+                if nr[j] and _is_num(ur[j]) and ur[j] != "":
+                    lay.keys[nr[j].lower()] = ur[j]
+        kinds = [_unit(u) for u in units]
+        # time column
+        tcol = None
+        for j, name in enumerate(names):
+            low = name.lower()
+            if "trigger" in low and any("time" in n.lower() for k, n in enumerate(names) if k != j):
+                continue
+            if (kinds[j] and kinds[j][0] in ("time", "index")) or _timeish(name):
+                tcol = j
+                break
+        skip = set()
+        for j, name in enumerate(names):
+            if "trigger" in name.lower() and j != tcol:
+                skip.add(j)
+        if tcol is None and ncols >= 2 and names_row is None:
+            col = np.array([[float(x.replace(",", ".")) if x and "∞" not in x else np.nan
+                             for x in _fields(ln, sep)[:ncols]] for ln in data[:64] if ln.strip()])
+            if len(col) >= 2 and np.all(np.diff(col[:, 0]) >= 0) and col[-1, 0] > col[0, 0]:
+                tcol = 0
+        lay.time_col = tcol
+        if tcol is not None:
+            kind = kinds[tcol]
+            if kind and kind[0] == "index":
+                lay.index_col = True
+            elif kind and kind[0] == "time":
+                lay.time_unit = kind[1]
+            else:
+                lay.time_unit = time_unit_of(names[tcol]) or self._xunits(lay.keys) or 1.0
+            if names[tcol].lower() == "x" and "increment" in lay.keys:
+                lay.index_col = True
+        for key in _INTERVAL_KEYS:
+            if key in lay.keys:
+                v = _float(lay.keys[key])
+                if v and v > 0:
+                    lay.dt = v
+                    break
+        for key in _ORIGIN_KEYS:
+            if key in lay.keys:
+                v = _float(lay.keys[key])
+                if v is not None:
+                    lay.t0 = v
+                    break
+        if lay.index_col and lay.dt is None:
+            raise InputError("the first column counts samples but the header gives no sample interval",
+                             path=self.path, hint="give the scope's sample rate with --samplerate")
+        # channel columns
+        used = set()
+        for j in range(ncols):
+            if j == tcol or j in skip:
+                continue
+            name = _clean_name(names[j]) or f"CH{len(lay.channels) + 1}"
+            while name in used:
+                name = f"{name}_{j}"
+            used.add(name)
+            kind = kinds[j]
+            scale = kind[1] if kind and kind[0] == "volt" else 1.0
+            m = re.search(r"[\[(]\s*(mv|v|kv)\s*[\])]|\bin\s+(mv|v)\b", names[j], re.I)
+            if m:
+                scale = _VOLT_UNIT[(m.group(1) or m.group(2)).lower()]
+            lay.channels.append((j, name, scale))
+        lay.dialect = _dialect(names, units, lay.keys, self._pairs_hint(data, tcol))
+        return lay
+
+    @staticmethod
+    def _xunits(keys):
+        for k in ("xunits", "horizontal units", "x units"):
+            if k in keys:
+                return _TIME_UNIT.get(keys[k].lower())
+        return None
+
+    def _pairs_hint(self, data, tcol):
+        if tcol is None:
+            return False
+        ts = [_fields(ln, self._sep)[tcol] for ln in data[:8] if ln.strip()]
+        return len(ts) >= 2 and ts[0] == ts[1]
+
+    # ----------------------------------------------------------------- rows
+    def _read_first(self) -> bytes:
+        with open(self.path, "rb") as f:
+            f.seek(self._data_offset)
+            buf = f.read(CHUNK_BYTES)
+        cut = buf.rfind(b"\n") + 1
+        return buf[:cut] if cut and len(buf) == CHUNK_BYTES else buf
+
+    def _parse(self, buf: bytes):
+        blk = parse_block(buf, self._sep.encode(), self.ncols)
+        cols = sorted({c for c, _, _ in self.layout.channels} | (
+            {self.layout.time_col} if self.layout.time_col is not None else set()))
+        vals = np.full((blk.n, self.ncols), np.nan)
+        ok = np.ones((blk.n, self.ncols), bool)
+        for c in cols:
+            v, good = parse_floats(blk.a, blk.start[:, c], blk.end[:, c], decimal_comma=self._dec_comma)
+            vals[:, c] = v
+            ok[:, c] = good
+        if self.layout.time_col is not None:
+            ok[:, self.layout.time_col] &= np.isfinite(vals[:, self.layout.time_col])
+        self._first_block_a = blk.a
+        tc = self.layout.time_col if self.layout.time_col is not None else 0
+        self._first_time_fs = blk.start[:256, tc]
+        self._first_time_fe = blk.end[:256, tc]
+        return vals, ok, blk, blk.total > blk.n
+
+    # ---------------------------------------------------------------- edges
+    def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
+        return strict_blocks(self._edges(channels))
+
+    def _edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
+        if not channels:
+            raise UsageError("no channels requested", path=self.path)
+        names = [self.info.channels[self.channel_index(c)] for c in channels]
+        if self._thresholds is None:
+            self._thresholds, notes = resolve_thresholds(
+                self._thr_spec, self.info.channels, lambda ns: {n: self._sample[n] for n in ns}, path=self.path)
+            self.info.warnings.extend(notes)
+            self.info.details["thresholds"] = {k: (v.level, v.hysteresis) for k, v in self._thresholds.items()}
+        schmitts = [Schmitt(self._thresholds[n]) for n in names]
+        cols = [self._col_of[n] for n in names]
+        scales = [self._scale_of[n] for n in names]
+        lay = self.layout
+        dt = lay.dt
+        st = _TimeState()
+        state = 0
+        started = False
+        last_tick = -1
+        rows_done = 0
+        self.end_tick = 0
+        with open(self.path, "rb") as f:
+            f.seek(self._data_offset)
+            pos = self._data_offset
+            carry = b""
+            while True:
+                data = f.read(CHUNK_BYTES)
+                buf = carry + data
+                if not buf:
+                    break
+                cut = buf.rfind(b"\n") + 1 if data else len(buf)
+                if cut == 0:
+                    if len(buf) > 64 << 20:
+                        raise CaptureTruncated(f"a line longer than 64 MiB at byte {pos}", path=self.path,
+                                               at_tick=last_tick + 1)
+                    carry = buf
+                    continue
+                vals, ok, blk, short = self._parse(buf[:cut])
+                need = [lay.time_col] if lay.time_col is not None else []
+                good = ok[:, cols + need].all(axis=1) if blk.n else np.empty(0, bool)
+                n = blk.n
+                ticks = self._ticks(vals, n, st, dt, rows_done)
+                bad = ~good
+                if n:
+                    back = np.empty(n, bool)
+                    back[0] = ticks[0] < last_tick
+                    np.less(ticks[1:], ticks[:-1], out=back[1:])
+                    bad |= back
+                lim = int(np.argmax(bad)) if bad.any() else n
+                problem = None
+                if lim < n:
+                    problem = ("time goes backwards" if good[lim] else "a malformed row",
+                               int(blk.row_offset[lim]))
+                elif short:
+                    problem = ("a row with too few fields", blk.bad_offset)
+                ticks = ticks[:lim]
+                block, state, started = self._fold(vals[:lim], ticks, cols, scales, schmitts, st, state, started)
+                if lim:
+                    last_tick = int(ticks[-1])
+                if block is not None:
+                    yield block
+                rows_done += lim
+                if problem is not None:
+                    self.end_tick = last_tick + 1
+                    raise CaptureTruncated(
+                        f"{problem[0]} at byte {pos + problem[1]} (data row {rows_done + 1}); results cover "
+                        f"up to {(last_tick + 1) * dt:.6g} s", path=self.path, at_tick=self.end_tick,
+                        hint="the file is damaged or was cut short")
+                carry = buf[cut:]
+                pos += cut
+                if not data:
+                    break
+        if not started:
+            yield EdgeBlock(np.zeros(1, np.int64), np.zeros(1, np.uint32))
+            last_tick = 0
+        self.end_tick = last_tick + 1
+        if st.off_grid is not None:
+            self.info.warnings.append(
+                f"the time column leaves the uniform grid at data row {st.off_grid + 1} (a gap or a new "
+                f"segment); from there on ticks follow the printed times")
+
+    def _ticks(self, vals, n, st: "_TimeState", dt, rows_done) -> np.ndarray:
+        lay = self.layout
+        if n == 0:
+            return np.empty(0, np.int64)
+        if lay.time_col is None:
+            return np.arange(rows_done, rows_done + n, dtype=np.int64)
+        t = vals[:, lay.time_col]
+        if lay.index_col:
+            return np.rint(t).astype(np.int64)
+        t = t * lay.time_unit
+        tt = np.where(np.isfinite(t), t, self.t0)
+        distinct = np.empty(n, bool)
+        distinct[0] = st.last_t is None or tt[0] != st.last_t
+        np.not_equal(tt[1:], tt[:-1], out=distinct[1:])
+        k = st.k + np.cumsum(distinct)
+        by_time = np.rint((tt - self.t0) / dt).astype(np.int64)
+        if st.grid:
+            tol = 0.5 * dt + self._print_res
+            off = np.abs(tt - (self.t0 + k * dt)) > tol
+            if off.any():
+                i = int(np.argmax(off))
+                st.grid = False
+                st.off_grid = rows_done + i
+                k[i:] = by_time[i:]
+        else:
+            k = by_time
+        st.k = int(k[-1])
+        st.last_t = float(tt[-1])
+        return k.astype(np.int64)
+
+    def _fold(self, vals, ticks, cols, scales, schmitts, st, state, started):
+        n = len(ticks)
+        if n == 0:
+            return None, state, started
+        same = np.zeros(n, bool)
+        same[1:] = ticks[1:] == ticks[:-1]
+        states = np.zeros(n, np.uint32)
+        for j, (c, sc, sm) in enumerate(zip(cols, scales, schmitts)):
+            v = vals[:, c] * sc
+            if self._pairs and same.any():
+                v = _order_pairs(v, same, st, j)
+            states |= sm(v).astype(np.uint32) << np.uint32(j)
+        last = np.empty(n, bool)
+        last[-1] = True
+        np.not_equal(ticks[1:], ticks[:-1], out=last[:-1])
+        t, s = ticks[last], states[last]
+        out_t, out_s = [], []
+        if not started:
+            started = True
+            out_t.append(np.zeros(1, np.int64))
+            out_s.append(s[:1])
+            state = int(s[0])
+            if t[0] == 0:
+                t, s = t[1:], s[1:]
+        if len(t):
+            prev = np.empty(len(s), np.uint32)
+            prev[0] = state
+            prev[1:] = s[:-1]
+            chg = s != prev
+            out_t.append(t[chg])
+            out_s.append(s[chg])
+            state = int(s[-1])
+        tt = np.concatenate(out_t) if out_t else np.empty(0, np.int64)
+        if len(tt) == 0:
+            return None, state, started
+        return EdgeBlock(tt.astype(np.int64), np.concatenate(out_s).astype(np.uint32)), state, started
+
+
+class _TimeState:
+    def __init__(self):
+        self.k = -1             # grid index of the last distinct time seen
+        self.last_t: float | None = None
+        self.grid = True
+        self.off_grid: int | None = None
+        self.prev_vals: dict[int, tuple[float, float]] = {}
+
+
+def _order_pairs(v: np.ndarray, same: np.ndarray, st: _TimeState, j: int) -> np.ndarray:
+    """Inside each pair of rows with one time, put the value nearer the level
+    before the pair first, so an edge inside the interval ends on the new level."""
+    v = v.copy()
+    second = np.flatnonzero(same)                 # index of the second row of a pair
+    second = second[(second >= 1) & ~same[np.maximum(second - 1, 0)] | (second == 1)]
+    first = second - 1
+    before = first - 1
+    pa, pb = st.prev_vals.get(j, (np.nan, np.nan))
+    ref = np.where(before >= 0, v[np.maximum(before, 0)], pb)
+    two_before = np.where(before >= 1, same[np.maximum(before, 0)], False)
+    ref = np.where(two_before, (v[np.maximum(before, 0)] + v[np.maximum(before - 1, 0)]) / 2, ref)
+    a, b = v[first], v[second]
+    swap = np.abs(a - ref) > np.abs(b - ref)
+    v[first[swap]], v[second[swap]] = b[swap], a[swap]
+    st.prev_vals[j] = (float(v[-2]) if len(v) > 1 else pa, float(v[-1]))
+    return v
+
+
+def _timeish(name: str) -> bool:
+    low = name.lower().strip()
+    return "time" in low or low in ("x", "x-axis", "t", "s", "in s", "second", "seconds", "sec") or \
+        time_unit_of(name) is not None
+
+
+def _float(text: str):
+    try:
+        return float(text.replace(",", "."))
+    except (ValueError, AttributeError):
+        return None
+
+
+def _clean_name(name: str) -> str:
+    name = re.sub(r"\s*[\[(]\s*[a-zµ]*\s*[\])]\s*$", "", name, flags=re.I)
+    name = re.sub(r"\s+in\s+[a-zµ]+\s*$", "", name, flags=re.I)
+    return name.strip()
+
+
+def _dialect(names, units, keys, pairs) -> str:
+    low = [n.lower() for n in names]
+    if "xinc" in keys or "xorg" in keys or (low and low[0] == "x-axis"):
+        return "Keysight"
+    if "increment" in keys and low and low[0] == "x":
+        return "Rigol"
+    if any(n.startswith("channel ") for n in low) and any(u.startswith("(") for u in units):
+        return "PicoScope"
+    if low and low[0].startswith("in ") or pairs:
+        return "R&S" + (" min/max" if pairs else "")
+    if "sample interval" in keys:
+        return "Siglent"
+    return "generic"
+
+
+def _offset_after_lines(raw: bytes, n_lines: int) -> int:
+    pos = 0
+    for _ in range(n_lines):
+        k = raw.find(b"\n", pos)
+        if k < 0:
+            return len(raw)
+        pos = k + 1
+    return pos
