@@ -110,6 +110,13 @@ def sample(sc, t):
     return int(round(t * sc.samplerate))
 
 
+def capture_channels(sr):
+    """Channel names of a .sr (its metadata's probeN keys)."""
+    with zipfile.ZipFile(sr) as z:
+        meta = z.read("metadata").decode()
+    return [ln.split("=", 1)[1] for ln in meta.splitlines() if re.match(r"^probe\d+=", ln.strip())]
+
+
 # ------------------------------------------------------------ captures
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -122,6 +129,17 @@ def test_shipped_capture_matches_its_recipe(tmp_path, name):
         assert names == sorted(n for n in b.namelist() if n.startswith(("logic-1", "metadata")))
         for n in names:
             assert a.read(n) == b.read(n), f"{shipped.name}: {n} differs from its recipe (make captures?)"
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_pulseview_setup_names_the_tested_stack(name):
+    """captures/ad7606-<name>.pvs (written by spigap decoders pvs) opens the stack these tests decode."""
+    from analyzer.cli.decoders import parse_stack
+    from analyzer.sigrok import pvs
+
+    sr = CAPTURES / f"ad7606-{name}.sr"
+    want = pvs.render(pvs.Setup([parse_stack(SHIPPED[name], capture_channels(sr))]))
+    assert sr.with_suffix(".pvs").read_text() == want
 
 
 @pytest.mark.parametrize("name", SHIPPED)

@@ -121,6 +121,13 @@ def by_window(sc, tl, anns):
 CONV = re.compile(r"^(CH\S+) = (\d+) \((-?\d+\.\d{3}) V\)$")
 
 
+def capture_channels(sr):
+    """Channel names of a .sr (its metadata's probeN keys)."""
+    with zipfile.ZipFile(sr) as z:
+        meta = z.read("metadata").decode()
+    return [ln.split("=", 1)[1] for ln in meta.splitlines() if re.match(r"^probe\d+=", ln.strip())]
+
+
 # ------------------------------------------------------------ captures
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -133,6 +140,17 @@ def test_shipped_capture_matches_its_recipe(tmp_path, name):
         assert names == sorted(n for n in b.namelist() if n.startswith(("logic-1", "metadata")))
         for n in names:
             assert a.read(n) == b.read(n), f"{shipped.name}: {n} differs from its recipe (make captures?)"
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_pulseview_setup_names_the_tested_stack(name):
+    """captures/mcp3008-<name>.pvs (written by spigap decoders pvs) opens the stack these tests decode."""
+    from analyzer.cli.decoders import parse_stack
+    from analyzer.sigrok import pvs
+
+    sr = CAPTURES / f"mcp3008-{name}.sr"
+    want = pvs.render(pvs.Setup([parse_stack(f"{SHIPPED[name][0]},mcp3008{SHIPPED[name][1]}", capture_channels(sr))]))
+    assert sr.with_suffix(".pvs").read_text() == want
 
 
 @pytest.mark.parametrize("name", SHIPPED)
