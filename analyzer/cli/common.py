@@ -36,11 +36,56 @@ def _tpm(text):
     return n
 
 
+def _threshold(text):
+    from analyzer.errors import SpigapError
+    from analyzer.io.threshold import parse_threshold
+
+    try:
+        parse_threshold(text)
+    except SpigapError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def _channel_map(text):
+    from analyzer.errors import SpigapError
+    from analyzer.io import parse_channel_map
+
+    try:
+        parse_channel_map(text)
+    except SpigapError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def _deglitch_ns(text):
+    """'20' (ns), '20ns', '0.5us' -> nanoseconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        try:
+            value = parse_time(text) * 1e9
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be a positive time, e.g. 20 (ns) or 0.5us")
+    return value
+
+
 def add_capture_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("capture and channels")
     g.add_argument("--input-format", metavar="FMT", help="reader to use (default: from extension/content)")
     g.add_argument("--samplerate", type=_freq, metavar="HZ",
                    help="override the capture's samplerate (e.g. 5MHz) when its metadata is wrong")
+    g.add_argument("--channel-map", type=_channel_map, action="append", metavar="CH=NAME[,...]",
+                   help="rename channels, e.g. 0=SCLK,1=MOSI,2=MISO,3=CS (key: channel name, Saleae "
+                        "channel number, or 0-based position); repeatable")
+    g.add_argument("--threshold", type=_threshold, action="append", metavar="[CH=]V[,HYST]",
+                   help="logic threshold (and hysteresis band, V) for analog channels (scope CSV, Saleae "
+                        "analog, analog .sr), e.g. SCLK=1.65,0.2 or 1.4 for all; default: mid-range of "
+                        "the signal with 10%% hysteresis; repeatable")
+    g.add_argument("--deglitch", type=_deglitch_ns, metavar="NS",
+                   help="drop pulses shorter than NS nanoseconds (or 0.5us, 20ns) on every channel")
     g.add_argument("--clk", metavar="NAME", help="SCLK channel (default: CLK/SCLK/SCK...)")
     g.add_argument("--mosi", metavar="NAME", help="MOSI channel (default: MOSI/SDI/DIN...)")
     g.add_argument("--miso", metavar="NAME", help="MISO channel (default: MISO/SDO/DOUT...)")
@@ -83,7 +128,10 @@ def config_from_args(args) -> SpiConfig:
 
 
 def reader_options(args) -> dict:
-    return {"samplerate": args.samplerate, "input_format": args.input_format}
+    """Keyword options for ``analyzer.io.open_capture`` (pass them all: ``open_capture(path, **opts)``)."""
+    return {"samplerate": args.samplerate, "input_format": args.input_format,
+            "threshold": getattr(args, "threshold", None), "channel_map": getattr(args, "channel_map", None),
+            "deglitch": getattr(args, "deglitch", None)}
 
 
 def write_output(text: str, path: str | None) -> None:
