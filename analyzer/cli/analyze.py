@@ -18,10 +18,15 @@ def add_subparser(sub) -> None:
                                    "context-switch gaps (definitions: docs/gaps.md).")
     p.add_argument("capture", help="capture file (.sr)")
     add_capture_options(p)
+    p.add_argument("--device", metavar="NAME[:KEY=VALUE,...]",
+                   help="label each transfer with its device meaning, decoded by spigap's sigrok "
+                        "decoder code: mcp3008 (also mcp3004/3204/3208; options vref, part), ad7606 "
+                        "(variant, range, dout), mcp2518fd (also mcp2517fd, mcp251863; chip, can_mode)")
     o = p.add_argument_group("output")
     o.add_argument("--format", choices=("text", "json", "csv"), default="text")
     o.add_argument("--transfers", action="store_true",
-                   help="include every transfer (text: the first 50; json: a 'transfers' list)")
+                   help="include every transfer (text: the first 50; json: a 'transfers' list); "
+                        "implied by --device")
     o.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     p.set_defaults(func=run)
 
@@ -38,11 +43,18 @@ def analyze_path(path, args):
 
 
 def run(args) -> int:
+    if args.device:
+        from analyzer import devices
+
+        devices.parse(args.device)          # a bad device name fails before the capture is read
     a = analyze_path(args.capture, args)
+    if args.device:
+        a.device = args.device
+        a.labels = devices.labels(a, args.device)
     if args.format == "json":
         from analyzer.output.jsonout import to_dict
 
-        text = json.dumps(to_dict(a, transfers=args.transfers), indent=1) + "\n"
+        text = json.dumps(to_dict(a, transfers=args.transfers or bool(args.device)), indent=1) + "\n"
     elif args.format == "csv":
         from analyzer.output.csvout import render
 
@@ -50,7 +62,7 @@ def run(args) -> int:
     else:
         from analyzer.output.text import render
 
-        text = render(a, transfers=args.transfers)
+        text = render(a, transfers=args.transfers or bool(args.device))
     write_output(text, args.output)
     if a.truncated:
         # the partial results are out; now say what went wrong, as an error

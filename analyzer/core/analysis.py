@@ -84,6 +84,8 @@ class Analysis:
     min_high: int | None
     min_low: int | None
     warnings: list[str]
+    device: str | None = None            # --device spec, when transfers were labelled
+    labels: list[str] | None = None      # device meaning of each transfer
 
     # -------------------------------------------------------------- helpers
     @property

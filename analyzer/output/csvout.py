@@ -27,7 +27,7 @@ def _num(x):
 def render(a: Analysis) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
+    w.writerow(COLUMNS + (["device"] if a.labels is not None else []))
     ws = a.cfg.wordsize
     for r in transfer_rows(a):
         w.writerow([r["index"], _num(r["start_s"]), _num(r["end_s"]), int(r["partial"]), r["bits"],
@@ -36,5 +36,6 @@ def render(a: Analysis) -> str:
                     _num(r["cs_hold_s"]), _num(max(r["inter_byte_s"]) if r["inter_byte_s"] else None),
                     ";".join(repr(g) for g in r["inter_byte_s"]),
                     ";".join(repr(g) for g in r["inter_transfer_s"]),
-                    _num(r["gap_before_s"]), r["gap_before_kind"] or "", r["message"]])
+                    _num(r["gap_before_s"]), r["gap_before_kind"] or "", r["message"]]
+                   + ([r["device"]] if a.labels is not None else []))
     return buf.getvalue()

@@ -81,6 +81,7 @@ def to_dict(a: Analysis, *, transfers: bool = False) -> dict:
             "idle_clocks_p50": _f(np.median(ic)) if len(ic) else None,
             "transfer_rate_hz": a.transfer_rate_hz(),
             "sclk_edges_outside_cs": a.clk_outside_cs,
+            "device": a.device,
         },
         "gaps": gap_stats(a),
         "warnings": list(a.warnings),
@@ -120,4 +121,6 @@ def transfer_rows(a: Analysis) -> list[dict]:
             "gap_before_kind": kind,
             "message": int(a.message[k]),
         })
+        if a.labels is not None:
+            rows[-1]["device"] = a.labels[k]
     return rows

@@ -60,18 +60,20 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50) -> str:
         lines.append(f"{label:26s}{row['n']:>8d}" + "".join(f"{v:>11s}" for v in vals))
     if transfers:
         lines.append("")
+        what = f"{a.device} meaning" if a.labels is not None else "mosi / miso"
         lines.append(f"{'#':>6s} {'start':>12s} {'bits':>5s} {'setup':>9s} {'hold':>9s} "
-                     f"{'gap before':>11s} {'kind':14s} mosi / miso")
+                     f"{'gap before':>11s} {'kind':14s} {what}")
         from analyzer.output.jsonout import transfer_rows
 
         for r in transfer_rows(a)[:limit]:
             mo = " ".join(f"{v:02X}" for v in r["mosi"]) if r["mosi"] is not None else "–"
             mi = " ".join(f"{v:02X}" for v in r["miso"]) if r["miso"] is not None else "–"
+            content = r["device"] if "device" in r else f"{mo} / {mi}"
             flag = " partial" if r["partial"] else ""
             lines.append(f"{r['index']:>6d} {fmt_time(r['start_s']):>12s} {r['bits']:>5d} "
                          f"{fmt_time(r['cs_setup_s']):>9s} {fmt_time(r['cs_hold_s']):>9s} "
                          f"{fmt_time(r['gap_before_s']):>11s} {str(r['gap_before_kind'] or ''):14s} "
-                         f"{mo} / {mi}{flag}")
+                         f"{content}{flag}")
         if a.n > limit:
             lines.append(f"       … {a.n - limit} more (use --format json --transfers or --format csv)")
     if d["warnings"]:

@@ -1,0 +1,65 @@
+"""``spigap analyze --device NAME``: the device-level meaning of each transfer.
+
+One implementation per protocol: the meaning comes from the plain module of
+our sigrok decoder (decoders/<id>/<module>.py, loaded by path without
+libsigrokdecode), the same code PulseView runs. Each such module provides
+``label_transfer(mosi, miso, options) -> str`` and optionally
+``new_state(options)`` for protocols whose meaning depends on earlier
+transfers (the MCP2518FD's FIFO layout).
+"""
+
+from __future__ import annotations
+
+from analyzer.errors import UsageError
+
+# name -> (decoder id, plain module, default options)
+DEVICES = {
+    "mcp3008": ("mcp3008", "mcp3x0x", {"part": "MCP3008"}),
+    "mcp3004": ("mcp3008", "mcp3x0x", {"part": "MCP3004"}),
+    "mcp3208": ("mcp3008", "mcp3x0x", {"part": "MCP3208"}),
+    "mcp3204": ("mcp3008", "mcp3x0x", {"part": "MCP3204"}),
+    "ad7606": ("ad7606", "ad760x", {}),
+    "mcp2518fd": ("mcp2518fd", "mcp251xfd", {"chip": "mcp2518fd"}),
+    "mcp2517fd": ("mcp2518fd", "mcp251xfd", {"chip": "mcp2517fd"}),
+    "mcp251863": ("mcp2518fd", "mcp251xfd", {"chip": "mcp251863"}),
+}
+
+
+def parse(spec: str) -> tuple[str, dict]:
+    """'mcp3008:vref=5,part=MCP3208' -> ('mcp3008', {'vref': '5', 'part': 'MCP3208'})."""
+    name, _, rest = spec.partition(":")
+    name = name.strip().lower()
+    if name not in DEVICES:
+        raise UsageError(f"unknown device {name!r}; known: {', '.join(DEVICES)}")
+    opts = {}
+    for item in filter(None, (x.strip() for x in rest.split(","))):
+        if "=" not in item:
+            raise UsageError(f"device options are KEY=VALUE, got {item!r} in {spec!r}")
+        k, v = item.split("=", 1)
+        opts[k.strip()] = v.strip()
+    return name, opts
+
+
+def labels(analysis, spec: str) -> list[str]:
+    """One label per transfer, in bus order."""
+    from analyzer.sigrok.paths import load_decoder_module
+
+    name, user_opts = parse(spec)
+    decoder, module, defaults = DEVICES[name]
+    mod = load_decoder_module(decoder, module)
+    opts = {**defaults, "wordsize": analysis.cfg.wordsize, **user_opts}
+    if hasattr(mod, "new_state"):
+        opts["state"] = mod.new_state(opts)
+    a = analysis
+    mosi = a.mosi.tolist() if a.cfg.mosi is not None else None
+    miso = a.miso.tolist() if a.cfg.miso is not None else None
+    out = []
+    # one call per transfer: device decoding is per-transfer output work, not the hot path
+    for k in range(a.n):
+        w0, w1 = int(a.word_off[k]), int(a.word_off[k + 1])
+        try:
+            out.append(mod.label_transfer(mosi[w0:w1] if mosi is not None else None,
+                                          miso[w0:w1] if miso is not None else None, opts))
+        except Exception as e:  # a decoder bug must not lose the timing results
+            out.append(f"(decoder error: {type(e).__name__}: {e})")
+    return out
