@@ -116,7 +116,11 @@ _LIMBS = 6
 
 
 def boost_timestamp(seconds) -> str:
-    """A time in seconds as PulseView 0.4.2 (boost 1.74) writes a Timestamp."""
+    """A time in seconds as PulseView 0.4.2 (boost 1.74) writes a Timestamp.
+    Floats are rounded to the femtosecond (185.5e-6 is 0.0001855, not
+    0.00018549999999999998); strings and Decimals are taken as they are."""
+    if isinstance(seconds, float):
+        seconds = repr(round(seconds, 15))
     d = decimal.Decimal(str(seconds))
     if not d.is_finite():
         raise ValueError(f"not a finite time: {seconds!r}")

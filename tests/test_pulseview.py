@@ -1,0 +1,168 @@
+"""PulseView 0.4.2 (Debian bookworm) with our decoders: it lists them, and it
+really loads our .pvs session setups: PulseView is run offscreen on a capture,
+closed with SIGTERM (it then saves its session, as on a normal exit), and the
+decoder stacks, options and channel assignments it saved must be the ones the
+.pvs asked for, with no decoder error in its log.
+
+PulseView must be installed (apt-get install pulseview); these tests fail, not
+skip, without it.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from analyzer.cli import main
+from analyzer.sigrok import pvs
+from conftest import CAPTURES, DECODERS
+
+ALL_FOUR = {"mcp3008", "ad7606", "mcp2518fd", "spi_gaps"}
+SHIPPED = sorted(CAPTURES.glob("*.pvs"))
+
+
+@pytest.fixture(scope="module")
+def pulseview() -> str:
+    exe = shutil.which("pulseview")
+    if exe is None:
+        pytest.fail("pulseview is not installed: apt-get install pulseview (PulseView 0.4.2 is what "
+                    "the decoders and the .pvs files are checked against)")
+    return exe
+
+
+def _env(home: pathlib.Path) -> dict:
+    env = dict(os.environ)
+    env.update(QT_QPA_PLATFORM="offscreen", SIGROKDECODE_DIR=str(DECODERS), HOME=str(home),
+               XDG_CONFIG_HOME=str(home / "config"), XDG_RUNTIME_DIR=str(home / "run"))
+    (home / "run").mkdir(parents=True, exist_ok=True)
+    os.chmod(home / "run", 0o700)
+    return env
+
+
+def test_pulseview_lists_all_four_decoders(pulseview, tmp_path):
+    proc = subprocess.run([pulseview, "-V"], capture_output=True, text=True, env=_env(tmp_path), timeout=120)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0, text[-2000:]
+    paths = text.split("Protocol decoder search paths:", 1)[1].split("\n\n", 1)[0]
+    assert str(DECODERS) in paths
+    pds = text.split("Supported protocol decoders:", 1)[1]
+    ids = {line.split()[0] for line in pds.splitlines() if line.startswith("  ") and line.split()}
+    missing = ALL_FOUR - ids
+    assert not missing, f"PulseView does not list {', '.join(sorted(missing))} (SIGROKDECODE_DIR={DECODERS})"
+
+
+def run_pulseview(exe: str, capture: pathlib.Path, home: pathlib.Path, settle: float = 2.0) -> tuple[str, str]:
+    """Open ``capture`` (PulseView loads <capture>.pvs itself), let it decode,
+    close it; returns (PulseView.conf text, PulseView's log)."""
+    home.mkdir(parents=True, exist_ok=True)
+    log = home / "pulseview.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen([exe, "-c", str(capture)], stdout=f, stderr=subprocess.STDOUT, env=_env(home))
+    try:
+        deadline = time.monotonic() + 60
+        while "Acquisition took" not in log.read_text():
+            assert proc.poll() is None, f"PulseView exited early:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"PulseView did not load {capture}:\n{log.read_text()[-3000:]}"
+            time.sleep(0.2)
+        time.sleep(settle)                 # decoding runs in the background
+        proc.send_signal(signal.SIGTERM)   # PulseView closes its window: sessions are saved
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    conf = home / "config" / "sigrok" / "PulseView.conf"
+    assert conf.exists(), f"PulseView saved no session:\n{log.read_text()[-3000:]}"
+    return conf.read_text(), log.read_text()
+
+
+def saved_setup(conf_text: str) -> pvs.Setup:
+    """The session PulseView saved (group Session0 of PulseView.conf), read
+    with our .pvs reader: its keys are a .pvs's with a 'Session0' prefix."""
+    session = pvs.parse_ini(conf_text)["Session0"]
+    sections: dict[str, list[str]] = {"General": []}
+    for key, value in session.items():
+        head, _, rest = key.partition("\\")
+        if rest and (head.startswith("decode_signal") or head.startswith("view")):
+            sections.setdefault(head, []).append(f"{rest}={value}")
+        else:
+            sections["General"].append(f"{key}={value}")
+    text = "\n".join(f"[{name}]\n" + "\n".join(lines) for name, lines in sections.items())
+    return pvs.read(text)
+
+
+def decoder_errors(log: str) -> list[str]:
+    return [line for line in log.splitlines()
+            if "srd:" in line or "Traceback" in line or "reported an error" in line]
+
+
+def assert_restored(wanted: pvs.Setup, got: pvs.Setup, log: str):
+    assert decoder_errors(log) == [], "decoder errors in PulseView:\n" + "\n".join(decoder_errors(log))
+    assert len(got.decode_signals) == len(wanted.decode_signals), "PulseView dropped a decode signal"
+    for w, g in zip(wanted.decode_signals, got.decode_signals):
+        assert g.name == w.name
+        # an unknown decoder id is dropped by PulseView without a word
+        assert [d.id for d in g.decoders] == [d.id for d in w.decoders], f"{w.name}: decoders not restored"
+        for wd, gd in zip(w.decoders, g.decoders):
+            assert gd.options == wd.options, f"{w.name}/{wd.id}: options not restored"
+        assert [(c.name, c.assigned) for c in g.channels] == [(c.name, c.assigned) for c in w.channels]
+    if wanted.view_scale:
+        assert got.view_scale == pytest.approx(wanted.view_scale)
+        if wanted.view_offset is not None:
+            assert got.view_offset == pytest.approx(wanted.view_offset, abs=1e-12)
+
+
+def test_pvs_written_by_spigap_is_restored(pulseview, tmp_path):
+    cap = tmp_path / "b10.sr"
+    shutil.copy(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", cap)
+    assert main(["decoders", "pvs", str(cap), "--gaps", "--stack",
+                 "spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CE0:cs_polarity=active-low:wordsize=8",
+                 "--stack", "spi:clk=SCLK:mosi=MOSI:cpha=1:bitorder=lsb-first",
+                 "--scale", "20ns", "--start", "180us"]) == 0
+    wanted = pvs.read((tmp_path / "b10.pvs").read_text())
+    # the setup holds an int, a float and string options: all three GVariant types
+    types = {t for s in wanted.decode_signals for d in s.decoders for t, _ in d.options.values()}
+    assert types == {"x", "d", "s"}
+    conf, log = run_pulseview(pulseview, cap, tmp_path / "home")
+    assert_restored(wanted, saved_setup(conf), log)
+
+
+def test_unknown_decoder_is_detected(pulseview, tmp_path):
+    """The check above would notice a decoder PulseView cannot find."""
+    cap = tmp_path / "b10.sr"
+    shutil.copy(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", cap)
+    setup = pvs.Setup([pvs.DecodeSignal("X", [pvs.StackedDecoder("spi"), pvs.StackedDecoder("no_such_pd")],
+                                        [pvs.DecodeChannel("CLK", "SCLK"), pvs.DecodeChannel("MISO", "MISO"),
+                                         pvs.DecodeChannel("MOSI"), pvs.DecodeChannel("CS#", "CE0")])])
+    (tmp_path / "b10.pvs").write_text(pvs.render(setup))
+    conf, log = run_pulseview(pulseview, cap, tmp_path / "home", settle=0.5)
+    with pytest.raises(AssertionError, match="decoders not restored"):
+        assert_restored(setup, saved_setup(conf), log)
+
+
+def test_the_spi_gaps_view_of_b10_is_shipped():
+    assert (CAPTURES / "mcp3008-rpi3-k4.4-b10.pvs").exists()
+    setup = pvs.read((CAPTURES / "mcp3008-rpi3-k4.4-b10.pvs").read_text())
+    assert "spi_gaps" in {d.id for s in setup.decode_signals for d in s.decoders}
+
+
+@pytest.mark.parametrize("setup_file", SHIPPED, ids=lambda p: p.name)
+def test_shipped_pvs_loads_in_pulseview(pulseview, tmp_path, setup_file):
+    capture = setup_file.with_suffix(".sr")
+    assert capture.exists(), f"{setup_file.name} has no capture next to it"
+    wanted = pvs.read(setup_file.read_text())
+    ids = {d.id for s in wanted.decode_signals for d in s.decoders}
+    ours = {d.name for d in DECODERS.iterdir() if (d / "pd.py").exists()}
+    # every decoder is either ours or a stock one (checked by PulseView below)
+    assert ids - ours <= {"spi"}, f"{setup_file.name} uses {ids - ours - {'spi'}}"
+    cap = tmp_path / capture.name
+    shutil.copy(capture, cap)
+    shutil.copy(setup_file, cap.with_suffix(".pvs"))
+    conf, log = run_pulseview(pulseview, cap, tmp_path / "home")
+    assert_restored(wanted, saved_setup(conf), log)
