@@ -63,6 +63,8 @@ class Decoder(srd.Decoder):
             self.put(ss, es, self.out_ann, [EVENT_KINDS.index(kind), texts(kind, value)])
 
     def decode(self, ss, es, data):
+        if self.frame is None:          # reset() without a new start()
+            self.frame = FrameDecoder(self.options['part'], self.options['vref'])
         ptype, mosi, miso = data
         if ptype == 'CS-CHANGE':
             if mosi is None:
