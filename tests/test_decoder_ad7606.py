@@ -242,6 +242,30 @@ def test_error_capture_warnings_are_specific():
     assert abs(busy[0] - tl.device_truth[2]["busy_fall_s"] * sc.samplerate) <= 1
 
 
+@pytest.mark.parametrize("where,warning", [
+    (0.3, "SCLK running at the BUSY falling edge (edge "),       # inside a clock burst
+    (-1.5, "BUSY fell during the read (between SCLK bursts)"),   # in the 2-SCLK gap before a byte
+])
+def test_busy_falling_inside_a_running_read(tmp_path, where, warning):
+    sc = scenario.Scenario.from_toml(CAPTURES / "ad7606-errors.toml", {"idle_clocks": 2})
+    tl = sc.timeline()
+    T = 1 / sc.sclk
+    win = tl.device_truth[2]["windows"][0]
+    byte8 = int((tl.windows.word_window < win).sum()) + 8
+    times, levels, idle = tl.extra["BUSY"]
+    times = times.copy()
+    times[2 * 2 + 1] = tl.word_first[byte8] + where * T           # BUSY fall of conversion 2
+    tl.extra["BUSY"] = (times, levels, idle)
+    path = tmp_path / "busy.sr"
+    scenario.write(sc, path, tl=tl)
+    anns = annotations(path, SHIPPED["errors"])
+    got = [a[3][0] for a in of(anns, "warning")]
+    assert [g for g in got if g.startswith(warning)] and not [g for g in got if "BUSY" in g and
+                                                               not g.startswith(warning)]
+    (fr,) = [a for a in of(anns, "frame") if a[0] >= sample(sc, tl.device_truth[2]["cs_assert_s"])][:1]
+    assert frame_values(fr) == tl.device_truth[2]["values"]       # the read is not split
+
+
 def test_read_boundaries_without_busy_or_convst():
     """Only SCLK/CS/DOUTA: each CS window is a read (same values, no timing);
     with CS pulsed per word and no BUSY/CONVST, each 16-SCLK window is its own
@@ -300,6 +324,18 @@ def test_doutb_only_order_and_single_wire_mapping():
     first = [int(RESULT.match(a[3][0])[1]) for a in of(anns, "doutb-result")[:6]]
     assert first == [4, 5, 6, 1, 2, 3]
     assert [frame_values(a) for a in of(anns, "frame")] == [t["values"] for t in tl.device_truth]
+
+
+def test_cs_tied_low_reads_end_at_busy_and_when_complete():
+    """CS held low for the whole capture (here: mapped to the idle DOUTA line of
+    the DOUTB-only capture): reads are split at BUSY falls, and the last read is
+    reported once all its SCLKs came, although neither CS nor BUSY ends it."""
+    sc, tl = truth_of("doutb-only")
+    anns = annotations(CAPTURES / "ad7606-doutb-only.sr",
+                       "ad7606:sclk=SCLK:cs=DOUTA:douta=DOUTB:busy=BUSY:convst=CONVST:frstdata=FRSTDATA"
+                       ":variant=AD7606-6:dout=DOUTB")
+    assert [frame_values(a) for a in of(anns, "frame")] == [t["values"] for t in tl.device_truth]
+    assert not of(anns, "warning")
 
 
 def test_lead_pi5_capture_is_a_short_read():

@@ -126,9 +126,10 @@ class FrameAssembler:
     ``bit(bits, ss, es)`` takes one bit per line in use (ordered as
     ``line_orders``) and returns finished words as events
     ``('result', ss, es, (line, channel or None, code))`` — channel None for a
-    word past the line's channels. ``close(ss)`` ends the read and returns
-    ``('frame', ss, es, (values, sclks))`` plus a ``('warning', …)`` when the
-    SCLK count is not 16 × channels / lines.
+    word past the line's channels — and, at the read's last expected SCLK,
+    ``('frame', ss, es, (values, sclks))``. ``close()`` ends the read: the
+    frame event of a read that stopped short, and a ``('warning', …)`` when
+    the SCLK count is not 16 × channels / lines (too few or too many).
     """
 
     def __init__(self, variant=DEFAULT_VARIANT, dout='DOUTA', rng=DEFAULT_RANGE):
@@ -149,6 +150,7 @@ class FrameAssembler:
         self.words = 0
         self.values = {}            # channel -> code
         self.partial = False
+        self.announced = False      # frame event already given
 
     @property
     def open(self):
@@ -175,6 +177,10 @@ class FrameAssembler:
             self.acc = [0] * len(self.orders)
             self.nbit = 0
             self.words += 1
+        if self.sclks == self.expected and self.values:
+            # All SCLKs of a read: report now (a capture may end before CS rises).
+            out.append(('frame', self.ss, es, (dict(self.values), self.sclks)))
+            self.announced = True
         return out
 
     def complete(self):
@@ -187,7 +193,7 @@ class FrameAssembler:
             self.reset()
             return out
         es = self.es if es is None else es
-        if self.values:
+        if self.values and not self.announced:
             out.append(('frame', self.ss, es, (dict(self.values), self.sclks)))
         if self.sclks != self.expected and not self.partial:
             out.append(('warning', self.ss, es, [

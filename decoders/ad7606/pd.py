@@ -147,7 +147,7 @@ class Decoder(srd.Decoder):
         self.last_convst = n
         self.pending_convst = n
         if self.boundary == 'convst':
-            self.end_read_at_boundary()
+            self.end_read_at_boundary(n)
 
     def on_busy_rise(self, n):
         if self.pending_convst is not None:
@@ -157,9 +157,13 @@ class Decoder(srd.Decoder):
             self.pending_convst = None
         self.busy_rise = n
 
-    def mid_read(self):
-        """A read is under way in this CS window and has not got all its SCLKs."""
-        return self.cs_low and self.window_bits and self.frame.open and not self.frame.complete()
+    def mid_read(self, n):
+        """A read is under way at sample n: CS low, SCLKs clocked in this window
+        and the last one recent (4 SCLK periods: byte gaps included), and the
+        read has not got all its SCLKs yet."""
+        if not (self.cs_low and self.window_bits and self.frame.open) or self.frame.complete():
+            return False
+        return self.last_bit is not None and bool(self.period) and n - self.last_bit <= 4 * self.period
 
     def on_busy_fall(self, n, sclk_same_sample):
         if self.busy_rise is not None:
@@ -169,7 +173,7 @@ class Decoder(srd.Decoder):
             self.busy_rise = None
         self.busy_fall = n
         self.read_after_pending = True
-        if self.mid_read():
+        if self.mid_read(n):
             # The output registers change under a running read: do not split it.
             if sclk_same_sample:
                 self.putw(n, n + 1, ['SCLK edge at the BUSY falling edge', 'SCLK at BUSY\u2193',
@@ -178,10 +182,10 @@ class Decoder(srd.Decoder):
                 self.busy_fall_in_read = n  # judged at the next sampling edge or CS rise
             return
         if self.boundary == 'busy':
-            self.end_read_at_boundary()
+            self.end_read_at_boundary(n)
 
-    def end_read_at_boundary(self):
-        if self.frame.open and not self.mid_read():
+    def end_read_at_boundary(self, n):
+        if self.frame.open and not self.mid_read(n):
             self.close_frame()
 
     def on_cs_fall(self, n, pins):
@@ -192,8 +196,6 @@ class Decoder(srd.Decoder):
         self.last_bit = None
         if self.frame.open:
             return                          # CS pulsed per channel word: same read
-        self.frst_low = None
-        self.first_word_done = False
         if self.have[BUSY]:
             if pins[BUSY] == 1:
                 self.window_during = True
@@ -243,12 +245,18 @@ class Decoder(srd.Decoder):
             self.busy_fall_in_read = None
         if self.last_bit is not None:
             self.period = n - self.last_bit
-        if self.frame.sclks == 0 and self.have[FRSTDATA] and not self.frame.partial:
-            if pins[FRSTDATA] == 0:
+        if self.frame.sclks == 0:           # first SCLK of a read
+            self.first_word_done = False
+            self.frst_low = None
+            if self.have[FRSTDATA] and not self.frame.partial and pins[FRSTDATA] == 0:
                 self.frst_low = n
         es = n + (self.period or 1)
         bits = [pins[p] for p in self.data_pins]
         for kind, ss, wes, value in self.frame.bit(bits, n, es):
+            if kind == 'frame':
+                values, sclks = value
+                self.put(ss, wes, self.out_ann, [ANN_FRAME, frame_texts(values, sclks, self.range)])
+                continue
             line, ch, code = value
             self.put(ss, wes, self.out_ann, [self.result_class[line], result_texts(ch, code, self.range)])
             if not self.first_word_done:
