@@ -225,6 +225,17 @@ def test_pvs_command_bad_input_is_one_line(tmp_path, capsys, args, message):
     assert not (tmp_path / "b10.pvs").exists()
 
 
+def test_pvs_command_hides_decoder_rows(tmp_path, capsys):
+    cap = tmp_path / "b10.sr"
+    shutil.copy(B10, cap)
+    assert _cli(cap, "--stack", "spi:clk=SCLK:mosi=MOSI:cs=CE0,mcp3008", "--hide", "spi") == 0
+    text = (tmp_path / "b10.pvs").read_text()
+    assert "decoder0\\visible=false" in text and "decoder1\\visible=true" in text
+    assert [d.visible for d in pvs.read(text).decode_signals[0].decoders] == [False, True]
+    assert _cli(cap, "--stack", "spi:clk=SCLK:mosi=MOSI:cs=CE0", "--hide", "mcp3008", "--force") == 2
+    assert "not in any stack" in capsys.readouterr().err
+
+
 def test_pvs_command_does_not_overwrite_without_force(tmp_path, capsys):
     cap = tmp_path / "b10.sr"
     shutil.copy(B10, cap)

@@ -59,6 +59,8 @@ def add_subparser(sub) -> None:
                         "(repeatable)")
     v.add_argument("--gaps", action="store_true",
                    help="add an spi_gaps decode signal set up from an analysis of the capture")
+    v.add_argument("--hide", action="append", default=[], metavar="ID",
+                   help="hide this decoder's rows (e.g. --hide spi to see only the device rows; repeatable)")
     v.add_argument("--start", metavar="TIME",
                    help="open the view at this time (needs --scale; default: zoom to fit)")
     v.add_argument("--scale", metavar="TIME",
@@ -303,6 +305,13 @@ def run_pvs(args) -> int:
         signals.append(sig)
         note = a.grouping.note
     signals += [parse_stack(s, channels) for s in args.stack]
+    used = {d.id for s in signals for d in s.decoders}
+    unknown = [h for h in args.hide if h not in used]
+    if unknown:
+        raise UsageError(f"--hide {', '.join(unknown)}: not in any stack (there are: {', '.join(sorted(used))})")
+    for s in signals:
+        for d in s.decoders:
+            d.visible = d.id not in args.hide
     scale = _time(args.scale, "--scale") if args.scale else None
     start = _time(args.start, "--start") if args.start else None
     if start is not None and scale is None:
@@ -318,7 +327,9 @@ def run_pvs(args) -> int:
         ids = "+".join(d.id for d in s.decoders)
         opts = ", ".join(f"{k}={v[1]:g}" if isinstance(v[1], float) else f"{k}={v[1]}"
                          for d in s.decoders for k, v in d.options.items())
-        print(f"{out}: {s.name} [{ids}]" + (f" ({opts})" if opts else ""))
+        hidden = [d.id for d in s.decoders if not d.visible]
+        print(f"{out}: {s.name} [{ids}]" + (f" ({opts})" if opts else "") +
+              (f" (rows of {', '.join(hidden)} hidden)" if hidden else ""))
     if note:
         print(f"  spi_gaps message structure: {note}")
     print(f"open with:  pulseview {capture}   (or pulseview -s {out} {capture}); the decoders must be "
