@@ -41,11 +41,14 @@ The inter-transfer threshold: when "Inter-transfer gap" is 0 (auto), the
 threshold is max(2 x g25, g25 + 2 T) over the word gaps seen so far (g25 is
 their 25th percentile, T the SCLK period). The analyzer uses all word gaps of
 the capture, so in auto mode the first few windows may be labelled
-differently; give the threshold (spigap analyze prints it, and the .pvs
-files written by "spigap decoders pvs" carry it) for an exact match.
+differently. For an exact match give the threshold: "spigap analyze
+--format json" reports it (inter_transfer_threshold_s), and the .pvs files
+written by "spigap decoders pvs --gaps" carry it.
 
 "First message start" is the transfer (counted from 0 in the capture) that
-begins the first whole message; spigap analyze infers it from the gaps.
+begins the first whole message; spigap analyze infers it from the gaps
+(JSON: grouping phase p gives (p + 1) mod N), and "spigap decoders pvs
+--gaps" sets it.
 
 Needs the samplerate.
 '''
