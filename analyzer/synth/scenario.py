@@ -390,4 +390,18 @@ def truth_json(tl: Timeline, t0: float = 0.0) -> dict:
         "gap_before_s": clean(tr["gap_before"]), "gap_before_kind": [str(k) for k in tr["kind"]],
         "inter_byte_s": clean(tr["inter_byte"]), "inter_transfer_s": clean(tr["inter_transfer"]),
         "mosi": clean(tr["mosi"]), "miso": clean(tr["miso"]),
+        "device": _jsonable(tl.device_truth),
     }
+
+
+def _jsonable(x):
+    """Device truth as plain JSON (numpy scalars and arrays become numbers and lists)."""
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, np.generic):
+        return x.item()
+    return x

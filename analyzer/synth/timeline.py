@@ -75,6 +75,7 @@ class Timeline:
     mosi_bits: np.ndarray
     miso_bits: np.ndarray
     extra: dict = dataclasses.field(default_factory=dict)   # name -> (times, levels, idle)
+    device_truth: list | None = None   # device generators: what each CS window means
 
     def truth(self) -> dict:
         """Ground truth in seconds, the way docs/gaps.md defines the gaps."""
