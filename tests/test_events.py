@@ -205,6 +205,6 @@ def test_compare_reports_event_shift(tmp_path, capsys):
     m = {x["metric"]: x for x in out["metrics"]}
     conv = m["event:CONVST:rise→BUSY:fall"]
     assert conv["verdict"] == "regression"
-    assert conv["delta"]["p50"]["delta"] == pytest.approx(0.5e-6, abs=0.05e-6)
+    assert conv["delta"]["p50"]["delta_s"] == pytest.approx(0.5e-6, abs=0.05e-6)
     assert m["event:BUSY:fall→CS:assert"]["verdict"] == "no significant change"
     assert out["events"]["before"][0]["chain"] == ["CONVST:rise", "BUSY:fall", "CS:assert"]

@@ -28,7 +28,8 @@ import numpy as np
 from analyzer import __version__
 from analyzer.core import stalls as stalls_mod
 from analyzer.core.analysis import describe
-from analyzer.units import fmt_freq, fmt_rate, fmt_time
+from analyzer.units import fmt_freq, fmt_rate
+from analyzer.units import fmt_time as _fmt_time
 
 HIST_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch", "idle",
               "transfer_duration", "transfer_period")
@@ -53,6 +54,14 @@ img{max-width:100%;display:block;margin:.5em 0 1.2em}
 nav ul{columns:2}code{background:#f4f4f4;padding:0 3px}
 .pending{border:2px dashed #e67e22;padding:.5em 1em;background:#fff8f0}
 """
+
+
+def fmt_time(seconds, digits: int = 4) -> str:
+    """As analyzer.units.fmt_time, but float noise below a femtosecond (the std of identical
+    values) prints as 0."""
+    if seconds is not None and not isinstance(seconds, str) and abs(seconds) < 1e-15:
+        seconds = 0.0
+    return _fmt_time(seconds, digits)
 
 
 def _e(x) -> str:

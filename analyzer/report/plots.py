@@ -61,7 +61,8 @@ def _tick_edges(lo: float, hi: float, res: float, max_bins: int, min_bins: int =
 def _fmt(seconds: float) -> str:
     from analyzer.units import fmt_time
 
-    return fmt_time(seconds, 4)
+    # float noise (the std of identical values) is not a time: below a femtosecond is 0
+    return fmt_time(0.0 if seconds is not None and abs(seconds) < 1e-15 else seconds, 4)
 
 
 def _body(v: np.ndarray, res: float) -> tuple[float, float]:
@@ -228,6 +229,17 @@ def _time_axis(ax, vmin, vmax):
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: _fmt(y) if y > 0 else "0"))
 
 
+def default_window(span_s: float, n_events: int) -> float:
+    """1 s for captures longer than 20 s (seed 004 counted cycles per second), else 1/50 of the
+    capture, widened so that a window holds about 20 events on average."""
+    if span_s > 20:
+        return 1.0
+    w = span_s / 50
+    if n_events > 0:
+        w = max(w, min(span_s, 20 * span_s / n_events))
+    return max(w, 1e-12)
+
+
 def rate_bins(t: np.ndarray, span_s: float, window_s: float) -> tuple[np.ndarray, np.ndarray]:
     """(bin edges, events per second) in windows of ``window_s`` over [0, span_s]; a last partial
     window shorter than half a window is left out (its rate would be noise)."""
@@ -252,8 +264,7 @@ def rate(series: list[tuple], span_s: float, title: str, *, window_s: float | No
     ax = fig.subplots()
     t_unit, t_sc = time_unit(span_s)
     if window_s is None:
-        window_s = 1.0 if span_s > 20 else span_s / 50
-    window_s = max(window_s, 1e-12)
+        window_s = default_window(span_s, max((len(item[1]) for item in series), default=0))
     top = 0.0
     for i, item in enumerate(series):
         label, t = item[0], item[1]

@@ -125,9 +125,10 @@ class Test:
     p_holm: float | None = None
     verdict: str = "no significant change"
     note: str = ""
+    unit: str = "s"             # of delta, ci and threshold: s, Hz or ratio
 
     def to_dict(self) -> dict:
-        return {"aspect": self.aspect, "statistic": self.statistic, "delta": _f(self.delta),
+        return {"aspect": self.aspect, "statistic": self.statistic, "unit": self.unit, "delta": _f(self.delta),
                 "ci": [_f(self.ci[0]), _f(self.ci[1])] if self.ci else None,
                 "threshold": _f(self.threshold), "p": _f(self.p), "p_holm": _f(self.p_holm),
                 "verdict": self.verdict, "note": self.note}
@@ -152,15 +153,22 @@ class MetricResult:
         return next((t for t in self.tests if t.aspect == aspect), None)
 
     def to_dict(self) -> dict:
+        """JSON form; keys carry their unit like the analyze JSON (``p50_s``, ``rate_hz``)."""
+        suffix = {"s": "_s", "Hz": "_hz"}.get(self.unit, "")
+
+        def stats(d):
+            return {(k if k in ("n", "stalls", "gaps") else k + suffix): _f(v) if isinstance(v, float) else v
+                    for k, v in d.items()}
+
         return {"metric": self.name, "label": self.label, "unit": self.unit,
-                "before": self.before, "after": self.after,
-                "delta": {k: {"delta": _f(v["delta"]), "ci": [_f(v["ci"][0]), _f(v["ci"][1])]}
+                "before": stats(self.before), "after": stats(self.after),
+                "delta": {k: {"delta" + suffix: _f(v["delta"]), "ci" + suffix: [_f(v["ci"][0]), _f(v["ci"][1])]}
                           for k, v in self.deltas.items()},
                 "tests": [t.to_dict() for t in self.tests],
                 "block_length": self.block.length if self.block else None,
                 "block_note": self.block.describe() if self.block else None,
                 "resolution_s": self.resolution_s, "verdict": self.verdict, "note": self.note,
-                "per_capture_p50": self.per_capture}
+                "per_capture_p50" + suffix: self.per_capture}
 
 
 @dataclasses.dataclass
@@ -287,7 +295,7 @@ def _rate_metric(before: list[np.ndarray], after: list[np.ndarray], st: Settings
     ma = resample.Bootstrap(after, L, rng).replicate_means(st.n_boot)[:, 0]
     d = _delta(1 / mb, 1 / ma, pb["rate"], pa["rate"], st.confidence)
     p = _mwu(resample.block_summaries(before, L, "mean"), resample.block_summaries(after, L, "mean"))
-    t = Test("rate", "transfers/s", d["delta"], d["ci"], st.min_rel_effect * pb["rate"], p)
+    t = Test("rate", "transfers/s", d["delta"], d["ci"], st.min_rel_effect * pb["rate"], p, unit="Hz")
     return MetricResult("transfer_rate", LABELS["transfer_rate"], "Hz", pb, pa, {"rate": d}, [t], blk, None, "")
 
 
@@ -315,7 +323,7 @@ def _stall_metric(before: list[Capture], after: list[Capture], st: Settings) -> 
     ratio = (ra / rb) if rb else (math.inf if ra else 1.0)
     t = Test("stalls", "stall rate ratio after/before", ratio, None, st.min_stall_ratio, p,
              note="stalls counted with each capture's own median; Fisher's exact test treats "
-                  "stalls as independent events")
+                  "stalls as independent events", unit="ratio")
     return MetricResult("stalls", LABELS["stalls"], "1", pb, pa, {}, [t], None, None, "")
 
 

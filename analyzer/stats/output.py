@@ -7,9 +7,17 @@ import math
 from analyzer import __version__
 from analyzer.core import stalls as stalls_mod
 from analyzer.stats.compare import Comparison, MetricResult, _f
-from analyzer.units import fmt_rate, fmt_time
+from analyzer.units import fmt_rate
+from analyzer.units import fmt_time as _fmt_time
 
 SCHEMA = 1
+
+
+def fmt_time(seconds, digits: int = 4) -> str:
+    """analyzer.units.fmt_time with float noise below a femtosecond printed as 0."""
+    if seconds is not None and abs(seconds) < 1e-15:
+        seconds = 0.0
+    return _fmt_time(seconds, digits)
 
 
 def _capture_row(c) -> dict:

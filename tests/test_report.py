@@ -1,0 +1,127 @@
+"""spigap report: sections present, images are real PNGs (decoded by matplotlib), --png files."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+
+import numpy as np
+import pytest
+
+from analyzer.cli import main
+from analyzer.synth import scenario
+from tests.conftest import CAPTURES
+
+PNG_SIG = b"\x89PNG\r\n\x1a\n"
+OLD = CAPTURES / "ad7606-pi5-k6.6.31.sr"
+NEW = CAPTURES / "ad7606-pi5-k6.12.25.sr"
+
+
+def _images(html: str) -> list[bytes]:
+    return [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)]
+
+
+def _decode(png: bytes):
+    import matplotlib.image as mpimg
+
+    assert png.startswith(PNG_SIG)
+    img = mpimg.imread(io.BytesIO(png), format="png")
+    assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 300
+    # not a blank canvas: a plot has many distinct colours
+    assert len(np.unique(img.reshape(-1, img.shape[2])[::7], axis=0)) > 20
+    return img
+
+
+@pytest.fixture(scope="module")
+def compare_report(tmp_path_factory):
+    d = tmp_path_factory.mktemp("report")
+    out, pngs = d / "r.html", d / "png"
+    rc = main(["report", "--before", str(OLD), "--after", str(NEW), "-o", str(out), "--png", str(pngs),
+               "--bootstrap", "200", "--title", "AD7606 <6.6 vs 6.12>"])
+    assert rc == 0
+    return out.read_text(encoding="utf-8"), pngs
+
+
+def test_sections_present(compare_report):
+    html, _ = compare_report
+    for n in (1, 2):
+        for part in ("summary", "gaps", "stalls", "histograms", "timeline", "rate"):
+            assert f'id="capture-{n}-{part}"' in html, (n, part)
+    for sec in ('id="compare"', 'id="compare-attribution"', 'id="compare-overlays"'):
+        assert sec in html
+    # the title is escaped, the verdict and the diagnosis are there
+    assert "AD7606 &lt;6.6 vs 6.12&gt;" in html
+    assert "verdict-regression" in html and "CS setup + hold" in html
+    # every timing figure carries its resolution
+    assert "±1 sample (20 ns)" in html
+    # the stalls of the 6.12 capture are listed with their times
+    assert html.count("context switch") > 5
+
+
+def test_self_contained(compare_report):
+    html, _ = compare_report
+    assert not re.search(r'(src|href)="(https?:|//|file:)', html)
+    assert "<script" not in html
+
+
+def test_images_are_valid_pngs(compare_report):
+    html, pngs = compare_report
+    imgs = _images(html)
+    # per capture: 6 histograms (setup, hold, inter-byte, context switch, duration, period) + timeline + rate;
+    # compare: attribution + 6 overlays + rate
+    assert len(imgs) == 2 * 8 + 1 + 6 + 1
+    for png in imgs:
+        _decode(png)
+    files = sorted(pngs.glob("*.png"))
+    assert len(files) == len(imgs)
+    assert {f.read_bytes() for f in files} == set(imgs)
+    names = {f.name for f in files}
+    assert "compare-attribution.png" in names
+    assert "01-ad7606-pi5-k6.6.31-hist-transfer_period.png" in names
+    assert "02-ad7606-pi5-k6.12.25-timeline.png" in names
+
+
+def test_check_section_uses_the_model(tmp_path):
+    pytest.importorskip("analyzer.model.check")
+    out = tmp_path / "c.html"
+    rc = main(["report", str(OLD), "--profile", "pi5-k6.6.31-ad7606", "-o", str(out)])
+    html = out.read_text()
+    assert rc == 0
+    assert 'id="capture-1-check"' in html
+    assert "pi5-k6.6.31-ad7606" in html and "transfer_period.p50" in html
+    assert 'class="v-PASS"' in html
+    # the mismatched profile fails
+    rc = main(["report", str(NEW), "--profile", "pi5-k6.6.31-ad7606", "-o", str(out)])
+    assert rc == 0 and 'class="v-FAIL"' in out.read_text()
+
+
+def test_events_section(tmp_path):
+    sc = scenario.Scenario.from_toml(CAPTURES / "ad7606-douta-after.toml")
+    p = tmp_path / "ad.sr"
+    scenario.write(sc, p)
+    out = tmp_path / "e.html"
+    rc = main(["report", str(p), "--mode", "2", "--event", "CONVST:rise", "--event", "BUSY:fall", "-o", str(out)])
+    html = out.read_text()
+    assert rc == 0
+    assert 'id="capture-1-events"' in html
+    assert "CONVST:rise → BUSY:fall" in html and "BUSY:fall → CS:assert" in html
+    for png in _images(html):
+        _decode(png)
+
+
+def test_png_only_and_errors(tmp_path, capsys):
+    rc = main(["report", str(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr"), "--png", str(tmp_path / "p")])
+    assert rc == 0
+    files = list((tmp_path / "p").glob("*.png"))
+    # b10 has cs_change and context switch: 7 histograms + timeline + rate
+    assert len(files) == 9
+    capsys.readouterr()
+    for argv in (["report", str(OLD)],                                        # no output
+                 ["report", str(OLD), "--before", str(OLD), "-o", str(tmp_path / "x.html")],
+                 ["report", "/nonexistent.sr", "-o", str(tmp_path / "x.html")],
+                 ["report", str(OLD), "-o", str(tmp_path / "no" / "dir" / "x.html")]):
+        rc = main(argv)
+        err = capsys.readouterr().err
+        assert rc == 2, argv
+        assert len(err.strip().splitlines()) == 1, err
