@@ -40,14 +40,16 @@ $(STAMP): setup.cfg pyproject.toml
 	$(BIN)/python -m analyzer.native
 	@touch $@
 
+# the tests run the real sigrok-cli and PulseView (Debian bookworm packages)
 sigrok-cli:
-	@command -v sigrok-cli >/dev/null 2>&1 || { \
+	@if ! command -v sigrok-cli >/dev/null 2>&1 || ! command -v pulseview >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "setup: installing sigrok-cli with apt-get"; \
-	    $(APT_GET) update -qq && $(APT_GET) install -y -qq sigrok-cli >/dev/null; \
+	    echo "setup: installing sigrok-cli and pulseview with apt-get"; \
+	    $(APT_GET) update -qq && $(APT_GET) install -y -qq sigrok-cli pulseview >/dev/null; \
 	  else \
-	    echo "sigrok-cli is missing: run 'sudo apt-get install sigrok-cli' (the tests and the benchmark compare against it)"; exit 1; \
-	  fi; }
+	    echo "sigrok-cli/pulseview missing: run 'sudo apt-get install sigrok-cli pulseview' (the tests compare against them)"; exit 1; \
+	  fi; \
+	fi
 
 ## the main job on a bundled capture
 demo: setup
