@@ -156,3 +156,25 @@ def test_gap_series_times_match_truth(tmp_path):
     assert np.array_equal(s.at, _q(tl.word_last.reshape(50, 4)[:, :3].ravel()))
     with pytest.raises(UsageError):
         stalls.gap_series(a, "nonsense")
+
+
+def test_seed004_uart_flush_gaps(tmp_path):
+    """Seed 004: a read/write cycle every ~0.3 ms, stopped for ~328 ms by printf/UART flushes
+    after every ~0.5 s of cycles. Each flush is one stall, at its place, and nothing else is."""
+    sc = scenario.Scenario.from_toml(None, {
+        "samplerate": "4MHz", "sclk": "500kHz", "words_per_transfer": 2, "messages": 3000,
+        "messages_per_burst": 1000, "context_switch": "290us", "burst_gap": "328ms", "seed": 4,
+        "cs_setup": "5us", "cs_hold": "3us", "sigma_context_switch": "5us", "sigma_cs_setup": "0.5us"})
+    p = tmp_path / "s004.sr"
+    tl = sc.timeline()
+    scenario.write(sc, p, tl=tl)
+    a = analyze_file(p)
+    found = stalls.find_stalls(a)
+    assert [s.transfer for s in found] == [1000, 2000]
+    assert {s.kind for s in found} == {"context_switch"}
+    for s in found:
+        assert s.at_s == pytest.approx(tl.cs_deassert[s.transfer - 1], abs=1 / 4e6)
+        assert s.duration_s == pytest.approx(tl.truth()["gap_before"][s.transfer], abs=2 / 4e6)
+        assert s.duration_s == pytest.approx(328e-3, abs=30e-6)
+    summ = stalls.summary(a, found)
+    assert summ["excess_fraction"] == pytest.approx(2 * (328e-3 - 290e-6) / (a.end_tick * a.tick_s), rel=0.01)

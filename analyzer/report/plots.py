@@ -181,6 +181,7 @@ def timeline(series: list[tuple[str, np.ndarray, np.ndarray]], stalls: list, spa
     t_unit, t_sc = time_unit(span_s)
     vmax = 0.0
     vmin = math.inf
+    enveloped = False
     for kind, at, val in series:
         if len(val) == 0:
             continue
@@ -193,7 +194,8 @@ def timeline(series: list[tuple[str, np.ndarray, np.ndarray]], stalls: list, spa
         if len(val) > MAX_POINTS:
             c, lo, med, hi = _envelope(at, val, 2000)
             ax.fill_between(c / t_sc, lo, hi, color=color, alpha=0.25, lw=0, step="mid")
-            ax.plot(c / t_sc, med, color=color, lw=0.8, label=f"{label} (min/median/max per bin)")
+            ax.plot(c / t_sc, med, color=color, lw=0.8, label=label)
+            enveloped = True
         else:
             ax.plot(at / t_sc, val, ".", ms=2.5, color=color, alpha=0.6, label=label)
         vmax = max(vmax, float(val.max()))
@@ -201,11 +203,22 @@ def timeline(series: list[tuple[str, np.ndarray, np.ndarray]], stalls: list, spa
     if stalls:
         sx = np.array([s.at_s for s in stalls]) / t_sc
         sy = np.array([s.duration_s for s in stalls])
-        ax.plot(sx, sy, "o", mfc="none", mec=STALL_COLOR, ms=8, mew=1.2, label=f"stall ({len(stalls)})")
-        top = sorted(stalls, key=lambda s: -s.duration_s)[:annotate]
+        many = len(stalls) > 100
+        ax.plot(sx, sy, "o", mfc="none", mec=STALL_COLOR, ms=5 if many else 8, mew=0.8 if many else 1.2,
+                label=f"stall ({len(stalls)})")
+        # label the longest stalls, at most one per tenth of the time axis (no overlapping labels)
+        top, taken = [], []
+        for s in sorted(stalls, key=lambda s: -s.duration_s):
+            if len(top) == annotate:
+                break
+            if all(abs(s.at_s - x) > span_s / 10 for x in taken):
+                top.append(s)
+                taken.append(s.at_s)
         for s in top:
+            right = s.at_s > 0.75 * span_s          # keep the label inside the axes
             ax.annotate(f"{_fmt(s.duration_s)} {s.kind.replace('_', ' ')}", (s.at_s / t_sc, s.duration_s),
-                        textcoords="offset points", xytext=(6, 4), fontsize=8, color=STALL_COLOR)
+                        textcoords="offset points", xytext=(-6 if right else 6, 4), ha="right" if right else "left",
+                        fontsize=8, color=STALL_COLOR)
     if vmax > 0:
         ax.set_yscale("log")
         ax.set_ylim(vmin / 2, vmax * 6)
@@ -218,7 +231,8 @@ def timeline(series: list[tuple[str, np.ndarray, np.ndarray]], stalls: list, spa
     for h in leg.legend_handles:
         if hasattr(h, "set_markersize"):
             h.set_markersize(7)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title + (" (long series: min–max band and median per time bin)" if enveloped else ""),
+                 fontsize=10)
     return fig
 
 
