@@ -1,0 +1,218 @@
+"""One row per capture: the flat columns, metrics, and the text/CSV/JSON renderings.
+
+A *result* is what ``worker.analyze_job`` returns: path, labels, status,
+error and ``analysis`` (the ``output.jsonout.to_dict`` summary, or None).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+
+from analyzer.batch.worker import ERROR, OK, TRUNCATED
+from analyzer.units import fmt_freq, fmt_rate, fmt_time
+
+GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
+             "transfer_duration", "transfer_period", "idle")
+GAP_STATS = ("n", "min", "p50", "mean", "p99", "max", "std")
+# numeric scalars of to_dict()["summary"] and elsewhere, by metric name
+SUMMARY_METRICS = ("transfers", "partial_transfers", "words", "messages", "transfers_per_message",
+                   "sclk_hz", "sclk_period_s", "samples_per_sclk_period", "sclk_min_high_s",
+                   "sclk_min_low_s", "idle_clocks_p50", "transfer_rate_hz", "sclk_edges_outside_cs")
+OTHER_METRICS = ("warnings", "duration_s", "samplerate_hz", "resolution_s", "elapsed_s")
+FIXED_COLUMNS = ["status", "transfers", "transfer_rate_hz", "sclk_hz",
+                 *[f"{k}_{s}_s" for k in GAP_KINDS for s in ("p50", "p99")], "warnings", "error"]
+
+
+def metric_names() -> list[str]:
+    return [*SUMMARY_METRICS, *OTHER_METRICS,
+            *[f"{k}.{s}" + ("" if s == "n" else "_s") for k in GAP_KINDS for s in GAP_STATS]]
+
+
+def parse_metric(name: str) -> str:
+    """Canonical metric name: 'context_switch.p99_s' from 'context_switch.p99',
+    'context_switch_p99_s' (the CSV column) or itself. ValueError if unknown."""
+    n = name.strip()
+    if n in SUMMARY_METRICS or n in OTHER_METRICS:
+        return n
+    m = re.fullmatch(r"(\w+?)[._](n|min|p50|mean|p99|max|std)(?:_s)?", n)
+    if m and m.group(1) in GAP_KINDS:
+        stat = m.group(2)
+        return f"{m.group(1)}.{stat}" + ("" if stat == "n" else "_s")
+    raise ValueError(f"unknown metric {name!r}")
+
+
+def metric_value(res: dict, metric: str):
+    """The value of a canonical metric for one result (None if not available)."""
+    if metric == "elapsed_s":
+        return res.get("elapsed_s")
+    d = res.get("analysis")
+    if not d:
+        return None
+    if metric in SUMMARY_METRICS:
+        return d["summary"].get(metric)
+    if metric == "warnings":
+        return len(d["warnings"])
+    if metric == "resolution_s":
+        return d.get("resolution_s")
+    if metric in ("duration_s", "samplerate_hz"):
+        return d["capture"].get(metric)
+    kind, stat = metric.split(".", 1)
+    g = d["gaps"].get(kind)
+    if g is None or not g.get("available", True):
+        return None
+    return g.get(stat)
+
+
+def label_columns(results) -> list[str]:
+    cols: list[str] = []
+    for r in results:
+        for k in r["labels"]:
+            if k not in cols:
+                cols.append(k)
+    return cols
+
+
+def flatten(res: dict, labels: list[str]) -> dict:
+    """The CSV row of one result."""
+    row = {"path": res["path"]}
+    for k in labels:
+        row[k] = res["labels"].get(k)
+    row["status"] = res["status"]
+    d = res.get("analysis")
+    row["transfers"] = d["summary"]["transfers"] if d else None
+    row["transfer_rate_hz"] = d["summary"]["transfer_rate_hz"] if d else None
+    row["sclk_hz"] = d["summary"]["sclk_hz"] if d else None
+    for k in GAP_KINDS:
+        for s in ("p50", "p99"):
+            row[f"{k}_{s}_s"] = metric_value(res, f"{k}.{s}_s")
+    row["warnings"] = len(d["warnings"]) if d else None
+    row["error"] = res.get("error")
+    return row
+
+
+def columns(results) -> list[str]:
+    labels = [k for k in label_columns(results) if k not in ("path", *FIXED_COLUMNS)]
+    return ["path", *labels, *FIXED_COLUMNS]
+
+
+def _csv_cell(v):
+    if v is None:
+        return ""
+    if isinstance(v, float):      # numpy floats too: plain repr, full precision
+        return repr(float(v))
+    return v
+
+
+def render_csv(results) -> str:
+    cols = columns(results)
+    labels = cols[1:len(cols) - len(FIXED_COLUMNS)]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for r in results:
+        row = flatten(r, labels)
+        w.writerow([_csv_cell(row[c]) for c in cols])
+    return buf.getvalue()
+
+
+def counts(results) -> dict:
+    c = {OK: 0, TRUNCATED: 0, ERROR: 0}
+    for r in results:
+        c[r["status"]] += 1
+    return {"captures": len(results), "ok": c[OK], "truncated": c[TRUNCATED], "failed": c[ERROR]}
+
+
+def summary_line(results) -> str:
+    c = counts(results)
+    text = f"{c['captures']} capture{'s' if c['captures'] != 1 else ''}: {c['ok']} ok"
+    if c["truncated"]:
+        text += f", {c['truncated']} truncated (partial results)"
+    if c["failed"]:
+        text += f", {c['failed']} failed"
+    if c["truncated"] or c["failed"]:
+        text += " -- exit status 2"
+    return text
+
+
+def to_json(results, *, matrices=(), extra: dict | None = None) -> dict:
+    from analyzer import __version__
+
+    cols = columns(results)
+    labels = cols[1:len(cols) - len(FIXED_COLUMNS)]
+    return {
+        "spigap": __version__,
+        "schema": 1,
+        "kind": "batch",
+        "summary": counts(results),
+        **(extra or {}),
+        "columns": cols,
+        "captures": [{**flatten(r, labels), "labels": r["labels"], "elapsed_s": r.get("elapsed_s"),
+                      "analysis": r.get("analysis")} for r in results],
+        "matrices": [m.to_dict() for m in matrices],
+    }
+
+
+def render_json(results, *, matrices=(), extra: dict | None = None) -> str:
+    return json.dumps(to_json(results, matrices=matrices, extra=extra), indent=1) + "\n"
+
+
+def fmt_metric(metric: str, v) -> str:
+    if v is None:
+        return "–"
+    if metric.endswith("rate_hz"):
+        return fmt_rate(v)
+    if metric.endswith("_hz"):
+        return fmt_freq(v)
+    if metric.endswith("_s"):
+        return fmt_time(v)
+    if isinstance(v, int) or float(v).is_integer():
+        return f"{int(v)}"
+    return f"{v:.4g}"
+
+
+TEXT_COLUMNS = [  # (header, metric)
+    ("transfers", "transfers"), ("rate", "transfer_rate_hz"), ("SCLK", "sclk_hz"),
+    ("setup p50", "cs_setup.p50_s"), ("hold p50", "cs_hold.p50_s"),
+    ("byte p50", "inter_byte.p50_s"), ("cs_chg p50", "cs_change.p50_s"),
+    ("ctxsw p50", "context_switch.p50_s"), ("ctxsw p99", "context_switch.p99_s"),
+    ("warn", "warnings"),
+]
+
+
+def common_dir(paths) -> str:
+    dirs = [os.path.dirname(p) for p in paths]
+    if not dirs:
+        return ""
+    try:
+        d = os.path.commonpath(dirs)
+    except ValueError:  # absolute and relative mixed
+        return ""
+    return d
+
+
+def render_text(results) -> str:
+    lines = []
+    base = common_dir([r["path"] for r in results])
+    names = [os.path.relpath(r["path"], base) if base else r["path"] for r in results]
+    if base:
+        lines.append(f"captures in {base}{os.sep}")
+    w = max([len("capture"), *map(len, names)])
+    head = f"{'capture':<{w}}  {'status':<9}" + "".join(f"{h:>11}" for h, _ in TEXT_COLUMNS)
+    lines.append(head)
+    lines.append("-" * len(head))
+    for name, r in zip(names, results):
+        cells = "".join(f"{fmt_metric(m, metric_value(r, m)) if r.get('analysis') else '':>11}"
+                        for _, m in TEXT_COLUMNS)
+        lines.append(f"{name:<{w}}  {r['status']:<9}{cells}".rstrip())
+    problems = [(name, r) for name, r in zip(names, results) if r["status"] != OK]
+    if problems:
+        lines.append("")
+        for name, r in problems:
+            lines.append(f"{r['status']}: {r['error']}")
+    lines.append("")
+    lines.append(summary_line(results))
+    return "\n".join(lines) + "\n"

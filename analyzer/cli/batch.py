@@ -1,0 +1,251 @@
+"""``spigap batch PATH|GLOB ...``: many captures in parallel, one row each, matrices by label."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from analyzer.cli.common import add_capture_options, config_from_args, reader_options, write_output
+from analyzer.errors import SpigapError, UsageError
+
+ORDER = 15
+
+
+def _csv_list(text: str) -> list[str]:
+    items = [t.strip() for t in text.split(",")]
+    if not all(items):
+        raise argparse.ArgumentTypeError(f"give names separated by commas, got {text!r}")
+    return items
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("give a number of processes") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be >= 1")
+    return n
+
+
+def add_subparser(sub) -> None:
+    p = sub.add_parser(
+        "batch", help="analyze many captures in parallel: a row per capture, a matrix per metric",
+        description="Analyze every capture given (files, directories, globs) on all cores, "
+                    "print one summary row per capture and, with labels from the file names or "
+                    "a manifest, a matrix of one metric (e.g. kernel x load x SCLK). A bad "
+                    "capture becomes an error row; the others still finish. Exit status 0 when "
+                    "every capture was analyzed, 2 when any failed. See docs/batch.md.")
+    p.add_argument("inputs", nargs="*", metavar="PATH|GLOB",
+                   help="capture files, directories (searched recursively) or globs ('caps/**/*.sr')")
+    p.add_argument("--manifest", metavar="FILE",
+                   help="TOML or CSV with per-file capture options and labels (docs/batch.md); "
+                        "without PATH arguments its entries are the captures")
+    add_capture_options(p)
+    g = p.add_argument_group("matrix (group captures by labels)")
+    g.add_argument("--pattern", metavar="PAT",
+                   help="labels from file names: '{kernel}-{load}-{sclk}.sr' ({} and * match anything)")
+    g.add_argument("--regex", metavar="RE",
+                   help="labels from paths by named groups: '(?P<kernel>smp|rt)/(?P<sclk>[^/]+)\\.sr'")
+    g.add_argument("--fields", type=_csv_list, metavar="F1,F2,...",
+                   help="the labels to group by, in order; alone: the file name split at --sep")
+    g.add_argument("--sep", default="-", metavar="TEXT", help="separator for --fields alone (default '-')")
+    g.add_argument("--rows", type=_csv_list, metavar="F,...", help="row labels (default: the last field)")
+    g.add_argument("--cols", type=_csv_list, metavar="F,...", help="column labels (default: the other fields)")
+    g.add_argument("--metric", action="append", metavar="NAME",
+                   help="value per cell (repeatable): transfer_rate_hz (default), "
+                        "context_switch.p99_s, cs_setup.p50_s, ... (--list-metrics)")
+    g.add_argument("--reduce", choices=("median", "mean", "min", "max"), default="median",
+                   help="several captures in one cell: their median (default), mean, min or max")
+    g.add_argument("--list-metrics", action="store_true", help="print the metric names and exit")
+    e = p.add_argument_group("execution")
+    e.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                   help="worker processes (default: one per core; 1 = no pool, in this process)")
+    e.add_argument("--dask-scheduler", metavar="ADDR",
+                   help="run on an existing Dask cluster, e.g. tcp://host:8786 (workers need the "
+                        "same file paths and spigap installed)")
+    e.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    o = p.add_argument_group("output")
+    o.add_argument("--format", choices=("text", "csv", "json"), default="text",
+                   help="what goes to stdout (or -o): text table (+ matrices), CSV rows, JSON")
+    o.add_argument("-o", "--output", metavar="FILE", help="write there instead of stdout")
+    o.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
+    o.add_argument("--json", metavar="FILE", help="also write everything as JSON")
+    o.add_argument("--matrix-csv", metavar="FILE", help="also write the matrices as CSV")
+    p.set_defaults(func=run)
+
+
+def _write(text: str, path: str | None) -> None:
+    try:
+        write_output(text, path)
+    except OSError as e:
+        raise UsageError(f"cannot write: {e.strerror or e}", path=path) from None
+
+
+def _warn(text: str) -> None:
+    print(f"spigap: warning: {text}", file=sys.stderr)
+
+
+def make_jobs(args, found, fields, manifest) -> list:
+    """One Job per capture: the command-line options, overridden per file by the manifest."""
+    from analyzer.batch import manifest as manifest_mod
+    from analyzer.batch.worker import Job
+
+    parser = manifest_mod.option_parser() if manifest else None
+    used = set()
+    jobs = []
+    for i, f in enumerate(found):
+        job = Job(index=i, path=f.path, error=f"{f.path}: {f.error}" if f.error else None)
+        labels = dict(fields.labels(f.path) or {})
+        ns = args
+        if manifest is not None:
+            options, mlabels, hits = manifest.lookup(f.path)
+            used.update(id(h) for h in hits)
+            labels.update(mlabels)
+            if options and job.error is None:
+                try:
+                    ns = manifest_mod.apply_options(args, options, parser=parser, path=manifest.path)
+                except SpigapError as e:
+                    job.error = f"{f.path}: {e}"
+        job.labels = labels
+        if job.error is None:
+            try:
+                job.cfg = config_from_args(ns)
+                job.reader = reader_options(ns)
+            except SpigapError as e:
+                job.error = f"{f.path}: {e}"
+        job.file = os.path.abspath(f.path) if args.dask_scheduler else f.path
+        jobs.append(job)
+    if manifest is not None:
+        for e in manifest.entries:
+            if id(e) not in used:
+                _warn(f"{manifest.path}: {e.where} ({e.pattern}) matches no capture of this batch")
+    return jobs
+
+
+def _grouping(args, jobs, fields):
+    """Matrix axes (rows, cols) or None when no matrix is asked for."""
+    from analyzer.batch import matrix
+
+    wanted = fields.kind is not None or args.rows or args.cols
+    if not wanted:
+        return None
+    known: list[str] = list(fields.names)
+    for j in jobs:
+        for k in j.labels:
+            if k not in known:
+                known.append(k)
+    if not known:
+        raise UsageError("no labels to group by",
+                         hint="give --pattern, --regex or --fields, or labels in a --manifest")
+    # the default axes come from the fields named on the command line; a
+    # manifest's labels (often sparse) take part only when named in --rows/--cols
+    order = list(args.fields or fields.names)
+    for f in [*order, *(args.rows or []), *(args.cols or [])]:
+        if f not in known:
+            raise UsageError(f"no label {f!r}", hint=f"known: {', '.join(known)}")
+    rows, cols = matrix.axes(order, args.rows, args.cols)
+    overlap = set(rows) & set(cols)
+    if overlap:
+        raise UsageError(f"{', '.join(sorted(overlap))} is both a row and a column label")
+    if not rows and not cols:
+        raise UsageError("the matrix has no axis", hint="give --rows and/or --cols")
+    return rows, cols
+
+
+def run(args) -> int:
+    from analyzer.batch import discover, execute, matrix, table, worker
+    from analyzer.batch import manifest as manifest_mod
+    from analyzer.batch.worker import OK
+
+    if args.list_metrics:
+        print("\n".join(table.metric_names()))
+        return 0
+
+    # everything the user can get wrong is checked before the first capture is opened
+    metrics = []
+    for name in args.metric or ["transfer_rate_hz"]:
+        try:
+            metrics.append(table.parse_metric(name))
+        except ValueError as e:
+            raise UsageError(str(e), hint="see 'spigap batch --list-metrics'") from None
+    fields = matrix.FieldSource(pattern=args.pattern, regex=args.regex,
+                                fields=args.fields if not (args.pattern or args.regex) else None,
+                                sep=args.sep)
+    config_from_args(args)                # contradicting command-line options: fail now, once
+    manifest = manifest_mod.load(args.manifest) if args.manifest else None
+    inputs = list(args.inputs)
+    if not inputs:
+        if manifest is None:
+            raise UsageError("give capture files, directories or globs (or a --manifest naming them)")
+        inputs = manifest.capture_paths()
+    skipped: list[str] = []
+    found = discover.expand(inputs, input_format=args.input_format, skipped=skipped,
+                            exclude=[args.manifest] if args.manifest else [])
+    if skipped:
+        _warn(f"skipped {len(skipped)} file(s) no reader recognizes: "
+              + ", ".join(os.path.basename(p) for p in skipped[:5]) + (" ..." if len(skipped) > 5 else "")
+              + " (name them explicitly to analyze them anyway)")
+    jobs = make_jobs(args, found, fields, manifest)
+    axes = _grouping(args, jobs, fields)
+    if args.matrix_csv and axes is None:
+        raise UsageError("--matrix-csv needs a matrix", hint="give --pattern, --regex, --fields or --rows/--cols")
+
+    results: list[dict] = []
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(jobs), unit="capture", file=sys.stderr, dynamic_ncols=True, leave=False,
+               disable=args.quiet or not sys.stderr.isatty())
+    failed = 0
+
+    def on_result(r: dict) -> None:
+        nonlocal failed
+        results.append(r)
+        if r["status"] != OK:
+            failed += 1
+            bar.set_postfix(failed=failed, refresh=False)
+        bar.update(1)
+
+    runnable = [j for j in jobs if j.error is None]
+    try:
+        for j in jobs:
+            if j.error is not None:
+                on_result(worker.analyze_job(j))     # returns its error row at once
+        if runnable and args.dask_scheduler:
+            execute.run_dask(runnable, on_result, scheduler=args.dask_scheduler)
+        elif runnable and args.jobs == 1:
+            execute.run_inline(runnable, on_result)
+        elif runnable:
+            execute.run_local(runnable, on_result, workers=args.jobs)
+    finally:
+        bar.close()
+    results.sort(key=lambda r: r["index"])
+
+    matrices = []
+    if axes is not None:
+        rows, cols = axes
+        matrices = [matrix.build(results, m, rows, cols, args.reduce) for m in metrics]
+    extra = {"backend": args.dask_scheduler and f"dask {args.dask_scheduler}" or "local",
+             "manifest": args.manifest,
+             "grouping": fields.describe() or ("manifest labels" if axes else None)}
+    if args.format == "json":
+        text = table.render_json(results, matrices=matrices, extra=extra)
+    elif args.format == "csv":
+        text = table.render_csv(results)
+    else:
+        text = table.render_text(results) + "".join("\n" + matrix.render_text(m) for m in matrices)
+    _write(text, args.output)
+    if args.csv:
+        _write(table.render_csv(results), args.csv)
+    if args.json:
+        _write(table.render_json(results, matrices=matrices, extra=extra), args.json)
+    if args.matrix_csv:
+        _write(matrix.render_csv(matrices), args.matrix_csv)
+
+    bad = [r for r in results if r["status"] != OK]
+    if bad:
+        print(f"spigap: error: {len(bad)} of {len(results)} captures not fully analyzed "
+              "(see the error rows)", file=sys.stderr)
+        return 2
+    return 0
