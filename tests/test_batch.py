@@ -247,6 +247,12 @@ def test_matrix_axes_reduce_and_failed_cells(matrix_dir, tmp_path, capsys):
     cells = {(c["row"]["kernel"], c["col"]["load"]): c for c in m["cells"]}
     assert cells["smp", "noload"]["n"] == 2 and cells["smp", "noload"]["value"] == MESSAGES
     assert cells["rt", "stress"]["failed"] == 1 and cells["rt", "stress"]["n"] == 2
+    # --order: seed 004's column order (SMP before RT), the load across, the kernel inside
+    rc, out, _ = run_cli(capsys, matrix_dir, "--pattern", "{kernel}-{load}-{sclk}.sr",
+                         "--cols", "load,kernel", "--order", "kernel=smp,rt", "--format", "json")
+    (m,) = json.loads(out)["matrices"]
+    assert m["col_keys"] == [["noload", "smp"], ["noload", "rt"], ["stress", "smp"], ["stress", "rt"]]
+    assert m["rows"] == ["sclk"]
     # text: the failed capture marks its cell
     rc, out, _ = run_cli(capsys, matrix_dir, bad, "--pattern", "{kernel}-{load}-{sclk}.sr",
                          "--rows", "kernel", "--cols", "load", "--metric", "transfers", "-j", "2")
@@ -408,6 +414,22 @@ def test_bad_manifests_stop_before_any_analysis(tmp_path, capsys, text, words):
     assert str(m) in line
     for w in words:
         assert w in line
+
+
+def test_manifest_list_options_replace_the_command_line_ones(tmp_path, capsys):
+    caps = _odd_channel_captures(tmp_path)
+    m = tmp_path / "m.toml"
+    m.write_text('[[capture]]\npath = "run*.sr"\nchannel_map = "A0=SCLK,A1=MOSI,A2=MISO,A3=CS"\n'
+                 'cs_polarity = "high"\n')
+    # a --channel-map on the command line alone does not fit these captures ...
+    rc, out, _ = run_cli(capsys, *caps, "--channel-map", "A0=X", "-j", "1", "--format", "json")
+    assert rc == 2
+    # ... the manifest's replaces it (rather than adding to it), and auto-detection finds the roles
+    rc, out, err = run_cli(capsys, *caps, "--manifest", m, "--channel-map", "A0=X", "-j", "1",
+                           "--format", "json")
+    assert rc == 0, err
+    s = json.loads(out)["captures"][0]["analysis"]["settings"]
+    assert (s["clk"], s["mosi"], s["miso"], s["cs"]) == ("SCLK", "MOSI", "MISO", "CS")
 
 
 def test_manifest_entry_matching_nothing_is_a_warning(tmp_path, capsys):

@@ -15,7 +15,7 @@ combined keys such as ``smp/printf``). By default the last field makes the rows
 and the others the columns, which gives seed 004's tables (rows SCLK,
 columns SMP/RT x load) from ``{kernel}-{load}-{sclk}``. Labels that look like
 numbers, frequencies or times sort by value (1MHz < 2MHz < 10MHz), others
-naturally (cap-9 < cap-10). Several captures in one cell are reduced to one
+naturally (cap-9 < cap-10), unless ``--order FIELD=V1,V2,...`` lists them. Several captures in one cell are reduced to one
 value (``--reduce``, default median); failed captures are left out and marked.
 """
 
@@ -119,9 +119,13 @@ def _compile_pattern(pattern: str):
     return re.compile("".join(out)), names
 
 
-def order(values) -> list[str]:
-    """Distinct values sorted by number/frequency/time if all parse, else naturally."""
+def order(values, explicit: list[str] | None = None) -> list[str]:
+    """Distinct values sorted by number/frequency/time if all parse, else naturally;
+    the ``explicit`` ones (``--order load=noload,printf,stress``) first, as given."""
     vals = list(dict.fromkeys(values))
+    if explicit:
+        first = [v for v in explicit if v in vals]
+        return first + order([v for v in vals if v not in first])
     for parse in (float, parse_freq, parse_time):
         try:
             nums = {v: parse(v) for v in vals}
@@ -183,7 +187,8 @@ def axes(fields: list[str], rows: list[str] | None, cols: list[str] | None) -> t
     return fields[-1:], fields[:-1]
 
 
-def build(results, metric: str, rows: list[str], cols: list[str], reduce: str = "median") -> Matrix:
+def build(results, metric: str, rows: list[str], cols: list[str], reduce: str = "median",
+          orders: dict | None = None) -> Matrix:
     cells: dict = {}
     unmatched = []
     seen_rows, seen_cols = [], []
@@ -208,17 +213,18 @@ def build(results, metric: str, rows: list[str], cols: list[str], reduce: str = 
     for cell in cells.values():
         cell.n = len(cell.values)
         cell.value = REDUCERS[reduce](cell.values) if cell.values else None
-    return Matrix(metric, reduce, rows, cols, _sorted_keys(seen_rows), _sorted_keys(seen_cols),
-                  cells, unmatched)
+    orders = orders or {}
+    return Matrix(metric, reduce, rows, cols, _sorted_keys(seen_rows, [orders.get(f) for f in rows]),
+                  _sorted_keys(seen_cols, [orders.get(f) for f in cols]), cells, unmatched)
 
 
-def _sorted_keys(keys: list[tuple]) -> list[tuple]:
+def _sorted_keys(keys: list[tuple], explicit: list) -> list[tuple]:
     keys = list(dict.fromkeys(keys))
     if not keys:
         return []
     rank = []
     for i in range(len(keys[0])):
-        ordered = order([k[i] for k in keys])
+        ordered = order([k[i] for k in keys], explicit[i])
         rank.append({v: j for j, v in enumerate(ordered)})
     return sorted(keys, key=lambda k: tuple(rank[i][v] for i, v in enumerate(k)))
 

@@ -197,7 +197,7 @@ def common_dir(paths) -> str:
 def render_text(results) -> str:
     lines = []
     base = common_dir([r["path"] for r in results])
-    names = [os.path.relpath(r["path"], base) if base else r["path"] for r in results]
+    names = [os.path.relpath(r["path"], base) if base else os.path.normpath(r["path"]) for r in results]
     if base:
         lines.append(f"captures in {base}{os.sep}")
     w = max([len("capture"), *map(len, names)])

@@ -19,6 +19,13 @@ def _csv_list(text: str) -> list[str]:
     return items
 
 
+def _field_order(text: str) -> tuple[str, list[str]]:
+    field, sep, values = text.partition("=")
+    if not sep or not field.strip():
+        raise argparse.ArgumentTypeError(f"give FIELD=V1,V2,..., got {text!r}")
+    return field.strip(), _csv_list(values)
+
+
 def _jobs(text: str) -> int:
     try:
         n = int(text)
@@ -53,6 +60,9 @@ def add_subparser(sub) -> None:
     g.add_argument("--sep", default="-", metavar="TEXT", help="separator for --fields alone (default '-')")
     g.add_argument("--rows", type=_csv_list, metavar="F,...", help="row labels (default: the last field)")
     g.add_argument("--cols", type=_csv_list, metavar="F,...", help="column labels (default: the other fields)")
+    g.add_argument("--order", action="append", type=_field_order, default=[], metavar="FIELD=V1,V2,...",
+                   help="order of a label's values in the matrix (default: by value, then "
+                        "alphabetically), e.g. --order kernel=smp,rt (repeatable)")
     g.add_argument("--metric", action="append", metavar="NAME",
                    help="value per cell (repeatable): transfer_rate_hz (default), "
                         "context_switch.p99_s, cs_setup.p50_s, ... (--list-metrics)")
@@ -142,7 +152,7 @@ def _grouping(args, jobs, fields):
     # the default axes come from the fields named on the command line; a
     # manifest's labels (often sparse) take part only when named in --rows/--cols
     order = list(args.fields or fields.names)
-    for f in [*order, *(args.rows or []), *(args.cols or [])]:
+    for f in [*order, *(args.rows or []), *(args.cols or []), *(f for f, _ in args.order)]:
         if f not in known:
             raise UsageError(f"no label {f!r}", hint=f"known: {', '.join(known)}")
     rows, cols = matrix.axes(order, args.rows, args.cols)
@@ -225,7 +235,8 @@ def run(args) -> int:
     matrices = []
     if axes is not None:
         rows, cols = axes
-        matrices = [matrix.build(results, m, rows, cols, args.reduce) for m in metrics]
+        orders = dict(args.order)
+        matrices = [matrix.build(results, m, rows, cols, args.reduce, orders) for m in metrics]
     extra = {"backend": args.dask_scheduler and f"dask {args.dask_scheduler}" or "local",
              "manifest": args.manifest,
              "grouping": fields.describe() or ("manifest labels" if axes else None)}
