@@ -7,7 +7,6 @@ import json
 import sys
 
 from analyzer.cli.common import add_capture_options, config_from_args, reader_options, write_output
-from analyzer.errors import UsageError
 
 ORDER = 45
 
@@ -158,4 +157,4 @@ def run(args) -> int:
 
 
 __all__ = ["add_subparser", "run", "load_captures", "add_stats_options", "add_stall_options",
-           "add_event_options", "settings_from_args", "stall_rule_from_args", "UsageError"]
+           "add_event_options", "settings_from_args", "stall_rule_from_args"]

@@ -6,7 +6,7 @@ import math
 
 from analyzer import __version__
 from analyzer.core import stalls as stalls_mod
-from analyzer.stats.compare import Comparison, MetricResult, _f
+from analyzer.stats.compare import Comparison, MetricResult
 from analyzer.units import fmt_rate
 from analyzer.units import fmt_time as _fmt_time
 
@@ -241,4 +241,4 @@ def _why(m: MetricResult) -> str:
     return f"{m.label} " + ", ".join(parts)
 
 
-__all__ = ["to_dict", "render_text", "_f"]
+__all__ = ["to_dict", "render_text"]
