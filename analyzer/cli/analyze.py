@@ -6,7 +6,7 @@ import json
 import sys
 
 from analyzer.cli.common import add_capture_options, config_from_args, reader_options, write_output
-from analyzer.errors import CaptureTruncated
+from analyzer.cli.compare import add_event_options, add_stall_options, stall_rule_from_args
 
 ORDER = 10
 
@@ -22,6 +22,8 @@ def add_subparser(sub) -> None:
                    help="label each transfer with its device meaning, decoded by spigap's sigrok "
                         "decoder code: mcp3008 (also mcp3004/3204/3208; options vref, part), ad7606 "
                         "(variant, range, dout), mcp2518fd (also mcp2517fd, mcp251863; chip, can_mode)")
+    add_event_options(p)
+    add_stall_options(p)
     o = p.add_argument_group("output")
     o.add_argument("--format", choices=("text", "json", "csv"), default="text")
     o.add_argument("--transfers", action="store_true",
@@ -37,9 +39,18 @@ def analyze_path(path, args):
     from analyzer.io import open_capture
 
     cfg = config_from_args(args)
-    opts = reader_options(args)
-    with open_capture(path, input_format=opts["input_format"], samplerate=opts["samplerate"]) as reader:
+    with open_capture(path, **reader_options(args)) as reader:
         return analysis.run(reader, cfg)
+
+
+def measure_events(path, a, args):
+    """--event: a second streaming pass over the capture for the extra channels."""
+    from analyzer.core.events import measure, parse_event
+    from analyzer.io import open_capture
+
+    specs = [parse_event(e) for e in args.event]
+    with open_capture(path, **reader_options(args)) as reader:
+        return measure(reader, a, specs)
 
 
 def run(args) -> int:
@@ -51,10 +62,16 @@ def run(args) -> int:
     if args.device:
         a.device = args.device
         a.labels = devices.labels(a, args.device)
+    from analyzer.core.stalls import find_stalls
+
+    rule = stall_rule_from_args(args)
+    stalls = find_stalls(a, rule)
+    events = measure_events(args.capture, a, args) if args.event else None
     if args.format == "json":
         from analyzer.output.jsonout import to_dict
 
-        text = json.dumps(to_dict(a, transfers=args.transfers or bool(args.device)), indent=1) + "\n"
+        text = json.dumps(to_dict(a, transfers=args.transfers or bool(args.device), stalls=stalls,
+                                  stall_rule=rule, events=events), indent=1) + "\n"
     elif args.format == "csv":
         from analyzer.output.csvout import render
 
@@ -62,7 +79,8 @@ def run(args) -> int:
     else:
         from analyzer.output.text import render
 
-        text = render(a, transfers=args.transfers or bool(args.device))
+        text = render(a, transfers=args.transfers or bool(args.device), stalls=stalls, stall_rule=rule,
+                      events=events)
     write_output(text, args.output)
     if a.truncated:
         # the partial results are out; now say what went wrong, as an error

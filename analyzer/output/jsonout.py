@@ -37,7 +37,11 @@ def gap_stats(a: Analysis) -> dict:
     return out
 
 
-def to_dict(a: Analysis, *, transfers: bool = False) -> dict:
+def to_dict(a: Analysis, *, transfers: bool = False, stalls=None, stall_rule=None, events=None) -> dict:
+    """The JSON document. ``stalls``: a list from core.stalls.find_stalls (found with the
+    default rule when None); ``events``: a core.events.EventReport (--event)."""
+    from analyzer.core import stalls as stalls_mod
+
     info = a.info
     t = a.tick_s
     ic = a.idle_clocks()
@@ -86,6 +90,11 @@ def to_dict(a: Analysis, *, transfers: bool = False) -> dict:
         "gaps": gap_stats(a),
         "warnings": list(a.warnings),
     }
+    rule = stall_rule or stalls_mod.StallRule()
+    found = stalls_mod.find_stalls(a, rule) if stalls is None else stalls
+    d["stalls"] = stalls_mod.to_dict(a, found, rule, limit=1000)
+    if events is not None:
+        d["events"] = events.to_dict()
     if transfers:
         d["transfers"] = transfer_rows(a)
     return d

@@ -19,8 +19,9 @@ ROW_LABEL = {
 }
 
 
-def render(a: Analysis, *, transfers: bool = False, limit: int = 50) -> str:
-    d = to_dict(a)
+def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None, stall_rule=None,
+           events=None) -> str:
+    d = to_dict(a, stalls=stalls, stall_rule=stall_rule, events=events)
     cap, s, st = d["capture"], d["summary"], d["settings"]
     res = d["resolution_s"]
     lines = []
@@ -58,6 +59,28 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50) -> str:
             continue
         vals = [fmt_time(row[k]) for k in ("min_s", "p50_s", "mean_s", "p99_s", "max_s", "std_s")]
         lines.append(f"{label:26s}{row['n']:>8d}" + "".join(f"{v:>11s}" for v in vals))
+    st = d["stalls"]
+    if st["count"]:
+        lines.append("")
+        lines.append(f"stalls      {st['count']} gap(s) far above their kind's median, "
+                     f"{fmt_time(st['excess_s'])} lost in all ({st['rule']}); the longest:")
+        for x in sorted(st["stalls"], key=lambda x: -x["duration_s"])[:10]:
+            lines.append(f"  at {fmt_time(x['at_s'], 7):>12s}  {x['kind']:15s} {fmt_time(x['duration_s']):>10s} "
+                         f"(median {fmt_time(x['median_s'])}), transfer #{x['transfer']}")
+    if "events" in d:
+        ev = d["events"]
+        lines.append("")
+        lines.append(f"events      chain {' → '.join(ev['chain'])}")
+        rows = ev["latency"] + ([ev["chain_total"]] if ev["chain_total"] else [])
+        for r in rows:
+            lines.append(f"  {r['from'] + ' → ' + r['to']:28s} n={r['n']:<7d} p50 {fmt_time(r['p50_s']):>10s}  "
+                         f"p99 {fmt_time(r['p99_s']):>10s}  max {fmt_time(r['max_s']):>10s}  "
+                         f"missing {r['missing']}")
+        for c in ev["channels"]:
+            per = c["period"]
+            lines.append(f"  {c['channel'] + ':' + c['edge']:28s} {c['events']} events "
+                         f"({fmt_rate(c['events_per_s'])}), period p50 {fmt_time(per['p50_s'])}, "
+                         f"high p50 {fmt_time(c['high']['p50_s'])}, low p50 {fmt_time(c['low']['p50_s'])}")
     if transfers:
         lines.append("")
         what = f"{a.device} meaning" if a.labels is not None else "mosi / miso"
