@@ -508,6 +508,17 @@ def test_unreachable_dask_scheduler_is_a_one_line_error():
     assert "\n" not in str(e.value)
 
 
+def test_dask_cluster_without_workers_is_a_one_line_error():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=0, processes=False, host="127.0.0.1", protocol="tcp://",
+                                  dashboard_address=None) as cluster:
+        with pytest.raises(Exception) as e:
+            execute.run_dask([worker.Job(0, "x.sr", "x.sr")], lambda r: None,
+                             scheduler=cluster.scheduler_address, timeout_s=0.5)
+    assert type(e.value).__name__ == "InputError"
+    assert "has no workers" in str(e.value) and "\n" not in str(e.value)
+
+
 # ------------------------------------------------------------ held-out: the real captures
 # CS windows per capture, from ../shared/captures-real/README.md (atmega32: the last
 # window is cut by the end of the capture; ssi32: CS is already active at sample 0,
@@ -549,3 +560,4 @@ def test_all_real_captures_analyze_in_batch_without_error_rows(tmp_path, capsys)
     # the nRF24L01 Raspberry Pi bus: its Linux CS setup of tens of µs (README: median 38.8 µs)
     assert got["spi__nrf24l01__nrf24l01-communication.sr"]["cs_setup_p50_s"] == pytest.approx(
         38.8e-6, abs=0.2e-6)
+

@@ -95,6 +95,11 @@ def run_dask(jobs: Sequence[Job], on_result: Callable[[dict], None], *, schedule
         raise InputError(f"cannot connect to the Dask scheduler {scheduler}: {msg}",
                          hint="is the scheduler running, and is the address tcp://HOST:PORT?") from None
     try:
+        try:
+            client.wait_for_workers(1, timeout=timeout_s)
+        except TimeoutError:
+            raise InputError(f"the Dask cluster at {scheduler} has no workers",
+                             hint="start some: dask worker " + scheduler) from None
         futures = client.map(worker.analyze_job, list(jobs), pure=False)
         job_of = {fut.key: job for fut, job in zip(futures, jobs)}
         for fut in as_completed(futures, loop=client.loop):
