@@ -148,6 +148,21 @@ def test_progress_bar_only_on_a_terminal_and_not_with_quiet(matrix_dir, monkeypa
     assert capsys.readouterr().err == ""
 
 
+
+def test_the_command_in_its_own_process(matrix_dir, tmp_path):
+    """The installed entry point end to end: rows on stdout, one error line, exit 2."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.sr"
+    bad.write_bytes(b"\x00" * 100)
+    proc = subprocess.run([sys.executable, "-m", "analyzer", "batch", str(matrix_dir), str(bad),
+                           "--format", "csv"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["spigap: error: 1 of 9 captures not fully analyzed (see the error rows)"]
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert [r["status"] for r in rows].count("ok") == 8 and rows[-1]["status"] == "error"
+
 # ------------------------------------------------------------ discovery
 def test_directories_and_globs_expand_to_capture_files(tmp_path, matrix_dir):
     sub = tmp_path / "a" / "b"
