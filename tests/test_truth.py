@@ -134,3 +134,14 @@ def test_undersampled_clock_warns(tmp_path):
     sc, tl, path = synth(tmp_path, samplerate="10MHz", sclk="3.3MHz", messages=10, seed=4)
     a = analyze(path)
     assert any("samples per SCLK period" in w for w in a.warnings)
+
+
+def test_two_transfers_per_message_without_jitter(tmp_path):
+    # both gap phases have zero spread: the capture is taken to start with a message
+    sc, tl, path = synth(tmp_path, transfers_per_message=2, messages=20, cs_change="10us",
+                         context_switch="30us", seed=8)
+    a = analyze(path)
+    assert a.grouping.transfers_per_message == 2
+    assert a.n_messages() == 20
+    assert (a.gap_kind[1::2] == KIND_CS_CHANGE).all() and (a.gap_kind[2::2] == KIND_CONTEXT_SWITCH).all()
+    assert type(a.transfer_rate_hz()) is float

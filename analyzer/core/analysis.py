@@ -150,7 +150,7 @@ class Analysis:
         s = self.start[~self.partial_start]
         if len(s) < 2 or s[-1] == s[0]:
             return None
-        return (len(s) - 1) / ((s[-1] - s[0]) * self.tick_s)
+        return float((len(s) - 1) / ((s[-1] - s[0]) * self.tick_s))
 
     def n_messages(self) -> int:
         if self.n == 0:

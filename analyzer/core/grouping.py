@@ -49,8 +49,12 @@ def _phase_of(g: np.ndarray, n: int) -> int:
     if n == 2:
         # two phases deviate equally from their mean; a cs_change gap is a busy
         # wait (narrow), a context switch goes through the scheduler (wide)
+        # With no spread to tell (jitter-free data), assume the capture starts
+        # with a message, as --transfers-per-message does without enough data.
         p10, p90 = np.percentile(grid, [10, 90], axis=0)
         spread = np.median(np.abs(grid - meds), axis=0) + (p90 - p10)
+        if abs(spread[0] - spread[1]) <= 0.05 * max(spread) + 1e-9:
+            return n - 1
         return int(np.argmax(spread))
     return int(np.argmax(np.abs(meds - np.median(meds))))
 
