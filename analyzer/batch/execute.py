@@ -46,7 +46,12 @@ def run_local(jobs: Sequence[Job], on_result: Callable[[dict], None], *, workers
         broken: list[Job] = []
         pool = ProcessPoolExecutor(max_workers=n)
         try:
-            futures = {pool.submit(worker.analyze_job, job): job for job in pending}
+            futures = {}
+            for job in pending:
+                try:
+                    futures[pool.submit(worker.analyze_job, job)] = job
+                except BrokenProcessPool:      # a worker died while we were still submitting
+                    broken.append(job)
             for fut in as_completed(futures):
                 try:
                     row = fut.result()
