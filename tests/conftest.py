@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pathlib
+import re
 import shutil
 import subprocess
+import zipfile
 
 import pytest
 
@@ -43,3 +46,52 @@ def run_sigrok(args: list[str], *, decoders_dir: pathlib.Path | None = DECODERS,
     assert proc.returncode == 0, f"sigrok-cli {' '.join(args)} exited {proc.returncode}: {proc.stderr[-2000:]}"
     assert not errors, f"sigrok-cli {' '.join(args)} reported decoder errors:\n{proc.stderr[-4000:]}"
     return proc.stdout
+
+
+# ------------------------------------------------------- decoder test helpers
+
+ANNOTATION = re.compile(r'^(\d+)-(\d+) (\w+)-\d+: ([\w-]+): (.*)$')
+
+
+def sigrok_annotations(capture, stack: str, pd_id: str):
+    """Annotations of decoder ``pd_id`` as (ss, es, class, [texts]), plus the raw
+    stdout, from ``sigrok-cli -l 4 -i capture -P stack -A pd_id``.
+
+    The same run at the default log level goes through run_sigrok() first,
+    which fails on any srd: line; at -l 4 stderr is full of srd: debug lines,
+    so there only tracebacks and srd: ...Error/Exception lines fail."""
+    args = ["-i", str(capture), "-P", stack, "-A", pd_id]
+    run_sigrok(args)
+    env = dict(os.environ, SIGROKDECODE_DIR=str(DECODERS))
+    proc = subprocess.run(["sigrok-cli", "-l", "4", *args], capture_output=True, text=True, env=env, timeout=600)
+    bad = [ln for ln in proc.stderr.splitlines()
+           if "Traceback" in ln or re.search(r"srd: \w+(Error|Exception)\b", ln) or "failed" in ln]
+    assert proc.returncode == 0 and not bad, proc.stderr[-3000:]
+    out = []
+    for ln in proc.stdout.splitlines():
+        mt = ANNOTATION.match(ln)
+        assert mt and mt[3] == pd_id, f"unexpected sigrok-cli line {ln!r}"
+        out.append((int(mt[1]), int(mt[2]), mt[4], re.findall(r'"((?:[^"\\]|\\.)*)"', mt[5])))
+    return out, proc.stdout
+
+
+def golden_lines(anns, pd_id: str) -> list[str]:
+    """sigrok-test 'annotation' format: ss-es pd: class: "text" "text" ..."""
+    return [f"{ss}-{es} {pd_id}: {cls}: " + " ".join(f'"{t}"' for t in texts) for ss, es, cls, texts in anns]
+
+
+def capture_channels(sr) -> list[str]:
+    """Channel names of a .sr (its metadata's probeN keys)."""
+    with zipfile.ZipFile(sr) as z:
+        meta = z.read("metadata").decode()
+    return [ln.split("=", 1)[1] for ln in meta.splitlines() if re.match(r"^probe\d+=", ln.strip())]
+
+
+def load_plain_module(decoder_id: str, module: str):
+    """A decoder's plain module loaded by file path, as the analyzer does
+    (no package, no sigrokdecode), fresh for the tests."""
+    path = DECODERS / decoder_id / f"{module}.py"
+    spec = importlib.util.spec_from_file_location(f"{module}_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

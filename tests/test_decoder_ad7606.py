@@ -13,14 +13,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 import types
 import zipfile
 
 import pytest
 
-from conftest import CAPTURES, DECODERS, ROOT, real, run_sigrok
+from conftest import (CAPTURES, DECODERS, ROOT, capture_channels, golden_lines, load_plain_module, real,
+                      run_sigrok, sigrok_annotations)
 
 from analyzer.synth import scenario
 from analyzer.synth.devices import ad7606 as gen
@@ -45,44 +45,15 @@ WARNING_FOR = {
 }
 
 
-def _load_plain_module():
-    """Load ad760x.py by file path, as the analyzer does (no package, no sigrokdecode)."""
-    path = DECODERS / "ad7606" / "ad760x.py"
-    spec = importlib.util.spec_from_file_location("ad760x_under_test", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
-
-m = _load_plain_module()
+m = load_plain_module("ad7606", "ad760x")
 
 
 # ---------------------------------------------------------------- helpers
 
-LINE = re.compile(r'^(\d+)-(\d+) ad7606-1: ([\w-]+): (.*)$')
-
-
 def annotations(sr, pd):
-    """(ss, es, class, [texts]) from sigrok-cli -l 4; the same run at the default
-    log level goes through run_sigrok() first, which fails on any srd: line."""
-    args = ["-i", str(sr), "-P", pd, "-A", "ad7606"]
-    run_sigrok(args)
-    env = dict(os.environ, SIGROKDECODE_DIR=str(DECODERS))
-    proc = subprocess.run(["sigrok-cli", "-l", "4", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
-    bad = [ln for ln in proc.stderr.splitlines()
-           if "Traceback" in ln or re.search(r"srd: \w+(Error|Exception)\b", ln)]
-    assert proc.returncode == 0 and not bad, proc.stderr[-3000:]
-    out = []
-    for ln in proc.stdout.splitlines():
-        mt = LINE.match(ln)
-        assert mt, f"unexpected sigrok-cli line: {ln!r}"
-        out.append((int(mt[1]), int(mt[2]), mt[3], re.findall(r'"([^"]*)"', mt[4])))
-    return out
-
-
-def golden_lines(anns):
-    return [f"{ss}-{es} ad7606: {cls}: " + " ".join(f'"{t}"' for t in texts) for ss, es, cls, texts in anns]
+    """(ss, es, class, [texts]) of the ad7606 decoder set up as ``pd``."""
+    return sigrok_annotations(sr, pd, "ad7606")[0]
 
 
 def truth_of(name, **overrides):
@@ -109,12 +80,6 @@ def time_text(seconds):
 def sample(sc, t):
     return int(round(t * sc.samplerate))
 
-
-def capture_channels(sr):
-    """Channel names of a .sr (its metadata's probeN keys)."""
-    with zipfile.ZipFile(sr) as z:
-        meta = z.read("metadata").decode()
-    return [ln.split("=", 1)[1] for ln in meta.splitlines() if re.match(r"^probe\d+=", ln.strip())]
 
 
 # ------------------------------------------------------------ captures
@@ -144,7 +109,7 @@ def test_shipped_pulseview_setup_names_the_tested_stack(name):
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_golden_annotations(name):
-    got = golden_lines(annotations(CAPTURES / f"ad7606-{name}.sr", SHIPPED[name]))
+    got = golden_lines(annotations(CAPTURES / f"ad7606-{name}.sr", SHIPPED[name]), "ad7606")
     path = GOLDEN / f"{name}.output"
     if os.environ.get("SPIGAP_UPDATE_GOLDEN"):
         path.parent.mkdir(parents=True, exist_ok=True)

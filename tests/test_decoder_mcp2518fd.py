@@ -10,7 +10,6 @@ and real foreign captures (must give warnings, never an exception).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 import re
@@ -19,7 +18,7 @@ import zipfile
 
 import pytest
 
-from conftest import CAPTURES, DECODERS, ROOT, real, run_sigrok
+from conftest import CAPTURES, DECODERS, ROOT, load_plain_module, real, run_sigrok, sigrok_annotations
 
 from analyzer.synth import scenario
 from analyzer.synth.devices import mcp2518fd as gen
@@ -29,42 +28,15 @@ SPI = "spi:clk=SCK:mosi=SDI:miso=SDO:cs=nCS"
 SHIPPED = ["rx", "rx-k5.18", "tx", "fd", "crc"]
 
 
-def _load_plain_module():
-    """Load the plain module by file path, as the analyzer does."""
-    path = DECODERS / "mcp2518fd" / "mcp251xfd.py"
-    spec = importlib.util.spec_from_file_location("mcp251xfd_under_test", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
-
-m = _load_plain_module()
+m = load_plain_module("mcp2518fd", "mcp251xfd")
 
 
 # ---------------------------------------------------------------- helpers
 
-LINE = re.compile(r'^(\d+)-(\d+) mcp2518fd-1: ([\w-]+): (.*)$')
-
-
 def annotations(sr, spi=SPI, options=""):
-    """sigrok-cli -l 4 output (ss-es id: class: "texts") as tuples. The same
-    run at the default log level goes through run_sigrok() first, which fails
-    on any srd: line (at -l 4 stderr is full of srd: debug lines)."""
-    pd = "mcp2518fd" + options
-    run_sigrok(["-i", str(sr), "-P", f"{spi},{pd}", "-A", "mcp2518fd"])
-    env = dict(os.environ, SIGROKDECODE_DIR=str(DECODERS))
-    proc = subprocess.run(["sigrok-cli", "-l", "4", "-i", str(sr), "-P", f"{spi},{pd}", "-A", "mcp2518fd"],
-                          capture_output=True, text=True, env=env, timeout=300)
-    bad = [ln for ln in proc.stderr.splitlines()
-           if "Traceback" in ln or re.search(r"srd: \w+(Error|Exception)\b", ln) or "failed" in ln]
-    assert proc.returncode == 0 and not bad, proc.stderr[-3000:]
-    out = []
-    for ln in proc.stdout.splitlines():
-        mt = LINE.match(ln)
-        assert mt, f"unexpected sigrok-cli line {ln!r}"
-        texts = re.findall(r'"((?:[^"\\]|\\.)*)"', mt.group(4))
-        out.append((int(mt.group(1)), int(mt.group(2)), mt.group(3), texts))
-    return out, proc.stdout
+    """(annotations as (ss, es, class, [texts]), raw stdout) of mcp2518fd stacked on ``spi``."""
+    return sigrok_annotations(sr, f"{spi},mcp2518fd{options}", "mcp2518fd")
 
 
 def windows(anns):

@@ -13,14 +13,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 import types
 import zipfile
 
 import pytest
 
-from conftest import CAPTURES, DECODERS, ROOT, real, run_sigrok
+from conftest import (CAPTURES, DECODERS, ROOT, capture_channels, golden_lines, load_plain_module, real,
+                      run_sigrok, sigrok_annotations)
 
 from analyzer.synth import scenario
 from analyzer.synth.devices import mcp3008 as gen
@@ -48,46 +48,15 @@ WARNING_FOR = {
 }
 
 
-def _load_plain_module():
-    """Load mcp3x0x.py by file path, as the analyzer does (no package, no sigrokdecode)."""
-    path = DECODERS / "mcp3008" / "mcp3x0x.py"
-    spec = importlib.util.spec_from_file_location("mcp3x0x_under_test", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
-
-m = _load_plain_module()
+m = load_plain_module("mcp3008", "mcp3x0x")
 
 
 # ---------------------------------------------------------------- helpers
 
-LINE = re.compile(r'^(\d+)-(\d+) mcp3008-1: ([\w-]+): (.*)$')
-
-
 def annotations(sr, spi, options=""):
-    """(ss, es, class, [texts]) from sigrok-cli -l 4. The same run at the
-    default log level goes through run_sigrok() first, which fails on any
-    srd: line (at -l 4 stderr is full of srd: debug lines)."""
-    args = ["-i", str(sr), "-P", f"{spi},mcp3008{options}", "-A", "mcp3008"]
-    run_sigrok(args)
-    env = dict(os.environ, SIGROKDECODE_DIR=str(DECODERS))
-    proc = subprocess.run(["sigrok-cli", "-l", "4", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
-    bad = [ln for ln in proc.stderr.splitlines()
-           if "Traceback" in ln or re.search(r"srd: \w+(Error|Exception)\b", ln)]
-    assert proc.returncode == 0 and not bad, proc.stderr[-3000:]
-    out = []
-    for ln in proc.stdout.splitlines():
-        mt = LINE.match(ln)
-        assert mt, f"unexpected sigrok-cli line: {ln!r}"
-        out.append((int(mt[1]), int(mt[2]), mt[3], re.findall(r'"([^"]*)"', mt[4])))
-    return out
-
-
-def golden_lines(anns):
-    """sigrok-test 'annotation' format: ss-es pd: class: "text" "text" ..."""
-    return [f"{ss}-{es} mcp3008: {cls}: " + " ".join(f'"{t}"' for t in texts) for ss, es, cls, texts in anns]
+    """(ss, es, class, [texts]) of the mcp3008 decoder stacked on ``spi``."""
+    return sigrok_annotations(sr, f"{spi},mcp3008{options}", "mcp3008")[0]
 
 
 def truth_of(name):
@@ -121,12 +90,6 @@ def by_window(sc, tl, anns):
 CONV = re.compile(r"^(CH\S+) = (\d+) \((-?\d+\.\d{3}) V\)$")
 
 
-def capture_channels(sr):
-    """Channel names of a .sr (its metadata's probeN keys)."""
-    with zipfile.ZipFile(sr) as z:
-        meta = z.read("metadata").decode()
-    return [ln.split("=", 1)[1] for ln in meta.splitlines() if re.match(r"^probe\d+=", ln.strip())]
-
 
 # ------------------------------------------------------------ captures
 
@@ -156,7 +119,7 @@ def test_shipped_pulseview_setup_names_the_tested_stack(name):
 @pytest.mark.parametrize("name", SHIPPED)
 def test_golden_annotations(name):
     spi, opts = SHIPPED[name]
-    got = golden_lines(annotations(CAPTURES / f"mcp3008-{name}.sr", spi, opts))
+    got = golden_lines(annotations(CAPTURES / f"mcp3008-{name}.sr", spi, opts), "mcp3008")
     path = GOLDEN / f"{name}.output"
     if os.environ.get("SPIGAP_UPDATE_GOLDEN"):
         path.parent.mkdir(parents=True, exist_ok=True)
