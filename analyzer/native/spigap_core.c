@@ -18,6 +18,15 @@
 
 /* ------------------------------------------------------------------ scan */
 
+/* bit bitpos[j] of the masked sample becomes bit j of the compact state */
+static inline uint32_t compact(uint64_t v, const int64_t *bitpos, int64_t nbits)
+{
+    uint32_t c = 0;
+    for (int64_t j = 0; j < nbits; j++)
+        c |= (uint32_t)((v >> bitpos[j]) & 1u) << j;
+    return c;
+}
+
 /*
  * Find the samples where the masked bits differ from the previous sample.
  * data: n samples of `unitsize` bytes (little-endian); mask: unitsize bytes;
@@ -41,11 +50,8 @@ int64_t spigap_scan(const uint8_t *data, int64_t n, int64_t unitsize, const uint
             if (v != pb) {
                 if (k >= cap)
                     break;
-                uint32_t c = 0;
-                for (int64_t j = 0; j < nbits; j++)
-                    c |= (uint32_t)((v >> bitpos[j]) & 1u) << j;
                 pos_out[k] = base + i;
-                val_out[k] = c;
+                val_out[k] = compact(v, bitpos, nbits);
                 k++;
                 pb = v;
             }
@@ -59,11 +65,8 @@ int64_t spigap_scan(const uint8_t *data, int64_t n, int64_t unitsize, const uint
             if (v != p) {
                 if (k >= cap)
                     break;
-                uint32_t c = 0;
-                for (int64_t j = 0; j < nbits; j++)
-                    c |= (uint32_t)((v >> bitpos[j]) & 1u) << j;
                 pos_out[k] = base + i;
-                val_out[k] = c;
+                val_out[k] = compact(v, bitpos, nbits);
                 k++;
                 p = v;
             }
