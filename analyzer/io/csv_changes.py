@@ -36,6 +36,7 @@ from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
 
 CHUNK_BYTES = 4 << 20
 HEAD_BYTES = 64 << 10
+MAX_TICK = float(1 << 62)       # a time this many ticks from the start is damage, not data
 MAX_FIELD = 48                  # a numeric field longer than this is not a number
 _TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
 
@@ -377,8 +378,10 @@ class ChangeCsvReader(CaptureReader):
                     ch, good = _bits(blk.a, blk.start[:, c], blk.end[:, c])
                     lv[:, j] = ch
                     ok &= good
-                ticks = np.rint((t * self._unit - self.t0) / self.tick).astype(np.int64) if n else \
-                    np.empty(0, np.int64)
+                with np.errstate(invalid="ignore", over="ignore"):
+                    ft = (t * self._unit - self.t0) / self.tick
+                    ok &= np.abs(ft) < MAX_TICK
+                ticks = np.rint(np.where(ok, ft, 0.0)).astype(np.int64)
                 bad = ~ok
                 if n:
                     back = np.empty(n, bool)
@@ -391,6 +394,9 @@ class ChangeCsvReader(CaptureReader):
                     problem = ("time goes backwards" if ok[lim] else "a malformed row", int(blk.row_offset[lim]))
                 elif blk.total > n:
                     problem = ("a row with too few fields", blk.bad_offset)
+                if problem is not None and not data and not buf.endswith(b"\n") and \
+                        buf.rfind(b"\n", 0, len(buf) - 1) + 1 == problem[1]:
+                    problem = ("the last row is incomplete (the file is cut short)", problem[1])
                 ticks, lv = ticks[:lim], lv[:lim]
                 block, state, started, x = self._fold(ticks, lv, state, started)
                 x_rows += x[0]

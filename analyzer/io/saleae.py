@@ -46,6 +46,7 @@ from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
 from analyzer.io.threshold import Schmitt, Source, merge, resolve_thresholds, sampled_source, strict_runs
 
 MAGIC = b"<SALEAE>"
+MAX_TICK = float(1 << 62)        # times beyond this many ticks are damage, not data
 SLICE = 1 << 20                  # transitions / samples read per step
 _NAME_RE = re.compile(r"^(digital|analog)_(\d+)\.bin$", re.IGNORECASE)
 # sample rates of logic analyzers and scopes (Hz): candidates when a file has no rate
@@ -101,7 +102,7 @@ class _ChannelFile:
         for name, v in (("begin time", begin), ("end time", end)):
             if not math.isfinite(v):
                 raise InputError(f"{item}: {name} is {v!r}", path=self.path)
-        if rate is not None and not (math.isfinite(rate) and rate > 0):
+        if rate is not None and not (math.isfinite(rate) and 0 < rate <= 1e12):
             if self.analog:
                 raise InputError(f"{item}: sample rate is {rate!r}", path=self.path,
                                  hint="the analog samples cannot be placed in time without it")
@@ -121,9 +122,9 @@ class _ChannelFile:
             if self.analog:
                 begin, rate, down, n = struct.unpack("<dQQQ", self._read(f, 32, "header"))
                 down = down or 1
-                self._add(None, rate / down if rate else None, begin, begin, n, 48, "waveform")
+                self._add(None, rate / down, begin, begin, n, 48, "waveform")
                 c = self.chunks[-1]
-                c.end = begin + c.n / c.rate if c.rate else begin
+                c.end = begin + c.n / c.rate
             else:
                 init, begin, end, n = struct.unpack("<Iddq", self._read(f, 28, "header"))
                 if n < 0:
@@ -148,7 +149,7 @@ class _ChannelFile:
                 if self.analog:
                     begin, trig, rate, down, n = struct.unpack("<dddqQ", self._read(f, 40, f"waveform {i}"))
                     down = down if down > 0 else 1
-                    rate_eff = rate / down if rate and math.isfinite(rate) else rate
+                    rate_eff = rate / down if math.isfinite(rate) else rate
                     off = self._add(None, rate_eff, begin, begin, n, off + 40, f"waveform {i}")
                     c = self.chunks[-1]
                     c.end = begin + c.n / c.rate
@@ -168,7 +169,8 @@ class _ChannelFile:
         return np.fromfile(self.path, dtype="<f8", count=hi - lo, offset=chunk.offset + 8 * lo)
 
     def samples(self, chunk: _Chunk, lo: int, hi: int) -> np.ndarray:
-        return np.fromfile(self.path, dtype="<f4", count=hi - lo, offset=chunk.offset + 4 * lo).astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            return np.fromfile(self.path, dtype="<f4", count=hi - lo, offset=chunk.offset + 4 * lo).astype(np.float64)
 
 
 class _Cut(Exception):
@@ -193,7 +195,7 @@ class SaleaeReader(CaptureReader):
         chunks = [c for cf in self.files for c in cf.chunks]
         begins = [c.begin for c in chunks]
         self.t0 = min(begins) if begins else 0.0
-        ends = [c.end for c in chunks]
+        ends = [c.end for c in chunks] + begins
         t_end = max(ends) if ends else self.t0
 
         for cf in self.files:
@@ -208,7 +210,7 @@ class SaleaeReader(CaptureReader):
         elif rates and not (digital_rates and max(digital_rates) < 1e3):
             rate = max(rates)
             src = "file"
-            if any(abs(rate / r - round(rate / r)) > 1e-6 for r in rates):
+            if any(abs(rate / r - round(rate / r)) > 1e-6 for r in rates if rate / r < 1e12):
                 warnings.append("the files use sample rates that are not multiples of each other; "
                                 f"times are rounded to the fastest ({rate:g} Hz)")
         else:
@@ -240,7 +242,11 @@ class SaleaeReader(CaptureReader):
             keys[cf.number if not cf.analog else f"A{cf.number}"] = cf.name
             keys[os.path.splitext(os.path.basename(cf.path))[0]] = cf.name
         self.end_tick = None
-        self._n_end = int(round((t_end - self.t0) * rate)) if math.isfinite(t_end) else 0
+        span = (t_end - self.t0) * rate
+        if not (math.isfinite(span) and 0 <= span < MAX_TICK):
+            raise InputError(f"begin/end times ({self.t0:g} .. {t_end:g} s) do not fit a capture at "
+                             f"{rate:g} Hz (damaged header?)", path=self.path)
+        self._n_end = int(round(span))
         self.info = CaptureInfo(
             path=self.path, format=f"Saleae Logic 2 binary v{'/'.join(map(str, versions))}",
             channels=names, tick_s=1.0 / rate, samplerate_hz=rate, n_ticks=self._n_end or None,
@@ -280,6 +286,8 @@ class SaleaeReader(CaptureReader):
         """The coarsest candidate rate on whose grid every sampled transition time falls."""
         samples = []
         for cf in self.files:
+            if cf.analog:
+                continue
             for c in cf.chunks:
                 if c.n == 0:
                     continue
@@ -292,12 +300,27 @@ class SaleaeReader(CaptureReader):
             warnings.append("no transitions to infer the sample rate from; assuming 1 GHz "
                             "(pass --samplerate if you know it)")
             return 1e9
-        t = np.concatenate(samples) - self.t0
-        t = t[np.isfinite(t)]
+        with np.errstate(invalid="ignore", over="ignore"):
+            t = np.concatenate(samples) - self.t0
+            t = t[np.isfinite(t) & (np.abs(t) < 1e7)]
+        ts = np.sort(t)
+        d = np.diff(ts)
+        d = d[d > 0]
+        min_dt = float(d.min()) if len(d) else None
+        fits = []
         for r in CANDIDATE_RATES:
             x = t * r
-            if np.all(np.abs(x - np.rint(x)) < 1e-3):
-                return float(r)
+            if len(t) and np.all(np.abs(x - np.rint(x)) < 1e-3):
+                fits.append(r)
+                # coarsest grid that holds every time and resolves the closest two
+                # transitions with >= 4 ticks (analyzers sample >= 4x the signal)
+                if min_dt is None or min_dt * r >= 4 - 1e-9:
+                    break
+        if fits:
+            rate = float(fits[-1])
+            warnings.append(f"version 0 export: no sample rate in the file; {rate:g} Hz inferred from the "
+                            "transition times (give the capture's rate with --samplerate if you know it)")
+            return rate
         warnings.append("the transition times fit no common sample rate; using 1 ps resolution "
                         "(pass --samplerate for the instrument's rate)")
         return 1e12
@@ -363,7 +386,8 @@ class SaleaeReader(CaptureReader):
                 t = cf.transitions(c, lo, hi)
                 if len(t) < hi - lo:
                     cf.cut = cf.cut or f"the file ends early (at transition {lo + len(t)} of chunk {i})"
-                bad = ~np.isfinite(t)
+                with np.errstate(invalid="ignore", over="ignore"):
+                    bad = ~(np.abs((t - self.t0) * self.rate) < MAX_TICK)
                 back = np.empty(len(t), bool)
                 if len(t):
                     back[0] = t[0] < max(last_t, c.begin)
@@ -376,7 +400,7 @@ class SaleaeReader(CaptureReader):
                         reached = int(self.tick(t[-1:])[0])
                     raise CaptureTruncated(
                         f"{os.path.basename(cf.path)}: transition {lo + k} of chunk {i} "
-                        f"{'is not a number' if bad[k] else 'goes back in time'} (damaged file); results cover "
+                        f"{'is not a valid time' if bad[k] else 'goes back in time'} (damaged file); results cover "
                         f"up to {reached / self.rate:.6g} s", path=self.path, at_tick=reached + 1)
                 if len(t):
                     ticks = self.tick(t)
@@ -442,7 +466,8 @@ class SaleaeReader(CaptureReader):
                     continue
                 mm = np.memmap(cf.path, dtype="<f4", mode="r", offset=c.offset, shape=(c.n,))
                 step = max(1, c.n // (1 << 20))
-                parts.append(np.asarray(mm[::step], dtype=np.float64))
+                with np.errstate(invalid="ignore"):       # signalling NaNs in damaged data
+                    parts.append(np.asarray(mm[::step], dtype=np.float64))
                 del mm
             out[name] = np.concatenate(parts) if parts else np.empty(0)
         return out

@@ -52,7 +52,8 @@ _NUM_RE = re.compile(r"^\s*\"?\s*[-+]?(?:\d+[.,]?\d*|[.,]\d+)(?:[eE][-+]?\d+)?\s
 _INTERVAL_KEYS = ("xinc", "increment", "sample interval", "sampling interval", "xincrement", "x increment",
                   "interval", "time interval", "delta t", "dt")
 _ORIGIN_KEYS = ("xorg", "start", "xorigin", "x origin", "first point", "horizontal offset", "t0")
-SAMPLE_ROWS = 1 << 18           # rows kept for automatic thresholds
+SAMPLE_ROWS = 1 << 18
+MAX_TICK = float(1 << 62)           # rows kept for automatic thresholds
 
 
 def _fields(line: str, sep: str) -> list[str]:
@@ -100,8 +101,8 @@ def _data_rows(lines: list[str]):
                 break
             start = i
         if start is not None and ncols:
-            # prefer the separator that gives more columns (';' with decimal commas gives 1 with ',')
-            key = (ncols if sep != "," or ncols > 1 else 0, len(lines) - start)
+            # the separator giving more columns over more rows wins; ties go to ','
+            key = (ncols, len(lines) - start, sep == ",")
             if best is None or key > best[0]:
                 dec_comma = sep != "," and any("," in x for x in _fields(lines[start], sep))
                 best = (key, start, sep, ncols, dec_comma)
@@ -166,13 +167,9 @@ class ScopeCsvReader(CaptureReader):
                 raise InputError("the first time value is not a number", path=self.path)
             self.t0 = float(t[0])
             distinct = np.concatenate([[True], t[1:] != t[:-1]])
-            k = np.cumsum(distinct) - 1
-            if lay.dt is None and k[-1] >= 1:
-                last = np.flatnonzero(distinct)[-1]
-                span = float(t[last] - t[0]) / float(k[last])
-                if span > 0 and math.isfinite(span):
-                    lay.dt = span
-                    dt_src = "time column"
+            if lay.dt is None:
+                lay.dt = _interval(t[distinct])
+                dt_src = "time column" if lay.dt else None
             elif lay.dt is not None:
                 dt_src = "header"
             dec = decimal_resolution(self._first_block_a, self._first_time_fs, self._first_time_fe)
@@ -233,6 +230,8 @@ class ScopeCsvReader(CaptureReader):
             if len(f) < ncols or all(c == "" for c in cells):
                 continue
             filled = [c for c in f if c != ""]
+            if (ncols == 1 and len(filled) != 1) or (len(filled) == 1 and filled[0].lower() == "data"):
+                continue            # key/value lines, Infiniium's "Data," marker
             if len(filled) == 2 and not _is_num(filled[0]) and _is_num(filled[1]) \
                     and not _timeish(filled[0]) and ncols > 1:
                 continue            # a key/value line of a header block
@@ -397,8 +396,8 @@ class ScopeCsvReader(CaptureReader):
                 need = [lay.time_col] if lay.time_col is not None else []
                 good = ok[:, cols + need].all(axis=1) if blk.n else np.empty(0, bool)
                 n = blk.n
-                ticks = self._ticks(vals, n, st, dt, rows_done)
-                bad = ~good
+                ticks, valid = self._ticks(vals, n, st, dt, rows_done)
+                bad = ~(good & valid)
                 if n:
                     back = np.empty(n, bool)
                     back[0] = ticks[0] < last_tick
@@ -407,10 +406,13 @@ class ScopeCsvReader(CaptureReader):
                 lim = int(np.argmax(bad)) if bad.any() else n
                 problem = None
                 if lim < n:
-                    problem = ("time goes backwards" if good[lim] else "a malformed row",
+                    problem = ("time goes backwards" if good[lim] and valid[lim] else "a malformed row",
                                int(blk.row_offset[lim]))
                 elif short:
                     problem = ("a row with too few fields", blk.bad_offset)
+                if problem is not None and not data and not buf.endswith(b"\n") and \
+                        buf.rfind(b"\n", 0, len(buf) - 1) + 1 == problem[1]:
+                    problem = ("the last row is incomplete (the file is cut short)", problem[1])
                 ticks = ticks[:lim]
                 block, state, started = self._fold(vals[:lim], ticks, cols, scales, schmitts, st, state, started)
                 if lim:
@@ -437,25 +439,30 @@ class ScopeCsvReader(CaptureReader):
                 f"the time column leaves the uniform grid at data row {st.off_grid + 1} (a gap or a new "
                 f"segment); from there on ticks follow the printed times")
 
-    def _ticks(self, vals, n, st: "_TimeState", dt, rows_done) -> np.ndarray:
+    def _ticks(self, vals, n, st: "_TimeState", dt, rows_done) -> tuple[np.ndarray, np.ndarray]:
+        """Tick of every row and whether its time is usable."""
         lay = self.layout
         if n == 0:
-            return np.empty(0, np.int64)
+            return np.empty(0, np.int64), np.empty(0, bool)
         if lay.time_col is None:
-            return np.arange(rows_done, rows_done + n, dtype=np.int64)
+            return np.arange(rows_done, rows_done + n, dtype=np.int64), np.ones(n, bool)
         t = vals[:, lay.time_col]
-        if lay.index_col:
-            return np.rint(t).astype(np.int64)
-        t = t * lay.time_unit
-        tt = np.where(np.isfinite(t), t, self.t0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            if lay.index_col:
+                valid = np.abs(t) < MAX_TICK
+                return np.rint(np.where(valid, t, 0.0)).astype(np.int64), valid
+            t = t * lay.time_unit
+            f = (t - self.t0) / dt
+            valid = np.abs(f) < MAX_TICK
+        tt = np.where(valid, t, self.t0)
+        by_time = np.rint(np.where(valid, f, 0.0)).astype(np.int64)
         distinct = np.empty(n, bool)
         distinct[0] = st.last_t is None or tt[0] != st.last_t
         np.not_equal(tt[1:], tt[:-1], out=distinct[1:])
         k = st.k + np.cumsum(distinct)
-        by_time = np.rint((tt - self.t0) / dt).astype(np.int64)
         if st.grid:
             tol = 0.5 * dt + self._print_res
-            off = np.abs(tt - (self.t0 + k * dt)) > tol
+            off = (np.abs(tt - (self.t0 + k * dt)) > tol) & valid
             if off.any():
                 i = int(np.argmax(off))
                 st.grid = False
@@ -465,7 +472,7 @@ class ScopeCsvReader(CaptureReader):
             k = by_time
         st.k = int(k[-1])
         st.last_t = float(tt[-1])
-        return k.astype(np.int64)
+        return k.astype(np.int64), valid
 
     def _fold(self, vals, ticks, cols, scales, schmitts, st, state, started):
         n = len(ticks)
@@ -531,6 +538,25 @@ def _order_pairs(v: np.ndarray, same: np.ndarray, st: _TimeState, j: int) -> np.
     v[first[swap]], v[second[swap]] = b[swap], a[swap]
     st.prev_vals[j] = (float(v[-2]) if len(v) > 1 else pa, float(v[-1]))
     return v
+
+
+def _interval(t: np.ndarray) -> float | None:
+    """Sample interval from distinct, increasing times: the median spacing, refined
+    over the leading run of rows that stay on that grid (gaps do not skew it)."""
+    if len(t) < 2:
+        return None
+    d = np.diff(t)
+    if not np.all(np.isfinite(d)):
+        return None
+    med = float(np.median(d))
+    if not med > 0:
+        return None
+    off = np.flatnonzero(np.abs(d - med) > 0.5 * med)
+    j = int(off[0]) if len(off) else len(d)     # rows 0..j are on the grid
+    if j < 1:
+        return med
+    dt = float(t[j] - t[0]) / j
+    return dt if dt > 0 and math.isfinite(dt) else med
 
 
 def _timeish(name: str) -> bool:

@@ -159,6 +159,8 @@ class SrReader(CaptureReader):
         for members in self._analog_of.values():
             n_samples = max(n_samples, sum(m.usize for m in members) // 4)
         names += list(self._analog_of)
+        if not names:
+            raise InputError("no channel of the capture has data (analog members missing)", path=self.path)
         self._thr_spec = threshold
         self._thresholds = None
         for m in self._logic:
@@ -230,6 +232,9 @@ class SrReader(CaptureReader):
 
     def _data_offset(self, m: _Member) -> int:
         if m.data_offset is None:
+            if not 0 <= m.header_offset < self._size:
+                raise InputError(f"zip member {m.name} lies outside the file (damaged zip directory)",
+                                 path=self.path)
             hdr = os.pread(self._fd, 30, m.header_offset)
             if len(hdr) < 30 or hdr[:4] != b"PK\x03\x04":
                 raise InputError(f"zip member {m.name} has a broken header", path=self.path)
@@ -433,7 +438,8 @@ class SrReader(CaptureReader):
                 cut = len(buf) - len(buf) % 4
                 carry = buf[cut:]
                 if cut:
-                    v = np.frombuffer(buf[:cut], dtype="<f4").astype(np.float64)
+                    with np.errstate(invalid="ignore"):   # signalling NaNs in damaged data
+                        v = np.frombuffer(buf[:cut], dtype="<f4").astype(np.float64)
                     yield v
                     got += len(v)
                     if limit is not None and got >= limit:
@@ -482,8 +488,11 @@ class SrReader(CaptureReader):
         def on_trunc(e):
             self.end_tick = e.at_tick
 
-        yield from merge(sources, on_truncated=on_trunc)
-        self.end_tick = self.info.n_ticks if self.info.n_ticks is not None else self.end_tick
+        last = 0
+        for block in merge(sources, on_truncated=on_trunc):
+            last = int(block.ticks[-1])
+            yield block
+        self.end_tick = self.info.n_ticks if self.info.n_ticks is not None else last + 1
         if self._recovered:
             raise CaptureTruncated("zip directory missing; read the members present", path=self.path,
                                    at_tick=self.end_tick, hint="the file was cut short")
