@@ -51,6 +51,17 @@ _SKIP_TYPES = {"real", "realtime", "shortreal", "string", "event"}
 _SCALAR_CHARS = b"01xXzZuUwWlLhH-"
 _HIGH_CHARS = b"1hH"
 _PAIR_CHARS = b"bBrRsS"
+
+
+def _lut(chars: bytes) -> np.ndarray:
+    """Byte -> bool lookup table (indexing it is much faster than np.isin)."""
+    t = np.zeros(256, bool)
+    t[np.frombuffer(chars, np.uint8)] = True
+    return t
+
+
+_LUT_PAIR, _LUT_SCALAR, _LUT_VECTOR = _lut(_PAIR_CHARS), _lut(_SCALAR_CHARS), _lut(b"bB")
+_LUT_HIGH, _LUT_KNOWN = _lut(_HIGH_CHARS), _lut(b"01lLhH")
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
 _M64 = (1 << 64) - 1
@@ -438,7 +449,7 @@ class _Parser:
             return len(buf), None
 
         # value tokens that take the next token as identifier: runs of b/r/s tokens alternate
-        pair = np.isin(first, np.frombuffer(_PAIR_CHARS, np.uint8))
+        pair = _LUT_PAIR[first]
         run_start = np.empty(n, bool)
         run_start[0] = True
         run_start[1:] = ~pair[:-1]
@@ -462,7 +473,7 @@ class _Parser:
             return used, None
 
         is_time = (first == ord("#")) & ~is_id
-        is_scalar = np.isin(first, np.frombuffer(_SCALAR_CHARS, np.uint8)) & ~is_id & ~is_value
+        is_scalar = _LUT_SCALAR[first] & ~is_id & ~is_value
         bad = ~(is_time | is_scalar | is_value | is_id) | (is_scalar & (length < 2))
 
         # timestamps: '#' and 1..18 decimal digits, never decreasing
@@ -489,7 +500,7 @@ class _Parser:
         # records: one per value change of a requested channel
         rec_tok, rec_ch, rec_lv = [], [], []
         sc = np.flatnonzero(is_scalar[:lim])
-        vv = np.flatnonzero(is_value[:lim] & np.isin(first[:lim], np.frombuffer(b"bB", np.uint8)))
+        vv = np.flatnonzero(is_value[:lim] & _LUT_VECTOR[first[:lim]])
         # identifier hashes: scalar ids follow their value char; vector ids are the next token
         h_sc = _hash_tokens(a, starts[sc] + 1, length[sc] - 1) if len(sc) else np.empty(0, np.uint64)
         h_vv = _hash_tokens(a, starts[vv + 1], length[vv + 1]) if len(vv) else np.empty(0, np.uint64)
@@ -509,8 +520,8 @@ class _Parser:
                 ok = p >= 0
                 ch = np.full(len(m), ord("0"), np.uint8)
                 ch[ok] = a[vbeg[ok] + p[ok]]
-                lv = np.isin(ch, np.frombuffer(_HIGH_CHARS, np.uint8))
-                self.xz += int(np.count_nonzero(~np.isin(ch, np.frombuffer(b"01lLhH", np.uint8))))
+                lv = _LUT_HIGH[ch]
+                self.xz += int(np.count_nonzero(~_LUT_KNOWN[ch]))
                 rec_tok.append(m)
                 rec_ch.append(np.full(len(m), j, np.int64))
                 rec_lv.append(lv)
@@ -521,22 +532,20 @@ class _Parser:
 
     @staticmethod
     def _times(a, start, length):
-        """Decimal values of the digit strings a[start:start+length] and a validity mask
-        (gathered into a fixed-width byte matrix and cast by numpy in one pass)."""
-        n = len(start)
+        """Decimal values of the digit strings a[start:start+length] and a validity mask:
+        one vectorized pass per digit position over the tokens that long."""
+        val = np.zeros(len(start), np.int64)
         ok = (length > 0) & (length <= 18)
-        if n == 0:
-            return np.zeros(0, np.int64), ok
-        w = int(min(max(int(length.max()), 1), 18))
-        k = np.arange(w)
-        inside = (k[None, :] < length[:, None]) & ok[:, None]
-        mat = np.zeros((n, w), np.uint8)
-        mat[inside] = a[(start[:, None] + k[None, :])[inside]]
-        digit = (mat >= 48) & (mat <= 57)
-        ok &= (digit | ~inside).all(axis=1)
-        mat[~ok] = 0
-        mat[~ok, 0] = 48
-        return np.ascontiguousarray(mat).view(f"S{w}").ravel().astype(np.int64), ok
+        if len(start) == 0:
+            return val, ok
+        sel = np.flatnonzero(ok)
+        for k in range(int(length[sel].max()) if len(sel) else 0):
+            sel = sel[length[sel] > k]
+            dig = a[start[sel] + k].astype(np.int64) - 48
+            good = (dig >= 0) & (dig <= 9)
+            ok[sel[~good]] = False
+            val[sel] = val[sel] * 10 + np.where(good, dig, 0)
+        return val, ok
 
     def _records(self, rec_tok, rec_ch, rec_lv, t_idx, times):
         """Fold the value changes of this chunk into EdgeBlock entries."""
