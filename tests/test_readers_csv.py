@@ -202,3 +202,12 @@ def test_siglent_style_key_value_header(tmp_path):
     t, s, _, info = stream(p, ["CH1"], threshold="1.65")     # named by its "Source" line
     assert info.tick_s == pytest.approx(1e-7) and info.details["time_offset_s"] == pytest.approx(-2e-7)
     assert t == [0, 1, 3] and s == [0, 1, 0]
+
+
+def test_implausible_rate_comment_warns_with_the_fix(tmp_path):
+    p = tmp_path / "slow.csv"
+    p.write_text("; Sample rate: 5 Hz\nTime(s),A,B\n0,0,1\n0.2,1,1\n0.6,0,1\n")
+    with open_capture(p) as r:
+        assert any("5 Hz" in w and "--samplerate" in w for w in r.info.warnings)
+    with open_capture(p, samplerate=100e6) as r:
+        assert not r.info.warnings and r.info.tick_s == pytest.approx(1e-8)

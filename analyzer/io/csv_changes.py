@@ -317,6 +317,9 @@ class ChangeCsvReader(CaptureReader):
         elif comment_rate:
             tick = 1.0 / comment_rate
             src = "comment"
+            if comment_rate < 1e3:
+                warnings.append(f"the file's sample rate comment says {comment_rate:g} Hz, implausible for "
+                                f"an SPI capture; pass the real rate with --samplerate (e.g. --samplerate 100MHz)")
         else:
             lead = np.flatnonzero(~good)
             k = int(lead[0]) if len(lead) else blk.n

@@ -47,7 +47,7 @@ from analyzer.io.threshold import Schmitt, Source, merge, resolve_thresholds, sa
 
 MAGIC = b"<SALEAE>"
 MAX_TICK = float(1 << 62)        # times beyond this many ticks are damage, not data
-SLICE = 1 << 20                  # transitions / samples read per step
+SLICE = 1 << 18                  # transitions / samples read per step
 _NAME_RE = re.compile(r"^(digital|analog)_(\d+)\.bin$", re.IGNORECASE)
 # sample rates of logic analyzers and scopes (Hz): candidates when a file has no rate
 _MANTISSAS = (1, 1.2, 1.25, 1.5, 1.5625, 1.6, 2, 2.4, 2.5, 3, 3.125, 3.2, 4, 4.8, 5, 6, 6.25, 6.4, 8, 9.6)

@@ -38,7 +38,7 @@ from analyzer.errors import CaptureTruncated, InputError, UsageError
 from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
 from analyzer.io.threshold import strict_blocks
 
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 2 << 20
 HEADER_LIMIT = 256 << 20        # a header beyond this is not a VCD we can use
 MAX_TOKEN = 64 << 20            # one token longer than this: damaged
 HASH_BYTES = 32                 # identifiers are hashed over their first 32 bytes (+ length)
