@@ -189,3 +189,19 @@ def test_strict_blocks_merges_a_tick_continued_in_the_next_block():
     t = np.concatenate([b.ticks for b in out])
     s = np.concatenate([b.states for b in out])
     assert t.tolist() == [0, 5, 9] and s.tolist() == [0, 3, 1]
+
+
+def test_resolve_thresholds_notes_channels_that_do_not_toggle():
+    from analyzer.io.threshold import resolve_thresholds
+
+    rng = np.random.default_rng(2)
+    data = {"SCLK": np.where(rng.random(1000) < 0.5, 3.3, 0.0), "CS": np.full(1000, 3.3)}
+    thr, notes = resolve_thresholds(None, ["SCLK", "CS"], lambda ns: {n: data[n] for n in ns})
+    assert thr["CS"].level == pytest.approx(1.65, abs=0.05)
+    assert any("CS did not toggle" in n for n in notes)
+    thr, notes = resolve_thresholds(None, ["A"], lambda ns: {"A": np.zeros(10)})
+    assert any("a guess" in n for n in notes)
+    thr, notes = resolve_thresholds(["CS=2.5,0.1"], ["SCLK", "CS"], lambda ns: {n: data[n] for n in ns})
+    assert thr["CS"] == Threshold(2.5, 0.1) and not any("CS did not" in n for n in notes)
+    with pytest.raises(UsageError):
+        resolve_thresholds(["XX=1"], ["SCLK", "CS"], lambda ns: {n: data[n] for n in ns})

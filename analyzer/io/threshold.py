@@ -160,8 +160,17 @@ def resolve_thresholds(spec, names: Sequence[str], sample_fn: Callable[[list[str
         explicit[names[idx]] = thr
     out = {}
     auto_names = [n for n in names if n not in explicit and default is None]
-    auto = auto_thresholds(sample_fn(auto_names)) if auto_names else {}
+    sampled = sample_fn(auto_names) if auto_names else {}
+    auto = auto_thresholds(sampled) if auto_names else {}
     notes = []
+    flat = [n for n in auto_names if _swing(sampled.get(n)) < MIN_OWN_SWING_FRACTION * max(
+        (_swing(v) for v in sampled.values()), default=0.0) or _swing(sampled.get(n)) == 0.0]
+    if auto_names and max((_swing(v) for v in sampled.values()), default=0.0) == 0.0:
+        notes.append("the analog channels do not swing in the sampled data, so the automatic threshold is "
+                     "a guess: give the logic level with --threshold CH=V[,HYST]")
+    elif flat:
+        notes.append(f"{', '.join(flat)} did not toggle in the sampled data; the threshold comes from the "
+                     "other channels' swing (set it with --threshold if the logic levels differ)")
     for n in names:
         if n in explicit:
             out[n] = explicit[n]
@@ -173,6 +182,17 @@ def resolve_thresholds(spec, names: Sequence[str], sample_fn: Callable[[list[str
         notes.append("analog threshold (auto, mid-range ± 5 % of the swing): " + ", ".join(
             f"{n} {out[n].describe()}" for n in auto_names) + "; set with --threshold CH=V[,HYST]")
     return out, notes
+
+
+def _swing(v) -> float:
+    if v is None:
+        return 0.0
+    v = np.asarray(v, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return 0.0
+    lo, hi = np.percentile(v, [0.5, 99.5])
+    return float(hi - lo)
 
 
 # ------------------------------------------------------------------- Schmitt
