@@ -4,9 +4,11 @@ Each reader gets ``SPIGAP_FUZZ_EXAMPLES`` (default 10 000) generated inputs:
 small valid captures of its format, mutated (bytes flipped, inserted, deleted,
 duplicated, cut; format tokens spliced in), plus raw random bytes. Every input
 is opened and its whole edge stream read in-process, with a time bound per
-call. Allowed outcomes: a valid edge stream (checked against the interface
-contract), or a ``SpigapError`` whose message names the file. Anything else,
-or a call over the time bound, fails with the input that caused it.
+call (``SPIGAP_FUZZ_TIME_BOUND``, default 5 s; a watchdog ends the process
+should a call ever get stuck beyond recovery). Allowed outcomes: a valid edge
+stream (checked against the interface contract), or a ``SpigapError`` whose
+message names the file. Anything else, or a call over the time bound, fails
+with the input that caused it.
 
 These are the big runs (marked ``fuzz``, a few minutes on 2 cores in total);
 ``SPIGAP_FUZZ_EXAMPLES=500`` makes a quick pass.
@@ -14,6 +16,7 @@ These are the big runs (marked ``fuzz``, a few minutes on 2 cores in total);
 
 from __future__ import annotations
 
+import faulthandler
 import io
 import os
 import signal
@@ -53,6 +56,9 @@ def exercise(path, fmt, *, analyze: bool = True, **opts):
     a valid stream or a SpigapError naming the file."""
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, TIME_BOUND_S)
+    # last resort: should the alarm land inside a lock and deadlock the process,
+    # a watchdog thread dumps every thread's stack and ends the run
+    faulthandler.dump_traceback_later(4 * TIME_BOUND_S + 10, exit=True)
     try:
         try:
             with open_capture(path, input_format=fmt, **opts) as r:
@@ -71,6 +77,7 @@ def exercise(path, fmt, *, analyze: bool = True, **opts):
             assert "\n" not in text, f"error is not one line: {text!r}"
             return type(e).__name__
     finally:
+        faulthandler.cancel_dump_traceback_later()
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
 

@@ -201,3 +201,22 @@ def test_large_vcd_streams_fast(tmp_path):
     rate = size / dt / 1e6
     print(f"VCD: {size / 1e6:.1f} MB, {n_edges} edges in {dt:.2f} s = {rate:.0f} MB/s")
     assert rate > 10, f"VCD parsing at {rate:.1f} MB/s"
+
+
+def test_bits_declared_one_by_one_and_aliases(tmp_path):
+    p = tmp_path / "bits.vcd"
+    p.write_text("""$timescale 1ns $end
+$scope module a $end
+$var wire 1 ! data [0] $end
+$var wire 1 " data [1] $end
+$var wire 1 ! alias $end
+$upscope $end
+$enddefinitions $end
+#0 0! 1"
+#4 1!
+#6 0"
+#7
+""")
+    t, s, end, info = stream(p, ["data[0]", "data[1]", "alias"])
+    assert info.channels == ["data[0]", "data[1]", "alias"]
+    assert t == [0, 4, 6] and s == [0b010, 0b111, 0b101] and end == 8

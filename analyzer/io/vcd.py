@@ -93,9 +93,10 @@ def _hash_tokens(a: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.nda
 
 
 class _Var:
-    __slots__ = ("kind", "size", "ident", "ref", "msb", "lsb", "scope")
+    __slots__ = ("kind", "size", "ident", "ref", "msb", "lsb", "scope", "selected")
 
-    def __init__(self, kind, size, ident, ref, msb, lsb, scope):
+    def __init__(self, kind, size, ident, ref, msb, lsb, scope, selected=False):
+        self.selected = selected    # declared with a bit select ([3] or [7:0])
         self.kind, self.size, self.ident, self.ref = kind, size, ident, ref
         self.msb, self.lsb, self.scope = msb, lsb, scope
 
@@ -234,16 +235,14 @@ class VcdReader(CaptureReader):
                 msb = lsb = int(m.group(1))
         if abs(msb - lsb) + 1 != size:
             msb, lsb = size - 1, 0   # range does not match the width: number the bits 0..size-1
-            sel = sel if size == 1 else ""
-        return _Var(kind, size, ident.encode("latin-1"), ref, msb, lsb, ".".join(scope))
+        return _Var(kind, size, ident.encode("latin-1"), ref, msb, lsb, ".".join(scope), selected=bool(m))
 
     def _channels(self, vars_: list[_Var]):
         """Channel names in declaration order and, per name, (var, bit offset from the MSB)."""
         entries = []
         for v in vars_:
             if v.size == 1:
-                name = v.ref if v.msb == v.lsb == 0 and v.size == 1 and not self._has_select(v) else \
-                    f"{v.ref}[{v.msb}]"
+                name = f"{v.ref}[{v.msb}]" if v.selected else v.ref
                 entries.append((name, v, 0))
             else:
                 step = -1 if v.msb >= v.lsb else 1
@@ -265,10 +264,6 @@ class VcdReader(CaptureReader):
             chan[full] = (v, k)
             names.append(full)
         return names, chan
-
-    @staticmethod
-    def _has_select(v: _Var) -> bool:
-        return v.msb != 0 or v.lsb != 0
 
     # ---------------------------------------------------------------- edges
     def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
