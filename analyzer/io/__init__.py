@@ -146,6 +146,9 @@ def _open(path, input_format, opts) -> CaptureReader:
     for name, (factory, _, sniff) in READERS.items():
         if name not in by_ext and sniff(head):
             return factory(path, **opts)
+    if by_ext:
+        # no reader recognizes the content: let the first reader of the extension say what is wrong
+        return READERS[by_ext[0]][0](path, **opts)
     raise InputError("unknown capture format", path=path,
                      hint=f"use --input-format ({', '.join(READERS)})")
 

@@ -76,6 +76,8 @@ class _ChannelFile:
         self.notes: list[str] = []
         with open(path, "rb") as f:
             head = f.read(16)
+            if head[:8] == MAGIC and len(head) < 16:
+                raise InputError(f"the header is cut (file has {len(head)} bytes)", path=path)
             if len(head) < 16 or head[:8] != MAGIC:
                 raise InputError("not a Saleae binary export (no <SALEAE> header)", path=path,
                                  hint="export raw data from Logic 2 as binary, or pick --input-format")
