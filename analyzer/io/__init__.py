@@ -15,8 +15,8 @@ import re
 from analyzer.errors import InputError, UsageError
 from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
 
-__all__ = ["CaptureInfo", "CaptureReader", "EdgeBlock", "open_capture", "READERS", "FORMAT_HELP",
-           "parse_channel_map", "resolve_channel_key"]
+__all__ = ["CaptureInfo", "CaptureReader", "EdgeBlock", "open_capture", "READERS", "parse_channel_map",
+           "resolve_channel_key"]
 
 
 def _sr(path, **kw):
@@ -75,14 +75,6 @@ READERS = {
     "saleae": (_saleae, (".bin",), lambda head: head.startswith(b"<SALEAE>")),
     "csv": (_csv_changes, (".csv", ".txt"), _sniff_csv_changes),
     "scope-csv": (_scope_csv, (".csv", ".txt", ".tsv"), _sniff_scope_csv),
-}
-
-FORMAT_HELP = {
-    "sr": "sigrok session (.sr): logic, and analog channels via --threshold",
-    "vcd": "Value Change Dump (.vcd): scalar and vector wires, exact event times",
-    "saleae": "Saleae Logic 2 binary export (digital_N.bin/analog_N.bin, v0 and v1), a folder or one file",
-    "csv": "change-only logic CSV (Saleae Logic 2 / DSView export: Time [s],ch...; X = no data)",
-    "scope-csv": "oscilloscope CSV (time + analog channels; Pico, Keysight, Rigol, R&S) via --threshold",
 }
 
 

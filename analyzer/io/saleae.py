@@ -104,7 +104,7 @@ class _ChannelFile:
         for name, v in (("begin time", begin), ("end time", end)):
             if not math.isfinite(v):
                 raise InputError(f"{item}: {name} is {v!r}", path=self.path)
-        if rate is not None and not (math.isfinite(rate) and 0 < rate <= 1e12):
+        if rate is not None and not (math.isfinite(rate) and 1e-3 <= rate <= 1e12):
             if self.analog:
                 raise InputError(f"{item}: sample rate is {rate!r}", path=self.path,
                                  hint="the analog samples cannot be placed in time without it")
