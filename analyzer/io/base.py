@@ -82,3 +82,36 @@ class CaptureReader:
             return folded.index(name.lower())
         raise UsageError(f"no channel named {name!r}; the capture has: {', '.join(names)}",
                          path=self.info.path, hint="pick one with --clk/--mosi/--miso/--cs")
+
+
+def edges_from_rows(ticks: np.ndarray, states: np.ndarray, state: int, started: bool):
+    """Timestamped rows -> the edge stream, for readers of row-based formats (CSV).
+
+    Several rows may share a tick (the last one wins). The first call of a
+    stream (``started`` False) emits tick 0 with the first row's levels; after
+    that only rows whose levels differ from the previous ones. Returns
+    (EdgeBlock or None, the last levels, started)."""
+    last = np.empty(len(ticks), bool)
+    last[-1] = True
+    np.not_equal(ticks[1:], ticks[:-1], out=last[:-1])
+    t, s = ticks[last], states[last]
+    out_t, out_s = [], []
+    if not started:
+        started = True
+        out_t.append(np.zeros(1, np.int64))
+        out_s.append(s[:1])
+        state = int(s[0])
+        if t[0] == 0:
+            t, s = t[1:], s[1:]
+    if len(t):
+        prev = np.empty(len(s), np.uint32)
+        prev[0] = state
+        prev[1:] = s[:-1]
+        chg = s != prev
+        out_t.append(t[chg])
+        out_s.append(s[chg])
+        state = int(s[-1])
+    tt = np.concatenate(out_t) if out_t else np.empty(0, np.int64)
+    if len(tt) == 0:
+        return None, state, started
+    return EdgeBlock(tt.astype(np.int64), np.concatenate(out_s).astype(np.uint32)), state, started

@@ -32,7 +32,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from analyzer.errors import CaptureTruncated, InputError, UsageError
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
+from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
 
 CHUNK_BYTES = 4 << 20
 HEAD_BYTES = 64 << 10
@@ -445,30 +445,8 @@ class ChangeCsvReader(CaptureReader):
             np.maximum.accumulate(pos, out=pos)
             val = np.where(pos >= 0, col[np.maximum(pos, 0)], (state >> j) & 1).astype(np.uint32)
             st |= val << np.uint32(j)
-        last = np.empty(n, bool)
-        last[-1] = True
-        np.not_equal(ticks[1:], ticks[:-1], out=last[:-1])
-        ticks, st = ticks[last], st[last]
-        out_t, out_s = [], []
-        if not started:
-            started = True
-            out_t.append(ticks[:1] * 0)
-            out_s.append(st[:1])
-            state = int(st[0])
-            if ticks[0] == 0:
-                ticks, st = ticks[1:], st[1:]
-        if len(ticks):
-            prev = np.empty(len(st), np.uint32)
-            prev[0] = state
-            prev[1:] = st[:-1]
-            chg = st != prev
-            out_t.append(ticks[chg])
-            out_s.append(st[chg])
-            state = int(st[-1])
-        t = np.concatenate(out_t) if out_t else np.empty(0, np.int64)
-        if len(t) == 0:
-            return None, state, started, x
-        return EdgeBlock(t.astype(np.int64), np.concatenate(out_s).astype(np.uint32)), state, started, x
+        block, state, started = edges_from_rows(ticks, st, state, started)
+        return block, state, started, x
 
 
 def _bits(a, fs, fe) -> tuple[np.ndarray, np.ndarray]:

@@ -39,7 +39,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from analyzer.errors import CaptureTruncated, InputError, UsageError
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
+from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
 from analyzer.io.csv_changes import (CHUNK_BYTES, decimal_resolution, head_lines, parse_block, parse_floats,
                                      read_head, time_unit_of)
 from analyzer.io.threshold import Schmitt, resolve_thresholds, strict_blocks
@@ -486,30 +486,7 @@ class ScopeCsvReader(CaptureReader):
             if self._pairs and same.any():
                 v = _order_pairs(v, same, st, j)
             states |= sm(v).astype(np.uint32) << np.uint32(j)
-        last = np.empty(n, bool)
-        last[-1] = True
-        np.not_equal(ticks[1:], ticks[:-1], out=last[:-1])
-        t, s = ticks[last], states[last]
-        out_t, out_s = [], []
-        if not started:
-            started = True
-            out_t.append(np.zeros(1, np.int64))
-            out_s.append(s[:1])
-            state = int(s[0])
-            if t[0] == 0:
-                t, s = t[1:], s[1:]
-        if len(t):
-            prev = np.empty(len(s), np.uint32)
-            prev[0] = state
-            prev[1:] = s[:-1]
-            chg = s != prev
-            out_t.append(t[chg])
-            out_s.append(s[chg])
-            state = int(s[-1])
-        tt = np.concatenate(out_t) if out_t else np.empty(0, np.int64)
-        if len(tt) == 0:
-            return None, state, started
-        return EdgeBlock(tt.astype(np.int64), np.concatenate(out_s).astype(np.uint32)), state, started
+        return edges_from_rows(ticks, states, state, started)
 
 
 class _TimeState:
