@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from analyzer.errors import UsageError
+
 
 def registry() -> dict:
     out = {}
@@ -21,3 +23,26 @@ def registry() -> dict:
         mod = importlib.import_module(f"{__name__}.{info.name}")
         out.update(getattr(mod, "SCENARIOS", {}))
     return out
+
+
+# option values arrive as TOML values or as text from --device NAME:key=value,...
+
+def option_list(value, conv=int) -> list:
+    """A list option: a TOML list, or text '1 2 3' / '1,2,3', or one value."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [conv(v) for v in value.replace(",", " ").split()]
+    if isinstance(value, (list, tuple)):
+        return [conv(v) for v in value]
+    return [conv(value)]
+
+
+def option_bool(v) -> bool:
+    if isinstance(v, str):
+        if v.lower() in ("1", "true", "yes", "on"):
+            return True
+        if v.lower() in ("0", "false", "no", "off"):
+            return False
+        raise UsageError(f"not a boolean: {v!r}")
+    return bool(v)

@@ -46,7 +46,7 @@ import math
 import numpy as np
 
 from analyzer.errors import UsageError
-from analyzer.synth.devices.mcp3008 import _bool, _list
+from analyzer.synth.devices import option_bool, option_list
 from analyzer.synth.timeline import build
 from analyzer.units import parse_time
 
@@ -87,14 +87,14 @@ def adc(sc, opts: dict):
     t1 = _time(opts, "t1", "40ns")
     cs_delay = _time(opts, "cs_delay", "500ns")
     convst_high = _time(opts, "convst_high", "1us")
-    cs_per_word = _bool(opts.pop("cs_per_word", False))
+    cs_per_word = option_bool(opts.pop("cs_per_word", False))
     codes_opt = opts.pop("codes", "sine")
-    with_busy = _bool(opts.pop("busy", True))
-    with_convst = _bool(opts.pop("convst", True))
-    with_frst = _bool(opts.pop("frstdata", True))
-    err_busy = set(_list(opts.pop("sclk_at_busy_fall", None)))
-    err_short = set(_list(opts.pop("short", None)))
-    err_frst = set(_list(opts.pop("frstdata_low", None)))
+    with_busy = option_bool(opts.pop("busy", True))
+    with_convst = option_bool(opts.pop("convst", True))
+    with_frst = option_bool(opts.pop("frstdata", True))
+    err_busy = set(option_list(opts.pop("sclk_at_busy_fall", None)))
+    err_short = set(option_list(opts.pop("short", None)))
+    err_frst = set(option_list(opts.pop("frstdata_low", None)))
     if opts:
         raise UsageError(f"unknown ad7606-adc options: {', '.join(sorted(opts))}")
     if sc.wordsize not in (8, 16) or sc.lsb_first:
@@ -116,7 +116,7 @@ def adc(sc, opts: dict):
     elif codes_opt == "random":
         codes = rng.integers(-32768, 32767, (sets, nch), endpoint=True).tolist()
     else:
-        flat = _list(codes_opt)
+        flat = option_list(codes_opt)
         if not flat or any(not -32768 <= c <= 32767 for c in flat):
             raise UsageError("codes are -32768..32767")
         codes = [[flat[(k * nch + c) % len(flat)] for c in range(nch)] for k in range(sets)]
@@ -124,7 +124,6 @@ def adc(sc, opts: dict):
     orders = line_orders(nch, dout)
     lines = len(orders)
     ws = sc.wordsize
-    per_word = 16 // ws                     # bus words per 16-bit result
 
     def split(v):
         v &= 0xFFFF

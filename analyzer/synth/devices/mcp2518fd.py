@@ -60,6 +60,7 @@ import dataclasses
 import numpy as np
 
 from analyzer.errors import UsageError
+from analyzer.synth.devices import option_list
 from analyzer.synth.timeline import build
 from analyzer.units import parse_time
 
@@ -228,16 +229,6 @@ def reset(**kw) -> Access:
 
 
 # --------------------------------------------------------------- the driver
-
-def _list(value, conv=int) -> list:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [conv(v) for v in value.replace(",", " ").split()]
-    if isinstance(value, (list, tuple)):
-        return [conv(v) for v in value]
-    return [conv(value)]
-
 
 def _int(v) -> int:
     return int(v, 0) if isinstance(v, str) else int(v)
@@ -478,7 +469,7 @@ class Driver:
 
 def _opts(sc, opts: dict) -> tuple[int, list[int], float, float]:
     seed = _int(opts.get("seed", sc.seed))
-    batch = _list(opts.get("batch", "1 1 3")) or [1]
+    batch = option_list(opts.get("batch", "1 1 3")) or [1]
     if any(b < 1 for b in batch):
         raise UsageError("batch sizes must be >= 1")
     return seed, batch, parse_time(opts.get("irq_gap", "300us")), parse_time(opts.get("irq_latency", "20us"))
@@ -496,7 +487,7 @@ def plan_rx(sc, opts: dict, bad_default: tuple = ()) -> list[Access]:
     seed, batch, _, _ = _opts(sc, opts)
     drv = Driver(opts, seed, fd=False, rx_rings=_int(opts.get("rx_rings", 1)))
     n = _int(opts.get("frames", 8))
-    bad = set(_list(opts.get("bad_crc", " ".join(bad_default)), str))
+    bad = set(option_list(opts.get("bad_crc", " ".join(bad_default)), str))
     if bad - {"status", "rx", "uinc"}:
         raise UsageError("bad_crc takes status, rx, uinc")
     done = b = 0

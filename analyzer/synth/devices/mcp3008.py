@@ -40,30 +40,11 @@ from __future__ import annotations
 import numpy as np
 
 from analyzer.errors import UsageError
+from analyzer.synth.devices import option_bool, option_list
 from analyzer.synth.timeline import build
 
 PARTS = {"MCP3004": (4, 10), "MCP3008": (8, 10), "MCP3204": (4, 12), "MCP3208": (8, 12)}
 PATTERNS = ("start-alone", "linux", "mcp3208", "mcp320x")
-
-
-def _list(value, conv=int) -> list:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [conv(v) for v in value.replace(",", " ").split()]
-    if isinstance(value, (list, tuple)):
-        return [conv(v) for v in value]
-    return [conv(value)]
-
-
-def _bool(v) -> bool:
-    if isinstance(v, str):
-        if v.lower() in ("1", "true", "yes", "on"):
-            return True
-        if v.lower() in ("0", "false", "no", "off"):
-            return False
-        raise UsageError(f"not a boolean: {v!r}")
-    return bool(v)
 
 
 def command_bytes(pattern: str, ch: int, sgl: bool) -> list[int]:
@@ -149,18 +130,18 @@ def adc(sc, opts: dict):
     vref = float(opts.pop("vref", 3.3))
     n = int(opts.pop("conversions", 16))
     patterns = opts.pop("pattern", "linux")
-    patterns = [patterns] if isinstance(patterns, str) and " " not in patterns else _list(patterns, str)
+    patterns = [patterns] if isinstance(patterns, str) and " " not in patterns else option_list(patterns, str)
     for p in patterns:
         if p not in PATTERNS:
             raise UsageError(f"unknown mcp3008 pattern {p!r}; known: {', '.join(PATTERNS)}")
-    channels = _list(opts.pop("channels", None)) or list(range(inputs))
+    channels = option_list(opts.pop("channels", None)) or list(range(inputs))
     if any(not 0 <= c < 8 for c in channels):
         raise UsageError("mcp3008 channels are 0..7")
     diff = opts.pop("differential", False)
-    diffs = [_bool(v) for v in (diff if isinstance(diff, list) else str(diff).replace(",", " ").split())]
+    diffs = [option_bool(v) for v in (diff if isinstance(diff, list) else str(diff).replace(",", " ").split())]
     codes_opt = opts.pop("codes", "ramp")
     hiz = int(opts.pop("hiz", 1))
-    errors = {k: set(_list(opts.pop(k, None))) for k in
+    errors = {k: set(option_list(opts.pop(k, None))) for k in
               ("null_one", "repeat_flip", "short", "no_start", "cs_split")}
     if opts:
         raise UsageError(f"unknown mcp3008-adc options: {', '.join(sorted(opts))}")
@@ -176,7 +157,7 @@ def adc(sc, opts: dict):
     elif codes_opt == "ramp":
         codes = [int(round(i * top / max(n - 1, 1))) for i in range(n)]
     else:
-        codes = _list(codes_opt)
+        codes = option_list(codes_opt)
         if not codes or any(not 0 <= c <= top for c in codes):
             raise UsageError(f"codes must be 0..{top}")
         codes = [codes[i % len(codes)] for i in range(n)]
