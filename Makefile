@@ -29,7 +29,7 @@ $(STAMP): setup.cfg pyproject.toml
 	  fi; \
 	fi
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test]' --config-settings editable_mode=compat
 	@command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "setup: installing gcc with apt-get (for the compiled core)"; \
@@ -61,7 +61,7 @@ test: setup sigrok-cli
 
 ## spigap vs sigrok-cli, side by side (writes nothing; see BENCHMARKS.md)
 bench: setup sigrok-cli
-	$(BIN)/spigap bench --real ../shared/captures-real/spi__enc28j60__enc28j60-init-and-ping.sr --format markdown
+	$(BIN)/spigap bench --real ../shared/captures-real/spi__enc28j60__enc28j60-init-and-ping.sr --sigrok-big --repeat 5 --format markdown
 
 ## rebuild captures/*.sr from their TOML recipes
 captures: setup

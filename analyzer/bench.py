@@ -8,6 +8,7 @@ wait4(). Captures are synthesized once into a cache directory.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import pathlib
 import platform
@@ -55,16 +56,17 @@ def cache_dir() -> pathlib.Path:
 
 
 def dense_capture(samples: float, log=print) -> tuple[pathlib.Path, int]:
-    from analyzer.synth import Scenario, write
-
+    """The capture, synthesized once (in a subprocess, so this process stays small)."""
     per_message = 10 * (3 * 9 / 3.6e6 + 0.5e-6) + 9 * 0.3e-6 + 0.6e-6       # ~ seconds per ioctl
     messages = max(1, int(samples / 50e6 / per_message))
     path = cache_dir() / f"dense-mcp3008-{messages}msg.sr"
     if not path.exists():
         log(f"bench: synthesizing {path.name} (once; cached in {path.parent})")
-        sc = Scenario.from_toml(None, {**DENSE, "messages": messages})
         tmp = path.with_suffix(".tmp")
-        write(sc, tmp, compresslevel=1)
+        code = ("import sys, json; from analyzer.synth import Scenario, write; "
+                "write(Scenario.from_toml(None, json.loads(sys.argv[1])), sys.argv[2], compresslevel=1)")
+        subprocess.run([sys.executable, "-c", code, json.dumps({**DENSE, "messages": messages}), str(tmp)],
+                       check=True)
         tmp.replace(path)
     from analyzer.io import open_capture
 
@@ -73,21 +75,64 @@ def dense_capture(samples: float, log=print) -> tuple[pathlib.Path, int]:
     return path, n
 
 
+def _child_env() -> dict:
+    # a normal install caches bytecode; a developer shell may have turned that off
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _peak_rss_kb(pid: int) -> int | None:
+    """VmHWM of the program the child runs now. (ru_maxrss from wait4 is useless
+    here: Linux folds the parent's memory at fork/exec into the child's maximum.)"""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def run_measured(cmd: list[str], env: dict | None = None) -> tuple[int, bytes, bytes, float, float]:
+    """Run cmd; return (exit code, stdout, stderr, wall seconds, peak RSS MB of the
+    program itself, read from its VmHWM while it runs)."""
+    import tempfile
+    import threading
+
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out_file, stderr=err_file, env=env)
+        peak = [0]
+
+        def watch():                     # VmHWM only grows: the last reading is the peak
+            while p.poll() is None:
+                v = _peak_rss_kb(p.pid)
+                if v:
+                    peak[0] = max(peak[0], v)
+                time.sleep(0.003)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        code = p.wait()
+        dt = time.perf_counter() - t0
+        watcher.join()
+        out_file.seek(0)
+        err_file.seek(0)
+        return code, out_file.read(), err_file.read(), dt, peak[0] / 1024
+
+
 def timed(cmd: list[str], repeat: int) -> tuple[float, float]:
     """Median wall time and max peak RSS (MB) of ``repeat`` runs of cmd."""
     times, rss = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(p.pid, 0)
-        dt = time.perf_counter() - t0
-        err = p.stderr.read().decode(errors="replace")
-        p.stderr.close()
-        code = os.waitstatus_to_exitcode(status)
-        if code != 0 or "srd:" in err:
-            raise RuntimeError(f"{' '.join(cmd)} failed ({code}): {err.strip()[-400:]}")
+        code, _, err, dt, peak = run_measured(cmd, env=_child_env())
+        text = err.decode(errors="replace")
+        if code != 0 or "srd:" in text:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({code}): {text.strip()[-400:]}")
         times.append(dt)
-        rss.append(usage.ru_maxrss / 1024)
+        rss.append(peak)
     return statistics.median(times), max(rss)
 
 
@@ -98,7 +143,7 @@ def spigap_cmd(path, extra=()) -> list[str]:
 
 
 def run(samples: float = 20e6, big_samples: float = 200e6, real: pathlib.Path | None = None,
-        repeat: int = 3, sigrok: bool = True, log=print) -> list[Row]:
+        repeat: int = 3, sigrok: bool = True, sigrok_big: bool = False, log=print) -> list[Row]:
     rows = []
     have_sigrok = sigrok and shutil.which("sigrok-cli") is not None
     path, n = dense_capture(samples, log)
@@ -113,8 +158,11 @@ def run(samples: float = 20e6, big_samples: float = 200e6, real: pathlib.Path | 
         bpath, bn = dense_capture(big_samples, log)
         log(f"bench: {bpath.name}: spigap x{repeat} ...")
         t, m = timed(spigap_cmd(bpath), repeat)
-        rows.append(Row("dense MCP3008-like, large (throughput)", bn, t, m, None, None,
-                        "sigrok-cli not run: ~10x the time of the row above"))
+        st = sm = None
+        if have_sigrok and sigrok_big:
+            log("bench: same capture with sigrok-cli (about a minute) ...")
+            st, sm = timed(["sigrok-cli", "-i", str(bpath), "-P", SIGROK_SPI, "-A", "spi=mosi-data"], 1)
+        rows.append(Row("dense MCP3008-like, large (throughput)", bn, t, m, st, sm))
     if real is not None and real.exists():
         from analyzer.io import open_capture
 
@@ -149,7 +197,8 @@ def render(rows: list[Row], fmt: str = "text") -> str:
     from analyzer.io import inflate
 
     head = (f"spigap {__version__} ({native.engine()} engine, {inflate.BACKEND} inflate) vs sigrok-cli; "
-            f"{machine()}; wall clock per process, start-up included")
+            f"{machine()}; wall clock per process, start-up included (bytecode cached); "
+            f"peak RSS = the process's VmHWM")
     if fmt == "markdown":
         out = [head, "", "| capture | samples | spigap | MSa/s | peak RSS | sigrok-cli | sigrok RSS | ratio |",
                "|---|---:|---:|---:|---:|---:|---:|---:|"]

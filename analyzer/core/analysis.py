@@ -15,7 +15,8 @@ import numpy as np
 
 from analyzer.core import grouping as grouping_mod
 from analyzer.core.config import SpiConfig
-from analyzer.core.framing import Framer, make_framer
+from analyzer.core.framing import make_framer
+from analyzer.core.quantile import percentiles
 from analyzer.errors import CaptureTruncated, InputError
 from analyzer.io.base import CaptureInfo, CaptureReader
 
@@ -34,7 +35,7 @@ def describe(values: np.ndarray, tick_s: float) -> dict:
     if len(v) == 0:
         return {"n": 0, "min_s": None, "p50_s": None, "mean_s": None, "p99_s": None, "max_s": None,
                 "std_s": None}
-    p50, p99 = np.percentile(v, [50, 99])
+    p50, p99 = percentiles(v, [50, 99])
     return {"n": int(len(v)), "min_s": float(v.min()) * tick_s, "p50_s": float(p50) * tick_s,
             "mean_s": float(v.mean()) * tick_s, "p99_s": float(p99) * tick_s,
             "max_s": float(v.max()) * tick_s, "std_s": float(v.std()) * tick_s}
@@ -190,16 +191,15 @@ def _measure(info, cfg, framer, raw, end_tick, truncated) -> Analysis:
     has_cs = cfg.cs is not None
     nan = np.full(n, np.nan)
     has_edges = w["n_edges"] > 0
-    start = w["start"].astype(np.int64)
-    end = w["end"].astype(np.int64)
+    start = np.asarray(w["start"], np.int64)       # no copy when already int64
+    end = np.asarray(w["end"], np.int64)
     if has_cs:
         cs_setup = np.where(has_edges & ~w["partial_start"], w["first_edge"] - start, np.nan)
         cs_hold = np.where(has_edges & ~w["partial_end"], end - w["last_edge"], np.nan)
-        duration = np.where(~w["partial_start"] & ~w["partial_end"], end - start, np.nan).astype(float)
     else:
         cs_setup = nan.copy()
         cs_hold = nan.copy()
-        duration = np.where(~w["partial_start"] & ~w["partial_end"], end - start, np.nan).astype(float)
+    duration = np.where(~w["partial_start"] & ~w["partial_end"], end - start, np.nan)
     gap_before = np.full(n, np.nan)
     if n > 1:
         gap_before[1:] = start[1:] - end[:-1]
@@ -221,7 +221,7 @@ def _measure(info, cfg, framer, raw, end_tick, truncated) -> Analysis:
     if cfg.inter_transfer_gap_s is not None:
         thr = cfg.inter_transfer_gap_s / info.tick_s
     elif len(pair_gap):
-        g_ref = float(np.percentile(pair_gap, 25))
+        g_ref = percentiles(pair_gap, [25])[0]
         thr = max(2 * g_ref, g_ref + 2 * (period or 0))
     else:
         thr = None
@@ -248,7 +248,7 @@ def _measure(info, cfg, framer, raw, end_tick, truncated) -> Analysis:
         start=start, end=end, partial_start=w["partial_start"], partial_end=w["partial_end"],
         n_bits=w["n_bits"], n_words=n_words, first_edge=w["first_edge"], last_edge=w["last_edge"],
         clk_ok=w["clk_ok"], min_half=w["min_half"],
-        cs_setup=cs_setup.astype(float), cs_hold=cs_hold.astype(float), duration=duration,
+        cs_setup=np.asarray(cs_setup, float), cs_hold=np.asarray(cs_hold, float), duration=duration,
         gap_before=gap_before, gap_kind=kind, message=message,
         word_off=word_off, mosi=words["mosi"], miso=words["miso"], word_first=words["first"],
         word_last=words["last"], pair_off=pair_off, pair_gap=pair_gap, pair_inter_transfer=pair_it,

@@ -135,14 +135,17 @@ class CFramer:
         nz = np.flatnonzero(self.hist)
         if len(nz):
             self.spacing.add_counts(nz.astype(np.int64), self.hist[nz])
+        # one copy of the results at a time: concatenate, drop the parts, hand out column views
         w = np.concatenate(self._win_parts) if self._win_parts else np.zeros((0, native.WIN_COLS), np.int64)
+        self._win_parts = []
         wd = np.concatenate(self._word_parts) if self._word_parts else np.zeros((0, 4), np.int64)
+        self._word_parts = []
         windows = {
-            "start": w[:, 0].copy(), "end": w[:, 1].copy(), "partial_start": w[:, 2] != 0,
-            "partial_end": w[:, 3] != 0, "clk_ok": w[:, 4] != 0, "n_edges": w[:, 5].copy(),
-            "n_bits": w[:, 6].copy(), "n_words": w[:, 7].copy(), "first_edge": w[:, 8].copy(),
-            "last_edge": w[:, 9].copy(), "min_half": w[:, 10].copy(),
+            "start": w[:, 0], "end": w[:, 1], "partial_start": w[:, 2] != 0,
+            "partial_end": w[:, 3] != 0, "clk_ok": w[:, 4] != 0, "n_edges": w[:, 5],
+            "n_bits": w[:, 6], "n_words": w[:, 7], "first_edge": w[:, 8],
+            "last_edge": w[:, 9], "min_half": w[:, 10],
         }
-        words = {"mosi": wd[:, 0].view(np.uint64).copy(), "miso": wd[:, 1].view(np.uint64).copy(),
-                 "first": wd[:, 2].copy(), "last": wd[:, 3].copy()}
+        words = {"mosi": wd[:, 0].view(np.uint64), "miso": wd[:, 1].view(np.uint64),
+                 "first": wd[:, 2], "last": wd[:, 3]}
         return {"windows": windows, "words": words}

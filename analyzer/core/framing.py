@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from analyzer.core.config import SpiConfig
+from analyzer.core.quantile import median
 from analyzer.io.base import EdgeBlock
 
 _I64 = np.int64
@@ -103,7 +104,7 @@ def idle_timeout_ticks(cfg: SpiConfig, blocks: list[EdgeBlock], initial_state: i
     prev = np.concatenate([[initial_state], states[:-1]]).astype(np.uint32)
     clk_t = ticks[((states ^ prev) >> np.uint32(b_clk)) & 1 == 1]
     sp = np.diff(clk_t)
-    half = float(np.median(sp)) if len(sp) else 1.0
+    half = float(median(sp)) if len(sp) else 1.0
     return max(2, int(round(2 * cfg.wordsize * 2 * half)))
 
 

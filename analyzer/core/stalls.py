@@ -36,6 +36,7 @@ import dataclasses
 import numpy as np
 
 from analyzer.core.analysis import KIND_CONTEXT_SWITCH, KIND_CS_CHANGE, KIND_IDLE, Analysis
+from analyzer.core.quantile import median
 from analyzer.errors import UsageError
 
 STALL_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
@@ -132,8 +133,8 @@ def threshold(values: np.ndarray, rule: StallRule) -> tuple[float, float] | None
     v = v[~np.isnan(v)]
     if len(v) < rule.min_count:
         return None
-    med = float(np.median(v))
-    sigma = ROBUST_SIGMA_PER_MAD * float(np.median(np.abs(v - med)))
+    med = float(median(v))
+    sigma = ROBUST_SIGMA_PER_MAD * float(median(np.abs(v - med)))
     return med, med + max(rule.k * sigma, rule.rel * abs(med), rule.min_samples)
 
 

@@ -18,7 +18,9 @@ _BYTE_SPREAD = np.uint64(0x0101010101010101)
 
 
 class PieceChanges:
-    """Changes inside one piece: ``pos`` (sample offsets > 0 within the piece),
+    """Changes inside one piece: ``pos`` (sample numbers of the changes after the
+    piece's first sample; relative to the piece for find_changes, absolute from
+    the readers' scan_piece),
     ``values`` (masked state after the change), plus first and last state."""
 
     __slots__ = ("pos", "values", "first", "last", "n")

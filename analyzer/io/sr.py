@@ -329,7 +329,7 @@ class SrReader(CaptureReader):
         pc: PieceChanges = fut.result()
         if pc.n == 0:
             return None, prev, offset
-        ticks = pc.pos + offset
+        ticks = pc.pos                      # absolute sample numbers already
         states = pc.values
         if prev is None or pc.first != prev:
             ticks = np.concatenate([np.array([offset], np.int64), ticks])
@@ -338,15 +338,20 @@ class SrReader(CaptureReader):
         return block, pc.last, offset + pc.n
 
     def _pieces(self, pool, us, masks, bits):
-        """Submit scan jobs in capture order; yields futures (or a _Damaged marker)."""
+        """Submit scan jobs in capture order; yields futures (or a _Damaged marker).
+        ``base`` is each piece's first sample, so the scan writes absolute positions
+        (a whole member's size is known from the zip directory and checked)."""
+        base = 0
         for m in self._logic:
             data_off = self._data_offset(m)
             if m.usize and m.usize <= WHOLE_MEMBER_BYTES and m.crc is not None:
-                yield pool.submit(_whole_member_job, self._fd, m, data_off, us, masks, bits)
+                yield pool.submit(_whole_member_job, self._fd, m, data_off, us, masks, bits, base)
+                base += m.usize // us
                 continue
             try:
                 for piece in self._stream_member(m, data_off):
-                    yield pool.submit(scan_piece, piece, us, masks, bits)
+                    yield pool.submit(scan_piece, piece, us, masks, bits, base)
+                    base += len(piece) // us
             except _Damaged as d:
                 yield d
                 return
@@ -525,7 +530,7 @@ class _Damaged(Exception):
         self.problem = problem
 
 
-def _whole_member_job(fd, m: _Member, data_off, us, masks, bits) -> PieceChanges:
+def _whole_member_job(fd, m: _Member, data_off, us, masks, bits, base) -> PieceChanges:
     comp = os.pread(fd, m.csize, data_off)
     if len(comp) < m.csize:
         raise _Damaged(f"chunk {m.name} is cut short ({len(comp)} of {m.csize} bytes)")
@@ -535,32 +540,33 @@ def _whole_member_job(fd, m: _Member, data_off, us, masks, bits) -> PieceChanges
         raise _Damaged(f"chunk {m.name} is damaged ({e})")
     if len(raw) != m.usize or inflate.crc32(raw) != m.crc:
         raise _Damaged(f"chunk {m.name} is damaged (CRC or size mismatch)")
-    return scan_piece(raw, us, masks, bits)
+    return scan_piece(raw, us, masks, bits, base)
 
 
-def scan_piece(buf, unitsize: int, masks: dict[int, int], bits: list[int]) -> PieceChanges:
+def scan_piece(buf, unitsize: int, masks: dict[int, int], bits: list[int], base: int = 0) -> PieceChanges:
     """Changes of the wanted channels in one piece of raw samples, compacted to
     request order: the compiled core when available, else numpy in sub-pieces
     (so temporaries stay small)."""
     from analyzer import native
 
     if native.library() is not None:
-        return native.scan(buf, unitsize, masks, bits)
-    return scan_piece_numpy(buf, unitsize, masks, bits)
+        return native.scan(buf, unitsize, masks, bits, base)
+    return scan_piece_numpy(buf, unitsize, masks, bits, base)
 
 
-def scan_piece_numpy(buf, unitsize: int, masks: dict[int, int], bits: list[int]) -> PieceChanges:
+def scan_piece_numpy(buf, unitsize: int, masks: dict[int, int], bits: list[int],
+                     first_sample: int = 0) -> PieceChanges:
     a = np.frombuffer(buf, dtype=np.uint8)
     n = len(a) // unitsize
     step = max(SCAN_BYTES // unitsize, 64) * unitsize
     pos_parts, val_parts = [], []
     first = last = None
     for start in range(0, n * unitsize, step):   # a few iterations per piece, not per sample
-        states, base = masked_states(a[start:start + step], unitsize, masks)
+        states, base_bit = masked_states(a[start:start + step], unitsize, masks)
         pc = find_changes(states)
-        s0 = start // unitsize
-        f = int(compact(np.array([pc.first]), bits, base)[0])
-        vals = compact(pc.values, bits, base)
+        s0 = first_sample + start // unitsize
+        f = int(compact(np.array([pc.first]), bits, base_bit)[0])
+        vals = compact(pc.values, bits, base_bit)
         if first is None:
             first = f
         elif f != last:
@@ -568,7 +574,7 @@ def scan_piece_numpy(buf, unitsize: int, masks: dict[int, int], bits: list[int])
             val_parts.append(np.array([f], np.uint32))
         pos_parts.append(pc.pos + s0)
         val_parts.append(vals)
-        last = int(compact(np.array([pc.last]), bits, base)[0])
+        last = int(compact(np.array([pc.last]), bits, base_bit)[0])
     if first is None:
         return PieceChanges(np.empty(0, np.int64), np.empty(0, np.uint32), None, None, 0)
     return PieceChanges(np.concatenate(pos_parts), np.concatenate(val_parts), first, last, n)

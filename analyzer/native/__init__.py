@@ -13,14 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import os
 import pathlib
-import platform
-import shutil
-import subprocess
 import sys
-import tempfile
+import zlib
 
 import numpy as np
 
@@ -66,15 +62,18 @@ def _cache_dir() -> pathlib.Path:
 
 
 def _compiler() -> str | None:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    return cc
+    import shutil
+
+    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 
 
 def build(verbose: bool = False) -> pathlib.Path | None:
     """Compile the core if needed; return the path of the shared library or None."""
     global _status
+    # the cache name changes with the source and the machine (a CRC is plenty to
+    # tell versions apart, and zlib is loaded already: hashlib would cost an import)
     src = SRC.read_bytes()
-    tag = hashlib.sha256(src + platform.machine().encode() + sys.platform.encode()).hexdigest()[:16]
+    tag = f"{zlib.crc32(src + os.uname().machine.encode() + sys.platform.encode()):08x}-{len(src)}"
     cache = _cache_dir()
     so = cache / f"spigap_core-{tag}.so"
     if so.exists():
@@ -83,6 +82,9 @@ def build(verbose: bool = False) -> pathlib.Path | None:
     if cc is None:
         _status = "no C compiler found (install gcc for the fast path); using numpy"
         return None
+    import subprocess
+    import tempfile
+
     try:
         cache.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=cache, suffix=".so.tmp")
@@ -157,10 +159,11 @@ def engine() -> str:
     return "c" if library() is not None else "numpy"
 
 
-def scan(buf, unitsize: int, masks: dict[int, int], bits: list[int]):
+def scan(buf, unitsize: int, masks: dict[int, int], bits: list[int], base: int = 0):
     """Changes of the wanted channels in one piece of raw samples (compiled).
 
-    Same contract as analyzer.io.sr.scan_piece: positions > 0 within the piece,
+    Same contract as analyzer.io.sr.scan_piece: sample numbers (``base`` = the
+    piece's first sample) of the changes after the piece's first sample,
     compact states (bit j = requested channel j), first and last states."""
     from analyzer.io.changes import PieceChanges
 
@@ -183,7 +186,7 @@ def scan(buf, unitsize: int, masks: dict[int, int], bits: list[int]):
         val = np.empty(cap, np.uint32)
         k = ctypes.c_int64(0)
         used = lib.spigap_scan(a[done * unitsize:].ctypes.data, n - done, unitsize, mask.ctypes.data,
-                               bitpos.ctypes.data, len(bits), ctypes.byref(prev), done,
+                               bitpos.ctypes.data, len(bits), ctypes.byref(prev), base + done,
                                pos.ctypes.data, val.ctypes.data, cap, ctypes.byref(k))
         parts_pos.append(pos[:k.value])
         parts_val.append(val[:k.value])

@@ -13,6 +13,7 @@ import numpy as np
 
 from analyzer import __version__
 from analyzer.core.analysis import GAP_KINDS, KIND_NAMES, Analysis, describe
+from analyzer.core.quantile import median
 
 SCHEMA = 1
 
@@ -82,7 +83,7 @@ def to_dict(a: Analysis, *, transfers: bool = False, stalls=None, stall_rule=Non
             "samples_per_sclk_period": a.period_ticks,
             "sclk_min_high_s": a.min_high * t if a.min_high is not None else None,
             "sclk_min_low_s": a.min_low * t if a.min_low is not None else None,
-            "idle_clocks_p50": _f(np.median(ic)) if len(ic) else None,
+            "idle_clocks_p50": _f(median(ic)) if len(ic) else None,
             "transfer_rate_hz": a.transfer_rate_hz(),
             "sclk_edges_outside_cs": a.clk_outside_cs,
             "device": a.device,
