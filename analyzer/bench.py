@@ -38,6 +38,7 @@ class Row:
     sigrok_s: float | None
     sigrok_rss_mb: float | None
     note: str = ""
+    inproc_s: float | None = None       # analyze_file() in a warm process: no start-up, no imports
 
     @property
     def msa_s(self) -> float:
@@ -136,6 +137,17 @@ def timed(cmd: list[str], repeat: int) -> tuple[float, float]:
     return statistics.median(times), max(rss)
 
 
+def in_process(path, repeat: int = 3) -> float:
+    """Best warm analyze_file() time, in a fresh process (start-up and imports excluded)."""
+    code = ("import sys, time; from analyzer.api import analyze_file; analyze_file(sys.argv[1]); ts = []\n"
+            "for _ in range(int(sys.argv[2])):\n"
+            "    t = time.perf_counter(); analyze_file(sys.argv[1]); ts.append(time.perf_counter() - t)\n"
+            "print(min(ts))")
+    out = subprocess.run([sys.executable, "-c", code, str(path), str(repeat)], capture_output=True, text=True,
+                         env=_child_env(), check=True)
+    return float(out.stdout.strip())
+
+
 def spigap_cmd(path, extra=()) -> list[str]:
     exe = shutil.which("spigap")
     base = [exe] if exe and os.path.dirname(exe) == os.path.dirname(sys.executable) else [sys.executable, "-m", "analyzer"]
@@ -153,7 +165,7 @@ def run(samples: float = 20e6, big_samples: float = 200e6, real: pathlib.Path | 
     if have_sigrok:
         log("bench: same capture with sigrok-cli (slow) ...")
         st, sm = timed(["sigrok-cli", "-i", str(path), "-P", SIGROK_SPI, "-A", "spi=mosi-data"], 1)
-    rows.append(Row("dense MCP3008-like, 50 MSa/s, unitsize 1", n, t, m, st, sm))
+    rows.append(Row("dense MCP3008-like, 50 MSa/s, unitsize 1", n, t, m, st, sm, inproc_s=in_process(path)))
     if big_samples:
         bpath, bn = dense_capture(big_samples, log)
         log(f"bench: {bpath.name}: spigap x{repeat} ...")
@@ -162,7 +174,7 @@ def run(samples: float = 20e6, big_samples: float = 200e6, real: pathlib.Path | 
         if have_sigrok and sigrok_big:
             log("bench: same capture with sigrok-cli (about a minute) ...")
             st, sm = timed(["sigrok-cli", "-i", str(bpath), "-P", SIGROK_SPI, "-A", "spi=mosi-data"], 1)
-        rows.append(Row("dense MCP3008-like, large (throughput)", bn, t, m, st, sm))
+        rows.append(Row("dense MCP3008-like, large (throughput)", bn, t, m, st, sm, inproc_s=in_process(bpath)))
     if real is not None and real.exists():
         from analyzer.io import open_capture
 
@@ -175,7 +187,8 @@ def run(samples: float = 20e6, big_samples: float = 200e6, real: pathlib.Path | 
             log("bench: same capture with sigrok-cli ...")
             st, sm = timed(["sigrok-cli", "-i", str(real), "-P", "spi:clk=CLK:mosi=MOSI:miso=MISO:cs=CS",
                             "-A", "spi=mosi-data"], 1)
-        rows.append(Row(f"real {real.name}", rn, t, m, st, sm, "1 GHz, mostly idle, 98 chunks"))
+        rows.append(Row(f"real {real.name}", rn, t, m, st, sm, "1 GHz, mostly idle, 98 chunks",
+                        inproc_s=in_process(real)))
     return rows
 
 
@@ -200,23 +213,29 @@ def render(rows: list[Row], fmt: str = "text") -> str:
             f"{machine()}; wall clock per process, start-up included (bytecode cached); "
             f"peak RSS = the process's VmHWM")
     if fmt == "markdown":
-        out = [head, "", "| capture | samples | spigap | MSa/s | peak RSS | sigrok-cli | sigrok RSS | ratio |",
-               "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        out = [head, "", "| capture | samples | spigap | MSa/s | peak RSS | sigrok-cli | sigrok RSS | ratio "
+                         "| spigap in-process | ratio in-process |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in rows:
+            ri = r.sigrok_s / r.inproc_s if (r.sigrok_s and r.inproc_s) else None
             out.append(f"| {r.name} | {r.samples / 1e6:.1f} M | {r.spigap_s:.3f} s | {r.msa_s:.0f} | "
                        f"{r.spigap_rss_mb:.0f} MB | {_s(r.sigrok_s)} | {_mb(r.sigrok_rss_mb)} | "
-                       f"{_x(r.ratio)} |")
+                       f"{_x(r.ratio)} | {_s3(r.inproc_s)} | {_x(ri)} |")
         return "\n".join(out) + "\n"
     out = [head, f"{'capture':44s} {'samples':>9s} {'spigap':>9s} {'MSa/s':>7s} {'RSS':>7s} "
-                 f"{'sigrok-cli':>10s} {'ratio':>7s}"]
+                 f"{'sigrok-cli':>10s} {'ratio':>7s} {'in-process':>11s}"]
     for r in rows:
         out.append(f"{r.name:44s} {r.samples / 1e6:8.1f}M {r.spigap_s:8.3f}s {r.msa_s:7.0f} "
-                   f"{r.spigap_rss_mb:5.0f}MB {_s(r.sigrok_s):>10s} {_x(r.ratio):>7s}")
+                   f"{r.spigap_rss_mb:5.0f}MB {_s(r.sigrok_s):>10s} {_x(r.ratio):>7s} {_s3(r.inproc_s):>11s}")
     return "\n".join(out) + "\n"
 
 
 def _s(x):
     return "–" if x is None else f"{x:.2f} s"
+
+
+def _s3(x):
+    return "–" if x is None else f"{x:.3f} s"
 
 
 def _mb(x):
