@@ -7,7 +7,6 @@ import subprocess
 import sys
 import zipfile
 
-import pytest
 
 from analyzer.cli import main
 from tests.util import synth

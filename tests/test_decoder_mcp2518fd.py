@@ -14,11 +14,11 @@ import os
 import random
 import re
 import subprocess
-import zipfile
 
 import pytest
 
-from conftest import CAPTURES, DECODERS, ROOT, load_plain_module, real, run_sigrok, sigrok_annotations
+from conftest import (CAPTURES, DECODERS, REAL_SPI_STACKS, ROOT, load_plain_module, real, run_sigrok,
+                      sigrok_annotations)
 
 from analyzer.synth import scenario
 from analyzer.synth.devices import mcp2518fd as gen
@@ -245,18 +245,6 @@ def test_generator_has_the_driver_transfer_sizes(name, sizes):
             assert a.what in ("uinc", "tef-uinc", "rts")
 
 
-@pytest.mark.parametrize("name", SHIPPED)
-def test_shipped_capture_matches_its_recipe(name, tmp_path):
-    sc = scenario.Scenario.from_toml(CAPTURES / f"mcp2518fd-{name}.toml")
-    out = tmp_path / "x.sr"
-    scenario.write(sc, out)
-    with zipfile.ZipFile(CAPTURES / f"mcp2518fd-{name}.sr") as a, zipfile.ZipFile(out) as b:
-        logic = sorted(n for n in a.namelist() if n.startswith("logic-1"))
-        assert logic == sorted(n for n in b.namelist() if n.startswith("logic-1"))
-        for n in logic + ["metadata"]:
-            assert a.read(n) == b.read(n), f"{name}: {n} differs: regenerate with spigap synth"
-
-
 # -------------------------------------------------- decoder vs generator truth
 
 @pytest.fixture(scope="module")
@@ -352,22 +340,7 @@ def test_label_transfer_agrees_with_truth():
 
 # ------------------------------------------------------ foreign real traffic
 
-REAL = [
-    ("spi__ad7920__ad7920_fast_read.sr", "spi:clk=0:miso=1:cs=2"),
-    ("spi__ltc2422__ltc2422_read_adc.sr", "spi:clk=0:miso=1:cs=2"),
-    ("spi__adxl345__adxl345_registers.sr", "spi:clk=0:mosi=1:miso=2:cs=3:cpol=1:cpha=1"),
-    ("spi__ade7758__ade7758-phase-b-zx-irq-context.sr", "spi:clk=CLK:mosi=MOSI:miso=MISO:cpha=1"),
-    ("spi__nrf24l01__nrf24l01-communication.sr", "spi:clk=rpi_CLK:mosi=rpi_MOSI:miso=rpi_MISO:cs=rpi_CSN"),
-    ("spi__nrf24l01__nrf24l01-communication.sr", "spi:clk=uc_CLK:mosi=uc_MOSI:miso=uc_MISO:cs=uc_CSN"),
-    ("spi__ssi32__ssi32_bananapi_loop_test.sr", "spi:clk=CLK:mosi=MOSI:miso=MISO:cs=CS#"),
-    ("spi__spiflash__winbond_w25q80d__chip_erase_and_writes.sr", "spi:clk=CLK:mosi=MOSI:miso=MISO:cs=CS"),
-    ("spi__spi_atmega32__spi_atmega32_00.sr", "spi:clk=2:mosi=1:cs=0"),
-    ("nfc__st25r39xx__HydraBus_v1_HydraNFC_Shield_v2_ST25R3916_Read_All_Registers_SpaceA_B.sr",
-     "spi:clk=0_CLK:mosi=2_MOSI:miso=1_MISO:cs=3_CS#:cpha=1"),
-    ("spi__mrf24j40__sensormote__mrf24j40-wake-tx-ack.sr", "spi:clk=SCK:mosi=SDI:miso=SDO:cs=nCS"),
-    ("spi__enc28j60__enc28j60-init-and-ping.sr", "spi:clk=CLK:mosi=MOSI:miso=MISO:cs=CS"),
-    ("sdcard__spi_mode__cmds__cmd17.sr", "spi:clk=CLK:mosi=MOSI:miso=MISO:cs=CS#"),
-]
+REAL = REAL_SPI_STACKS          # the documented channel maps of every real capture (conftest)
 
 
 @pytest.mark.parametrize("capture,spi", REAL, ids=[f"{c[:40]}|{s[8:20]}" for c, s in REAL])

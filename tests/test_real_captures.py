@@ -15,32 +15,8 @@ import numpy as np
 import pytest
 
 from analyzer.api import SpiConfig, analyze_file
+from tests.conftest import REAL_CAPTURES as CAPTURES
 from tests.conftest import real, run_sigrok
-
-# name: (file, spigap config, sigrok -P options, samplerate override)
-CAPTURES = {
-    "ad7920": ("spi__ad7920__ad7920_fast_read.sr", dict(clk="0", miso="1", cs="2"), "clk=0:miso=1:cs=2", 5e6),
-    "ltc2422": ("spi__ltc2422__ltc2422_read_adc.sr", dict(clk="0", miso="1", cs="2"), "clk=0:miso=1:cs=2", None),
-    "adxl345": ("spi__adxl345__adxl345_registers.sr", dict(clk="0", mosi="1", miso="2", cs="3", cpol=1, cpha=1),
-                "clk=0:mosi=1:miso=2:cs=3:cpol=1:cpha=1", None),
-    "ade7758": ("spi__ade7758__ade7758-phase-b-zx-irq-context.sr", dict(clk="CLK", mosi="MOSI", miso="MISO", cpha=1, no_cs=True),
-                "clk=CLK:mosi=MOSI:miso=MISO:cpha=1", None),
-    "nrf24l01-rpi": ("spi__nrf24l01__nrf24l01-communication.sr",
-                     dict(clk="rpi_CLK", mosi="rpi_MOSI", miso="rpi_MISO", cs="rpi_CSN"),
-                     "clk=rpi_CLK:mosi=rpi_MOSI:miso=rpi_MISO:cs=rpi_CSN", None),
-    "nrf24l01-uc": ("spi__nrf24l01__nrf24l01-communication.sr",
-                    dict(clk="uc_CLK", mosi="uc_MOSI", miso="uc_MISO", cs="uc_CSN"),
-                    "clk=uc_CLK:mosi=uc_MOSI:miso=uc_MISO:cs=uc_CSN", None),
-    "ssi32": ("spi__ssi32__ssi32_bananapi_loop_test.sr", dict(), "clk=CLK:mosi=MOSI:miso=MISO:cs=CS#", None),
-    "winbond": ("spi__spiflash__winbond_w25q80d__chip_erase_and_writes.sr", dict(),
-                "clk=CLK:mosi=MOSI:miso=MISO:cs=CS", None),
-    "atmega32": ("spi__spi_atmega32__spi_atmega32_00.sr", dict(clk="2", mosi="1", cs="0"), "clk=2:mosi=1:cs=0", None),
-    "st25r3916": ("nfc__st25r39xx__HydraBus_v1_HydraNFC_Shield_v2_ST25R3916_Read_All_Registers_SpaceA_B.sr",
-                  dict(cpha=1), "clk=0_CLK:mosi=2_MOSI:miso=1_MISO:cs=3_CS#:cpha=1", None),
-    "mrf24j40": ("spi__mrf24j40__sensormote__mrf24j40-wake-tx-ack.sr", dict(), "clk=SCK:mosi=SDI:miso=SDO:cs=nCS", None),
-    "enc28j60": ("spi__enc28j60__enc28j60-init-and-ping.sr", dict(), "clk=CLK:mosi=MOSI:miso=MISO:cs=CS", None),
-    "sdcard": ("sdcard__spi_mode__cmds__cmd17.sr", dict(), "clk=CLK:mosi=MOSI:miso=MISO:cs=CS#", None),
-}
 
 # From ../shared/captures-real/README.md, "Reference timing" (µs): (n, min, median, max)
 REFERENCE = {

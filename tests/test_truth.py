@@ -37,7 +37,6 @@ def test_modes_wordsizes_bitorders_with_jitter(tmp_path, mode, wordsize, bitorde
         seed=mode * 100 + wordsize)
     a = analyze(path, cpol=mode >> 1, cpha=mode & 1, wordsize=wordsize, lsb_first=bitorder == "lsb")
     check_against_truth(a, tl)
-    tr = tl.truth()
     ic = a.idle_clocks()
     assert np.median(ic) == pytest.approx(1.5, abs=0.1)
     assert a.sclk_hz == pytest.approx(2.5e6, rel=0.01)
