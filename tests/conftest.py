@@ -126,3 +126,50 @@ def load_plain_module(decoder_id: str, module: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def load_decoder_class(decoder_id: str):
+    """The Decoder class of one of our decoders, imported as a package under a fake
+    ``sigrokdecode`` module (only what pd.py needs at class definition)."""
+    import sys
+    import types
+
+    fake = types.ModuleType("sigrokdecode")
+    fake.Decoder = object
+    fake.OUTPUT_ANN, fake.OUTPUT_PYTHON, fake.OUTPUT_BINARY, fake.OUTPUT_META = 0, 1, 2, 3
+    fake.SRD_CONF_SAMPLERATE = 10000
+    saved = sys.modules.get("sigrokdecode")
+    sys.modules["sigrokdecode"] = fake
+    pkg_name = f"{decoder_id}_pkg"
+    try:
+        spec = importlib.util.spec_from_file_location(
+            pkg_name, DECODERS / decoder_id / "__init__.py",
+            submodule_search_locations=[str(DECODERS / decoder_id)])
+        pkg = importlib.util.module_from_spec(spec)
+        sys.modules[pkg_name] = pkg
+        spec.loader.exec_module(pkg)
+        return pkg.Decoder
+    finally:
+        for k in [k for k in sys.modules if k == pkg_name or k.startswith(pkg_name + ".")]:
+            sys.modules.pop(k, None)
+        if saved is None:
+            sys.modules.pop("sigrokdecode", None)
+        else:
+            sys.modules["sigrokdecode"] = saved
+
+
+def assert_sigrok_naming_rules(D, decoder_id: str):
+    """libsigrokdecode 0.5.3 load rules and master's HACKING naming."""
+    assert D.api_version == 3 and D.id == decoder_id
+    assert isinstance(D.inputs, list) and isinstance(D.outputs, list)
+    assert isinstance(D.tags, list) and D.tags
+    assert len(D.desc) <= 55 and D.desc.endswith(".")
+    classes = [c[0] for c in D.annotations]
+    rows = [r[0] for r in D.annotation_rows]
+    assert len(set(classes)) == len(classes) and len(set(rows)) == len(rows)
+    assert not set(classes) & set(rows)
+    assert all(r.endswith("s") for r in rows) and not any(c.endswith("s") for c in classes)
+    assert all(isinstance(r[2], tuple) for r in D.annotation_rows)
+    assert sorted(i for r in D.annotation_rows for i in r[2]) == list(range(len(classes)))
+    for name in ("reset", "start", "decode"):
+        assert callable(getattr(D, name))

@@ -10,15 +10,12 @@ real foreign captures (no exception).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-import sys
-import types
 
 import pytest
 
-from conftest import (CAPTURES, DECODERS, ROOT, capture_channels, golden_lines, load_plain_module, real,
+from conftest import (CAPTURES, DECODERS, assert_sigrok_naming_rules, load_decoder_class, ROOT, capture_channels, golden_lines, load_plain_module, real,
                       run_sigrok, sigrok_annotations)
 
 from analyzer.synth import scenario
@@ -383,31 +380,9 @@ def test_label_transfer():
 def test_plain_module_has_no_sigrok_import_and_decoder_follows_naming_rules():
     src = (DECODERS / "ad7606" / "ad760x.py").read_text()
     assert not re.search(r"^\s*(import|from)\s+(sigrokdecode|\.)", src, re.M)
-    fake = types.ModuleType("sigrokdecode")
-    fake.Decoder = object
-    fake.OUTPUT_ANN = 0
-    fake.SRD_CONF_SAMPLERATE = 10000
-    saved = sys.modules.get("sigrokdecode")
-    sys.modules["sigrokdecode"] = fake
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "ad7606_pkg", DECODERS / "ad7606" / "__init__.py",
-            submodule_search_locations=[str(DECODERS / "ad7606")])
-        pkg = importlib.util.module_from_spec(spec)
-        sys.modules["ad7606_pkg"] = pkg
-        spec.loader.exec_module(pkg)
-        D = pkg.Decoder
-    finally:
-        for k in ("ad7606_pkg", "ad7606_pkg.pd", "ad7606_pkg.ad760x"):
-            sys.modules.pop(k, None)
-        if saved is None:
-            sys.modules.pop("sigrokdecode", None)
-        else:
-            sys.modules["sigrokdecode"] = saved
-    assert D.api_version == 3 and D.id == "ad7606"
-    assert D.inputs == ["logic"] and isinstance(D.inputs, list) and isinstance(D.outputs, list)
-    assert isinstance(D.tags, list) and D.tags
-    assert len(D.desc) <= 55 and D.desc.endswith(".")
+    D = load_decoder_class("ad7606")
+    assert_sigrok_naming_rules(D, "ad7606")
+    assert D.inputs == ["logic"]
     assert [c["id"] for c in D.channels] == ["sclk", "cs", "douta"]
     assert [c["id"] for c in D.optional_channels] == ["doutb", "busy", "convst", "frstdata"]
     classes = [c[0] for c in D.annotations]
@@ -423,5 +398,4 @@ def test_plain_module_has_no_sigrok_import_and_decoder_follows_naming_rules():
         if "values" in o:
             assert isinstance(o["values"], tuple) and o["default"] in o["values"]
             assert all(type(v) is type(o["default"]) for v in o["values"])
-    for name in ("reset", "start", "decode", "metadata"):
-        assert callable(getattr(D, name))
+    assert callable(D.metadata)

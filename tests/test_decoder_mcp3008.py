@@ -10,15 +10,12 @@ and real foreign captures (warnings, never an exception).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-import sys
-import types
 
 import pytest
 
-from conftest import (CAPTURES, DECODERS, REAL_SPI_STACKS, ROOT, capture_channels, golden_lines, load_plain_module,
+from conftest import (CAPTURES, DECODERS, assert_sigrok_naming_rules, load_decoder_class, REAL_SPI_STACKS, ROOT, capture_channels, golden_lines, load_plain_module,
                       real, run_sigrok, sigrok_annotations)
 
 from analyzer.synth import scenario
@@ -312,38 +309,8 @@ def test_channel_names():
 def test_plain_module_has_no_sigrok_import_and_decoder_follows_naming_rules():
     src = (DECODERS / "mcp3008" / "mcp3x0x.py").read_text()
     assert not re.search(r"^\s*(import|from)\s+(sigrokdecode|\.)", src, re.M)
-    fake = types.ModuleType("sigrokdecode")
-    fake.Decoder = object
-    fake.OUTPUT_ANN = 0
-    saved = sys.modules.get("sigrokdecode")
-    sys.modules["sigrokdecode"] = fake
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "mcp3008_pkg", DECODERS / "mcp3008" / "__init__.py",
-            submodule_search_locations=[str(DECODERS / "mcp3008")])
-        pkg = importlib.util.module_from_spec(spec)
-        sys.modules["mcp3008_pkg"] = pkg
-        spec.loader.exec_module(pkg)
-        D = pkg.Decoder
-    finally:
-        sys.modules.pop("mcp3008_pkg", None)
-        sys.modules.pop("mcp3008_pkg.pd", None)
-        sys.modules.pop("mcp3008_pkg.mcp3x0x", None)
-        if saved is None:
-            sys.modules.pop("sigrokdecode", None)
-        else:
-            sys.modules["sigrokdecode"] = saved
-    assert D.api_version == 3 and D.id == "mcp3008"
-    assert isinstance(D.inputs, list) and D.inputs == ["spi"] and isinstance(D.outputs, list)
-    assert isinstance(D.tags, list) and D.tags
-    assert len(D.desc) <= 55 and D.desc.endswith(".")
+    D = load_decoder_class("mcp3008")
+    assert_sigrok_naming_rules(D, "mcp3008")
+    assert D.inputs == ["spi"]
     classes = [c[0] for c in D.annotations]
-    rows = [r[0] for r in D.annotation_rows]
-    assert len(set(classes)) == len(classes) and len(set(rows)) == len(rows)
-    assert not set(classes) & set(rows)
-    assert all(r.endswith("s") for r in rows) and not any(c.endswith("s") for c in classes)
-    assert all(isinstance(r[2], tuple) for r in D.annotation_rows)
-    assert sorted(i for r in D.annotation_rows for i in r[2]) == list(range(len(classes)))
     assert classes == list(m.EVENT_KINDS)
-    for name in ("reset", "start", "decode"):
-        assert callable(getattr(D, name))
