@@ -1,15 +1,22 @@
 # spigap: `make demo` and `make test` set up everything they need on a fresh
-# Debian bookworm machine (a venv with the Python deps; sigrok-cli via apt when
-# running as root, else a clear message), then run.
+# Debian bookworm machine (a venv with the Python deps; gcc, sigrok-cli and
+# PulseView via apt when running as root, else a clear message), then run.
+# `make test` tests what users install: it builds the sdist and from it the
+# wheel, installs the wheel into a fresh venv and runs the suite against that
+# installed package from outside the checkout.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.spigap-installed
+# the venv the test suite runs in: the built wheel, installed as a user would
+TVENV ?= .venv-wheel
+# the test run's working directory, outside the checkout (so nothing imports the source tree)
+TESTDIR ?= $(shell mktemp -d 2>/dev/null || echo /tmp/spigap-test)
 DEMO ?= captures/mcp3008-rpi3-k4.4-b10.sr
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: setup demo test bench captures sigrok-cli clean
+.PHONY: setup demo test test-dev lint wheel bench captures sigrok-cli compiler clean
 
 setup: $(STAMP)
 
@@ -29,16 +36,20 @@ $(STAMP): setup.cfg pyproject.toml
 	  fi; \
 	fi
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]' --config-settings editable_mode=compat
+	@$(MAKE) --no-print-directory compiler
+	$(BIN)/python -m pip install -q -e '.[test,dev]' --config-settings editable_mode=compat
+	$(BIN)/python -m analyzer.native
+	@touch $@
+
+# gcc builds the compiled core at install time (without it spigap uses its numpy engine)
+compiler:
 	@command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "setup: installing gcc with apt-get (for the compiled core)"; \
 	    $(APT_GET) update -qq && $(APT_GET) install -y -qq gcc libc6-dev >/dev/null || true; \
 	  else \
-	    echo "setup: no C compiler: spigap uses its slower numpy engine (install gcc for the compiled core)"; \
+	    echo "setup: no C compiler: spigap will use its slower numpy engine (install gcc for the compiled core)"; \
 	  fi; }
-	$(BIN)/python -m analyzer.native
-	@touch $@
 
 # the tests run the real sigrok-cli and PulseView (Debian bookworm packages)
 sigrok-cli:
@@ -55,8 +66,29 @@ sigrok-cli:
 demo: setup
 	$(BIN)/spigap analyze $(DEMO)
 
-## the test suite (needs sigrok-cli: the real decoder is one of our oracles)
-test: setup sigrok-cli
+## the sdist, and the wheel built from it (so a file missing from the sdist fails here)
+wheel: setup
+	rm -rf dist
+	$(BIN)/python -m build -o dist . >dist.log 2>&1 || { tail -40 dist.log; exit 1; }
+	@ls dist
+
+## ruff and mypy (configured in pyproject.toml)
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+## the test suite against the installed wheel (needs sigrok-cli and PulseView: our oracles)
+test: wheel sigrok-cli
+	rm -rf $(TVENV)
+	$(PYTHON) -m venv $(TVENV)
+	$(TVENV)/bin/python -m pip install -q --upgrade pip
+	$(TVENV)/bin/python -m pip install -q "$$(ls dist/spigap-*.whl)[test]"
+	cd $(TESTDIR) && SPIGAP_TEST_INSTALLED=1 SPIGAP_CHECKOUT=$(CURDIR) \
+	  $(CURDIR)/$(TVENV)/bin/python -m pytest -c $(CURDIR)/pyproject.toml --rootdir $(CURDIR) \
+	  -p no:cacheprovider -q $(PYTEST_ARGS) $(CURDIR)/tests
+
+## the tests on the editable checkout (quicker while developing; CI runs `make test`)
+test-dev: setup sigrok-cli
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 ## spigap vs sigrok-cli, side by side (writes nothing; see BENCHMARKS.md)
@@ -68,4 +100,4 @@ captures: setup
 	@for t in captures/*.toml; do $(BIN)/spigap synth --config $$t -o $${t%.toml}.sr || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(TVENV) .pytest_cache build dist dist.log *.egg-info analyzer/native/_spigap_core*

@@ -7,8 +7,6 @@ Framer is the fallback and the oracle it is tested against.
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
 from analyzer import native
@@ -28,11 +26,12 @@ class CFramer:
 
     def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float):
         self.lib = native.library()
+        self.ffi = native.ffi()
         self.cfg = cfg
         self.tick_s = tick_s
         self.b_clk = bits["clk"]
         self.has_cs = "cs" in bits
-        f = native.Framer()
+        f = self.ffi.new("framer_t *")
         f.b_clk = bits["clk"]
         f.b_cs = bits.get("cs", -1)
         f.b_mosi = bits.get("mosi", -1)
@@ -45,13 +44,14 @@ class CFramer:
         f.lsb_first = int(cfg.lsb_first)
         f.has_cs = int(self.has_cs)
         self.f = f
-        self.win = np.zeros((WIN_CAP, native.WIN_COLS), np.int64)
+        self.win = np.zeros((WIN_CAP, self.lib.WIN_COLS), np.int64)
         self.word = np.zeros((WORD_CAP, 4), np.int64)
         self.hist = np.zeros(HIST, np.int64)
         self.ovf = np.zeros(OVF_CAP, np.int64)
-        p = lambda a: a.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))  # noqa: E731
-        self.out = native.Out(p(self.win), WIN_CAP, 0, p(self.word), WORD_CAP, 0, p(self.hist), HIST,
-                              p(self.ovf), OVF_CAP, 0)
+        p = native.ptr
+        self.out = self.ffi.new("out_t *", {"win": p(self.win), "win_cap": WIN_CAP, "word": p(self.word),
+                                            "word_cap": WORD_CAP, "hist": p(self.hist), "hist_size": HIST,
+                                            "ovf": p(self.ovf), "ovf_cap": OVF_CAP})
         self._win_parts: list[np.ndarray] = []
         self._word_parts: list[np.ndarray] = []
         self.spacing = SpacingCounter()
@@ -83,7 +83,7 @@ class CFramer:
         t, s = block.ticks, block.states
         if self.initial_state is None:
             self.initial_state = int(s[0])
-            self.lib.spigap_frame_init(ctypes.byref(self.f), self.initial_state)
+            self.lib.spigap_frame_init(self.f, self.initial_state)
             t, s = t[1:], s[1:]
             if len(t) == 0:
                 return
@@ -107,8 +107,8 @@ class CFramer:
         s = np.ascontiguousarray(s, np.uint32)
         done, n = 0, len(t)
         while done < n:
-            used = self.lib.spigap_frame(ctypes.byref(self.f), ctypes.byref(self.out),
-                                         t[done:].ctypes.data, s[done:].ctypes.data, n - done)
+            used = self.lib.spigap_frame(self.f, self.out,
+                                         native.ptr(t[done:]), native.ptr(s[done:], "uint32_t *"), n - done)
             done += used
             self._flush()
 
@@ -127,16 +127,16 @@ class CFramer:
     def finish(self, end_tick: int) -> dict:
         if self.initial_state is None:
             self.initial_state = 0
-            self.lib.spigap_frame_init(ctypes.byref(self.f), 0)
+            self.lib.spigap_frame_init(self.f, 0)
         if not self.has_cs and self.idle_timeout is None:
             self._start_nocs()
-        self.lib.spigap_frame_finish(ctypes.byref(self.f), ctypes.byref(self.out), int(end_tick))
+        self.lib.spigap_frame_finish(self.f, self.out, int(end_tick))
         self._flush()
         nz = np.flatnonzero(self.hist)
         if len(nz):
             self.spacing.add_counts(nz.astype(np.int64), self.hist[nz])
         # one copy of the results at a time: concatenate, drop the parts, hand out column views
-        w = np.concatenate(self._win_parts) if self._win_parts else np.zeros((0, native.WIN_COLS), np.int64)
+        w = np.concatenate(self._win_parts) if self._win_parts else np.zeros((0, self.lib.WIN_COLS), np.int64)
         self._win_parts = []
         wd = np.concatenate(self._word_parts) if self._word_parts else np.zeros((0, 4), np.int64)
         self._word_parts = []

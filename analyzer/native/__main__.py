@@ -1,6 +1,5 @@
-"""``python -m analyzer.native``: build the compiled core now (make setup does this)."""
+"""``python -m analyzer.native``: which engine this installation runs."""
 
 from analyzer import native
 
-path = native.build(verbose=True)
-print(native.status() if path is None or native.library() is None else f"spigap core ready: {path}")
+print(f"spigap engine: {native.engine()} ({native.status()})")

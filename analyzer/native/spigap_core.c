@@ -4,16 +4,18 @@
  * Hand-written because nothing off the shelf frames SPI from raw edges with
  * our definitions, and the numpy version (analyzer/core/framing.py, kept as
  * the fallback and as the oracle these loops are tested against) needs ~40
- * array passes per block. Plain C99, no Python headers: built with the system
- * compiler on first use and loaded with ctypes (analyzer/native/__init__.py).
+ * array passes per block. Plain C99, no Python headers: cffi compiles it at
+ * install time together with the declarations in spigap_core.h, which are
+ * both the cffi cdef and this file's own prototypes, so the compiler checks
+ * that Python's view of the structs is the C one (analyzer/native/build.py).
  *
- * Definitions: docs/gaps.md. Every field of framer_t is int64 so the ctypes
- * mirror has no padding questions.
+ * Definitions: docs/gaps.md.
  */
 #include <stdint.h>
 #include <string.h>
 
-#define NSPACE 64
+#include "spigap_core.h"
+
 #define BIG INT64_MAX
 
 /* ------------------------------------------------------------------ scan */
@@ -79,30 +81,6 @@ int64_t spigap_scan(const uint8_t *data, int64_t n, int64_t unitsize, const uint
 
 /* ---------------------------------------------------------------- framer */
 
-typedef struct {
-    /* configuration (written by Python) */
-    int64_t b_clk, b_cs, b_mosi, b_miso;      /* bit of each line in the state; -1 = absent */
-    int64_t ws, cpha, cpol, samp_level, active_level, lsb_first, has_cs, idle_timeout;
-    /* running state */
-    int64_t prev;                              /* previous compact state */
-    int64_t open, started;
-    int64_t w_start, w_first, w_last, w_n_edges, w_n_samp, w_n_words, w_min_half;
-    int64_t w_partial_start, w_clk_ok, w_last_samp;
-    int64_t cw, c_first, c_last, c_prev_owned, c_samp, c_mosi, c_miso, c_min_high, c_min_low, c_last_samp;
-    int64_t c_n_space;
-    int64_t c_space[NSPACE];
-    int64_t last_clk;
-    int64_t clk_outside, first_clk_outside, min_high, min_low;
-} framer_t;
-
-typedef struct {
-    int64_t *win;   int64_t win_cap;  int64_t n_win;    /* rows of WIN_COLS */
-    int64_t *word;  int64_t word_cap; int64_t n_word;   /* rows of 4: mosi, miso, first, last */
-    int64_t *hist;  int64_t hist_size;                  /* counts of spacing values < hist_size */
-    int64_t *ovf;   int64_t ovf_cap;  int64_t n_ovf;    /* larger spacing values */
-} out_t;
-
-#define WIN_COLS 11  /* start end pstart pend clk_ok n_edges n_bits n_words first last min_half */
 
 static void add_spacing(out_t *o, int64_t v)
 {

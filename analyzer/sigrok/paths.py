@@ -1,12 +1,10 @@
 """Where spigap's sigrok protocol decoders are, and where libsigrokdecode looks.
 
-The decoders live in ``decoders/<id>/`` at the top of the source tree, next to
-``analyzer/``. An editable install (``pip install -e .``, what ``make setup``
-does) imports ``analyzer`` from the source tree, so they are found there. A
-wheel built from setup.cfg as it is ships ``analyzer`` only; for that case the
-decoders would have to be installed as data files under
-``<prefix>/share/spigap/decoders`` (looked up here too), and ``SPIGAP_DECODERS``
-overrides everything.
+The decoders are edited in ``decoders/<id>/`` at the top of the source tree.
+``analyzer/sigrok/decoders`` is a symlink to it, so the package carries them
+as package data: a wheel or sdist install has real copies there, an editable
+install follows the link. They are found with ``importlib.resources``;
+``SPIGAP_DECODERS`` overrides that.
 
 libsigrokdecode 0.5.3 (``srd_init``) searches, the last one winning on equal
 ids: ``$XDG_DATA_DIRS/*/libsigrokdecode/decoders`` (Debian:
@@ -18,11 +16,11 @@ directory).
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import os
 import pathlib
 import sys
-import sysconfig
 
 from analyzer.errors import SpigapError
 
@@ -38,17 +36,10 @@ def _is_decoder_dir(p: pathlib.Path) -> bool:
     return (p / "__init__.py").is_file() and (p / "pd.py").is_file()
 
 
-def _candidates() -> list[pathlib.Path]:
-    out = []
-    # source tree / editable install: <root>/analyzer/sigrok/paths.py -> <root>/decoders
-    out.append(pathlib.Path(__file__).resolve().parent.parent.parent / "decoders")
-    # data files of a wheel install
-    for scheme_key in ("data",):
-        base = sysconfig.get_paths().get(scheme_key)
-        if base:
-            out.append(pathlib.Path(base) / "share" / "spigap" / "decoders")
-    out.append(pathlib.Path(sys.prefix) / "share" / "spigap" / "decoders")
-    return out
+def _packaged() -> pathlib.Path | None:
+    """The decoders shipped inside the package, when they are files on disk."""
+    res = importlib.resources.files("analyzer.sigrok").joinpath("decoders")
+    return res if isinstance(res, pathlib.Path) else None
 
 
 def decoders_dir() -> pathlib.Path:
@@ -60,17 +51,11 @@ def decoders_dir() -> pathlib.Path:
             return c.resolve()
         raise DecodersNotFound(f"${ENV_OVERRIDE}={env} holds no decoders "
                                "(expected <dir>/<id>/__init__.py and pd.py)")
-    tried = []
-    for c in _candidates():
-        if c in tried:
-            continue
-        tried.append(c)
-        if c.is_dir() and any(_is_decoder_dir(d) for d in c.iterdir()):
-            return c.resolve()
-    raise DecodersNotFound("spigap's sigrok decoders are not installed with this copy of spigap "
-                           f"(looked in {', '.join(str(t) for t in tried)})",
-                           hint=f"install spigap from a source checkout (pip install -e .) or set "
-                                f"{ENV_OVERRIDE}=<checkout>/decoders")
+    packaged = _packaged()
+    if packaged is not None and packaged.is_dir() and any(_is_decoder_dir(d) for d in packaged.iterdir()):
+        return packaged.resolve()
+    raise DecodersNotFound(f"spigap's sigrok decoders are missing from this installation ({packaged})",
+                           hint=f"reinstall spigap, or set {ENV_OVERRIDE}=<checkout>/decoders")
 
 
 def decoder_ids(root: pathlib.Path | None = None) -> list[str]:

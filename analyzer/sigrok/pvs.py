@@ -328,7 +328,7 @@ class Setup:
 def render(setup: Setup) -> str:
     """The .pvs text of a setup."""
     lines = ["[General]", f"decode_signals={len(setup.decode_signals)}",
-             f"meta_objs=0", f"views={1 if setup.view_scale else 0}", ""]
+             "meta_objs=0", f"views={1 if setup.view_scale else 0}", ""]
     for i, ds in enumerate(setup.decode_signals):
         lines.append(f"[decode_signal{i}]")
 

@@ -1,0 +1,44 @@
+/*
+ * spigap compiled core: the declarations Python sees.
+ *
+ * This file is read twice: by spigap_core.c (#include) and by cffi as its
+ * cdef (analyzer/native/build.py), so the struct layouts Python uses are the
+ * ones the compiler checked. It must therefore stay within what cffi's cdef
+ * parser accepts: no #include, no include guard, constants as an enum.
+ * The includer provides <stdint.h>.
+ */
+
+enum {
+    NSPACE = 64,      /* clock spacings a word keeps for the sub-sample period */
+    WIN_COLS = 11     /* one window row: start end pstart pend clk_ok n_edges n_bits n_words first last min_half */
+};
+
+typedef struct {
+    /* configuration (written by Python) */
+    int64_t b_clk, b_cs, b_mosi, b_miso;      /* bit of each line in the state; -1 = absent */
+    int64_t ws, cpha, cpol, samp_level, active_level, lsb_first, has_cs, idle_timeout;
+    /* running state */
+    int64_t prev;                              /* previous compact state */
+    int64_t open, started;
+    int64_t w_start, w_first, w_last, w_n_edges, w_n_samp, w_n_words, w_min_half;
+    int64_t w_partial_start, w_clk_ok, w_last_samp;
+    int64_t cw, c_first, c_last, c_prev_owned, c_samp, c_mosi, c_miso, c_min_high, c_min_low, c_last_samp;
+    int64_t c_n_space;
+    int64_t c_space[NSPACE];
+    int64_t last_clk;
+    int64_t clk_outside, first_clk_outside, min_high, min_low;
+} framer_t;
+
+typedef struct {
+    int64_t *win;   int64_t win_cap;  int64_t n_win;    /* rows of WIN_COLS */
+    int64_t *word;  int64_t word_cap; int64_t n_word;   /* rows of 4: mosi, miso, first, last */
+    int64_t *hist;  int64_t hist_size;                  /* counts of spacing values < hist_size */
+    int64_t *ovf;   int64_t ovf_cap;  int64_t n_ovf;    /* larger spacing values */
+} out_t;
+
+int64_t spigap_scan(const uint8_t *data, int64_t n, int64_t unitsize, const uint8_t *mask,
+                    const int64_t *bitpos, int64_t nbits, uint64_t *prev, int64_t base,
+                    int64_t *pos_out, uint32_t *val_out, int64_t cap, int64_t *n_out);
+void spigap_frame_init(framer_t *f, int64_t initial_state);
+int64_t spigap_frame(framer_t *f, out_t *o, const int64_t *ticks, const uint32_t *states, int64_t n);
+void spigap_frame_finish(framer_t *f, out_t *o, int64_t end_tick);
