@@ -77,15 +77,16 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-## the test suite against the installed wheel (needs sigrok-cli and PulseView: our oracles)
+## the test suite against the installed wheel (needs sigrok-cli and PulseView: our oracles);
+## PYTEST_ARGS replaces the default arguments (the whole tests/ directory)
 test: wheel sigrok-cli
 	rm -rf $(TVENV)
 	$(PYTHON) -m venv $(TVENV)
 	$(TVENV)/bin/python -m pip install -q --upgrade pip
 	$(TVENV)/bin/python -m pip install -q "$$(ls dist/spigap-*.whl)[test]"
-	cd $(TESTDIR) && SPIGAP_TEST_INSTALLED=1 SPIGAP_CHECKOUT=$(CURDIR) \
+	cd $(TESTDIR) && SPIGAP_TEST_INSTALLED=1 SPIGAP_SDIST="$$(ls $(CURDIR)/dist/spigap-*.tar.gz)" \
 	  $(CURDIR)/$(TVENV)/bin/python -m pytest -c $(CURDIR)/pyproject.toml --rootdir $(CURDIR) \
-	  -p no:cacheprovider -q $(PYTEST_ARGS) $(CURDIR)/tests
+	  -p no:cacheprovider -q $(or $(PYTEST_ARGS),$(CURDIR)/tests)
 
 ## the tests on the editable checkout (quicker while developing; CI runs `make test`)
 test-dev: setup sigrok-cli

@@ -5,4 +5,4 @@ from the raw CS/SCLK transitions and measures every gap of every transfer
 (see docs/gaps.md for the definitions).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,4 +1,12 @@
-"""Shared fixtures: where the real captures are, and how to run sigrok-cli."""
+"""Shared fixtures: where the real captures are, and how to run sigrok-cli.
+
+The package under test is whatever ``analyzer`` the environment imports:
+``make test`` runs the suite against the wheel installed in a fresh venv,
+from outside the checkout (``SPIGAP_TEST_INSTALLED=1``), so the decoders the
+tests hand to sigrok-cli are the installed package's copies and a file
+missing from the wheel fails here. ``make test-dev`` runs the same tests on
+the editable checkout.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +19,26 @@ import subprocess
 import zipfile
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+from analyzer.sigrok import paths as _paths
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
-DECODERS = ROOT / "decoders"
+SOURCE_DECODERS = ROOT / "decoders"          # the copy edited by hand
+DECODERS = _paths.decoders_dir()             # the copy the package under test carries
 SHARED = pathlib.Path(os.environ.get("SPIGAP_SHARED", ROOT.parent / "shared"))
 REAL = SHARED / "captures-real"
+
+
+# One commit, one verdict: property tests draw the same examples on every run
+# (derandomize) and keep no example database between runs. The long fuzz runs
+# (marker `fuzz`, `make fuzz`) use the "fuzz" profile: random, many examples.
+settings.register_profile("default", derandomize=True, database=None, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("fuzz", derandomize=False, database=None, deadline=None, print_blob=True,
+                          suppress_health_check=list(HealthCheck))
+settings.load_profile(os.environ.get("SPIGAP_HYPOTHESIS_PROFILE", "default"))
 
 
 def real(name: str) -> pathlib.Path:

@@ -9,7 +9,7 @@ import pytest
 
 from analyzer.api import SpiConfig, analyze_file
 from analyzer.synth import Scenario, write
-from tests.conftest import CAPTURES
+from conftest import CAPTURES
 
 RECIPES = sorted(CAPTURES.glob("*.toml"))
 US = 1e-6

@@ -9,7 +9,7 @@ import zipfile
 
 
 from analyzer.cli import main
-from tests.util import synth
+from util import synth
 
 
 def run_cli(args, capsys):

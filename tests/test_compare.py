@@ -22,7 +22,7 @@ from analyzer.stats import compare as C
 from analyzer.stats import resample
 from analyzer.synth import scenario
 from analyzer.synth.timeline import build
-from tests.conftest import CAPTURES
+from conftest import CAPTURES
 
 OLD = CAPTURES / "ad7606-pi5-k6.6.31.toml"
 NEW = CAPTURES / "ad7606-pi5-k6.12.25.toml"

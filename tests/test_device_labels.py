@@ -12,7 +12,7 @@ from analyzer.api import analyze_file
 from analyzer.cli import main
 from analyzer.errors import UsageError
 from analyzer.synth import Scenario
-from tests.conftest import CAPTURES
+from conftest import CAPTURES
 
 
 def test_mcp3008_labels_match_generator_truth():

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from analyzer import native
-from tests.test_real_captures import CAPTURES, real
-from tests.util import analyze, synth
+from test_real_captures import CAPTURES, real
+from util import analyze, synth
 
 pytestmark = pytest.mark.skipif(native.library() is None, reason=f"compiled core unavailable: {native.status()}")
 

@@ -19,7 +19,7 @@ from analyzer.core import events
 from analyzer.errors import UsageError
 from analyzer.io import open_capture
 from analyzer.synth import scenario
-from tests.conftest import CAPTURES
+from conftest import CAPTURES
 
 SR = 50e6
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from analyzer.bench import run_measured
-from tests.conftest import real
+from conftest import real
 
 
 def test_one_gigasample_capture_under_300_mb():

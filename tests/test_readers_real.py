@@ -11,8 +11,8 @@ from analyzer.api import SpiConfig, analyze_file
 from analyzer.io import open_capture
 from analyzer.synth.srwriter import Track
 from analyzer.synth.writers import write_capture
-from tests.conftest import REAL, real
-from tests.test_real_captures import CAPTURES
+from conftest import REAL, real
+from test_real_captures import CAPTURES
 
 
 def _config(name):

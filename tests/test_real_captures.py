@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from analyzer.api import SpiConfig, analyze_file
-from tests.conftest import REAL_CAPTURES as CAPTURES
-from tests.conftest import real, run_sigrok
+from conftest import REAL_CAPTURES as CAPTURES
+from conftest import real, run_sigrok
 
 # From ../shared/captures-real/README.md, "Reference timing" (µs): (n, min, median, max)
 REFERENCE = {

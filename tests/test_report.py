@@ -11,7 +11,7 @@ import pytest
 
 from analyzer.cli import main
 from analyzer.synth import scenario
-from tests.conftest import CAPTURES
+from conftest import CAPTURES
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
 OLD = CAPTURES / "ad7606-pi5-k6.6.31.sr"

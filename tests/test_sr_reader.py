@@ -10,7 +10,7 @@ import pytest
 from analyzer.io import sr as srmod
 from analyzer.io.sr import parse_metadata, parse_samplerate
 from analyzer.synth import Scenario, tracks, write_sr
-from tests.util import analyze
+from util import analyze
 
 FIELDS = ("start", "end", "partial_start", "partial_end", "n_bits", "first_edge", "last_edge",
           "cs_setup", "cs_hold", "gap_before", "gap_kind", "mosi", "miso", "word_first", "word_last",

@@ -17,7 +17,7 @@ from analyzer.core import stalls
 from analyzer.errors import UsageError
 from analyzer.synth import scenario
 from analyzer.synth.timeline import build
-from tests.conftest import CAPTURES
+from conftest import CAPTURES
 
 SR = 50e6
 

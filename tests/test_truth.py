@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from analyzer.core.analysis import KIND_CONTEXT_SWITCH, KIND_CS_CHANGE
-from tests.util import analyze, assert_within_one_sample, synth
+from util import analyze, assert_within_one_sample, synth
 
 
 def check_against_truth(a, tl, words=True):

@@ -20,6 +20,16 @@ from analyzer import __version__
 from analyzer.errors import SpigapError
 
 
+class _Version(argparse.Action):
+    """--version: the version and which engine this installation runs (the
+    compiled core is imported only when asked)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from analyzer import native
+
+        print(f"spigap {__version__} ({native.engine()} engine: {native.status()})")
+        parser.exit()
+
 
 def subcommand_modules(only: str | None = None):
     """Subcommand modules (all of them, or just ``only`` when it names one: a
@@ -40,7 +50,8 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
         prog="spigap",
         description="Where the microseconds go on an SPI bus: per-transfer timing from logic "
                     "captures (CS setup/hold, inter-byte, cs_change, context switch).")
-    parser.add_argument("--version", action="version", version=f"spigap {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the version and the engine in use (compiled core or numpy), then exit")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
