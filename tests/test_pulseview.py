@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
 import time
+import zipfile
 
 import pytest
 
@@ -36,9 +38,9 @@ def pulseview() -> str:
     return exe
 
 
-def _env(home: pathlib.Path) -> dict:
+def _env(home: pathlib.Path, decoders: pathlib.Path = DECODERS) -> dict:
     env = dict(os.environ)
-    env.update(QT_QPA_PLATFORM="offscreen", SIGROKDECODE_DIR=str(DECODERS), HOME=str(home),
+    env.update(QT_QPA_PLATFORM="offscreen", SIGROKDECODE_DIR=str(decoders), HOME=str(home),
                XDG_CONFIG_HOME=str(home / "config"), XDG_RUNTIME_DIR=str(home / "run"))
     (home / "run").mkdir(parents=True, exist_ok=True)
     os.chmod(home / "run", 0o700)
@@ -62,13 +64,15 @@ def test_pulseview_lists_all_four_decoders(pulseview, tmp_path):
 PULSEVIEW_RACE = "get_time_extents() const: Assertion `*left_time < *right_time' failed"
 
 
-def run_pulseview(exe: str, capture: pathlib.Path, home: pathlib.Path, settle: float = 2.0) -> tuple[str, str]:
-    """Open ``capture`` (PulseView loads <capture>.pvs itself), let it decode,
-    close it; returns (PulseView.conf text, PulseView's log). Retried (twice at
+def run_pulseview(exe: str, capture: pathlib.Path, home: pathlib.Path, decode_signals: int,
+                  decoders: pathlib.Path = DECODERS) -> tuple[str, str]:
+    """Open ``capture`` (PulseView loads <capture>.pvs itself), wait until each
+    of its ``decode_signals`` decoder stacks has decoded every sample, close
+    it; returns (PulseView.conf text, PulseView's log). Retried (twice at
     most) only when PulseView aborts on its known start-up race."""
     for attempt in range(3):
         try:
-            return _run_pulseview_once(exe, capture, home / f"try{attempt}", settle)
+            return _run_pulseview_once(exe, capture, home / f"try{attempt}", decode_signals, decoders)
         except _PulseViewRace:
             continue
     pytest.fail(f"PulseView aborted on its start-up race three times in a row ({PULSEVIEW_RACE})")
@@ -78,20 +82,41 @@ class _PulseViewRace(Exception):
     pass
 
 
-def _run_pulseview_once(exe: str, capture: pathlib.Path, home: pathlib.Path, settle: float) -> tuple[str, str]:
+def total_samples(sr: pathlib.Path) -> int:
+    """Samples in a logic .sr: the logic-1-* members' bytes over the unit size."""
+    with zipfile.ZipFile(sr) as z:
+        meta = z.read("metadata").decode()
+        unitsize = int(re.search(r"^unitsize=(\d+)", meta, re.M)[1])
+        return sum(i.file_size for i in z.infolist() if i.filename.startswith("logic-1")) // unitsize
+
+
+def decoded_all(log: str, samples: int) -> int:
+    """How many decoder sessions libsigrokdecode reported done with every
+    sample (at log level 4: 'Done, handled all samples (abs cur N / abs end N)')."""
+    return len(re.findall(rf"handled all samples \(abs cur {samples} / abs end {samples}\)", log))
+
+
+def _run_pulseview_once(exe: str, capture: pathlib.Path, home: pathlib.Path, decode_signals: int,
+                        decoders: pathlib.Path) -> tuple[str, str]:
     home.mkdir(parents=True, exist_ok=True)
     log = home / "pulseview.log"
+    samples = total_samples(capture)
     with open(log, "w") as f:
-        proc = subprocess.Popen([exe, "-c", str(capture)], stdout=f, stderr=subprocess.STDOUT, env=_env(home))
+        # -l 4: libsigrokdecode's debug lines say when a session has decoded every sample
+        proc = subprocess.Popen([exe, "-l", "4", "-c", str(capture)], stdout=f, stderr=subprocess.STDOUT,
+                                env=_env(home, decoders))
     try:
         deadline = time.monotonic() + 60
-        while "Acquisition took" not in log.read_text():
-            if proc.poll() is not None and PULSEVIEW_RACE in log.read_text():
+        # poll for what we wait for: the capture loaded, then every stack decoded to the end
+        while "Acquisition took" not in (text := log.read_text()) or decoded_all(text, samples) < decode_signals:
+            if proc.poll() is not None and PULSEVIEW_RACE in text:
                 raise _PulseViewRace()
-            assert proc.poll() is None, f"PulseView exited early:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"PulseView did not load {capture}:\n{log.read_text()[-3000:]}"
-            time.sleep(0.2)
-        time.sleep(settle)                 # decoding runs in the background
+            if decoder_errors(text):        # a decoder failed: it will not finish; the caller reports it
+                time.sleep(0.5)             # let the rest of its traceback reach the log
+                break
+            assert proc.poll() is None, f"PulseView exited early:\n{text[-3000:]}"
+            assert time.monotonic() < deadline, f"PulseView did not load and decode {capture}:\n{text[-3000:]}"
+            time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)   # PulseView closes its window: sessions are saved
         proc.wait(timeout=30)
     finally:
@@ -119,8 +144,11 @@ def saved_setup(conf_text: str) -> pvs.Setup:
 
 
 def decoder_errors(log: str) -> list[str]:
+    """Decoder failures in a PulseView log at level 4 (where every srd: debug
+    line is there too): exceptions, tracebacks, PulseView's own error report."""
     return [line for line in log.splitlines()
-            if "srd:" in line or "Traceback" in line or "reported an error" in line]
+            if "Traceback" in line or "reported an error" in line
+            or re.search(r"srd: .*\b\w*(Error|Exception)\b", line) or re.search(r"srd: .*\bfailed\b", line)]
 
 
 def assert_restored(wanted: pvs.Setup, got: pvs.Setup, log: str):
@@ -150,7 +178,7 @@ def test_pvs_written_by_spigap_is_restored(pulseview, tmp_path):
     # the setup holds an int, a float and string options: all three GVariant types
     types = {t for s in wanted.decode_signals for d in s.decoders for t, _ in d.options.values()}
     assert types == {"x", "d", "s"}
-    conf, log = run_pulseview(pulseview, cap, tmp_path / "home")
+    conf, log = run_pulseview(pulseview, cap, tmp_path / "home", len(wanted.decode_signals))
     assert_restored(wanted, saved_setup(conf), log)
 
 
@@ -162,9 +190,27 @@ def test_unknown_decoder_is_detected(pulseview, tmp_path):
                                         [pvs.DecodeChannel("CLK", "SCLK"), pvs.DecodeChannel("MISO", "MISO"),
                                          pvs.DecodeChannel("MOSI"), pvs.DecodeChannel("CS#", "CE0")])])
     (tmp_path / "b10.pvs").write_text(pvs.render(setup))
-    conf, log = run_pulseview(pulseview, cap, tmp_path / "home", settle=0.5)
+    conf, log = run_pulseview(pulseview, cap, tmp_path / "home", decode_signals=1)
     with pytest.raises(AssertionError, match="decoders not restored"):
         assert_restored(setup, saved_setup(conf), log)
+
+
+def test_decoder_exception_is_detected(pulseview, tmp_path):
+    """The error check above sees a decoder that raises (a copy of spi_gaps
+    made to fail), and the wait for decoding does not hang on it."""
+    bad = tmp_path / "decoders"
+    shutil.copytree(DECODERS / "spi_gaps", bad / "spi_gaps")
+    pd = bad / "spi_gaps" / "pd.py"
+    pd.write_text(pd.read_text().replace("    def decode(self):\n",
+                                         "    def decode(self):\n        raise ValueError('deliberate failure')\n", 1))
+    cap = tmp_path / "b10.sr"
+    shutil.copy(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", cap)
+    shutil.copy(CAPTURES / "mcp3008-rpi3-k4.4-b10.pvs", tmp_path / "b10.pvs")
+    wanted = pvs.read((tmp_path / "b10.pvs").read_text())
+    conf, log = run_pulseview(pulseview, cap, tmp_path / "home", len(wanted.decode_signals), decoders=bad)
+    assert any("deliberate failure" in line for line in decoder_errors(log))
+    with pytest.raises(AssertionError, match="decoder errors"):
+        assert_restored(wanted, saved_setup(conf), log)
 
 
 def test_the_spi_gaps_view_of_b10_is_shipped():
@@ -185,5 +231,5 @@ def test_shipped_pvs_loads_in_pulseview(pulseview, tmp_path, setup_file):
     cap = tmp_path / capture.name
     shutil.copy(capture, cap)
     shutil.copy(setup_file, cap.with_suffix(".pvs"))
-    conf, log = run_pulseview(pulseview, cap, tmp_path / "home")
+    conf, log = run_pulseview(pulseview, cap, tmp_path / "home", len(wanted.decode_signals))
     assert_restored(wanted, saved_setup(conf), log)
