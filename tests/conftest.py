@@ -10,7 +10,9 @@ the editable checkout.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 import os
 import pathlib
 import re
@@ -88,17 +90,81 @@ def sigrok_cli() -> str:
     return exe
 
 
+# sigrok-cli on the 1 G-sample real captures takes 10-25 s a run. Its output is
+# a pure function of sigrok-cli's version (which names libsigrokdecode's), the
+# arguments, the input file's content and the decoders' sources, so runs on
+# inputs above BIG_INPUT (inflated) are cached under exactly that key: the verdict stays
+# the same, only the cost moves (SPIGAP_TEST_CACHE=off disables it).
+BIG_INPUT = 16 << 20
+_SIGROK_VERSION: str | None = None
+
+
+def _sigrok_version() -> str:
+    global _SIGROK_VERSION
+    if _SIGROK_VERSION is None:
+        _SIGROK_VERSION = subprocess.run(["sigrok-cli", "--version"], capture_output=True, text=True).stdout
+    return _SIGROK_VERSION
+
+
+def _fingerprint(path: pathlib.Path) -> str:
+    """Content fingerprint of a capture: a zip's (.sr) member names, sizes and
+    CRC-32s, which cover every byte, without reading 1 GB; else a hash of the file."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            return repr([(i.filename, i.file_size, i.CRC) for i in z.infolist()])
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _content_size(path: pathlib.Path) -> int:
+    """Bytes sigrok-cli decodes: a zip's (.sr) inflated size, else the file's."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            return sum(i.file_size for i in z.infolist())
+    return path.stat().st_size
+
+
+def _cache_key(args: list[str], decoders_dir: pathlib.Path | None) -> str | None:
+    if os.environ.get("SPIGAP_TEST_CACHE") == "off":
+        return None
+    inputs = [pathlib.Path(a) for i, a in enumerate(args) if i and args[i - 1] == "-i"]
+    if not any(p.is_file() and _content_size(p) > BIG_INPUT for p in inputs):
+        return None
+    h = hashlib.sha256(_sigrok_version().encode())
+    h.update(repr([a if pathlib.Path(a) not in inputs else _fingerprint(pathlib.Path(a)) for a in args]).encode())
+    if decoders_dir is not None:
+        for f in sorted(decoders_dir.rglob("*.py")):
+            h.update(f.relative_to(decoders_dir).as_posix().encode() + f.read_bytes())
+    return h.hexdigest()
+
+
+def _cache_dir() -> pathlib.Path:
+    base = os.environ.get("SPIGAP_TEST_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "spigap-tests")
+    return pathlib.Path(base) / "sigrok-cli"
+
+
 def run_sigrok(args: list[str], *, decoders_dir: pathlib.Path | None = DECODERS, timeout: int = 600) -> str:
     """Run sigrok-cli; fail on any 'srd:' error line (sigrok-cli exits 0 even when a
-    decoder raises). Returns stdout."""
-    env = dict(os.environ)
-    if decoders_dir is not None:
-        env["SIGROKDECODE_DIR"] = str(decoders_dir)
-    proc = subprocess.run(["sigrok-cli", *args], capture_output=True, text=True, env=env, timeout=timeout)
-    errors = [line for line in proc.stderr.splitlines() if "srd:" in line or "Traceback" in line]
-    assert proc.returncode == 0, f"sigrok-cli {' '.join(args)} exited {proc.returncode}: {proc.stderr[-2000:]}"
-    assert not errors, f"sigrok-cli {' '.join(args)} reported decoder errors:\n{proc.stderr[-4000:]}"
-    return proc.stdout
+    decoder raises). Returns stdout. Runs on big inputs are cached (see BIG_INPUT)."""
+    key = _cache_key(args, decoders_dir)
+    cached = _cache_dir() / f"{key}.json" if key else None
+    if cached is not None and cached.is_file():
+        rc, stdout, stderr = json.loads(cached.read_text())
+    else:
+        env = dict(os.environ)
+        if decoders_dir is not None:
+            env["SIGROKDECODE_DIR"] = str(decoders_dir)
+        proc = subprocess.run(["sigrok-cli", *args], capture_output=True, text=True, env=env, timeout=timeout)
+        rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+        if cached is not None and rc == 0:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps([rc, stdout, stderr]))
+            os.replace(tmp, cached)
+    errors = [line for line in stderr.splitlines() if "srd:" in line or "Traceback" in line]
+    assert rc == 0, f"sigrok-cli {' '.join(args)} exited {rc}: {stderr[-2000:]}"
+    assert not errors, f"sigrok-cli {' '.join(args)} reported decoder errors:\n{stderr[-4000:]}"
+    return stdout
 
 
 # ------------------------------------------------------- decoder test helpers
