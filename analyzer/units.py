@@ -5,21 +5,30 @@ from __future__ import annotations
 import math
 import re
 
-_SI_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e-3, "M": 1e6, "g": 1e9, "G": 1e9,
-              "u": 1e-6, "µ": 1e-6, "n": 1e-9, "p": 1e-12}
+# the one table of time units (seconds per unit) every reader and writer uses:
+# VCD timescales, CSV time columns, scope CSV headers, --option values
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12, "fs": 1e-15}
+
+
+def display_unit(seconds: float, smallest: str = "ps") -> tuple[str, float]:
+    """(unit, seconds per unit) that shows ``seconds`` best: the largest unit
+    (s, ms, µs, ns, ps) it reaches, ``smallest`` at the least."""
+    a = abs(seconds) if seconds else 0.0
+    for unit in ("s", "ms", "µs", "ns", "ps"):
+        scale = TIME_UNITS[unit]
+        if a >= scale * 0.9999 or unit == smallest:
+            return unit, scale
+    return "ps", TIME_UNITS["ps"]
 
 
 def fmt_time(seconds: float | None, digits: int = 4) -> str:
-    """Format a duration with a unit that fits (s, ms, µs, ns)."""
+    """Format a duration with a unit that fits (s, ms, µs, ns, ps)."""
     if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
         return "–"
-    a = abs(seconds)
-    if a == 0:
+    if seconds == 0:
         return "0"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if a >= scale * 0.9999:
-            return f"{seconds / scale:.{digits}g} {unit}"
-    return f"{seconds / 1e-12:.{digits}g} ps"
+    unit, scale = display_unit(seconds)
+    return f"{seconds / scale:.{digits}g} {unit}"
 
 
 def fmt_freq(hz: float | None, digits: int = 4) -> str:
@@ -50,10 +59,9 @@ def parse_time(text: str | float | int) -> float:
     if not m:
         raise ValueError(f"not a duration: {text!r} (use e.g. 10us, 250ns, 1.5ms)")
     value, unit = float(m.group(1)), m.group(2)
-    units = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
-    if unit not in units:
+    if unit and unit not in TIME_UNITS:
         raise ValueError(f"unknown time unit {unit!r} in {text!r} (use s, ms, us, ns)")
-    return value * units[unit]
+    return value * TIME_UNITS.get(unit, 1.0)
 
 
 def parse_freq(text: str | float | int) -> float:

@@ -316,11 +316,3 @@ def measure(reader, a: Analysis, specs: list[EventSpec]) -> EventReport:
         seen.add((s.channel, s.edge))
         chans.append(channel_stats(edges[s.channel], s.edge))
     return EventReport(chain, stages, total, chans, a.tick_s, int(a.end_tick), truncated)
-
-
-def measure_file(path, a: Analysis, specs: list[EventSpec], *, input_format=None, samplerate=None) -> EventReport:
-    """Open ``path`` again and measure the ``specs`` (a second streaming pass over the file)."""
-    from analyzer.io import open_capture
-
-    with open_capture(path, input_format=input_format, samplerate=samplerate) as r:
-        return measure(r, a, specs)

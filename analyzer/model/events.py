@@ -2,7 +2,8 @@
 
 The SPI lines alone cannot show when a conversion starts or ends; checks like
 "CONVST period ≥ 5 µs" and "no SCLK on the BUSY falling edge" need those
-channels in the capture. This reads their edges in one streaming pass.
+channels in the capture; their edges come from the one extra-channel reader,
+``analyzer.core.events.read_channel_edges``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import dataclasses
 
 import numpy as np
 
-from analyzer.errors import CaptureTruncated
 
 
 @dataclasses.dataclass
@@ -31,7 +31,12 @@ class EventTrack:
 
 
 def read_events(path, channels: dict, *, samplerate=None, input_format=None) -> dict:
-    """``channels``: role -> channel name. Returns role -> EventTrack."""
+    """``channels``: role -> channel name. Returns role -> EventTrack.
+
+    One streaming pass through ``analyzer.core.events.read_channel_edges``
+    (the one reader of extra channels' edges); on a damaged capture the edges
+    before the damage are used (the SPI analysis reports the damage)."""
+    from analyzer.core.events import read_channel_edges
     from analyzer.io import open_capture
 
     roles = [(role, name) for role, name in channels.items() if name]
@@ -39,18 +44,6 @@ def read_events(path, channels: dict, *, samplerate=None, input_format=None) -> 
         return {}
     with open_capture(path, input_format=input_format, samplerate=samplerate) as reader:
         names = [reader.info.channels[reader.channel_index(name)] for _, name in roles]
-        ticks, states = [], []
-        try:
-            for block in reader.edges(names):
-                ticks.append(np.asarray(block.ticks, np.int64))
-                states.append(np.asarray(block.states, np.uint32))
-        except CaptureTruncated:
-            pass   # the SPI analysis reports the damage; use what was readable
-    t = np.concatenate(ticks) if ticks else np.zeros(1, np.int64)
-    s = np.concatenate(states) if states else np.zeros(1, np.uint32)
-    out = {}
-    for j, ((role, _), name) in enumerate(zip(roles, names)):
-        lv = ((s >> np.uint32(j)) & np.uint32(1)).astype(np.int8)
-        d = np.diff(lv)
-        out[role] = EventTrack(role, name, int(lv[0]), t[1:][d == 1], t[1:][d == -1])
-    return out
+        edges, _truncated = read_channel_edges(reader, names)
+    return {role: EventTrack(role, name, edges[name].initial, edges[name].rise, edges[name].fall)
+            for (role, _), name in zip(roles, names)}

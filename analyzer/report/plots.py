@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from analyzer.units import display_unit
+
 BEFORE, AFTER = "#1f77b4", "#d62728"
 KIND_COLORS = {
     "cs_setup": "#1f77b4", "cs_hold": "#ff7f0e", "inter_byte": "#2ca02c", "inter_transfer": "#9467bd",
@@ -38,12 +40,8 @@ def png(fig, dpi: int = 100) -> bytes:
 
 
 def time_unit(seconds: float) -> tuple[str, float]:
-    """(unit, scale) so that ``seconds / scale`` reads well."""
-    a = abs(seconds) if seconds else 0.0
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if a >= scale:
-            return unit, scale
-    return "ns", 1e-9
+    """(unit, scale) so that ``seconds / scale`` reads well on an axis (ns at the least)."""
+    return display_unit(seconds, smallest="ns")
 
 
 def _tick_edges(lo: float, hi: float, res: float, max_bins: int, min_bins: int = 12) -> np.ndarray:

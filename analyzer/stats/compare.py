@@ -66,7 +66,6 @@ HINTS = {
     "idle": "time between bursts without a CS line",
     "stall_excess": "rare long gaps (interrupts, preemption, printk/UART flushes)",
 }
-VERDICTS = ("regression", "improvement", "no significant change")
 MIN_VALUES = 10          # per side, for a test
 
 

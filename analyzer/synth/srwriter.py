@@ -10,7 +10,6 @@ capture takes memory for one chunk, not for the capture.
 from __future__ import annotations
 
 import dataclasses
-import io
 import zipfile
 from typing import Iterable, Sequence
 
@@ -113,9 +112,3 @@ def _pack(samples: np.ndarray, unitsize: int) -> bytes:
         return samples.astype(samples.dtype.newbyteorder("<"), copy=False).tobytes()
     raw = samples.astype("<u8").view(np.uint8).reshape(-1, 8)
     return np.ascontiguousarray(raw[:, :unitsize]).tobytes()
-
-
-def sr_bytes(*args, **kwargs) -> bytes:
-    buf = io.BytesIO()
-    write_sr(buf, *args, **kwargs)
-    return buf.getvalue()

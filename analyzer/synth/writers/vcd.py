@@ -7,9 +7,11 @@ from typing import Sequence
 import numpy as np
 
 from analyzer.synth.srwriter import Track
+from analyzer.units import TIME_UNITS
 from analyzer.synth.writers import changes
 
-_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("ps", 1e-12), ("fs", 1e-15))
+# VCD's timescale units, coarsest first (µs is spelled us in VCD)
+_UNITS = [(u, s) for u, s in TIME_UNITS.items() if u != "µs"]
 
 
 def timescale_for(samplerate: float) -> tuple[str, float, int]:
