@@ -16,7 +16,7 @@ TESTDIR ?= $(shell mktemp -d 2>/dev/null || echo /tmp/spigap-test)
 DEMO ?= captures/mcp3008-rpi3-k4.4-b10.sr
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: setup demo test test-dev lint wheel bench captures sigrok-cli compiler clean
+.PHONY: setup demo test test-dev fuzz lint wheel bench captures sigrok-cli compiler clean
 
 setup: $(STAMP)
 
@@ -87,6 +87,10 @@ test: wheel sigrok-cli
 	cd $(TESTDIR) && SPIGAP_TEST_INSTALLED=1 SPIGAP_SDIST="$$(ls $(CURDIR)/dist/spigap-*.tar.gz)" \
 	  $(CURDIR)/$(TVENV)/bin/python -m pytest -c $(CURDIR)/pyproject.toml --rootdir $(CURDIR) \
 	  -p no:cacheprovider -q $(or $(PYTEST_ARGS),$(CURDIR)/tests)
+
+## the long fuzz runs (random examples, SPIGAP_FUZZ_EXAMPLES per reader, default 10000)
+fuzz: setup
+	SPIGAP_HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q -m fuzz $(PYTEST_ARGS)
 
 ## the tests on the editable checkout (quicker while developing; CI runs `make test`)
 test-dev: setup sigrok-cli

@@ -104,10 +104,8 @@ def looks_like_capture(path: str, exts) -> bool:
 
 def is_capture_dir(path: str) -> bool:
     """A folder that is one capture (a Saleae Logic 2 binary export)."""
-    try:
-        from analyzer.io.saleae import is_saleae_dir
-    except ImportError:
-        return False
+    from analyzer.io.saleae import is_saleae_dir
+
     try:
         return bool(is_saleae_dir(path))
     except OSError:
