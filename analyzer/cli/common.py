@@ -97,7 +97,7 @@ def add_capture_options(p: argparse.ArgumentParser) -> None:
     s.add_argument("--cpol", type=int, choices=(0, 1))
     s.add_argument("--cpha", type=int, choices=(0, 1))
     s.add_argument("--cs-polarity", choices=("low", "high"), default="low", help="active CS level")
-    s.add_argument("--wordsize", type=int, default=8, metavar="N", help="bits per word, 1..64 (default 8)")
+    s.add_argument("--wordsize", type=int, default=8, metavar="N", help="bits per word, 1..1024 (default 8)")
     s.add_argument("--bitorder", choices=("msb", "lsb"), default="msb")
     t = p.add_argument_group("framing")
     t.add_argument("--idle-timeout", type=_time, metavar="TIME",

@@ -24,7 +24,7 @@ BIG = np.iinfo(np.int64).max
 class CFramer:
     engine = "c"
 
-    def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float):
+    def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float, wordsize: int | None = None):
         self.lib = native.library()
         self.ffi = native.ffi()
         self.cfg = cfg
@@ -36,7 +36,7 @@ class CFramer:
         f.b_cs = bits.get("cs", -1)
         f.b_mosi = bits.get("mosi", -1)
         f.b_miso = bits.get("miso", -1)
-        f.ws = cfg.wordsize
+        f.ws = wordsize or cfg.wordsize      # a chunk of cfg.wordsize for words above 64 bits
         f.cpha = cfg.cpha
         f.cpol = cfg.cpol
         f.samp_level = 1 if cfg.sample_on_rising else 0
@@ -124,22 +124,21 @@ class CFramer:
             self.spacing.add(self.ovf[:o.n_ovf].copy())
             o.n_ovf = 0
 
-    def finish(self, end_tick: int) -> dict:
-        if self.initial_state is None:
-            self.initial_state = 0
-            self.lib.spigap_frame_init(self.f, 0)
-        if not self.has_cs and self.idle_timeout is None:
-            self._start_nocs()
-        self.lib.spigap_frame_finish(self.f, self.out, int(end_tick))
+    def take(self) -> dict:
+        """The windows closed so far and their words, handed out once (the words
+        of the window still open stay): keeps memory bounded when called as one feeds."""
         self._flush()
         nz = np.flatnonzero(self.hist)
         if len(nz):
             self.spacing.add_counts(nz.astype(np.int64), self.hist[nz])
+            self.hist[:] = 0
         # one copy of the results at a time: concatenate, drop the parts, hand out column views
         w = np.concatenate(self._win_parts) if self._win_parts else np.zeros((0, self.lib.WIN_COLS), np.int64)
         self._win_parts = []
         wd = np.concatenate(self._word_parts) if self._word_parts else np.zeros((0, 4), np.int64)
-        self._word_parts = []
+        n_own = int(w[:, 7].sum())
+        self._word_parts = [wd[n_own:]] if len(wd) > n_own else []
+        wd = wd[:n_own]
         windows = {
             "start": w[:, 0], "end": w[:, 1], "partial_start": w[:, 2] != 0,
             "partial_end": w[:, 3] != 0, "clk_ok": w[:, 4] != 0, "n_edges": w[:, 5],
@@ -149,3 +148,13 @@ class CFramer:
         words = {"mosi": wd[:, 0].view(np.uint64), "miso": wd[:, 1].view(np.uint64),
                  "first": wd[:, 2], "last": wd[:, 3]}
         return {"windows": windows, "words": words}
+
+    def finish(self, end_tick: int) -> dict:
+        """The windows not taken yet, the one still open closed at ``end_tick``."""
+        if self.initial_state is None:
+            self.initial_state = 0
+            self.lib.spigap_frame_init(self.f, 0)
+        if not self.has_cs and self.idle_timeout is None:
+            self._start_nocs()
+        self.lib.spigap_frame_finish(self.f, self.out, int(end_tick))
+        return self.take()

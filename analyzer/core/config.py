@@ -7,6 +7,8 @@ import re
 
 from analyzer.errors import UsageError
 
+MAX_WORDSIZE = 1024     # words above 64 bits are framed in chunks (core/bigwords.py)
+
 # Common names, matched case-insensitively after dropping a leading "D<n>_"/"<n>_"
 # prefix (real captures use "0_CLK", "3_CS#") and a "rpi_"/"uc_"-style bus prefix
 # is *not* stripped: two buses in one file must be chosen explicitly.
@@ -56,8 +58,8 @@ class SpiConfig:
     def __post_init__(self):
         if self.cpol not in (0, 1) or self.cpha not in (0, 1):
             raise UsageError("CPOL and CPHA must be 0 or 1")
-        if not 1 <= self.wordsize <= 64:
-            raise UsageError(f"--wordsize {self.wordsize} is outside 1..64")
+        if not 1 <= self.wordsize <= MAX_WORDSIZE:
+            raise UsageError(f"--wordsize {self.wordsize} is outside 1..{MAX_WORDSIZE}")
         if self.transfers_per_message is not None and self.transfers_per_message < 1:
             raise UsageError("--transfers-per-message must be >= 1 or 'auto'")
 

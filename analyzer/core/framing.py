@@ -113,7 +113,7 @@ class Framer:
 
     engine = "numpy"
 
-    def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float):
+    def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float, wordsize: int | None = None):
         self.cfg = cfg
         self.tick_s = tick_s
         self.b_clk = bits["clk"]
@@ -121,7 +121,7 @@ class Framer:
         self.b_mosi = bits.get("mosi")
         self.b_miso = bits.get("miso")
         self.has_cs = self.b_cs is not None
-        self.ws = cfg.wordsize
+        self.ws = wordsize or cfg.wordsize     # a chunk of cfg.wordsize for words above 64 bits
         self.samp_level = 1 if cfg.sample_on_rising else 0
         self.active_level = 0 if cfg.cs_active_low else 1
         self.prev_state: int | None = None
@@ -396,21 +396,36 @@ class Framer:
         self.word_count += n_w
 
     # ------------------------------------------------------------ finish
+    def take(self) -> dict:
+        """The windows closed so far (with their words), handed out once: a caller
+        that takes them as it feeds keeps the framer's memory bounded."""
+        out = {"windows": self.win.build(), "words": self.words.build()}
+        self.win = _Columns(**self.win._dtypes)
+        self.words = _Columns(**self.words._dtypes)
+        return out
+
     def finish(self, end_tick: int) -> dict:
+        """The windows not taken yet, the one still open closed at ``end_tick``."""
         if not self.has_cs and self.idle_timeout is None:
             self._set_timeout()
         if self.n_windows > self.n_done:
             self._process_closed(final_end=end_tick)
-        out = {"windows": self.win.build(), "words": self.words.build()}
-        return out
+        return self.take()
 
 
 def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float):
-    """The compiled framer when the core is available, else this numpy one."""
-    from analyzer import native
+    """The compiled framer when the core is available, else this numpy one.
 
+    Words above 64 bits are framed as chunk words and joined (core/bigwords.py),
+    the same way on both engines."""
+    from analyzer import native
+    from analyzer.core import bigwords
+
+    chunk = bigwords.chunk_wordsize(cfg.wordsize)
     if native.library() is not None:
         from analyzer.core.cframer import CFramer
 
-        return CFramer(cfg, bits, tick_s)
-    return Framer(cfg, bits, tick_s)
+        inner = CFramer(cfg, bits, tick_s, wordsize=chunk)
+    else:
+        inner = Framer(cfg, bits, tick_s, wordsize=chunk)
+    return inner if chunk == cfg.wordsize else bigwords.BigWordFramer(inner, cfg.wordsize, cfg.lsb_first)

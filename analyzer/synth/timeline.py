@@ -141,6 +141,9 @@ def build(windows: Windows, shape: SpiShape, tail: float) -> Timeline:
     shifts = np.arange(ws) if shape.lsb_first else np.arange(ws - 1, -1, -1)
 
     def bits(values):
+        if ws > 64:         # Python ints (object array): elementwise big-int shifts
+            v = np.asarray(values, dtype=object)
+            return ((v[:, None] >> shifts.astype(object)[None, :]) & 1).astype(np.uint8).ravel()
         v = np.asarray(values, dtype=np.uint64)
         return ((v[:, None] >> shifts.astype(np.uint64)[None, :]) & np.uint64(1)).astype(np.uint8).ravel()
 
