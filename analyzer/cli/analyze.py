@@ -16,7 +16,8 @@ def add_subparser(sub) -> None:
                        description="Frame SPI transfers from the raw CS/SCLK edges and measure CS "
                                    "setup, CS hold, inter-byte, inter-transfer, cs_change and "
                                    "context-switch gaps (definitions: docs/gaps.md).")
-    p.add_argument("capture", help="capture file (.sr)")
+    p.add_argument("capture", help="capture file (.sr, .vcd, ...), or - for standard input (VCD, or raw "
+                                   "samples with --input-format raw; docs/live.md)")
     add_capture_options(p)
     p.add_argument("--device", metavar="NAME[:KEY=VALUE,...]",
                    help="label each transfer with its device meaning, decoded by spigap's sigrok "
@@ -54,6 +55,11 @@ def measure_events(path, a, args):
 
 
 def run(args) -> int:
+    if args.event and args.capture == "-":
+        from analyzer.errors import UsageError
+
+        raise UsageError("--event reads the capture a second time, which a pipe cannot give",
+                         path="<stdin>", hint="save the stream to a file and analyze that")
     if args.device:
         from analyzer import devices
 

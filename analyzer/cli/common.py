@@ -77,6 +77,8 @@ def add_capture_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--input-format", metavar="FMT", help="reader to use (default: from extension/content)")
     g.add_argument("--samplerate", type=_freq, metavar="HZ",
                    help="override the capture's samplerate (e.g. 5MHz) when its metadata is wrong")
+    g.add_argument("--unitsize", type=int, metavar="BYTES",
+                   help="--input-format raw: bytes per sample word (default 1; channels 0..8*BYTES-1)")
     g.add_argument("--channel-map", type=_channel_map, action="append", metavar="CH=NAME[,...]",
                    help="rename channels, e.g. 0=SCLK,1=MOSI,2=MISO,3=CS (key: channel name, Saleae "
                         "channel number, or 0-based position); repeatable")
@@ -131,7 +133,7 @@ def reader_options(args) -> dict:
     """Keyword options for ``analyzer.io.open_capture`` (pass them all: ``open_capture(path, **opts)``)."""
     return {"samplerate": args.samplerate, "input_format": args.input_format,
             "threshold": getattr(args, "threshold", None), "channel_map": getattr(args, "channel_map", None),
-            "deglitch": getattr(args, "deglitch", None)}
+            "deglitch": getattr(args, "deglitch", None), "unitsize": getattr(args, "unitsize", None)}
 
 
 def write_output(text: str, path: str | None) -> None:

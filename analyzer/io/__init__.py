@@ -49,6 +49,12 @@ def _scope_csv(path, **kw):
     return ScopeCsvReader(path, samplerate=kw.get("samplerate"), threshold=kw.get("threshold"))
 
 
+def _raw(path, **kw):
+    from analyzer.io.raw import RawReader
+
+    return RawReader(path, samplerate=kw.get("samplerate"), unitsize=kw.get("unitsize"))
+
+
 def _sniff_vcd(head: bytes) -> bool:
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     return text.startswith(b"$") and any(k in head for k in (b"$timescale", b"$var", b"$scope",
@@ -75,6 +81,7 @@ READERS = {
     "saleae": (_saleae, (".bin",), lambda head: head.startswith(b"<SALEAE>")),
     "csv": (_csv_changes, (".csv", ".txt"), _sniff_csv_changes),
     "scope-csv": (_scope_csv, (".csv", ".txt", ".tsv"), _sniff_scope_csv),
+    "raw": (_raw, (), lambda head: False),       # headerless: only with --input-format raw
 }
 
 
@@ -110,6 +117,10 @@ def open_capture(path, *, input_format: str | None = None, samplerate: float | N
 
 
 def _open(path, input_format, opts) -> CaptureReader:
+    if path == "-":                      # standard input: VCD or raw samples (io/stdin.py)
+        from analyzer.io.stdin import open_stdin
+
+        return open_stdin(input_format, opts)
     if input_format:
         if input_format not in READERS:
             raise InputError(f"unknown input format {input_format!r}; known: {', '.join(READERS)}", path=path)

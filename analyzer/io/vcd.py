@@ -28,7 +28,6 @@ the capture length.
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Iterator, Sequence
 
@@ -104,17 +103,17 @@ class _Var:
 class VcdReader(CaptureReader):
     format_name = "vcd"
 
-    def __init__(self, path, *, samplerate: float | None = None, **_ignored):
+    def __init__(self, path, *, samplerate: float | None = None, stream=None, **_ignored):
         self.path = str(path)
         try:
-            self._f = open(self.path, "rb")
+            # stream: a pipe (analyzer/io/stdin.py), read once as it arrives
+            self._f = stream if stream is not None else open(self.path, "rb")
         except FileNotFoundError:
             raise InputError("no such file", path=self.path) from None
         except IsADirectoryError:
             raise InputError("is a directory, not a capture", path=self.path) from None
         except OSError as e:
             raise InputError(f"cannot open: {e.strerror}", path=self.path) from None
-        self._size = os.fstat(self._f.fileno()).st_size
         warnings: list[str] = []
         header, self._data_offset = self._read_header()
         timescale, vars_ = self._parse_header(header, warnings)
@@ -376,8 +375,10 @@ class _Parser:
             self.offset = self.time = 0
         return EdgeBlock(np.zeros(1, np.int64), np.array([self.state], np.uint32))
 
-    def _line_of(self, byte: int) -> int:
+    def _line_of(self, byte: int) -> int | str:
         f = self.r._f
+        if hasattr(f, "line_of"):          # a pipe: only the last reads are still known
+            return f.line_of(byte) or "?"
         f.seek(0)
         remaining = byte
         lines = 1

@@ -1,0 +1,112 @@
+"""``-`` as the capture path: sigrok-cli -O vcd / -O binary piped into spigap give the
+words and gaps of the .sr itself; the raw reader on files; pipe errors."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from analyzer.api import SpiConfig, analyze_file
+
+CAPTURE = pathlib.Path(__file__).resolve().parent.parent / "captures" / "mcp3008-rpi3-k4.4-b10.sr"
+CMAP = "0=SCLK,1=MOSI,2=MISO,3=CE0"
+SPIGAP = [sys.executable, "-m", "analyzer"]
+
+
+def sigrok(fmt: str) -> bytes:
+    proc = subprocess.run(["sigrok-cli", "-i", str(CAPTURE), "-O", fmt], capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def spigap_json(args, stdin=None):
+    proc = subprocess.run([*SPIGAP, "analyze", *args, "--format", "json", "--transfers"], input=stdin,
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return spigap_json([str(CAPTURE)])
+
+
+def same_words_and_gaps(d, ref):
+    assert d["summary"]["transfers"] == ref["summary"]["transfers"] > 100
+    assert d["transfers"] == ref["transfers"]            # words, every gap, kinds, messages
+    for kind, g in ref["gaps"].items():
+        for k, v in g.items():
+            assert d["gaps"][kind][k] == (v if v is None or isinstance(v, bool)
+                                          else pytest.approx(v, rel=1e-9, abs=1e-15)), (kind, k)
+
+
+def test_vcd_from_a_real_pipe(sigrok_cli, reference):
+    cmd = f"sigrok-cli -i '{CAPTURE}' -O vcd | '{sys.executable}' -m analyzer analyze - --format json --transfers"
+    proc = subprocess.run(cmd, shell=True, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    d = json.loads(proc.stdout)
+    assert d["capture"]["path"] == "<stdin>" and d["capture"]["channels"] == ["SCLK", "MOSI", "MISO", "CE0"]
+    assert d["resolution_s"] == 1e-8          # sigrok-cli writes a 10 ns timescale for 50 MSa/s
+    same_words_and_gaps(d, reference)
+
+
+def test_binary_from_a_real_pipe(sigrok_cli, reference):
+    cmd = (f"sigrok-cli -i '{CAPTURE}' -O binary | '{sys.executable}' -m analyzer analyze - --input-format raw "
+           f"--samplerate 50m --unitsize 1 --channel-map {CMAP} --format json --transfers")
+    proc = subprocess.run(cmd, shell=True, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    d = json.loads(proc.stdout)
+    assert d["capture"]["samples"] == reference["capture"]["samples"]
+    assert d["summary"] == reference["summary"] and d["stalls"] == reference["stalls"]
+    same_words_and_gaps(d, reference)
+
+
+def test_raw_files_any_unitsize(sigrok_cli, tmp_path, reference):
+    data = np.frombuffer(sigrok("binary"), np.uint8)
+    one = tmp_path / "cap.bin"
+    one.write_bytes(data.tobytes())
+    a = analyze_file(one, SpiConfig(clk="0", mosi="1", miso="2", cs="3"), input_format="raw", samplerate=50e6)
+    # the same levels in the high byte of 16-bit words, channels 8..11, plus one stray trailing byte
+    two = tmp_path / "cap2.bin"
+    two.write_bytes((data.astype("<u2") << 8).tobytes() + b"\x00")
+    b = analyze_file(two, SpiConfig(), input_format="raw", samplerate=50e6, unitsize=2,
+                     channel_map="8=SCLK,9=MOSI,10=MISO,11=CS")
+    assert a.n == b.n == reference["summary"]["transfers"]
+    for f in ("start", "end", "mosi", "miso", "word_first", "word_last", "pair_gap"):
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    assert any("1 byte(s) that do not make a whole 2-byte sample" in w for w in b.warnings)
+    assert b.info.channels[:2] == ["0", "1"] and len(b.info.channels) == 16
+
+
+@pytest.mark.parametrize("args,stdin,message", [
+    (["-"], b"", "standard input is empty"),
+    (["-"], CAPTURE.read_bytes(), "cannot be read from a pipe (it is a zip archive)"),
+    (["-"], b"\x00\x01" * 100, "is not a VCD"),
+    (["-", "--input-format", "raw"], b"\x00\x01" * 100, "raw samples carry no samplerate"),
+    (["-", "--input-format", "raw", "--samplerate", "1m", "--unitsize", "9"], b"\x00", "outside 1..8"),
+    (["-", "--input-format", "saleae"], b"<SALEAE>", "cannot be read from a pipe"),
+    (["-", "--input-format", "raw", "--samplerate", "1m", "--event", "0:rise"], b"\x01\x00" * 200,
+     "--event reads the capture a second time"),
+])
+def test_pipe_errors_are_one_line(args, stdin, message):
+    proc = subprocess.run([*SPIGAP, "analyze", *args], input=stdin, capture_output=True, timeout=60)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and message in err and "Traceback" not in err, err
+
+
+def test_damaged_vcd_on_a_pipe_says_where(sigrok_cli, reference):
+    vcd = sigrok("vcd")
+    cut = vcd[: len(vcd) * 2 // 3]
+    cut = cut[: cut.rfind(b"\n#")] + b"\n#12x"        # a bad timestamp
+    proc = subprocess.run([*SPIGAP, "analyze", "-", "--format", "json"], input=cut, capture_output=True,
+                          timeout=60)
+    assert proc.returncode == 2, proc.stderr.decode()
+    d = json.loads(proc.stdout)
+    assert 0 < d["summary"]["transfers"] < reference["summary"]["transfers"]
+    line = cut.count(b"\n") + 1
+    assert f"at line {line}" in proc.stderr.decode()
