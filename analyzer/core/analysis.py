@@ -162,15 +162,11 @@ class Analysis:
 def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None] | None = None) -> Analysis:
     """Analyze one opened capture. ``on_block(tick)`` reports progress."""
     info = reader.info
-    cfg = cfg.resolve(info.channels, path=info.path)
-    order = [("clk", cfg.clk), ("cs", cfg.cs), ("mosi", cfg.mosi), ("miso", cfg.miso)]
-    order = [(role, name) for role, name in order if name is not None]
-    bits = {role: j for j, (role, _) in enumerate(order)}
-    framer = make_framer(cfg, bits, info.tick_s)
+    cfg, names, framer = prepare(reader, cfg)
     truncated = None
     last_tick = 0
     try:
-        for block in reader.edges([name for _, name in order]):
+        for block in reader.edges(names):
             framer.feed(block)
             last_tick = int(block.ticks[-1])
             if on_block:
@@ -185,7 +181,18 @@ def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None
     return _measure(info, cfg, framer, raw, end_tick, truncated)
 
 
-def _measure(info, cfg, framer, raw, end_tick, truncated) -> Analysis:
+def prepare(reader: CaptureReader, cfg: SpiConfig):
+    """(resolved config, channel names to request, framer) for one capture."""
+    cfg = cfg.resolve(reader.info.channels, path=reader.info.path)
+    order = [("clk", cfg.clk), ("cs", cfg.cs), ("mosi", cfg.mosi), ("miso", cfg.miso)]
+    order = [(role, name) for role, name in order if name is not None]
+    bits = {role: j for j, (role, _) in enumerate(order)}
+    return cfg, [name for _, name in order], make_framer(cfg, bits, reader.info.tick_s)
+
+
+def _measure(info, cfg, framer, raw, end_tick, truncated, grouping=None) -> Analysis:
+    """``grouping``: a message structure found earlier (spigap monitor measures a
+    capture window by window with the structure of its start), else inferred here."""
     w, words = raw["windows"], raw["words"]
     n = len(w["start"])
     has_cs = cfg.cs is not None
@@ -236,8 +243,8 @@ def _measure(info, cfg, framer, raw, end_tick, truncated) -> Analysis:
         kind[:1] = KIND_NONE
         boundary = np.ones(max(n - 1, 0), bool)
     else:
-        grp = (grouping_mod.given(gaps, cfg.transfers_per_message) if cfg.transfers_per_message
-               else grouping_mod.infer(gaps))
+        grp = grouping or (grouping_mod.given(gaps, cfg.transfers_per_message) if cfg.transfers_per_message
+                           else grouping_mod.infer(gaps))
         boundary = grp.boundary_mask(len(gaps))
         kind = np.full(n, KIND_NONE)
         kind[1:] = np.where(boundary, KIND_CONTEXT_SWITCH, KIND_CS_CHANGE)

@@ -124,6 +124,12 @@ class CFramer:
             self.spacing.add(self.ovf[:o.n_ovf].copy())
             o.n_ovf = 0
 
+    def pending_start(self) -> int | None:
+        """Start tick of the first window not handed out yet (open, or not framed yet), else None."""
+        if self._buffered:
+            return int(self._buffered[0].ticks[0])
+        return int(self.f.w_start) if self.f.open else None
+
     def take(self) -> dict:
         """The windows closed so far and their words, handed out once (the words
         of the window still open stay): keeps memory bounded when called as one feeds."""

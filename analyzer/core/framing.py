@@ -396,6 +396,12 @@ class Framer:
         self.word_count += n_w
 
     # ------------------------------------------------------------ finish
+    def pending_start(self) -> int | None:
+        """Start tick of the first window not handed out yet (open, or not framed yet), else None."""
+        if self._buffered:
+            return int(self._buffered[0].ticks[0])
+        return int(self._starts[0]) if len(self._starts) else None
+
     def take(self) -> dict:
         """The windows closed so far (with their words), handed out once: a caller
         that takes them as it feeds keeps the framer's memory bounded."""

@@ -1,0 +1,391 @@
+"""``spigap monitor``: a capture (or a live stream) summarized interval by interval.
+
+The edges go through the framer block by block; the windows it closes are
+taken out at once (``framer.take()``) and measured with the same code as
+``spigap analyze`` (``analysis._measure`` on each batch, ``stalls.gap_series``
+for the gap values of each kind with their transfer), so every figure follows
+docs/gaps.md. Memory is bounded by one interval's gap values plus exact
+whole-capture histograms (one count per distinct tick value and kind), not by
+the capture length.
+
+What needs more than one batch is fixed from the *baseline*: the transfers up
+to the end of the first interval, at least ``MIN_BASELINE`` of them, at most
+``grouping.WINDOW`` + 1 (``analyze`` compares its candidates on the same first
+16 384 gaps):
+
+* the message structure that tells cs_change gaps from context switches
+  (``grouping.infer``, or ``--transfers-per-message``): its phase is carried
+  on by the global gap index, so every later gap is classified as
+  ``analyze`` would with that structure (``analyze`` also re-checks the
+  winner on four samples spread over the capture, which a stream cannot);
+* the inter-transfer threshold inside CS windows (unless given);
+* the stall thresholds (median + max(k σ, rel × median, 5 samples) per kind,
+  ``core/stalls.py``): a stall in an interval is a gap far above the
+  baseline's median, so a run that degrades shows more stalls.
+
+A transfer belongs to the interval of its CS assert (its start); its gaps
+(gap before it, its setup, hold and word gaps) belong to it. Interval k
+covers ticks [k·I, (k+1)·I); it is reported once no transfer can start in it
+any more (a later edge has arrived and no window opened before its end is
+still open), or at the end of the input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import operator
+import re
+from typing import Callable
+
+import numpy as np
+
+from analyzer.core import analysis, grouping as grouping_mod, stalls as stalls_mod
+from analyzer.core.config import SpiConfig
+from analyzer.core.quantile import percentiles
+from analyzer.errors import CaptureTruncated, UsageError
+from analyzer.io.base import CaptureReader
+from analyzer.units import parse_time
+
+MIN_BASELINE = 200
+BASELINE_MAX = grouping_mod.WINDOW + 1
+STATS = ("n", "p50", "p99", "max")
+
+
+# ------------------------------------------------------------------ alerts
+_OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+_ALERT_RE = re.compile(r"^\s*(?:(?P<kind>[a-z_]+)\.(?P<stat>n|p50|p99|max)|(?P<top>transfers|rate_hz|stalls))"
+                       r"\s*(?P<op>>=|<=|>|<)\s*(?P<value>\S+)\s*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Alert:
+    """``KIND.STAT OP VALUE`` (STAT: n, p50, p99, max; VALUE a time for p50/p99/max) or
+    ``transfers|rate_hz|stalls OP NUMBER``, checked on every interval."""
+
+    text: str
+    kind: str | None
+    stat: str
+    op: str
+    value: float
+
+    def measured(self, iv: dict) -> float | None:
+        if self.kind is None:
+            return iv[self.stat]
+        g = iv["gaps"].get(self.kind)
+        if g is None:
+            return None
+        return g["n"] if self.stat == "n" else g[f"{self.stat}_s"]
+
+    def violated(self, iv: dict) -> float | None:
+        """The measured value when this interval violates the alert, else None."""
+        v = self.measured(iv)
+        if v is None:
+            return None
+        return v if _OPS[self.op](v, self.value) else None
+
+
+def parse_alert(text: str) -> Alert:
+    m = _ALERT_RE.match(text)
+    if not m:
+        raise UsageError(f"bad --alert {text!r}", hint="use KIND.STAT>VALUE, e.g. 'context_switch.p99>50us', "
+                         "'cs_change.max>=1ms', 'rate_hz<2000', 'stalls>0' (STAT: n, p50, p99, max)")
+    kind, stat = m.group("kind"), m.group("stat") or m.group("top")
+    if kind is not None and kind not in stalls_mod.STALL_KINDS:
+        raise UsageError(f"--alert {text!r}: unknown gap kind {kind!r}; known: {', '.join(stalls_mod.STALL_KINDS)}")
+    raw = m.group("value")
+    try:
+        value = parse_time(raw) if stat in ("p50", "p99", "max") else float(raw)
+    except ValueError as e:
+        raise UsageError(f"--alert {text!r}: {e}") from None
+    return Alert(text.strip(), kind, stat, m.group("op"), value)
+
+
+# ------------------------------------------------------------- histograms
+class TickHistogram:
+    """Exact counts of integer tick values (one entry per distinct value)."""
+
+    def __init__(self):
+        self.values = np.empty(0, np.int64)
+        self.counts = np.empty(0, np.int64)
+
+    def add(self, v: np.ndarray) -> None:
+        if len(v) == 0:
+            return
+        u, c = np.unique(np.asarray(v).astype(np.int64), return_counts=True)
+        allv = np.concatenate([self.values, u])
+        u2, inv = np.unique(allv, return_inverse=True)
+        self.values = u2
+        self.counts = np.bincount(inv, weights=np.concatenate([self.counts, c]), minlength=len(u2)).astype(np.int64)
+
+    @property
+    def n(self) -> int:
+        return int(self.counts.sum())
+
+    def percentiles(self, qs) -> list[float]:
+        """numpy's 'linear' percentiles of the counted values (quantile.percentiles on
+        the expanded values, without expanding them: order statistic i is the value
+        whose cumulative count first exceeds i)."""
+        cum = np.cumsum(self.counts)
+        n = int(cum[-1])
+        out = []
+        for q in qs:
+            r = q / 100.0 * (n - 1)
+            lo = int(math.floor(r))
+            hi = min(lo + 1, n - 1)
+            a, b = self.values[np.searchsorted(cum, [lo, hi], side="right")]
+            out.append(float(a + (r - lo) * (b - a)))
+        return out
+
+
+def _gap_stats(v: np.ndarray | None, tick_s: float, hist: TickHistogram | None = None) -> dict:
+    if hist is not None:
+        if hist.n == 0:
+            return {"n": 0, "p50_s": None, "p99_s": None, "max_s": None}
+        p50, p99 = hist.percentiles([50, 99])
+        return {"n": hist.n, "p50_s": p50 * tick_s, "p99_s": p99 * tick_s, "max_s": float(hist.values[-1]) * tick_s}
+    if v is None or len(v) == 0:
+        return {"n": 0, "p50_s": None, "p99_s": None, "max_s": None}
+    p50, p99 = percentiles(v, [50, 99])
+    return {"n": int(len(v)), "p50_s": p50 * tick_s, "p99_s": p99 * tick_s, "max_s": float(v.max()) * tick_s}
+
+
+# --------------------------------------------------------------- batches
+def _concat(parts: list[dict]) -> dict:
+    if len(parts) == 1:
+        return parts[0]
+    return {sect: {k: np.concatenate([p[sect][k] for p in parts]) for k in parts[0][sect]}
+            for sect in ("windows", "words")}
+
+
+def _tail(raw: dict) -> dict:
+    """The last window of a batch with its words (the context of the next batch)."""
+    w, wd = raw["windows"], raw["words"]
+    nw = int(w["n_words"][-1])
+    return {"windows": {k: v[-1:] for k, v in w.items()},
+            "words": {k: (v[len(v) - nw:] if nw else v[:0]) for k, v in wd.items()}}
+
+
+class AlertTriggered(Exception):
+    def __init__(self, alert: Alert, value: float, interval: dict):
+        super().__init__(alert.text)
+        self.alert, self.value, self.interval = alert, value, interval
+
+
+class Monitor:
+    """Run with ``run()``; ``on_interval(dict)`` is called for every interval in order."""
+
+    def __init__(self, reader: CaptureReader, cfg: SpiConfig, interval_s: float, *,
+                 rule: stalls_mod.StallRule = stalls_mod.StallRule(), alerts: list[Alert] | None = None,
+                 on_interval: Callable[[dict], None] | None = None, on_baseline: Callable[["Monitor"], None] | None = None):
+        self.reader = reader
+        self.info = reader.info
+        self.tick_s = reader.info.tick_s
+        if not interval_s > 0:
+            raise UsageError(f"--interval must be positive, not {interval_s!r}")
+        self.interval_s = interval_s
+        self.iv_ticks = max(1, int(round(interval_s / self.tick_s)))
+        self.rule = rule
+        self.alerts = alerts or []
+        self.on_interval = on_interval or (lambda iv: None)
+        self.on_baseline = on_baseline or (lambda m: None)
+        self.cfg, self.names, self.framer = analysis.prepare(reader, cfg)
+        self.kinds = (["cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch"]
+                      if self.cfg.cs is not None else ["inter_byte", "inter_transfer", "idle"])
+        # baseline
+        self._learn: list[dict] | None = []
+        self._learn_n = 0
+        self.grouping: grouping_mod.Grouping | None = None
+        self.thresholds: dict[str, tuple[float, float]] = {}
+        self.baseline_kinds: list[str] = []
+        self._mcfg = self.cfg
+        self._context: dict | None = None
+        self._n_done = 0                 # transfers measured so far (global index of the next one)
+        # intervals
+        self._next = 0                   # next interval to report
+        self._open: dict[int, dict] = {}
+        self.hist = {k: TickHistogram() for k in self.kinds}
+        self.transfers = 0
+        self.stalls = 0
+        self.intervals = 0
+        self.end_tick: int | None = None
+        self.truncated: str | None = None
+        self.interrupted = False
+        self.alert: AlertTriggered | None = None
+
+    # ------------------------------------------------------------ driving
+    def run(self) -> dict:
+        last = 0
+        try:
+            try:
+                for block in self.reader.edges(self.names):
+                    self.framer.feed(block)
+                    last = int(block.ticks[-1])
+                    self._batch(self.framer.take(), last)
+            except CaptureTruncated as e:
+                self.truncated = str(e)
+            except KeyboardInterrupt:
+                self.interrupted = True
+            if self.interrupted:
+                end = last + 1
+            else:
+                end = self.reader.end_tick if self.reader.end_tick is not None else last + 1
+            self.end_tick = end
+            self._batch(self.framer.finish(end), None)
+            self._flush_until(end, final=True)
+        except AlertTriggered as a:
+            self.alert = a
+        return self.summary()
+
+    def _batch(self, raw: dict, last_tick: int | None) -> None:
+        n = len(raw["windows"]["start"])
+        if self._learn is not None:
+            if n:
+                self._learn.append(raw)
+                self._learn_n += n
+            frontier = self._frontier(last_tick)
+            if last_tick is not None and not (self._learn_n >= BASELINE_MAX or
+                                              (frontier >= self.iv_ticks and self._learn_n >= MIN_BASELINE)):
+                return
+            parts, self._learn = self._learn, None
+            self._baseline(_concat(parts) if parts else None)
+        elif n:
+            self._measure(raw)
+        if last_tick is not None:
+            self._flush_until(self._frontier(last_tick))
+
+    def _frontier(self, last_tick: int | None) -> float:
+        """Ticks before this hold no transfer start still to come."""
+        if last_tick is None:
+            return math.inf
+        p = self.framer.pending_start()
+        return float(p) if p is not None else float(last_tick + 1)
+
+    # ----------------------------------------------------------- baseline
+    def _baseline(self, raw: dict | None) -> None:
+        if raw is None:
+            self.on_baseline(self)
+            return
+        a = analysis._measure(self.info, self.cfg, self.framer, raw, self._end_guess(raw), None)
+        self.grouping = a.grouping if self.cfg.cs is not None else None
+        if self.cfg.inter_transfer_gap_s is None and a.inter_transfer_threshold is not None:
+            self._mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=a.inter_transfer_threshold * self.tick_s)
+        for kind in self.kinds:
+            v = stalls_mod.gap_series(a, kind).values
+            th = stalls_mod.threshold(v, self.rule)
+            if th is not None:
+                self.thresholds[kind] = th
+            if len(v):
+                self.baseline_kinds.append(kind)
+        self.on_baseline(self)
+        self._distribute(a, 0)
+        self._context = _tail(raw)
+        self._n_done = a.n
+
+    def _end_guess(self, raw: dict) -> int:
+        return int(raw["windows"]["end"][-1]) + 1
+
+    def _measure(self, raw: dict) -> None:
+        ctx = self._context
+        batch = _concat([ctx, raw]) if ctx is not None else raw
+        g0 = self._n_done - (1 if ctx is not None else 0)        # global index of the batch's first transfer
+        grp = None
+        if self.grouping is not None:
+            g = self.grouping
+            grp = dataclasses.replace(g, phase=(g.phase - g0) % g.transfers_per_message)
+        elif self.cfg.cs is not None:
+            grp = grouping_mod.Grouping(1, 0, 0.0, "auto", "no baseline")
+        a = analysis._measure(self.info, self._mcfg, self.framer, batch, self._end_guess(batch), None, grouping=grp)
+        self._distribute(a, 1 if ctx is not None else 0)
+        self._context = _tail(raw)
+        self._n_done += len(raw["windows"]["start"])
+
+    def _distribute(self, a: analysis.Analysis, skip: int) -> None:
+        """Add the transfers of ``a`` (from index ``skip``) and their gaps to their intervals."""
+        if a.n <= skip:
+            return
+        iv_of = a.start // self.iv_ticks
+        counts = np.bincount(iv_of[skip:] - iv_of[skip], minlength=1)
+        for j, c in enumerate(counts.tolist()):
+            if c:
+                self._slot(int(iv_of[skip]) + j)["transfers"] += c
+        for kind in self.kinds:
+            s = stalls_mod.gap_series(a, kind)
+            keep = s.transfer >= skip
+            v, owner = s.values[keep], iv_of[s.transfer[keep]]
+            if len(v) == 0:
+                continue
+            th = self.thresholds.get(kind)
+            order = np.argsort(owner, kind="stable")
+            v, owner = v[order], owner[order]
+            cuts = np.flatnonzero(np.diff(owner)) + 1
+            for part_v, k in zip(np.split(v, cuts), owner[np.concatenate([[0], cuts])].tolist()):
+                slot = self._slot(int(k))
+                slot["gaps"].setdefault(kind, []).append(part_v)
+                if th is not None:
+                    slot["stalls"] += int(np.count_nonzero(part_v > th[1]))
+
+    def _slot(self, k: int) -> dict:
+        if k < self._next:          # cannot happen: intervals are reported only once complete
+            raise AssertionError(f"interval {k} already reported")
+        if k not in self._open:
+            self._open[k] = {"transfers": 0, "gaps": {}, "stalls": 0}
+        return self._open[k]
+
+    # ------------------------------------------------------------ output
+    def _flush_until(self, frontier: float, final: bool = False) -> None:
+        if final:
+            end = self.end_tick or 0
+            last = max([(end - 1) // self.iv_ticks] + list(self._open)) if end > 0 or self._open else -1
+            upto = last + 1
+        else:
+            upto = int(frontier // self.iv_ticks)
+        while self._next < upto:
+            k = self._next
+            slot = self._open.pop(k, {"transfers": 0, "gaps": {}, "stalls": 0})
+            self._next += 1
+            self._report(k, slot)
+
+    def _report(self, k: int, slot: dict) -> None:
+        t0 = k * self.iv_ticks
+        span = self.iv_ticks
+        if self.end_tick is not None and self.end_tick < t0 + span:
+            span = max(self.end_tick - t0, 1)
+        gaps = {}
+        for kind in self.kinds:
+            parts = slot["gaps"].get(kind)
+            v = np.concatenate(parts) if parts else None
+            if v is not None:
+                self.hist[kind].add(v)
+            gaps[kind] = _gap_stats(v, self.tick_s)
+        iv = {"t_s": t0 * self.tick_s, "interval_s": span * self.tick_s, "transfers": slot["transfers"],
+              "rate_hz": slot["transfers"] / (span * self.tick_s), "gaps": gaps, "stalls": slot["stalls"],
+              "resolution_s": self.tick_s}
+        self.transfers += slot["transfers"]
+        self.stalls += slot["stalls"]
+        self.intervals += 1
+        self.on_interval(iv)
+        for al in self.alerts:
+            v = al.violated(iv)
+            if v is not None:
+                raise AlertTriggered(al, v, iv)
+
+    def summary(self) -> dict:
+        dur = (self.end_tick or 0) * self.tick_s
+        if self.alert is not None:
+            iv = self.alert.interval
+            dur = iv["t_s"] + iv["interval_s"]
+        return {
+            "capture": self.info.path, "resolution_s": self.tick_s, "interval_s": self.iv_ticks * self.tick_s,
+            "intervals": self.intervals, "duration_s": dur, "transfers": self.transfers,
+            "rate_hz": self.transfers / dur if dur > 0 else None,
+            "gaps": {k: _gap_stats(None, self.tick_s, self.hist[k]) for k in self.kinds},
+            "stalls": self.stalls,
+            "grouping": self.grouping.note if self.grouping is not None else None,
+            "transfers_per_message": self.grouping.transfers_per_message if self.grouping is not None else None,
+            "stall_baseline": {k: {"median_s": m * self.tick_s, "threshold_s": t * self.tick_s}
+                               for k, (m, t) in self.thresholds.items()},
+            "interrupted": self.interrupted, "truncated": self.truncated,
+            "alert": (None if self.alert is None else
+                      {"rule": self.alert.alert.text, "value": self.alert.value, "t_s": self.alert.interval["t_s"]}),
+        }

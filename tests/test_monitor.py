@@ -1,0 +1,142 @@
+"""``spigap monitor``: a 20 s capture with seed 004's per-second read/write cycle counts
+gives those counts back, one line per second; totals equal ``analyze``; --alert."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from analyzer import native
+from analyzer.api import SpiConfig, analyze_file
+from analyzer.core.monitor import Monitor, TickHistogram, parse_alert
+from analyzer.core.quantile import percentiles
+from analyzer.errors import UsageError
+from analyzer.io import open_capture
+from analyzer.synth import Scenario, build, write
+
+# seed 004 (dimtass, nanopi neo, SMP kernel, 1 MHz SPI, no load): read/write cycles in
+# each of 20 one-second iterations of `linux-app -m 1 -r 20 -p 0`
+SEED_004 = [2249, 2235, 2243, 2264, 2256, 2250, 2246, 2248, 2250, 2237,
+            2231, 2246, 2241, 2237, 2253, 2262, 2260, 2261, 2261, 2264]
+RATE = 250e3            # low samplerate: 20 s are 5 M samples
+SHOP = pathlib.Path(__file__).resolve().parent.parent / "captures" / "mcp3008-rpi3-k4.4-b10.sr"
+SPIGAP = [sys.executable, "-m", "analyzer"]
+
+
+@pytest.fixture(scope="module")
+def soak(tmp_path_factory):
+    """One SPI transfer per cycle, spread evenly over each second; one cycle in second 13
+    starts 150 µs late (a stall)."""
+    sc = Scenario.from_toml(None, dict(samplerate=RATE, sclk=50e3, words_per_transfer=1, transfers_per_message=1,
+                                       messages=sum(SEED_004), cs_setup=8e-6, cs_hold=4e-6, tail=0.0))
+    w = sc.windows()
+    starts = np.concatenate([i + (np.arange(n) + 0.5) / n for i, n in enumerate(SEED_004)])
+    starts[sum(SEED_004[:13]) + 100] += 150e-6
+    duration = w.cs_setup + (2 * 8 - 1) / sc.sclk / 2 + w.cs_hold      # as synthesized (gaps >= 2 samples)
+    w.gap_before = np.concatenate([[starts[0]], np.diff(starts) - duration[:-1]])
+    tl = build(w, sc.shape, 0.0)
+    sc.crop_end = 20.0 - 2 / RATE
+    path = tmp_path_factory.mktemp("soak") / "soak.sr"
+    write(sc, path, tl=tl)
+    return path
+
+
+def monitor(path, *args, stdin=None):
+    proc = subprocess.run([*SPIGAP, "monitor", str(path), "--format", "jsonl", *args], input=stdin,
+                          capture_output=True, timeout=120)
+    lines = [json.loads(ln) for ln in proc.stdout.splitlines()]
+    return proc, [ln for ln in lines if "summary" not in ln], lines[-1].get("summary") if lines else None
+
+
+def test_seed_004_per_second_counts(soak):
+    proc, ivs, summary = monitor(soak)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert len(ivs) == 20
+    assert [iv["transfers"] for iv in ivs] == SEED_004
+    assert [iv["t_s"] for iv in ivs] == pytest.approx(list(range(20)))
+    assert [iv["rate_hz"] for iv in ivs[:19]] == pytest.approx(SEED_004[:19])
+    a = analyze_file(soak, SpiConfig())
+    assert summary["transfers"] == sum(iv["transfers"] for iv in ivs) == a.n == sum(SEED_004)
+    # the one late cycle: a stall in second 13 only, against the baseline of second 0
+    assert [iv["stalls"] for iv in ivs] == [0] * 13 + [1] + [0] * 6
+    cs = ivs[13]["gaps"]["context_switch"]
+    assert cs["max_s"] == pytest.approx(ivs[12]["gaps"]["context_switch"]["max_s"] + 150e-6, abs=8e-6)
+    assert set(ivs[0]["gaps"]) == {"cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change",
+                                   "context_switch"}
+    assert ivs[0]["resolution_s"] == pytest.approx(1 / RATE)
+
+
+def test_alert_exits_1_and_says_when(soak):
+    proc, ivs, summary = monitor(soak, "--alert", "context_switch.max>400us")
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, err
+    assert len(ivs) == 14 and "context_switch.max>400us" in err and "t = 13 s" in err
+    assert summary["alert"]["t_s"] == pytest.approx(13) and summary["transfers"] == sum(SEED_004[:14])
+    proc, ivs, summary = monitor(soak, "--alert", "transfers<2232", "--alert", "stalls>5")
+    assert proc.returncode == 1 and len(ivs) == 11 and "t = 10 s" in proc.stderr.decode()
+    proc, ivs, summary = monitor(soak, "--alert", "rate_hz<100")
+    assert proc.returncode == 0 and len(ivs) == 20 and summary["alert"] is None
+
+
+def test_text_lines_when_not_a_terminal(soak):
+    proc = subprocess.run([*SPIGAP, "monitor", str(soak), "--interval", "2s"], capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    lines = proc.stdout.decode().splitlines()
+    rows = [ln for ln in lines if ln[:10].strip().replace(".", "").isdigit()]
+    assert [int(r.split()[1]) for r in rows] == [a + b for a, b in zip(SEED_004[::2], SEED_004[1::2])]
+    assert sum(1 for ln in lines if ln.lstrip().startswith("t_s")) == 1      # one header: not a terminal
+    assert any(ln.startswith("summary: 10 interval(s)") for ln in lines)
+
+
+def test_summary_equals_analyze_and_pipe_equals_file(sigrok_cli):
+    a = analyze_file(SHOP, SpiConfig())
+    proc, ivs, summary = monitor(SHOP, "--interval", "1ms")
+    assert proc.returncode == 0
+    assert sum(iv["transfers"] for iv in ivs) == summary["transfers"] == a.n
+    assert summary["transfers_per_message"] == a.grouping.transfers_per_message
+    for kind, g in summary["gaps"].items():
+        v = a.gap_values(kind)
+        v = v[~np.isnan(v)]
+        assert g["n"] == len(v), kind
+        if len(v):
+            assert [g["p50_s"], g["p99_s"], g["max_s"]] == pytest.approx(
+                [x * a.tick_s for x in percentiles(v, [50, 99])] + [v.max() * a.tick_s], rel=1e-12), kind
+    binary = subprocess.run(["sigrok-cli", "-i", str(SHOP), "-O", "binary"], capture_output=True, timeout=60).stdout
+    proc2, ivs2, summary2 = monitor("-", "--interval", "1ms", "--input-format", "raw", "--samplerate", "50m",
+                                    "--channel-map", "0=SCLK,1=MOSI,2=MISO,3=CE0", stdin=binary)
+    assert proc2.returncode == 0, proc2.stderr.decode()
+    assert ivs2 == ivs
+    assert {k: v for k, v in summary2.items() if k != "capture"} == {k: v for k, v in summary.items() if k != "capture"}
+
+
+def test_engines_agree(soak):
+    if native.library() is None:
+        pytest.skip("compiled core unavailable")
+    out = {}
+    for engine in ("numpy", "c"):
+        got = []
+        with native.use_engine(engine), open_capture(SHOP) as r:
+            s = Monitor(r, SpiConfig(), 0.003, on_interval=got.append).run()
+        out[engine] = (got, s)
+    assert out["numpy"] == out["c"]
+
+
+def test_histogram_percentiles_are_numpys():
+    rng = np.random.default_rng(1)
+    v = rng.integers(0, 40, 1001)
+    h = TickHistogram()
+    h.add(v[:300])
+    h.add(v[300:])
+    assert h.percentiles([0, 1, 50, 99, 100]) == pytest.approx(percentiles(v, [0, 1, 50, 99, 100]))
+
+
+@pytest.mark.parametrize("text", ["context_switch.p99", "foo.p99>1us", "cs_change.p42>1us", "stalls>x",
+                                  "cs_hold.max>1 parsec"])
+def test_bad_alerts(text):
+    with pytest.raises(UsageError):
+        parse_alert(text)
