@@ -107,7 +107,7 @@ def test_cut_file_without_zip_directory(tmp_path, capsys):
 
 def test_bad_option_values(tmp_path, capsys):
     sc, tl, p = synth(tmp_path, messages=3)
-    code, out, err = run_cli(["analyze", str(p), "--wordsize", "65"], capsys)
+    code, out, err = run_cli(["analyze", str(p), "--wordsize", "1025"], capsys)
     assert_one_line_error(code, err, "wordsize")
     code, out, err = run_cli(["analyze", str(p), "--mode", "1", "--cpol", "1"], capsys)
     assert_one_line_error(code, err, "--mode")

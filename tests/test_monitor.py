@@ -140,3 +140,32 @@ def test_histogram_percentiles_are_numpys():
 def test_bad_alerts(text):
     with pytest.raises(UsageError):
         parse_alert(text)
+
+
+def test_live_pipe_lines_come_as_data_arrives_and_ctrl_c_summarizes(soak, tmp_path):
+    """A live producer: the first 10.4 s of samples, then silence. The 10 complete seconds are
+    printed while the pipe is still open; SIGINT then prints the partial one and the summary."""
+    import select
+    import signal
+
+    data = subprocess.run(["sigrok-cli", "-i", str(soak), "-O", "binary"], capture_output=True, timeout=60).stdout
+    proc = subprocess.Popen([*SPIGAP, "monitor", "-", "--input-format", "raw", "--samplerate", "250k",
+                             "--channel-map", "0=SCLK,1=MOSI,2=MISO,3=CS", "--format", "jsonl"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc.stdin.write(data[:2_600_000])
+        proc.stdin.flush()
+        lines = []
+        while len(lines) < 10:
+            ready, _, _ = select.select([proc.stdout], [], [], 30)
+            assert ready, f"no interval line within 30 s of the data (got {len(lines)})"
+            lines.append(json.loads(proc.stdout.readline()))
+        assert [iv["transfers"] for iv in lines] == SEED_004[:10]
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    rest = [json.loads(ln) for ln in out.splitlines()]
+    assert rest[-1]["summary"]["interrupted"] is True, err
+    assert rest[-1]["summary"]["transfers"] == sum(iv["transfers"] for iv in lines + rest[:-1])
+    assert proc.returncode == 0

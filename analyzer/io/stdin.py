@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import os
+import select
 import sys
 import time
 
@@ -31,14 +32,16 @@ LATENCY_S = 0.2
 class InputStream:
     """A non-seekable binary stream with replay of its start and bounded read latency."""
 
-    def __init__(self, raw, name: str = STDIN_PATH):
+    def __init__(self, raw, name: str = STDIN_PATH, *, replay: bool = True):
+        """``replay``: keep what is read until the first seek (VCD: back to the end of its
+        header) and the last reads for ``line_of``; raw samples need neither."""
         self._raw = raw                       # a BufferedReader (sys.stdin.buffer) or any .read()/.read1()
         self.name = name
         self._kept = bytearray()              # the bytes read so far, until the first seek past them
-        self._keep = True
+        self._keep = replay
         self._kept_base = 0                   # stream offset of _kept[0]
         self._pos = 0                         # stream offset of the next byte read()
-        self._served: collections.deque = collections.deque(maxlen=8)  # (offset, newlines before, bytes)
+        self._served: collections.deque = collections.deque(maxlen=3 if replay else 0)  # (offset, lines, bytes)
         self._lines = 0
         self._eof = False
 
@@ -67,8 +70,9 @@ class InputStream:
                 self._kept += more
             out += more
         data = bytes(out)
-        self._served.append((self._pos, self._lines, data))
-        self._lines += data.count(b"\n")
+        if self._served.maxlen:
+            self._served.append((self._pos, self._lines, data))
+            self._lines += data.count(b"\n")
         self._pos += len(data)
         return data
 
@@ -112,24 +116,35 @@ class InputStream:
         got = 0
         t0 = time.monotonic()
         while got < n:
+            if got and not wait:
+                # something is in hand: wait for more only until LATENCY_S is up
+                left = LATENCY_S - (time.monotonic() - t0)
+                if left <= 0 or not self._ready(left):
+                    break
             data = read1(min(n - got, 1 << 20))
             if not data:
                 self._eof = True
                 break
             parts.append(data)
             got += len(data)
-            if not wait and time.monotonic() - t0 > LATENCY_S:
-                break
         return b"".join(parts)
+
+    def _ready(self, timeout: float) -> bool:
+        """Whether the pipe has bytes (or its end) within ``timeout`` s (True when unknown)."""
+        try:
+            fd = self._raw.fileno()
+        except (AttributeError, OSError, ValueError):
+            return True
+        return bool(select.select([fd], [], [], timeout)[0])
 
 
 def open_stdin(input_format: str | None, opts: dict):
     """The reader for a capture on standard input (``input_format``: None, "vcd" or "raw")."""
-    src = InputStream(sys.stdin.buffer)
     if input_format == "raw":
         from analyzer.io.raw import RawReader
 
-        return RawReader(STDIN_PATH, stream=src, samplerate=opts.get("samplerate"), unitsize=opts.get("unitsize"))
+        return RawReader(STDIN_PATH, stream=InputStream(sys.stdin.buffer, replay=False), samplerate=opts.get("samplerate"), unitsize=opts.get("unitsize"))
+    src = InputStream(sys.stdin.buffer)
     head = src.peek(4096)
     if not head:
         raise InputError("standard input is empty", path=STDIN_PATH,
