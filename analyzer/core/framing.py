@@ -428,6 +428,7 @@ def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float):
     from analyzer.core import bigwords
 
     chunk = bigwords.chunk_wordsize(cfg.wordsize)
+    inner: object
     if native.library() is not None:
         from analyzer.core.cframer import CFramer
 

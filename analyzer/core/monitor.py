@@ -366,9 +366,9 @@ class Monitor:
         self.intervals += 1
         self.on_interval(iv)
         for al in self.alerts:
-            v = al.violated(iv)
-            if v is not None:
-                raise AlertTriggered(al, v, iv)
+            bad = al.violated(iv)
+            if bad is not None:
+                raise AlertTriggered(al, bad, iv)
 
     def summary(self) -> dict:
         dur = (self.end_tick or 0) * self.tick_s

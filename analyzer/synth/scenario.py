@@ -329,17 +329,17 @@ def _payload(spec, n_words: int, wpt: int, ws: int, rng) -> np.ndarray:
     mask = (1 << ws) - 1
     if ws > 64:
         if spec == "counter":
-            vals = [i & mask for i in range(n_words)]
+            big = [i & mask for i in range(n_words)]
         elif spec == "random":      # 32-bit pieces from the scenario's generator
             parts = rng.integers(0, 1 << 32, (n_words, (ws + 31) // 32), dtype=np.uint64).tolist()
-            vals = [sum(int(p) << (32 * j) for j, p in enumerate(row)) & mask for row in parts]
+            big = [sum(int(p) << (32 * j) for j, p in enumerate(row)) & mask for row in parts]
         elif spec == "zero":
-            vals = [0] * n_words
+            big = [0] * n_words
         else:
             base = [int(v) & mask for v in spec]
-            vals = [base[i % len(base)] for i in range(n_words)]
+            big = [base[i % len(base)] for i in range(n_words)]
         out = np.empty(n_words, object)
-        out[:] = vals
+        out[:] = big
         return out
     if spec == "counter":
         return (np.arange(n_words, dtype=np.uint64) & np.uint64(mask))
