@@ -145,8 +145,9 @@ def test_bad_alerts(text):
 def test_live_pipe_lines_come_as_data_arrives_and_ctrl_c_summarizes(soak, tmp_path):
     """A live producer: the first 10.4 s of samples, then silence. The 10 complete seconds are
     printed while the pipe is still open; SIGINT then prints the partial one and the summary."""
-    import select
+    import queue
     import signal
+    import threading
 
     data = subprocess.run(["sigrok-cli", "-i", str(soak), "-O", "binary"], capture_output=True, timeout=60).stdout
     proc = subprocess.Popen([*SPIGAP, "monitor", "-", "--input-format", "raw", "--samplerate", "250k",
@@ -155,17 +156,26 @@ def test_live_pipe_lines_come_as_data_arrives_and_ctrl_c_summarizes(soak, tmp_pa
     try:
         proc.stdin.write(data[:2_600_000])
         proc.stdin.flush()
+        got: queue.Queue = queue.Queue()
+        reader = threading.Thread(target=lambda: [got.put(ln) for ln in iter(proc.stdout.readline, b"")],
+                                  daemon=True)
+        reader.start()
         lines = []
-        while len(lines) < 10:
-            ready, _, _ = select.select([proc.stdout], [], [], 30)
-            assert ready, f"no interval line within 30 s of the data (got {len(lines)})"
-            lines.append(json.loads(proc.stdout.readline()))
+        while len(lines) < 10:          # the pipe is still open: these come from the data so far
+            try:
+                lines.append(json.loads(got.get(timeout=30)))
+            except queue.Empty:
+                raise AssertionError(f"no interval line within 30 s of the data (got {len(lines)})") from None
         assert [iv["transfers"] for iv in lines] == SEED_004[:10]
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        proc.wait(timeout=30)
+        reader.join(timeout=30)
+        err = proc.stderr.read().decode()
     finally:
         proc.kill()
-    rest = [json.loads(ln) for ln in out.splitlines()]
+    rest = []
+    while not got.empty():
+        rest.append(json.loads(got.get()))
     assert rest[-1]["summary"]["interrupted"] is True, err
     assert rest[-1]["summary"]["transfers"] == sum(iv["transfers"] for iv in lines + rest[:-1])
     assert proc.returncode == 0

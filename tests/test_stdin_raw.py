@@ -110,3 +110,40 @@ def test_damaged_vcd_on_a_pipe_says_where(sigrok_cli, reference):
     assert 0 < d["summary"]["transfers"] < reference["summary"]["transfers"]
     line = cut.count(b"\n") + 1
     assert f"at line {line}" in proc.stderr.decode()
+
+
+def test_stream_replays_a_long_header_and_reads_in_small_pieces(sigrok_cli, tmp_path):
+    """A VCD whose header is longer than the sniffed head, arriving a few bytes at a time:
+    the stream reader gives the edges of the same file."""
+    import io
+
+    from analyzer.io.stdin import InputStream
+    from analyzer.io.vcd import VcdReader
+
+    vcd = sigrok("vcd")
+    cut = vcd.index(b"$timescale")
+    vcd = vcd[:cut] + b"$comment " + b"x" * 20000 + b" $end\n" + vcd[cut:]
+    path = tmp_path / "c.vcd"
+    path.write_bytes(vcd)
+
+    class Trickle(io.RawIOBase):
+        def __init__(self, data):
+            self.data, self.pos = data, 0
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            n = min(len(b), 777, len(self.data) - self.pos)
+            b[:n] = self.data[self.pos:self.pos + n]
+            self.pos += n
+            return n
+
+    names = ["SCLK", "MOSI", "MISO", "CE0"]
+    with VcdReader(path) as r:
+        want = list(r.edges(names))
+    with VcdReader("<stdin>", stream=InputStream(io.BufferedReader(Trickle(vcd), 1000))) as r:
+        got = list(r.edges(names))
+        assert r.info.channels == names
+    assert np.array_equal(np.concatenate([b.ticks for b in got]), np.concatenate([b.ticks for b in want]))
+    assert np.array_equal(np.concatenate([b.states for b in got]), np.concatenate([b.states for b in want]))

@@ -51,6 +51,8 @@ def run(args) -> int:
         summary = m.run()
         for w in reader.info.warnings:
             print(f"spigap: warning: {w}", file=sys.stderr)
+        for w in m.warnings:
+            print(f"spigap: warning (in the baseline, the first interval): {w}", file=sys.stderr)
     printer.summary(summary)
     if m.alert is not None:
         iv = m.alert.interval

@@ -198,6 +198,7 @@ class Monitor:
         self.grouping: grouping_mod.Grouping | None = None
         self.thresholds: dict[str, tuple[float, float]] = {}
         self.baseline_kinds: list[str] = []
+        self.warnings: list[str] = []      # the baseline analysis's own warnings (framing, settings)
         self._mcfg = self.cfg
         self._context: dict | None = None
         self._n_done = 0                 # transfers measured so far (global index of the next one)
@@ -267,6 +268,7 @@ class Monitor:
             self.on_baseline(self)
             return
         a = analysis._measure(self.info, self.cfg, self.framer, raw, self._end_guess(raw), None)
+        self.warnings = [w for w in a.warnings if w not in self.info.warnings]
         self.grouping = a.grouping if self.cfg.cs is not None else None
         if self.cfg.inter_transfer_gap_s is None and a.inter_transfer_threshold is not None:
             self._mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=a.inter_transfer_threshold * self.tick_s)
@@ -296,6 +298,9 @@ class Monitor:
         elif self.cfg.cs is not None:
             grp = grouping_mod.Grouping(1, 0, 0.0, "auto", "no baseline")
         a = analysis._measure(self.info, self._mcfg, self.framer, batch, self._end_guess(batch), None, grouping=grp)
+        if self._mcfg.inter_transfer_gap_s is None and a.inter_transfer_threshold is not None:
+            # the baseline had no word pairs: the first batch that has some sets the threshold
+            self._mcfg = dataclasses.replace(self._mcfg, inter_transfer_gap_s=a.inter_transfer_threshold * self.tick_s)
         self._distribute(a, 1 if ctx is not None else 0)
         self._context = _tail(raw)
         self._n_done += len(raw["windows"]["start"])
