@@ -140,6 +140,9 @@ class InputStream:
 
 def open_stdin(input_format: str | None, opts: dict):
     """The reader for a capture on standard input (``input_format``: None, "vcd" or "raw")."""
+    if sys.stdin is None or sys.stdin.isatty():
+        raise InputError("- reads the capture from standard input, which is a terminal here", path=STDIN_PATH,
+                         hint="pipe one in, e.g. sigrok-cli -i X.sr -O vcd | spigap analyze -")
     if input_format == "raw":
         from analyzer.io.raw import RawReader
 
