@@ -220,8 +220,8 @@ class Monitor:
         try:
             try:
                 for block in self.reader.edges(self.names):
+                    last = int(block.ticks[-1])      # first: a Ctrl-C inside feed() ends after this block
                     self.framer.feed(block)
-                    last = int(block.ticks[-1])
                     self._batch(self.framer.take(), last)
             except CaptureTruncated as e:
                 self.truncated = str(e)
