@@ -179,3 +179,33 @@ def test_live_pipe_lines_come_as_data_arrives_and_ctrl_c_summarizes(soak, tmp_pa
     assert rest[-1]["summary"]["interrupted"] is True, err
     assert rest[-1]["summary"]["transfers"] == sum(iv["transfers"] for iv in lines + rest[:-1])
     assert proc.returncode == 0
+
+
+def test_monitor_memory_does_not_grow_with_capture_length(tmp_path, monkeypatch):
+    """Raw pieces shrunk to 64 KiB: a capture 4x longer (4x the transfers) must not need
+    more memory (numpy allocations are seen by tracemalloc); analyze's would grow."""
+    import tracemalloc
+
+    from analyzer.io import raw
+    from analyzer.synth import tracks
+    from analyzer.synth.writers.raw import write_raw
+
+    monkeypatch.setattr(raw, "PIECE_BYTES", 64 << 10)
+    peaks = []
+    for msgs in (1500, 6000):
+        sc = Scenario.from_toml(None, {"messages": msgs, "words_per_transfer": 4, "transfers_per_message": 3,
+                                       "samplerate": 50e6, "sclk": 5e6, "seed": 2})
+        tl = sc.timeline()
+        n = int(round(tl.end_time * sc.samplerate))
+        path = write_raw(tmp_path / f"{msgs}.bin", tracks(tl, sc.channels, sc.samplerate), sc.samplerate, n)
+        tracemalloc.start()
+        try:
+            with open_capture(path, input_format="raw", samplerate=sc.samplerate,
+                              channel_map="0=SCLK,1=MOSI,2=MISO,3=CS") as r:
+                s = Monitor(r, SpiConfig(), 0.5e-3).run()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert s["transfers"] == 3 * msgs and s["transfers_per_message"] == 3
+        peaks.append(peak)
+    assert peaks[1] < 1.25 * peaks[0], f"peak {peaks[0] / 1e6:.2f} MB -> {peaks[1] / 1e6:.2f} MB"
