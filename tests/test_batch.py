@@ -15,6 +15,7 @@ import shutil
 import pytest
 
 from analyzer.api import analyze_file
+from analyzer.cli.common import capture_option_parser
 from analyzer.batch import discover, execute, manifest, matrix, table, worker
 from analyzer.cli import main
 from analyzer.errors import UsageError
@@ -461,7 +462,7 @@ def test_manifest_paths_with_directories_are_relative_to_the_manifest(tmp_path):
     (tmp_path / "caps").mkdir()
     m = tmp_path / "m.toml"
     m.write_text('[[capture]]\npath = "caps/*.sr"\nmode = 1\n[[capture]]\npath = "x.sr"\nmode = 2\n')
-    man = manifest.load(m)
+    man = manifest.load(m, capture_option_parser())
     opts, _, hits = man.lookup(str(tmp_path / "caps" / "a.sr"))
     assert opts == {"mode": 1} and len(hits) == 1
     assert man.lookup(str(tmp_path / "a.sr"))[0] == {}

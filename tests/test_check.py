@@ -216,7 +216,7 @@ def _ad7606_with_events(tmp_path, *, busy_in_window=None, extra_convst=None):
 
 def test_ad7606_busy_and_convst_checks(tmp_path):
     clean, _ = _ad7606_with_events(tmp_path)
-    out = spigap("check", clean, "--profile", "pi5-k6.6.31-ad7606", "--convst", "CONVST", "--busy", "BUSY",
+    out = spigap("check", clean, "--profile", "pi5-k6.6.31-ad7606", "--event", "CONVST:rise", "--event", "BUSY:fall",
                  "--format", "json")
     assert out.returncode == 0, out.stdout + out.stderr
     items = {c["id"]: c for c in json.loads(out.stdout)["results"][0]["checks"]}
@@ -239,10 +239,10 @@ def test_ad7606_busy_and_convst_checks(tmp_path):
     assert cyc.verdict == FAIL and cyc.violations["count"] == 1
     assert abs(cyc.violations["first_s"][0] - (tl.cs_assert[30] - 5e-6)) <= 2 * a.tick_s
     assert cyc.measured == pytest.approx(3e-6, abs=2 * a.tick_s)
-    assert spigap("check", bad, "--profile", "pi5-k6.6.31-ad7606", "--convst", "CONVST",
-                  "--busy", "BUSY").returncode == 1
+    assert spigap("check", bad, "--profile", "pi5-k6.6.31-ad7606", "--event", "CONVST:rise",
+                  "--event", "BUSY:fall").returncode == 1
     # a channel that is not there is a one-line error
-    proc = spigap("check", bad, "--profile", "pi5-k6.6.31-ad7606", "--busy", "NOPE")
+    proc = spigap("check", bad, "--profile", "pi5-k6.6.31-ad7606", "--event", "NOPE:fall")
     assert proc.returncode == 2 and "NOPE" in proc.stderr and "Traceback" not in proc.stderr
 
 

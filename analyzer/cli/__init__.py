@@ -17,6 +17,7 @@ import pkgutil
 import sys
 
 from analyzer import __version__
+from analyzer.cli.common import Parser
 from analyzer.errors import SpigapError
 
 
@@ -36,7 +37,7 @@ def subcommand_modules(only: str | None = None):
 
 
 def build_parser(argv=None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="spigap",
         description="Where the microseconds go on an SPI bus: per-transfer timing from logic "
                     "captures (CS setup/hold, inter-byte, cs_change, context switch).")
@@ -54,7 +55,10 @@ def main(argv=None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:         # --help, --version, a usage error (already printed)
+        return e.code if isinstance(e.code, int) else 2
     try:
         return int(args.func(args) or 0)
     except SpigapError as e:

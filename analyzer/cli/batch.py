@@ -6,7 +6,8 @@ import argparse
 import os
 import sys
 
-from analyzer.cli.common import add_capture_options, config_from_args, reader_options, write_output
+from analyzer.cli.common import (add_capture_options, add_output_options, capture_option_parser,
+                                 check_output_path, config_from_args, count, reader_options, write_output)
 from analyzer.errors import SpigapError, UsageError
 
 ORDER = 15
@@ -24,16 +25,6 @@ def _field_order(text: str) -> tuple[str, list[str]]:
     if not sep or not field.strip():
         raise argparse.ArgumentTypeError(f"give FIELD=V1,V2,..., got {text!r}")
     return field.strip(), _csv_list(values)
-
-
-def _jobs(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("give a number of processes") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return n
 
 
 def add_subparser(sub) -> None:
@@ -70,27 +61,21 @@ def add_subparser(sub) -> None:
                    help="several captures in one cell: their median (default), mean, min or max")
     g.add_argument("--list-metrics", action="store_true", help="print the metric names and exit")
     e = p.add_argument_group("execution")
-    e.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+    e.add_argument("-j", "--jobs", type=count, metavar="N",
                    help="worker processes (default: one per core; 1 = no pool, in this process)")
     e.add_argument("--dask-scheduler", metavar="ADDR",
                    help="run on an existing Dask cluster, e.g. tcp://host:8786 (workers need the "
                         "same file paths and spigap installed)")
     e.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    o = p.add_argument_group("output")
-    o.add_argument("--format", choices=("text", "csv", "json"), default="text",
-                   help="what goes to stdout (or -o): text table (+ matrices), CSV rows, JSON")
-    o.add_argument("-o", "--output", metavar="FILE", help="write there instead of stdout")
-    o.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
-    o.add_argument("--json", metavar="FILE", help="also write everything as JSON")
+    o = add_output_options(p, ("text", "csv", "json"),
+                           output_help="write here instead of stdout: the text table (+ matrices), "
+                                       "the CSV rows or the JSON document (--format)")
     o.add_argument("--matrix-csv", metavar="FILE", help="also write the matrices as CSV")
+    o.add_argument("--csv", metavar="FILE",
+                   help="deprecated, kept as an alias: also write the rows as CSV (use --format csv -o FILE)")
+    o.add_argument("--json", metavar="FILE",
+                   help="deprecated, kept as an alias: also write everything as JSON (use --format json -o FILE)")
     p.set_defaults(func=run)
-
-
-def _write(text: str, path: str | None) -> None:
-    try:
-        write_output(text, path)
-    except OSError as e:
-        raise UsageError(f"cannot write: {e.strerror or e}", path=path) from None
 
 
 def _warn(text: str) -> None:
@@ -102,7 +87,7 @@ def make_jobs(args, found, fields, manifest) -> list:
     from analyzer.batch import manifest as manifest_mod
     from analyzer.batch.worker import Job
 
-    parser = manifest_mod.option_parser() if manifest else None
+    parser = capture_option_parser() if manifest else None
     used = set()
     jobs = []
     for i, f in enumerate(found):
@@ -184,7 +169,9 @@ def run(args) -> int:
                                 fields=args.fields if not (args.pattern or args.regex) else None,
                                 sep=args.sep)
     config_from_args(args)                # contradicting command-line options: fail now, once
-    manifest = manifest_mod.load(args.manifest) if args.manifest else None
+    for out in (args.output, args.csv, args.json, args.matrix_csv):
+        check_output_path(out)
+    manifest = manifest_mod.load(args.manifest, capture_option_parser()) if args.manifest else None
     inputs = list(args.inputs)
     if not inputs:
         if manifest is None:
@@ -246,13 +233,13 @@ def run(args) -> int:
         text = table.render_csv(results)
     else:
         text = table.render_text(results) + "".join("\n" + matrix.render_text(m) for m in matrices)
-    _write(text, args.output)
+    write_output(text, args.output)
     if args.csv:
-        _write(table.render_csv(results), args.csv)
+        write_output(table.render_csv(results), args.csv)
     if args.json:
-        _write(table.render_json(results, matrices=matrices, extra=extra), args.json)
+        write_output(table.render_json(results, matrices=matrices, extra=extra), args.json)
     if args.matrix_csv:
-        _write(matrix.render_csv(matrices), args.matrix_csv)
+        write_output(matrix.render_csv(matrices), args.matrix_csv)
 
     bad = [r for r in results if r["status"] != OK]
     if bad:

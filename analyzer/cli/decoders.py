@@ -250,7 +250,7 @@ def auto_assign(pd_channel_name: str, capture_channels: list[str]) -> str | None
 
 def gaps_signal(args):
     """An spi_gaps decode signal with what 'spigap analyze' finds in the capture."""
-    from analyzer.cli.analyze import analyze_path
+    from analyzer.cli.common import analyze_path
     from analyzer.sigrok import paths, pdinfo, pvs
 
     if args.no_cs:

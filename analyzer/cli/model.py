@@ -144,7 +144,7 @@ def build(args):
 
 def run(args) -> int:
     if args.list:
-        from analyzer.cli.check import list_text
+        from analyzer.model.profiles import list_text
 
         write_output(list_text(), args.output)
         return 0

@@ -30,15 +30,33 @@ class EventTrack:
         return np.where(last_rise == last_fall, self.initial, (last_rise > last_fall).astype(int))
 
 
-def read_events(path, channels: dict, *, samplerate=None, input_format=None) -> dict:
-    """``channels``: role -> channel name. Returns role -> EventTrack."""
+ROLES = ("convst", "busy")
+
+
+def events_for_check(path, events, **reader_opts) -> dict:
+    """``--event CHANNEL:EDGE`` texts -> lower-case channel name -> EventTrack; the
+    device checks use the channels named CONVST and BUSY (``ROLES``,
+    case-insensitive, after --channel-map). Every channel named must exist."""
+    from analyzer.core.events import parse_event
+
+    channels = {}
+    for text in events or []:
+        spec = parse_event(text)
+        if not spec.is_spi:
+            channels[spec.channel.strip().lower()] = spec.channel
+    return read_events(path, channels, **reader_opts)
+
+
+def read_events(path, channels: dict, **reader_opts) -> dict:
+    """``channels``: role -> channel name; ``reader_opts``: for ``open_capture``.
+    Returns role -> EventTrack."""
     from analyzer.io import open_capture
 
     roles = [(role, name) for role, name in channels.items() if name]
     if not roles:
         return {}
-    with open_capture(path, input_format=input_format, samplerate=samplerate) as reader:
-        names = [reader.info.channels[reader.channel_index(name)] for _, name in roles]
+    with open_capture(path, **reader_opts) as reader:
+        names = [reader.info.channels[reader.channel_index(name, option="--event CHANNEL:EDGE")] for _, name in roles]
         ticks, states = [], []
         try:
             for block in reader.edges(names):
