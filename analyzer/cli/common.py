@@ -275,7 +275,8 @@ def add_stats_options(p) -> None:
                    help="smallest change of the robust σ that counts, in %% (default 20)")
     g.add_argument("--min-stall-ratio", type=positive_float, default=2.0, metavar="R",
                    help="smallest change of the stall rate that counts, as a ratio (default 2)")
-    g.add_argument("--bootstrap", type=count, default=1000, metavar="N", help="bootstrap resamples (default 1000)")
+    g.add_argument("--bootstrap", type=lambda t: count(t, lo=100), default=1000, metavar="N",
+                   help="bootstrap resamples, at least 100 (default 1000)")
     g.add_argument("--block-length", type=count, default=None, metavar="N",
                    help="block length in values (default: from the autocorrelation)")
     g.add_argument("--seed", type=lambda t: count(t, lo=0), default=0, metavar="N",
