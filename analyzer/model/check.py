@@ -445,7 +445,8 @@ class _Checker:
             needs = lim.needs
             if needs and needs not in self.events:
                 self.add(id=iid, statistic="worst", verdict=SKIP,
-                         reason=f"{lim.what}: needs the {needs.upper()} channel (--{needs} NAME)", **base)
+                         reason=f"{lim.what}: needs the {needs.upper()} channel (--event "
+                                f"{needs.upper()}:{'rise' if needs == 'convst' else 'fall'})", **base)
                 continue
             if lim.metric == "sclk":
                 self._device_sclk(lim, iid, base)
