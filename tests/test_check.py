@@ -320,8 +320,8 @@ def test_idle_capture_is_no_data_not_pass(tmp_path):
         assert proc.stdout.startswith(f"check       {idle}: NO DATA")
         assert "PASS" not in proc.stdout.splitlines()[0]
         assert proc.stderr.strip().splitlines() == [
-            f"spigap: error: {idle}: NO DATA: 0 transfer(s) in the capture, fewer than the 8 a check "
-            "needs: is the bus idle, or the channel map wrong?"]
+            (f"spigap: error: {idle}: NO DATA: 0 transfer(s) in the capture, fewer than the 8 a check "
+             "needs: is the bus idle, or the channel map wrong?")]
     d = json.loads(spigap("check", idle, "--profile", "rpi3-k4.4-vanilla", "--format", "json").stdout)
     assert d["verdict"] == "NO DATA" and d["results"][0]["verdict"] == "NO DATA"
     assert "0 transfer(s)" in d["results"][0]["no_data"]

@@ -122,8 +122,8 @@ def test_output_into_a_missing_directory(name, cap, tmp_path, capsys):
 def test_usage_error_is_one_line(capsys):
     code, err = _run(["compare", "--before", "a.sr"], capsys)
     assert code == 2
-    assert err.splitlines() == ["spigap: error: the following arguments are required: --after "
-                                "(spigap compare --help lists the options)"]
+    assert err.splitlines() == [("spigap: error: the following arguments are required: --after "
+                                 "(spigap compare --help lists the options)")]
 
 
 def test_synth_messages_zero(tmp_path, capsys):

@@ -10,9 +10,9 @@ import re
 import shlex
 
 import pytest
+from conftest import ROOT
 
 from analyzer.cli import main
-from conftest import ROOT
 
 TRIM = "... (trimmed)"
 
@@ -20,7 +20,7 @@ TRIM = "... (trimmed)"
 def excerpts():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     out = []
-    for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
+    for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.DOTALL):
         cmd, lines = None, []
         for line in block.splitlines() + ["$ end"]:
             if line.startswith("$ "):

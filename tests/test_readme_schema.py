@@ -8,9 +8,9 @@ import json
 import re
 
 import pytest
+from conftest import CAPTURES, ROOT
 
 from analyzer.cli import main
-from conftest import CAPTURES, ROOT
 
 ANY = object()          # "{...}", "[...]" or a bare word key: anything goes
 

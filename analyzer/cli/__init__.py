@@ -21,7 +21,6 @@ from analyzer.cli.common import Parser
 from analyzer.errors import SpigapError
 
 
-
 def subcommand_modules(only: str | None = None):
     """Subcommand modules (all of them, or just ``only`` when it names one: a
     run of one subcommand does not pay for importing the others)."""

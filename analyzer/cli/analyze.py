@@ -5,9 +5,19 @@ from __future__ import annotations
 import json
 import sys
 
-from analyzer.cli.common import (CAPTURE_HELP, add_capture_options, add_device_option, add_event_options,
-                                 add_output_options, add_stall_options, analyze_path, check_output_path,
-                                 measure_events, stall_rule_from_args, write_output)
+from analyzer.cli.common import (
+    CAPTURE_HELP,
+    add_capture_options,
+    add_device_option,
+    add_event_options,
+    add_output_options,
+    add_stall_options,
+    analyze_path,
+    check_output_path,
+    measure_events,
+    stall_rule_from_args,
+    write_output,
+)
 
 ORDER = 10
 
@@ -53,13 +63,13 @@ def run(args) -> int:
         text = json.dumps(to_dict(a, transfers=args.transfers or bool(args.device), stalls=stalls,
                                   stall_rule=rule, events=events), indent=1) + "\n"
     elif args.format == "csv":
-        from analyzer.output.csvout import render
+        from analyzer.output import csvout
 
-        text = render(a)
+        text = csvout.render(a)
     else:
-        from analyzer.output.text import render
+        from analyzer.output import text as text_out
 
-        text = render(a, transfers=args.transfers or bool(args.device), stalls=stalls, stall_rule=rule,
+        text = text_out.render(a, transfers=args.transfers or bool(args.device), stalls=stalls, stall_rule=rule,
                       events=events)
     write_output(text, args.output)
     if a.truncated:

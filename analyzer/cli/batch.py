@@ -6,8 +6,18 @@ import argparse
 import os
 import sys
 
-from analyzer.cli.common import (add_capture_options, add_output_options, capture_option_parser,
-                                 check_output_path, config_from_args, count, reader_options, write_output)
+from analyzer.cli.common import (
+    add_capture_options,
+    add_output_options,
+    add_stall_options,
+    capture_option_parser,
+    check_output_path,
+    config_from_args,
+    count,
+    reader_options,
+    stall_rule_from_args,
+    write_output,
+)
 from analyzer.errors import SpigapError, UsageError
 
 ORDER = 15
@@ -41,6 +51,7 @@ def add_subparser(sub) -> None:
                    help="TOML or CSV with per-file capture options and labels (docs/batch.md); "
                         "without PATH arguments its entries are the captures")
     add_capture_options(p)
+    add_stall_options(p)
     g = p.add_argument_group("matrix (group captures by labels)")
     g.add_argument("--pattern", metavar="PAT",
                    help="labels from file names: '{kernel}-{load}-{sclk}.sr' ({} and * match anything)")
@@ -56,7 +67,7 @@ def add_subparser(sub) -> None:
                         "alphabetically), e.g. --order kernel=smp,rt (repeatable)")
     g.add_argument("--metric", action="append", metavar="NAME",
                    help="value per cell (repeatable): transfer_rate_hz (default), "
-                        "context_switch.p99_s, cs_setup.p50_s, ... (--list-metrics)")
+                        "context_switch.p99_s, cs_setup.p50_s, stalls, ... (--list-metrics)")
     g.add_argument("--reduce", choices=("median", "mean", "min", "max"), default="median",
                    help="several captures in one cell: their median (default), mean, min or max")
     g.add_argument("--list-metrics", action="store_true", help="print the metric names and exit")
@@ -87,8 +98,9 @@ def make_jobs(args, found, fields, manifest) -> list:
     from analyzer.batch import manifest as manifest_mod
     from analyzer.batch.worker import Job
 
-    parser = capture_option_parser() if manifest else None
-    used = set()
+    parser = capture_option_parser()
+    used: set[int] = set()
+    rule = stall_rule_from_args(args)
     jobs = []
     for i, f in enumerate(found):
         job = Job(index=i, path=f.path, error=f"{f.path}: {f.error}" if f.error else None)
@@ -104,6 +116,7 @@ def make_jobs(args, found, fields, manifest) -> list:
                 except SpigapError as e:
                     job.error = f"{f.path}: {e}"
         job.labels = labels
+        job.stall_rule = rule
         if job.error is None:
             try:
                 job.cfg = config_from_args(ns)
@@ -113,9 +126,9 @@ def make_jobs(args, found, fields, manifest) -> list:
         job.file = os.path.abspath(f.path) if args.dask_scheduler else f.path
         jobs.append(job)
     if manifest is not None:
-        for e in manifest.entries:
-            if id(e) not in used:
-                _warn(f"{manifest.path}: {e.where} ({e.pattern}) matches no capture of this batch")
+        for entry in manifest.entries:
+            if id(entry) not in used:
+                _warn(f"{manifest.path}: {entry.where} ({entry.pattern}) matches no capture of this batch")
     return jobs
 
 

@@ -5,9 +5,18 @@ from __future__ import annotations
 import json
 import sys
 
-from analyzer.cli.common import (CAPTURE_HELP, add_capture_options, add_check_options, add_event_options,
-                                 add_output_options, analyze_path, check_output_path, config_from_args,
-                                 reader_options, write_output)
+from analyzer.cli.common import (
+    CAPTURE_HELP,
+    add_capture_options,
+    add_check_options,
+    add_event_options,
+    add_output_options,
+    analyze_path,
+    check_output_path,
+    config_from_args,
+    reader_options,
+    write_output,
+)
 from analyzer.errors import UsageError
 
 ORDER = 40

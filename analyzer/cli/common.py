@@ -77,7 +77,7 @@ def positive_float(text):
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not v > 0 or v != v or v == float("inf"):
+    if not 0 < v < float("inf"):
         raise argparse.ArgumentTypeError("must be a positive number")
     return v
 

@@ -5,10 +5,19 @@ from __future__ import annotations
 import json
 import sys
 
-from analyzer.cli.common import (add_capture_options, add_event_options, add_output_options,
-                                 add_profile_options, add_stall_options, add_stats_options,
-                                 check_output_path, config_from_args, load_captures, settings_from_args,
-                                 write_output)
+from analyzer.cli.common import (
+    add_capture_options,
+    add_event_options,
+    add_output_options,
+    add_profile_options,
+    add_stall_options,
+    add_stats_options,
+    check_output_path,
+    config_from_args,
+    load_captures,
+    settings_from_args,
+    write_output,
+)
 
 ORDER = 45
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from analyzer.cli.common import add_output_options, check_output_path, count, write_output
+from analyzer.cli.common import (
+    add_output_options,
+    check_output_path,
+    count,
+    write_output,
+)
 from analyzer.errors import UsageError
 from analyzer.units import fmt_time, parse_freq, parse_time
 

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import sys
 
-from analyzer.cli.common import (CAPTURE_HELP, add_capture_options, add_check_options, add_event_options,
-                                 add_stall_options, add_stats_options, check_output_path, config_from_args,
-                                 load_captures, settings_from_args, stall_rule_from_args)
+from analyzer.cli.common import (
+    CAPTURE_HELP,
+    add_capture_options,
+    add_check_options,
+    add_event_options,
+    add_stall_options,
+    add_stats_options,
+    check_output_path,
+    config_from_args,
+    load_captures,
+    settings_from_args,
+    stall_rule_from_args,
+)
 from analyzer.errors import UsageError
 
 ORDER = 50

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from analyzer.cli.common import _freq, _time, _wordsize, check_output_path, count, fraction
+from analyzer.cli.common import (
+    _freq,
+    _time,
+    _wordsize,
+    check_output_path,
+    count,
+    fraction,
+)
 from analyzer.errors import UsageError
 
 

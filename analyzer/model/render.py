@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from analyzer.model.check import FAIL, MARGINAL, NO_DATA, PASS, SKIP, CheckResult, overall_verdict
+from analyzer.model.check import (
+    FAIL,
+    MARGINAL,
+    NO_DATA,
+    PASS,
+    SKIP,
+    CheckResult,
+    overall_verdict,
+)
 from analyzer.units import fmt_freq, fmt_rate, fmt_time
 
 
