@@ -132,3 +132,17 @@ def test_synth_messages_zero(tmp_path, capsys):
                                          "(spigap synth --help lists the options)")
     code, err = _run(["synth", "-o", str(tmp_path / "x.sr"), "--set", "messages=0"], capsys)
     assert code == 2 and err.strip() == "spigap: error: scenario: messages must be >= 1, not 0"
+
+
+def test_unknown_event_channel_names_the_event_option(cap, capsys):
+    for cmd in (["analyze", str(cap)], ["check", str(cap), "--profile", "rpi3-k4.4-vanilla"]):
+        code, err = _run([*cmd, "--event", "NOPE:rise"], capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "no channel named 'NOPE'" in err and "pick one with --event CHANNEL:EDGE" in err
+        assert "--clk" not in err
+
+
+def test_help_says_every_format_works():
+    for name, p in commands():
+        for a in p._actions:
+            assert "(.sr)" not in (a.help or ""), (name, a.dest)

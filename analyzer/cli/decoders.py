@@ -53,7 +53,7 @@ def add_subparser(sub) -> None:
                                     "(decoders separated by ',', channel maps and options by ':'); "
                                     "--gaps adds spi_gaps with the settings 'spigap analyze' finds "
                                     "(channels, transfers per message, inter-transfer threshold).")
-    v.add_argument("capture", help="capture file (.sr)")
+    v.add_argument("capture", help="capture file: the .sr that PulseView opens with the setup")
     v.add_argument("--stack", action="append", default=[], metavar="SPEC",
                    help="one decode signal, e.g. 'spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CE0,mcp3008:vref=3.3' "
                         "(repeatable)")
