@@ -358,3 +358,14 @@ def test_device_alone_is_a_check():
     assert proc.returncode == 1 and d["verdict"] == FAIL         # tCSH, as with the profile
     proc = spigap("check", NODELAY_B10)
     assert proc.returncode == 2 and "--profile" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_check_reports_stalls_with_the_stall_options():
+    d = json.loads(spigap("check", CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", "--profile", "rpi3-k4.4-vanilla",
+                          "--format", "json").stdout)
+    st = d["results"][0]["summary"]["stalls"]
+    assert st["count"] == 1 and st["excess_s"] == pytest.approx(59.24e-6, abs=0.02e-6)   # as analyze
+    d = json.loads(spigap("check", CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", "--profile", "rpi3-k4.4-vanilla",
+                          "--stall-sigmas", "3", "--stall-fraction", "1", "--format", "json").stdout)
+    assert d["results"][0]["summary"]["stalls"]["count"] > 1 and "3 × robust σ" in \
+        d["results"][0]["summary"]["stalls"]["rule"]

@@ -11,10 +11,12 @@ from analyzer.cli.common import (
     add_check_options,
     add_event_options,
     add_output_options,
+    add_stall_options,
     analyze_path,
     check_output_path,
     config_from_args,
     reader_options,
+    stall_rule_from_args,
     write_output,
 )
 from analyzer.errors import UsageError
@@ -44,9 +46,19 @@ def add_subparser(sub) -> None:
     g.add_argument("--list", action="store_true", help="list the shipped profiles and devices and exit")
     add_capture_options(p)
     add_event_options(p)
+    add_stall_options(p)
     o = add_output_options(p, ("text", "json", "junit"))
     o.add_argument("-v", "--verbose", action="store_true", help="text: explain every check, with sources")
     p.set_defaults(func=run)
+
+
+def stall_summary(a, rule) -> dict:
+    """Stalls next to the verdicts (the same rule and numbers as 'spigap analyze'):
+    a p99 inside its bound can hide a few long gaps."""
+    from analyzer.core import stalls
+
+    d = stalls.to_dict(a, stalls.find_stalls(a, rule), rule, limit=0)
+    return {k: d[k] for k in ("rule", "count", "excess_s", "excess_fraction")}
 
 
 def run(args) -> int:
@@ -71,12 +83,14 @@ def run(args) -> int:
         raise UsageError("--device none without --profile leaves nothing to check")
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
     cfg = config_from_args(args, prof)
+    rule = stall_rule_from_args(args)
     results = []
     truncated = []
     for path in args.captures:
         a = analyze_path(path, args, cfg)
         events = events_for_check(path, args.event, **reader_options(args))
         res = check_analysis(a, prof, dev, headroom=headroom, events=events)
+        res.summary["stalls"] = stall_summary(a, rule)
         if a.truncated:
             truncated.append(a.truncated)
         results.append(res)

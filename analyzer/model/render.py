@@ -85,7 +85,9 @@ def _one_text(res: CheckResult, verbose: bool) -> str:
     lines.append(f"capture     {s['transfers']} transfers, {tpm} per message [{s['grouping']}], "
                  f"SCLK {fmt_freq(s['sclk_hz'])}"
                  + (f", {s['idle_gaps_excluded']} idle gaps > {fmt_time(s['idle_gap_s'])} left out"
-                    if s.get("idle_gaps_excluded") else ""))
+                    if s.get("idle_gaps_excluded") else "")
+                 + (f"; {s['stalls']['count']} stall(s), {fmt_time(s['stalls']['excess_s'])} lost"
+                    if s.get("stalls") else ""))
     lines.append(f"resolution  {fmt_time(res.resolution_s)} (one sample): every measured figure is "
                  f"±1 sample; within ±1 sample of a bound = MARGINAL, beyond = FAIL; "
                  f"headroom {res.headroom * 100:g} %")
