@@ -2,7 +2,8 @@
 
 Every module in this package that defines ``add_subparser(subparsers)`` is a
 subcommand; ``ORDER`` (an int, default 100) places it in ``--help``. Helper
-modules (``common``) define no ``add_subparser``.
+modules (``common``) define no ``add_subparser``. Shared option groups live in
+``common`` (one definition each, docs/cli.md); a subcommand never imports another.
 
 Subcommand modules must import heavy libraries (scipy, matplotlib, dask)
 inside their functions, not at module level: every ``spigap`` run imports all

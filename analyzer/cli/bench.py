@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from analyzer.cli.common import count, positive_float
+from analyzer.cli.common import add_output_options, check_output_path, count, positive_float, write_output
 
 ORDER = 90
 
@@ -39,14 +39,14 @@ def add_subparser(sub) -> None:
     p.add_argument("--no-sigrok", action="store_true", help="skip sigrok-cli")
     p.add_argument("--sigrok-big", action="store_true",
                    help="also run sigrok-cli on the large capture (about a minute)")
-    p.add_argument("--format", choices=("text", "markdown"), default="text",
-                   help="output format: text or markdown (the BENCHMARKS.md table); default text")
+    add_output_options(p, ("text", "markdown"))
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from analyzer import bench
 
+    check_output_path(args.output)
     real = pathlib.Path(args.real) if args.real else None
     if real is not None and not real.exists():
         from analyzer.errors import UsageError
@@ -54,5 +54,5 @@ def run(args) -> int:
         raise UsageError(f"no such capture: {real}")
     rows = bench.run(args.samples, args.big_samples, real, args.repeat, not args.no_sigrok,
                      args.sigrok_big, log=lambda m: print(m, file=sys.stderr))
-    sys.stdout.write(bench.render(rows, args.format))
+    write_output(bench.render(rows, args.format), args.output)
     return 0
