@@ -16,7 +16,7 @@ import pytest
 from analyzer.cli import build_parser, main
 from tests.util import synth
 
-BAD = ("0", "-1", "nope", "OUT/missing-dir/x.out")
+BAD = ("0", "-1", "nope", "OUT/missing-dir/x.out", "OUT/garbage.toml", "OUT/empty.csv")
 # subcommand -> arguments that make it run on the capture CAP (and write into OUT)
 BASE = {
     "analyze": ["CAP"],
@@ -86,6 +86,8 @@ def _run(argv, capsys):
 @pytest.mark.parametrize("name", sorted(BASE))
 def test_bad_values_never_internal_error(name, cap, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)        # '-o 0' writes a file named 0
+    (tmp_path / "garbage.toml").write_bytes(b"\x00\xff[[[ not = toml\n" * 3)
+    (tmp_path / "empty.csv").write_bytes(b"")
     parser = dict(commands())[name]
     assert _run(_argv(name, BASE[name], cap, tmp_path), capsys)[0] in (0, 1), "the base command must work"
     walked = 0
@@ -95,7 +97,7 @@ def test_bad_values_never_internal_error(name, cap, tmp_path, capsys, monkeypatc
     for opt, action in value_options(parser):
         if (name, opt) in SKIP or (name.split()[0], "*") in SKIP or (opt in shared and opt != "--output"):
             continue
-        for value in BAD[-1:] if shared and opt in ("--output", "--png") else BAD:
+        for value in BAD[3:4] if shared and opt in ("--output", "--png") else BAD:
             argv = _argv(name, BASE[name], cap, tmp_path) + [f"{opt}={value.replace('OUT', str(tmp_path))}"]
             code, err = _run(argv, capsys)
             lines = [x for x in err.splitlines() if x.strip() and not x.startswith("spigap: warning")
@@ -146,3 +148,18 @@ def test_help_says_every_format_works():
     for name, p in commands():
         for a in p._actions:
             assert "(.sr)" not in (a.help or ""), (name, a.dest)
+
+
+@pytest.mark.parametrize("name", ["analyze", "batch", "check", "compare", "report", "decoders pvs"])
+def test_bad_capture_files_never_internal_error(name, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "garbage.sr").write_bytes(b"\x00\xffPK\x03\x04 not a zip" * 5)
+    (tmp_path / "empty.vcd").write_bytes(b"")
+    (tmp_path / "text.csv").write_text("time,a\nx,y\n")
+    (tmp_path / "adir").mkdir()
+    for bad in ("garbage.sr", "empty.vcd", "text.csv", "adir", "missing.sr"):
+        argv = _argv(name, BASE[name], tmp_path / bad, tmp_path)
+        code, err = _run(argv, capsys)
+        lines = [x for x in err.splitlines() if x.startswith("spigap: error")]
+        assert code == 2 and "Traceback" not in err, (argv, err)
+        assert len(lines) == 1 and len(err.strip().splitlines()) <= 2, (argv, err)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from analyzer.cli.common import add_output_options, check_output_path, count, positive_float, write_output
+from analyzer.cli.common import (
+    add_output_options,
+    check_output_path,
+    count,
+    positive_float,
+    write_output,
+)
 
 ORDER = 90
 
