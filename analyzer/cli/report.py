@@ -14,6 +14,7 @@ from analyzer.cli.common import (
     check_output_path,
     config_from_args,
     load_captures,
+    reader_options,
     settings_from_args,
     stall_rule_from_args,
 )
@@ -68,16 +69,11 @@ def _checker(args):
     headroom = model_check.DEFAULT_HEADROOM if args.headroom is None else args.headroom
 
     def check(path, a):
-        events = events_for_check(path, args.event, **_reader(args))
+        events = events_for_check(path, args.event, **reader_options(args))
         return model_check.check_analysis(a, prof, dev, headroom=headroom, events=events)
 
     return check, cfg
 
-
-def _reader(args):
-    from analyzer.cli.common import reader_options
-
-    return reader_options(args)
 
 
 def run(args) -> int:
