@@ -10,6 +10,8 @@ transfers (the MCP2518FD's FIFO layout).
 
 from __future__ import annotations
 
+import dataclasses
+
 from analyzer.errors import UsageError
 
 # name -> (decoder id, plain module, default options)
@@ -25,19 +27,78 @@ DEVICES = {
 }
 
 
-def parse(spec: str) -> tuple[str, dict]:
-    """'mcp3008:vref=5,part=MCP3208' -> ('mcp3008', {'vref': '5', 'part': 'MCP3208'})."""
-    name, _, rest = spec.partition(":")
-    name = name.strip().lower()
-    if name not in DEVICES:
-        raise UsageError(f"unknown device {name!r}; known: {', '.join(DEVICES)}")
+@dataclasses.dataclass(frozen=True)
+class DeviceSpec:
+    """``--device NAME[@VARIANT][:KEY=VALUE,...]``, the one spelling of every subcommand.
+
+    NAME: a decoder/device name (``DEVICES``) or a device limits ``.toml`` file;
+    VARIANT: which datasheet limits (supply voltage...) 'spigap check' applies;
+    KEY=VALUE: options of the device's sigrok decoder ('spigap analyze' labels).
+    """
+
+    name: str
+    variant: str | None
+    options: dict
+    is_file: bool
+
+    @property
+    def limits_spec(self) -> str:
+        """The spec ``analyzer.model.profiles.load_device`` takes."""
+        return f"{self.name}@{self.variant}" if self.variant else self.name
+
+
+def _is_file(name: str) -> bool:
+    return name.lower().endswith(".toml") or "/" in name or "\\" in name
+
+
+def parse_spec(spec: str) -> DeviceSpec:
+    """'mcp3008@5V:vref=5' -> DeviceSpec('mcp3008', '5V', {'vref': '5'}, False)."""
+    text = str(spec).strip()
+    head, _, rest = text.partition(":")
+    name, at, variant = head.rpartition("@")
+    if not at:
+        name, variant = head, ""
+    name = name.strip()
+    if not name or (at and not variant.strip()):
+        raise UsageError(f"bad device {text!r}: give NAME[@VARIANT][:KEY=VALUE,...], e.g. mcp3008@5V:vref=3.3")
+    is_file = _is_file(name)
+    if not is_file:
+        name = name.lower()
+        if name not in DEVICES:
+            raise UsageError(f"unknown device {name!r}; known: {', '.join(DEVICES)} (or a device .toml file)")
     opts = {}
     for item in filter(None, (x.strip() for x in rest.split(","))):
         if "=" not in item:
-            raise UsageError(f"device options are KEY=VALUE, got {item!r} in {spec!r}")
+            raise UsageError(f"device options are KEY=VALUE, got {item!r} in {text!r}")
         k, v = item.split("=", 1)
         opts[k.strip()] = v.strip()
-    return name, opts
+    return DeviceSpec(name, variant.strip() or None, opts, is_file)
+
+
+def parse(spec: str) -> tuple[str, dict]:
+    """'mcp3008:vref=5,part=MCP3208' -> ('mcp3008', {'vref': '5', 'part': 'MCP3208'}): the decoder side."""
+    d = parse_spec(spec)
+    if d.is_file:
+        raise UsageError(f"--device {spec!r}: a device file holds datasheet limits only; labelling the "
+                         f"transfers needs a decoder name: {', '.join(DEVICES)}")
+    return d.name, d.options
+
+
+def limits(spec):
+    """The datasheet limits (analyzer.model.profiles.Device) of ``spec``, or None for 'none'."""
+    from analyzer.model.profiles import load_device
+
+    if spec is None or str(spec).strip().lower() == "none":
+        return None
+    d = parse_spec(spec)
+    if not d.is_file:
+        from analyzer.model.profiles import list_devices
+
+        shipped = sorted({x.name for x in list_devices()})
+        if d.name not in shipped:
+            raise UsageError(f"no datasheet limits shipped for {d.name!r} (spigap has them for "
+                             f"{', '.join(shipped)})", hint="give a device .toml file, or --device none")
+    return load_device(d.limits_spec)
 
 
 def labels(analysis, spec: str) -> list[str]:

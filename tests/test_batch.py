@@ -15,12 +15,13 @@ import shutil
 import pytest
 
 from analyzer.api import analyze_file
+from analyzer.cli.common import capture_option_parser
 from analyzer.batch import discover, execute, manifest, matrix, table, worker
 from analyzer.cli import main
 from analyzer.errors import UsageError
 from analyzer.output.jsonout import to_dict
 from analyzer.synth import scenario
-from conftest import REAL, ROOT
+from conftest import CAPTURES, REAL, ROOT
 
 REAL_MANIFEST = ROOT / "tests" / "data" / "batch" / "captures-real.toml"
 
@@ -461,7 +462,7 @@ def test_manifest_paths_with_directories_are_relative_to_the_manifest(tmp_path):
     (tmp_path / "caps").mkdir()
     m = tmp_path / "m.toml"
     m.write_text('[[capture]]\npath = "caps/*.sr"\nmode = 1\n[[capture]]\npath = "x.sr"\nmode = 2\n')
-    man = manifest.load(m)
+    man = manifest.load(m, capture_option_parser())
     opts, _, hits = man.lookup(str(tmp_path / "caps" / "a.sr"))
     assert opts == {"mode": 1} and len(hits) == 1
     assert man.lookup(str(tmp_path / "a.sr"))[0] == {}
@@ -576,3 +577,19 @@ def test_all_real_captures_analyze_in_batch_without_error_rows(tmp_path, capsys)
     assert got["spi__nrf24l01__nrf24l01-communication.sr"]["cs_setup_p50_s"] == pytest.approx(
         38.8e-6, abs=0.2e-6)
 
+
+
+def test_stall_options_shape_the_stalls_metric(tmp_path, capsys):
+    for name in ("k-b10.sr", "k-b1.sr"):
+        shutil.copy(CAPTURES / f"mcp3008-rpi3-k4.4-{name[2:]}", tmp_path / name)
+    counts = []
+    for frac in ("50", "1"):
+        out = tmp_path / f"m{frac}.json"
+        assert main(["batch", str(tmp_path), "-j", "1", "-q", "--pattern", "{kernel}-{batch}.sr",
+                     "--metric", "stalls", "--stall-sigmas", "3", "--stall-fraction", frac,
+                     "--format", "json", "-o", str(out)]) == 0
+        d = json.loads(out.read_text())
+        counts.append(sorted(c["analysis"]["stalls"]["count"] for c in d["captures"]))
+        assert d["matrices"][0]["metric"] == "stalls"
+    assert counts[0] == [1, 1] and counts[1][0] > 1      # a lower bar finds more stalls
+    capsys.readouterr()

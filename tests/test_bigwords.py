@@ -97,4 +97,4 @@ def test_json_and_csv_write_long_words_as_hex(w152, tmp_path, capsys):
 
 def test_wordsize_limit(capsys):
     assert main(["analyze", "x.sr", "--wordsize", "1025"]) == 2
-    assert "outside 1..1024" in capsys.readouterr().err
+    assert "must be 1..1024" in capsys.readouterr().err

@@ -216,7 +216,7 @@ def _ad7606_with_events(tmp_path, *, busy_in_window=None, extra_convst=None):
 
 def test_ad7606_busy_and_convst_checks(tmp_path):
     clean, _ = _ad7606_with_events(tmp_path)
-    out = spigap("check", clean, "--profile", "pi5-k6.6.31-ad7606", "--convst", "CONVST", "--busy", "BUSY",
+    out = spigap("check", clean, "--profile", "pi5-k6.6.31-ad7606", "--event", "CONVST:rise", "--event", "BUSY:fall",
                  "--format", "json")
     assert out.returncode == 0, out.stdout + out.stderr
     items = {c["id"]: c for c in json.loads(out.stdout)["results"][0]["checks"]}
@@ -239,10 +239,10 @@ def test_ad7606_busy_and_convst_checks(tmp_path):
     assert cyc.verdict == FAIL and cyc.violations["count"] == 1
     assert abs(cyc.violations["first_s"][0] - (tl.cs_assert[30] - 5e-6)) <= 2 * a.tick_s
     assert cyc.measured == pytest.approx(3e-6, abs=2 * a.tick_s)
-    assert spigap("check", bad, "--profile", "pi5-k6.6.31-ad7606", "--convst", "CONVST",
-                  "--busy", "BUSY").returncode == 1
+    assert spigap("check", bad, "--profile", "pi5-k6.6.31-ad7606", "--event", "CONVST:rise",
+                  "--event", "BUSY:fall").returncode == 1
     # a channel that is not there is a one-line error
-    proc = spigap("check", bad, "--profile", "pi5-k6.6.31-ad7606", "--busy", "NOPE")
+    proc = spigap("check", bad, "--profile", "pi5-k6.6.31-ad7606", "--event", "NOPE:fall")
     assert proc.returncode == 2 and "NOPE" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -301,3 +301,71 @@ def test_cli_text_json_and_exit_codes(tmp_path):
     proc = spigap("check", tmp_path / "missing.sr", "--profile", "rpi3-k4.4-vanilla")
     assert proc.returncode == 2 and "no such file" in proc.stderr
     assert "mcp3008@2.7V" in spigap("check", "--list").stdout
+
+
+# ------------------------------------------------------------------ NO DATA: never a pass on a dead bus
+def _idle_capture(tmp_path):
+    """A capture whose lines never move: the synthesized lead, cropped before the first CS."""
+    out = tmp_path / "idle.sr"
+    proc = spigap("synth", "-o", out, "--set", "lead=1ms", "--set", "crop_end=10us")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_idle_capture_is_no_data_not_pass(tmp_path):
+    idle = _idle_capture(tmp_path)
+    for extra in ([], ["--strict"]):
+        proc = spigap("check", idle, "--profile", "rpi3-k4.4-vanilla", *extra)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert proc.stdout.startswith(f"check       {idle}: NO DATA")
+        assert "PASS" not in proc.stdout.splitlines()[0]
+        assert proc.stderr.strip().splitlines() == [
+            (f"spigap: error: {idle}: NO DATA: 0 transfer(s) in the capture, fewer than the 8 a check "
+             "needs: is the bus idle, or the channel map wrong?")]
+    d = json.loads(spigap("check", idle, "--profile", "rpi3-k4.4-vanilla", "--format", "json").stdout)
+    assert d["verdict"] == "NO DATA" and d["results"][0]["verdict"] == "NO DATA"
+    assert "0 transfer(s)" in d["results"][0]["no_data"]
+    # JUnit: a failure with the reason, not a green suite of skips
+    proc = spigap("check", idle, "--profile", "rpi3-k4.4-vanilla", "--format", "junit")
+    root = ET.fromstring(proc.stdout)
+    assert proc.returncode == 1 and int(root.get("failures")) == 1
+    fail = root.find(".//testcase[@name='data']/failure")
+    assert fail.get("type") == "NO DATA" and "0 transfer(s)" in fail.get("message")
+    # --allow-empty: exit 0, JUnit skipped, the verdict still says NO DATA
+    proc = spigap("check", idle, "--profile", "rpi3-k4.4-vanilla", "--allow-empty", "--format", "junit")
+    root = ET.fromstring(proc.stdout)
+    assert proc.returncode == 0 and root.get("failures") == "0"
+    assert root.find(".//testcase[@name='data']/skipped") is not None
+    # with a real capture next to it, the run still fails, and the text says why
+    proc = spigap("check", NODELAY_B10, idle, "--profile", "rpi3-k4.4-nodelay", "--device", "none")
+    assert proc.returncode == 1 and "overall: NO DATA (2 captures, 0 failing, 1 with no data)" in proc.stdout
+
+
+def test_every_check_skipped_is_no_data():
+    res = check_file(CAPTURES / "mcp3008-rpi3-k4.4-b1.sr", "rpi3-k4.4-vanilla", "mcp3008@5V")
+    assert res.verdict == MARGINAL and res.no_data is None
+    res.items = [i for i in res.items if i.verdict == SKIP]      # what is left when nothing applies
+    assert res.items and res.verdict == "NO DATA" and "every check was skipped" in res.no_data
+    assert res.failed() and not res.failed(allow_empty=True)
+
+
+def test_device_alone_is_a_check():
+    proc = spigap("check", NODELAY_B10, "--device", "mcp3008@5V", "--format", "json")
+    d = json.loads(proc.stdout)
+    r0 = d["results"][0]
+    assert r0["profile"] is None and r0["device"]["spec"] == "mcp3008@5V"
+    assert {c["group"] for c in r0["checks"]} == {"device"}
+    assert proc.returncode == 1 and d["verdict"] == FAIL         # tCSH, as with the profile
+    proc = spigap("check", NODELAY_B10)
+    assert proc.returncode == 2 and "--profile" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_check_reports_stalls_with_the_stall_options():
+    d = json.loads(spigap("check", CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", "--profile", "rpi3-k4.4-vanilla",
+                          "--format", "json").stdout)
+    st = d["results"][0]["summary"]["stalls"]
+    assert st["count"] == 1 and st["excess_s"] == pytest.approx(59.24e-6, abs=0.02e-6)   # as analyze
+    d = json.loads(spigap("check", CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", "--profile", "rpi3-k4.4-vanilla",
+                          "--stall-sigmas", "3", "--stall-fraction", "1", "--format", "json").stdout)
+    assert d["results"][0]["summary"]["stalls"]["count"] > 1 and "3 × robust σ" in \
+        d["results"][0]["summary"]["stalls"]["rule"]

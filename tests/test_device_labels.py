@@ -50,4 +50,5 @@ def test_unknown_device_is_a_clear_error(capsys):
         devices.parse("mcp9999")
     code = main(["analyze", str(CAPTURES / "mcp3008-patterns.sr"), "--device", "mcp9999"])
     err = capsys.readouterr().err
-    assert code == 2 and err.startswith("spigap: error: unknown device")
+    assert code == 2 and err.startswith("spigap: error: argument --device: unknown device")
+    assert len(err.strip().splitlines()) == 1

@@ -220,3 +220,32 @@ $enddefinitions $end
     t, s, end, info = stream(p, ["data[0]", "data[1]", "alias"])
     assert info.channels == ["data[0]", "data[1]", "alias"]
     assert t == [0, 4, 6] and s == [0b010, 0b111, 0b101] and end == 8
+
+
+def test_sigrok_exported_vcd_has_the_capture_resolution(tmp_path):
+    """libsigrok writes a 50 MHz capture as VCD with '$timescale 10 ns' and says
+    'at 50 MHz' in a comment: the resolution is one sample (20 ns), not 10 ns,
+    and every figure equals the .sr's. Oracle: the real sigrok-cli's export."""
+    import shutil
+    import subprocess
+
+    from conftest import CAPTURES
+
+    if shutil.which("sigrok-cli") is None:
+        pytest.skip("sigrok-cli not installed")
+    sr = CAPTURES / "mcp3008-rpi3-k4.4-b10.sr"
+    out = tmp_path / "b10.vcd"
+    subprocess.run(["sigrok-cli", "-i", str(sr), "-O", "vcd", "-o", str(out)], check=True,
+                   capture_output=True, timeout=120)
+    head = out.read_text(errors="replace")[:400]
+    assert "$timescale 10 ns" in head and "at 50 MHz" in head    # what makes this case
+    a_vcd, a_sr = analyze_file(out), analyze_file(sr)
+    assert a_vcd.tick_s == pytest.approx(20e-9) and a_vcd.info.samplerate_hz == pytest.approx(50e6)
+    for kind in ("cs_setup", "cs_hold", "inter_byte"):
+        assert np.array_equal(a_vcd.gap_values(kind), a_sr.gap_values(kind)), kind
+    # a time that is not on a sample of the named rate is damage, said once
+    text = out.read_text().replace("\n#2162 ", "\n#2163 ", 1)
+    bad = tmp_path / "bad.vcd"
+    bad.write_text(text)
+    with pytest.raises(CaptureTruncated, match="not on a sample"):
+        stream(bad, ["SCLK"])

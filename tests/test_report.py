@@ -126,15 +126,3 @@ def test_png_only_and_errors(tmp_path, capsys):
         assert rc == 2, argv
         assert len(err.strip().splitlines()) == 1, err
 
-
-def test_check_without_model_package(tmp_path, monkeypatch):
-    """If analyzer.model is not part of the build, --profile says so in the report, no crash."""
-    import sys
-
-    monkeypatch.setitem(sys.modules, "analyzer.model", None)
-    monkeypatch.setitem(sys.modules, "analyzer.model.check", None)
-    out = tmp_path / "m.html"
-    rc = main(["report", str(CAPTURES / "mcp3008-rpi3-k4.4-b1.sr"), "--profile", "rpi3-k4.4-vanilla", "-o", str(out)])
-    html = out.read_text()
-    assert rc == 0
-    assert 'id="capture-1-check"' in html and "spigap check is not available" in html

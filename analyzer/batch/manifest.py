@@ -46,24 +46,14 @@ EXCLUSIVE = {"mode": ("cpol", "cpha"), "cpol": ("mode",), "cpha": ("mode",), "cs
              "no_cs": ("cs",)}
 
 
-class _OptionParser(argparse.ArgumentParser):
-    """The capture options, parsing one manifest entry; errors raise instead of exiting."""
+def option_keys(parser: argparse.ArgumentParser) -> set[str]:
+    """Every capture option, by its argparse ``dest`` (``no_cs``, ``samplerate``, ...).
 
-    def error(self, message):
-        raise UsageError(message)
-
-
-def option_parser() -> argparse.ArgumentParser:
-    from analyzer.cli.common import add_capture_options
-
-    p = _OptionParser(prog="manifest", add_help=False, allow_abbrev=False)
-    add_capture_options(p)
-    return p
-
-
-def option_keys(parser: argparse.ArgumentParser | None = None) -> set[str]:
-    """Every capture option, by its argparse ``dest`` (``no_cs``, ``samplerate``, ...)."""
-    return set(vars((parser or option_parser()).parse_args([])))
+    ``parser``: the capture options as an argparse parser that raises
+    ``UsageError`` on a bad value (the CLI passes
+    ``analyzer.cli.common.capture_option_parser()``), so a manifest takes
+    exactly what the command line takes."""
+    return set(vars(parser.parse_args([])))
 
 
 @dataclasses.dataclass
@@ -137,27 +127,26 @@ def _resolve(pattern: str, base: str) -> str | None:
     return os.path.normpath(os.path.join(base, os.path.expanduser(pattern)))
 
 
-def load(path) -> Manifest:
+def load(path, parser: argparse.ArgumentParser) -> Manifest:
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise InputError("no such manifest file", path=path)
     ext = os.path.splitext(path)[1].lower()
     if ext == ".toml":
-        m = _load_toml(path)
+        m = _load_toml(path, parser)
     elif ext == ".csv":
-        m = _load_csv(path)
+        m = _load_csv(path, parser)
     else:
         raise UsageError("a manifest is a .toml or .csv file", path=path)
     # check every value now, against the real option parser: a typo in entry 40
     # should stop the batch before it starts, not become 40 error rows
-    parser = option_parser()
     apply_options(argparse.Namespace(), m.defaults, parser=parser, where="[defaults]", path=path)
     for e in m.entries:
         apply_options(argparse.Namespace(), e.options, parser=parser, where=e.where, path=path)
     return m
 
 
-def _load_toml(path: str) -> Manifest:
+def _load_toml(path: str, parser: argparse.ArgumentParser) -> Manifest:
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
@@ -165,7 +154,7 @@ def _load_toml(path: str) -> Manifest:
         raise UsageError(f"not valid TOML: {e}", path=path) from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read: {e}", path=path) from None
-    keys = option_keys()
+    keys = option_keys(parser)
     unknown = set(data) - {"defaults", "capture"}
     if unknown:
         raise UsageError(f"unknown top-level key(s) {', '.join(sorted(unknown))}", path=path,
@@ -198,7 +187,7 @@ def _load_toml(path: str) -> Manifest:
     return Manifest(path, defaults, entries)
 
 
-def _load_csv(path: str) -> Manifest:
+def _load_csv(path: str, parser: argparse.ArgumentParser) -> Manifest:
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             lines = [(n, line) for n, line in enumerate(f, 1)
@@ -214,7 +203,7 @@ def _load_csv(path: str) -> Manifest:
                          hint=f"its header is: {','.join(header)}")
     if len(set(header)) != len(header):
         raise UsageError("repeated column name in the header", path=path)
-    keys = option_keys()
+    keys = option_keys(parser)
     base = os.path.dirname(os.path.abspath(path))
     entries = []
     for (lineno, _), row in zip(lines[1:], rows[1:]):
@@ -246,14 +235,13 @@ def _csv_value(v: str):
     return v
 
 
-def apply_options(base: argparse.Namespace, options: dict, *, parser=None, where: str = "",
+def apply_options(base: argparse.Namespace, options: dict, *, parser: argparse.ArgumentParser, where: str = "",
                   path: str | None = None) -> argparse.Namespace:
     """``base`` (the command-line options) overridden by one entry's ``options``.
 
     The entry is parsed by the same argparse options ``spigap analyze`` has, so
     every value is checked and converted exactly as on the command line.
     """
-    parser = parser or option_parser()
     ns = copy.copy(base)
     argv, unset = [], []
     for dest, value in options.items():

@@ -22,7 +22,8 @@ GAP_STATS = ("n", "min", "p50", "mean", "p99", "max", "std")
 SUMMARY_METRICS = ("transfers", "partial_transfers", "words", "messages", "transfers_per_message",
                    "sclk_hz", "sclk_period_s", "samples_per_sclk_period", "sclk_min_high_s",
                    "sclk_min_low_s", "idle_clocks_p50", "transfer_rate_hz", "sclk_edges_outside_cs")
-OTHER_METRICS = ("warnings", "duration_s", "samplerate_hz", "resolution_s", "elapsed_s")
+OTHER_METRICS = ("warnings", "duration_s", "samplerate_hz", "resolution_s", "elapsed_s", "stalls",
+                 "stall_excess_s")
 FIXED_COLUMNS = ["status", "transfers", "transfer_rate_hz", "sclk_hz",
                  *[f"{k}_{s}_s" for k in GAP_KINDS for s in ("p50", "p99")], "warnings", "error"]
 
@@ -58,6 +59,9 @@ def metric_value(res: dict, metric: str):
         return len(d["warnings"])
     if metric == "resolution_s":
         return d.get("resolution_s")
+    if metric in ("stalls", "stall_excess_s"):
+        st = d.get("stalls") or {}
+        return st.get("count" if metric == "stalls" else "excess_s")
     if metric in ("duration_s", "samplerate_hz"):
         return d["capture"].get(metric)
     kind, stat = metric.split(".", 1)

@@ -25,6 +25,7 @@ class Job:
     cfg: SpiConfig | None = None
     reader: dict = dataclasses.field(default_factory=dict)   # open_capture keyword options
     labels: dict = dataclasses.field(default_factory=dict)
+    stall_rule: object = None      # core.stalls.StallRule (None: the default rule)
     error: str | None = None       # known before running (bad options, no such file): not run
 
 
@@ -49,7 +50,7 @@ def analyze_job(job: Job) -> dict:
             opts = dict(job.reader)
             with open_capture(job.file, **opts) as reader:
                 a = analysis.run(reader, job.cfg or SpiConfig())
-            d = to_dict(a)
+            d = to_dict(a, stall_rule=job.stall_rule)
         except SpigapError as e:
             return result(job, ERROR, error=str(e), elapsed_s=time.perf_counter() - t0)
         if a.truncated:

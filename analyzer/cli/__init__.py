@@ -2,7 +2,8 @@
 
 Every module in this package that defines ``add_subparser(subparsers)`` is a
 subcommand; ``ORDER`` (an int, default 100) places it in ``--help``. Helper
-modules (``common``) define no ``add_subparser``.
+modules (``common``) define no ``add_subparser``. Shared option groups live in
+``common`` (one definition each, docs/cli.md); a subcommand never imports another.
 
 Subcommand modules must import heavy libraries (scipy, matplotlib, dask)
 inside their functions, not at module level: every ``spigap`` run imports all
@@ -17,6 +18,7 @@ import pkgutil
 import sys
 
 from analyzer import __version__
+from analyzer.cli.common import Parser
 from analyzer.errors import SpigapError
 
 
@@ -46,7 +48,7 @@ def subcommand_modules(only: str | None = None):
 
 
 def build_parser(argv=None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="spigap",
         description="Where the microseconds go on an SPI bus: per-transfer timing from logic "
                     "captures (CS setup/hold, inter-byte, cs_change, context switch).")
@@ -65,7 +67,10 @@ def main(argv=None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:         # --help, --version, a usage error (already printed)
+        return e.code if isinstance(e.code, int) else 2
     try:
         return int(args.func(args) or 0)
     except SpigapError as e:

@@ -6,7 +6,18 @@ import argparse
 import os
 import sys
 
-from analyzer.cli.common import add_capture_options, config_from_args, reader_options, write_output
+from analyzer.cli.common import (
+    add_capture_options,
+    add_output_options,
+    add_stall_options,
+    capture_option_parser,
+    check_output_path,
+    config_from_args,
+    count,
+    reader_options,
+    stall_rule_from_args,
+    write_output,
+)
 from analyzer.errors import SpigapError, UsageError
 
 ORDER = 15
@@ -26,16 +37,6 @@ def _field_order(text: str) -> tuple[str, list[str]]:
     return field.strip(), _csv_list(values)
 
 
-def _jobs(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("give a number of processes") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return n
-
-
 def add_subparser(sub) -> None:
     p = sub.add_parser(
         "batch", help="analyze many captures in parallel: a row per capture, a matrix per metric",
@@ -50,6 +51,7 @@ def add_subparser(sub) -> None:
                    help="TOML or CSV with per-file capture options and labels (docs/batch.md); "
                         "without PATH arguments its entries are the captures")
     add_capture_options(p)
+    add_stall_options(p)
     g = p.add_argument_group("matrix (group captures by labels)")
     g.add_argument("--pattern", metavar="PAT",
                    help="labels from file names: '{kernel}-{load}-{sclk}.sr' ({} and * match anything)")
@@ -65,32 +67,26 @@ def add_subparser(sub) -> None:
                         "alphabetically), e.g. --order kernel=smp,rt (repeatable)")
     g.add_argument("--metric", action="append", metavar="NAME",
                    help="value per cell (repeatable): transfer_rate_hz (default), "
-                        "context_switch.p99_s, cs_setup.p50_s, ... (--list-metrics)")
+                        "context_switch.p99_s, cs_setup.p50_s, stalls, ... (--list-metrics)")
     g.add_argument("--reduce", choices=("median", "mean", "min", "max"), default="median",
                    help="several captures in one cell: their median (default), mean, min or max")
     g.add_argument("--list-metrics", action="store_true", help="print the metric names and exit")
     e = p.add_argument_group("execution")
-    e.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+    e.add_argument("-j", "--jobs", type=count, metavar="N",
                    help="worker processes (default: one per core; 1 = no pool, in this process)")
     e.add_argument("--dask-scheduler", metavar="ADDR",
                    help="run on an existing Dask cluster, e.g. tcp://host:8786 (workers need the "
                         "same file paths and spigap installed)")
     e.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    o = p.add_argument_group("output")
-    o.add_argument("--format", choices=("text", "csv", "json"), default="text",
-                   help="what goes to stdout (or -o): text table (+ matrices), CSV rows, JSON")
-    o.add_argument("-o", "--output", metavar="FILE", help="write there instead of stdout")
-    o.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
-    o.add_argument("--json", metavar="FILE", help="also write everything as JSON")
+    o = add_output_options(p, ("text", "csv", "json"),
+                           output_help="write here instead of stdout: the text table (+ matrices), "
+                                       "the CSV rows or the JSON document (--format)")
     o.add_argument("--matrix-csv", metavar="FILE", help="also write the matrices as CSV")
+    o.add_argument("--csv", metavar="FILE",
+                   help="deprecated, kept as an alias: also write the rows as CSV (use --format csv -o FILE)")
+    o.add_argument("--json", metavar="FILE",
+                   help="deprecated, kept as an alias: also write everything as JSON (use --format json -o FILE)")
     p.set_defaults(func=run)
-
-
-def _write(text: str, path: str | None) -> None:
-    try:
-        write_output(text, path)
-    except OSError as e:
-        raise UsageError(f"cannot write: {e.strerror or e}", path=path) from None
 
 
 def _warn(text: str) -> None:
@@ -102,8 +98,9 @@ def make_jobs(args, found, fields, manifest) -> list:
     from analyzer.batch import manifest as manifest_mod
     from analyzer.batch.worker import Job
 
-    parser = manifest_mod.option_parser() if manifest else None
-    used = set()
+    parser = capture_option_parser()
+    used: set[int] = set()
+    rule = stall_rule_from_args(args)
     jobs = []
     for i, f in enumerate(found):
         job = Job(index=i, path=f.path, error=f"{f.path}: {f.error}" if f.error else None)
@@ -119,6 +116,7 @@ def make_jobs(args, found, fields, manifest) -> list:
                 except SpigapError as e:
                     job.error = f"{f.path}: {e}"
         job.labels = labels
+        job.stall_rule = rule
         if job.error is None:
             try:
                 job.cfg = config_from_args(ns)
@@ -128,9 +126,9 @@ def make_jobs(args, found, fields, manifest) -> list:
         job.file = os.path.abspath(f.path) if args.dask_scheduler else f.path
         jobs.append(job)
     if manifest is not None:
-        for e in manifest.entries:
-            if id(e) not in used:
-                _warn(f"{manifest.path}: {e.where} ({e.pattern}) matches no capture of this batch")
+        for entry in manifest.entries:
+            if id(entry) not in used:
+                _warn(f"{manifest.path}: {entry.where} ({entry.pattern}) matches no capture of this batch")
     return jobs
 
 
@@ -184,7 +182,9 @@ def run(args) -> int:
                                 fields=args.fields if not (args.pattern or args.regex) else None,
                                 sep=args.sep)
     config_from_args(args)                # contradicting command-line options: fail now, once
-    manifest = manifest_mod.load(args.manifest) if args.manifest else None
+    for out in (args.output, args.csv, args.json, args.matrix_csv):
+        check_output_path(out)
+    manifest = manifest_mod.load(args.manifest, capture_option_parser()) if args.manifest else None
     inputs = list(args.inputs)
     if not inputs:
         if manifest is None:
@@ -246,13 +246,13 @@ def run(args) -> int:
         text = table.render_csv(results)
     else:
         text = table.render_text(results) + "".join("\n" + matrix.render_text(m) for m in matrices)
-    _write(text, args.output)
+    write_output(text, args.output)
     if args.csv:
-        _write(table.render_csv(results), args.csv)
+        write_output(table.render_csv(results), args.csv)
     if args.json:
-        _write(table.render_json(results, matrices=matrices, extra=extra), args.json)
+        write_output(table.render_json(results, matrices=matrices, extra=extra), args.json)
     if args.matrix_csv:
-        _write(matrix.render_csv(matrices), args.matrix_csv)
+        write_output(matrix.render_csv(matrices), args.matrix_csv)
 
     bad = [r for r in results if r["status"] != OK]
     if bad:

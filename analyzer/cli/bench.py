@@ -5,7 +5,28 @@ from __future__ import annotations
 import pathlib
 import sys
 
+from analyzer.cli.common import (
+    add_output_options,
+    check_output_path,
+    count,
+    positive_float,
+    write_output,
+)
+
 ORDER = 90
+
+
+def _samples(text):
+    v = positive_float(text)
+    if v < 1000:
+        import argparse
+
+        raise argparse.ArgumentTypeError("must be >= 1000")
+    return v
+
+
+def _big_samples(text):
+    return 0.0 if text.strip() in ("0", "0.0") else _samples(text)
 
 
 def add_subparser(sub) -> None:
@@ -13,23 +34,25 @@ def add_subparser(sub) -> None:
                        description="Synthesize (once, cached) a dense MCP3008-like capture and time "
                                    "'spigap analyze' and 'sigrok-cli -P spi' on it in one run; also a "
                                    "large capture for throughput and, with --real, a real capture.")
-    p.add_argument("--samples", type=float, default=20e6, help="samples of the dense capture (default 20e6)")
-    p.add_argument("--big-samples", type=float, default=200e6,
+    p.add_argument("--samples", type=_samples, default=20e6, metavar="N",
+                   help="samples of the dense capture (default 20e6)")
+    p.add_argument("--big-samples", type=_big_samples, default=200e6, metavar="N",
                    help="samples of the throughput capture (default 200e6; 0 to skip)")
     p.add_argument("--real", metavar="CAPTURE.sr",
                    help="also time a real capture (e.g. ../shared/captures-real/"
                         "spi__enc28j60__enc28j60-init-and-ping.sr)")
-    p.add_argument("--repeat", type=int, default=3, help="spigap runs per capture (median is reported)")
+    p.add_argument("--repeat", type=count, default=3, metavar="N", help="spigap runs per capture (median is reported)")
     p.add_argument("--no-sigrok", action="store_true", help="skip sigrok-cli")
     p.add_argument("--sigrok-big", action="store_true",
                    help="also run sigrok-cli on the large capture (about a minute)")
-    p.add_argument("--format", choices=("text", "markdown"), default="text")
+    add_output_options(p, ("text", "markdown"))
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from analyzer import bench
 
+    check_output_path(args.output)
     real = pathlib.Path(args.real) if args.real else None
     if real is not None and not real.exists():
         from analyzer.errors import UsageError
@@ -37,5 +60,5 @@ def run(args) -> int:
         raise UsageError(f"no such capture: {real}")
     rows = bench.run(args.samples, args.big_samples, real, args.repeat, not args.no_sigrok,
                      args.sigrok_big, log=lambda m: print(m, file=sys.stderr))
-    sys.stdout.write(bench.render(rows, args.format))
+    write_output(bench.render(rows, args.format), args.output)
     return 0

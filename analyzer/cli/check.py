@@ -1,104 +1,96 @@
-"""``spigap check CAPTURE... --profile NAME [--device mcp3008@5V]``: PASS / MARGINAL / FAIL."""
+"""``spigap check CAPTURE... --profile NAME [--device mcp3008@5V]``: PASS / MARGINAL / FAIL / NO DATA."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from analyzer.cli.common import add_capture_options, config_from_args, write_output
+from analyzer.cli.common import (
+    CAPTURE_HELP,
+    add_capture_options,
+    add_check_options,
+    add_event_options,
+    add_output_options,
+    add_stall_options,
+    analyze_path,
+    check_output_path,
+    config_from_args,
+    reader_options,
+    stall_rule_from_args,
+    write_output,
+)
 from analyzer.errors import UsageError
 
 ORDER = 40
 
 
-def _fraction(text):
-    import argparse
-
-    try:
-        v = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a fraction: {text!r} (e.g. 0.1 or 10%)") from None
-    if not 0 <= v < 1:
-        raise argparse.ArgumentTypeError("must be in [0, 1) (e.g. 0.1 or 10%)")
-    return v
-
-
 def add_subparser(sub) -> None:
+    from analyzer.model.check import MIN_TRANSFERS
+
     p = sub.add_parser(
         "check", help="check captures against a kernel/platform profile and device datasheet limits",
         description="Measure each capture and compare every figure the profile expects (p50 and p99 "
                     "of each gap kind, SCLK, the timing model's transfer time and rate) and every "
                     "device limit (on every transfer) with PASS / MARGINAL / FAIL. Every measured "
                     "figure is ±1 sample: within one sample of a bound is MARGINAL, beyond it FAIL "
-                    "(docs/timing-model.md). Exit status: 0 no FAIL, 1 any FAIL, 2 error.")
-    p.add_argument("captures", nargs="*", metavar="CAPTURE", help="capture files (.sr)")
-    p.add_argument("--profile", metavar="NAME|FILE",
-                   help="shipped profile name (see --list) or a profile .toml file")
-    p.add_argument("--device", metavar="NAME[@VARIANT]|FILE",
-                   help="device datasheet limits, e.g. mcp3008@5V, mcp3008@2.7V, ad7606, mcp2518fd "
-                        "(default: the profile's device; 'none' to skip)")
-    p.add_argument("--headroom", type=_fraction, default=None, metavar="FRACTION",
-                   help="margin a PASS needs, as a fraction of the tolerance band's half-width or of "
-                        "a one-sided bound (default 0.1 = 10%%)")
-    p.add_argument("--strict", action="store_true", help="MARGINAL counts as a failure (exit 1)")
-    p.add_argument("--list", action="store_true", help="list the shipped profiles and devices and exit")
+                    "(docs/timing-model.md). A capture with fewer than "
+                    f"{MIN_TRANSFERS} transfers, or where every check was skipped, is NO DATA, never "
+                    "PASS. Exit status: 0 no FAIL and no NO DATA, 1 any FAIL or NO DATA (MARGINAL "
+                    "too with --strict), 2 error.")
+    p.add_argument("captures", nargs="*", metavar="CAPTURE", help=CAPTURE_HELP + "; repeatable")
+    g = add_check_options(p, use="check every capture against it (give --profile, --device or both)")
+    g.add_argument("--strict", action="store_true", help="MARGINAL counts as a failure (exit 1)")
+    g.add_argument("--allow-empty", action="store_true",
+                   help="a capture with NO DATA (too few transfers, every check skipped) does not fail "
+                        "the run (exit 0; JUnit: skipped)")
+    g.add_argument("--list", action="store_true", help="list the shipped profiles and devices and exit")
     add_capture_options(p)
-    e = p.add_argument_group("extra channels (device checks that the SPI lines cannot show)")
-    e.add_argument("--convst", metavar="NAME", help="CONVST channel (AD7606: conversion period)")
-    e.add_argument("--busy", metavar="NAME", help="BUSY channel (AD7606: no SCLK on BUSY falling)")
-    o = p.add_argument_group("output")
-    o.add_argument("--format", choices=("text", "json", "junit"), default="text")
+    add_event_options(p)
+    add_stall_options(p)
+    o = add_output_options(p, ("text", "json", "junit"))
     o.add_argument("-v", "--verbose", action="store_true", help="text: explain every check, with sources")
-    o.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     p.set_defaults(func=run)
 
 
-def list_text() -> str:
-    from analyzer.model.profiles import list_devices, list_profiles
+def stall_summary(a, rule) -> dict:
+    """Stalls next to the verdicts (the same rule and numbers as 'spigap analyze'):
+    a p99 inside its bound can hide a few long gaps."""
+    from analyzer.core import stalls
 
-    lines = ["profiles (--profile NAME):"]
-    for prof in list_profiles():
-        lines.append(f"  {prof.name:28s} {prof.title}")
-    lines.append("")
-    lines.append("devices (--device NAME[@VARIANT]):")
-    for dev in list_devices():
-        lines.append(f"  {dev.spec:28s} {dev.title}")
-    return "\n".join(lines) + "\n"
+    d = stalls.to_dict(a, stalls.find_stalls(a, rule), rule, limit=0)
+    return {k: d[k] for k in ("rule", "count", "excess_s", "excess_fraction")}
 
 
 def run(args) -> int:
-    from analyzer.core import analysis
-    from analyzer.io import open_capture
-    from analyzer.model.check import DEFAULT_HEADROOM, check_analysis, config_for_profile, results_to_dict
-    from analyzer.model.events import read_events
-    from analyzer.model.profiles import load_device, load_profile
+    from analyzer import devices
+    from analyzer.model.check import DEFAULT_HEADROOM, check_analysis, results_to_dict
+    from analyzer.model.events import events_for_check
+    from analyzer.model.profiles import list_text, load_profile
 
+    check_output_path(args.output)
     if args.list:
         write_output(list_text(), args.output)
         return 0
-    if not args.profile:
-        raise UsageError("--profile NAME|FILE is required (spigap check --list shows the shipped ones)")
+    if not args.profile and not args.device:
+        raise UsageError("give --profile NAME|FILE and/or --device NAME[@VARIANT] "
+                         "(spigap check --list shows the shipped ones)")
     if not args.captures:
         raise UsageError("give at least one capture file")
-    prof = load_profile(args.profile)
-    spec = args.device if args.device is not None else prof.device
-    dev = load_device(spec) if spec and spec.lower() != "none" else None
+    prof = load_profile(args.profile) if args.profile else None
+    spec = args.device if args.device is not None else (prof.device if prof else None)
+    dev = devices.limits(spec)
+    if prof is None and dev is None:
+        raise UsageError("--device none without --profile leaves nothing to check")
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
-    cfg = config_for_profile(prof, config_from_args(args), mode_given=args.mode is not None
-                             or args.cpol is not None or args.cpha is not None,
-                             tpm_given=args.transfers_per_message is not None)
-    channels = {"convst": args.convst, "busy": args.busy}
+    cfg = config_from_args(args, prof)
+    rule = stall_rule_from_args(args)
     results = []
     truncated = []
     for path in args.captures:
-        with open_capture(path, input_format=args.input_format, samplerate=args.samplerate) as reader:
-            a = analysis.run(reader, cfg)
-        events = read_events(path, channels, samplerate=args.samplerate,
-                             input_format=args.input_format) if any(channels.values()) else {}
+        a = analyze_path(path, args, cfg)
+        events = events_for_check(path, args.event, **reader_options(args))
         res = check_analysis(a, prof, dev, headroom=headroom, events=events)
-        if not any(i.verdict != "SKIP" for i in res.items):
-            raise UsageError(f"nothing in profile {prof.name!r} applies to this capture (every check "
-                             "was skipped)", path=path, hint="check the channel mapping and the profile")
+        res.summary["stalls"] = stall_summary(a, rule)
         if a.truncated:
             truncated.append(a.truncated)
         results.append(res)
@@ -107,7 +99,7 @@ def run(args) -> int:
     elif args.format == "junit":
         from analyzer.model.render import check_junit
 
-        text = check_junit(results, strict=args.strict)
+        text = check_junit(results, strict=args.strict, allow_empty=args.allow_empty)
     else:
         from analyzer.model.render import check_text
 
@@ -117,4 +109,8 @@ def run(args) -> int:
         print(f"spigap: error: {t}", file=sys.stderr)
     if truncated:
         return 2
-    return 1 if any(r.failed(args.strict) for r in results) else 0
+    for r in results:
+        if r.no_data:
+            print(f"spigap: {'note' if args.allow_empty else 'error'}: {r.capture}: NO DATA: {r.no_data}",
+                  file=sys.stderr)
+    return 1 if any(r.failed(args.strict, args.allow_empty) for r in results) else 0

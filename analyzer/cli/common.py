@@ -1,8 +1,22 @@
-"""Options shared by every subcommand that reads captures."""
+"""Option groups shared by the subcommands, each defined once.
+
+One spelling per concept on every subcommand (docs/cli.md): the capture and
+SPI options (``add_capture_options``), ``--device NAME[@VARIANT][:KEY=VALUE,...]``
+(``add_device_option``), extra channels as ``--event CHANNEL:EDGE``
+(``add_event_options``), stalls (``add_stall_options``), statistics
+(``add_stats_options``), a profile (``add_profile_options``) and the output as
+``--format`` + ``-o`` (``add_output_options``). Adding an option to a concept is
+one line in its group here; a subcommand adds a whole concept with one call.
+
+Also the helpers the subcommands share (so no subcommand imports another):
+``config_from_args``, ``reader_options``, ``analyze_path``, ``load_captures``,
+``stall_rule_from_args``, ``settings_from_args``, ``write_output``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from analyzer.core.config import SpiConfig
@@ -10,29 +24,102 @@ from analyzer.errors import UsageError
 from analyzer.units import parse_freq, parse_time
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, like every other error:
+    ``spigap: error: <what> (spigap CMD --help lists the options)``, instead of
+    the whole usage block before the line that matters."""
+
+    def error(self, message):
+        self.exit(2, f"spigap: error: {message} ({self.prog} --help lists the options)\n")
+
+
+# ------------------------------------------------------------------ value types
 def _time(text):
     try:
-        return parse_time(text)
+        v = parse_time(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    if v < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return v
+
+
+def _positive_time(text):
+    v = _time(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError("must be > 0")
+    return v
 
 
 def _freq(text):
     try:
-        return parse_freq(text)
+        v = parse_freq(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError("must be > 0")
+    return v
+
+
+def count(text, *, lo: int = 1):
+    """An integer >= ``lo`` (argparse type): ``type=count`` or ``type=lambda t: count(t, lo=0)``."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < lo:
+        raise argparse.ArgumentTypeError(f"must be >= {lo}")
+    return n
+
+
+def positive_float(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number")
+    return v
+
+
+def percent(text):
+    """'2', '2%' -> 0.02."""
+    t = str(text).strip().rstrip("%").strip()
+    try:
+        v = float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r} (e.g. 2 or 2%)") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return v / 100.0
+
+
+def fraction(text):
+    """'0.1', '10%' -> 0.1, in [0, 1)."""
+    try:
+        v = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a fraction: {text!r} (e.g. 0.1 or 10%)") from None
+    if not 0 <= v < 1:
+        raise argparse.ArgumentTypeError("must be in [0, 1) (e.g. 0.1 or 10%)")
+    return v
 
 
 def _tpm(text):
     if text == "auto":
         return None
     try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("give a number or 'auto'") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
+        return count(text)
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{e} (give a number >= 1 or 'auto')") from None
+
+
+def _wordsize(text):
+    from analyzer.core.config import MAX_WORDSIZE
+
+    n = count(text)
+    if n > MAX_WORDSIZE:
+        raise argparse.ArgumentTypeError(f"must be 1..{MAX_WORDSIZE}")
     return n
 
 
@@ -67,14 +154,44 @@ def _deglitch_ns(text):
             value = parse_time(text) * 1e9
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
-    if not value > 0:
+    if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError("must be a positive time, e.g. 20 (ns) or 0.5us")
     return value
 
 
+def _event(text):
+    from analyzer.core.events import parse_event
+    from analyzer.errors import SpigapError
+
+    try:
+        parse_event(text)
+    except SpigapError as e:
+        raise argparse.ArgumentTypeError(e.problem.split(": ", 1)[-1]) from None
+    return text
+
+
+def _device(text):
+    from analyzer.devices import parse_spec
+    from analyzer.errors import SpigapError
+
+    if text.strip().lower() == "none":     # check/report: no device limits
+        return text
+    try:
+        parse_spec(text)
+    except SpigapError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+# ------------------------------------------------------------------ option groups
+CAPTURE_HELP = ("capture file: .sr, VCD, sigrok CSV, Saleae export or scope CSV "
+                "(docs/formats.md)")
+
+
 def add_capture_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("capture and channels")
-    g.add_argument("--input-format", metavar="FMT", help="reader to use (default: from extension/content)")
+    g.add_argument("--input-format", metavar="FMT",
+                   help="reader to use: sr, vcd, csv, saleae, scope-csv (default: from extension/content)")
     g.add_argument("--samplerate", type=_freq, metavar="HZ",
                    help="override the capture's samplerate (e.g. 5MHz) when its metadata is wrong")
     g.add_argument("--unitsize", type=int, metavar="BYTES",
@@ -95,23 +212,111 @@ def add_capture_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-cs", action="store_true",
                    help="the bus has no CS line: frame transfers by SCLK idle time")
     s = p.add_argument_group("SPI settings")
-    s.add_argument("--mode", type=int, choices=range(4), help="SPI mode 0..3 (default 0)")
-    s.add_argument("--cpol", type=int, choices=(0, 1))
-    s.add_argument("--cpha", type=int, choices=(0, 1))
-    s.add_argument("--cs-polarity", choices=("low", "high"), default="low", help="active CS level")
-    s.add_argument("--wordsize", type=int, default=8, metavar="N", help="bits per word, 1..1024 (default 8)")
-    s.add_argument("--bitorder", choices=("msb", "lsb"), default="msb")
+    s.add_argument("--mode", type=int, choices=range(4), help="SPI mode 0..3 (= CPOL*2 + CPHA; default 0)")
+    s.add_argument("--cpol", type=int, choices=(0, 1),
+                   help="clock polarity: SCLK level when idle (instead of --mode; default 0)")
+    s.add_argument("--cpha", type=int, choices=(0, 1),
+                   help="clock phase: 0 = sample on the first SCLK edge of a bit, 1 = on the second "
+                        "(instead of --mode; default 0)")
+    s.add_argument("--cs-polarity", choices=("low", "high"), default="low",
+                   help="active CS level (default low)")
+    s.add_argument("--wordsize", type=_wordsize, default=8, metavar="N", help="bits per word, 1..1024 (default 8; above 64 bits words are Python ints / hex strings)")
+    s.add_argument("--bitorder", choices=("msb", "lsb"), default="msb",
+                   help="bit order of each word on the wire: msb first (default) or lsb first")
     t = p.add_argument_group("framing")
-    t.add_argument("--idle-timeout", type=_time, metavar="TIME",
+    t.add_argument("--idle-timeout", type=_positive_time, metavar="TIME",
                    help="without CS: idle SCLK time that ends a transfer (default 2 word times)")
-    t.add_argument("--inter-transfer-gap", type=_time, metavar="TIME",
+    t.add_argument("--inter-transfer-gap", type=_positive_time, metavar="TIME",
                    help="gap inside a CS window above which it counts as inter-transfer "
                         "(default: auto, see docs/gaps.md)")
     t.add_argument("--transfers-per-message", type=_tpm, default=None, metavar="N|auto",
                    help="CS windows per spi_message/ioctl (default auto: inferred from the gaps)")
 
 
-def config_from_args(args) -> SpiConfig:
+DEVICE_METAVAR = "NAME[@VARIANT][:KEY=VALUE,...]"
+
+
+def add_device_option(p, *, use: str) -> None:
+    """``--device``: one spelling everywhere (analyzer.devices.parse_spec);
+    ``use`` says what this subcommand does with it."""
+    p.add_argument("--device", type=_device, metavar=DEVICE_METAVAR,
+                   help=f"the SPI device: {use}. NAME: mcp3008 (also mcp3004/3204/3208), ad7606, "
+                        "mcp2518fd (also mcp2517fd, mcp251863) or a device .toml file; @VARIANT picks "
+                        "datasheet limits (e.g. mcp3008@2.7V, ad7606@3.3V; see 'spigap check --list'); "
+                        "KEY=VALUE are decoder options (mcp3008: vref, part; ad7606: variant, range, "
+                        "dout; mcp2518fd: chip, can_mode)")
+
+
+def add_event_options(p) -> None:
+    g = p.add_argument_group("extra channels")
+    g.add_argument("--event", type=_event, action="append", default=[], metavar="CHANNEL:EDGE",
+                   help="an edge on a non-SPI channel (rise, fall, both), repeatable; the events form a "
+                        "chain ending at the next CS assert: --event CONVST:rise --event BUSY:fall "
+                        "measures CONVST→BUSY, BUSY→CS and CONVST→CS; each channel also gets its "
+                        "interval, period and pulse widths (a toggle pin: --event TOGGLE:both). A "
+                        "channel named CONVST or BUSY (rename with --channel-map) also feeds the "
+                        "AD7606 device checks")
+
+
+def add_stall_options(p) -> None:
+    g = p.add_argument_group("stalls (gaps far above their kind's median)")
+    g.add_argument("--stall-sigmas", type=positive_float, default=8.0, metavar="K",
+                   help="a stall exceeds the median by more than K robust σ (default 8) ...")
+    g.add_argument("--stall-fraction", type=percent, default=0.5, metavar="PCT",
+                   help="... and by more than PCT %% of the median (default 50)")
+
+
+def add_stats_options(p) -> None:
+    g = p.add_argument_group("statistics (docs/compare-and-report.md)")
+    g.add_argument("--alpha", type=fraction, default=0.05, metavar="A",
+                   help="family-wise significance level, Holm-corrected over all tests (default 0.05)")
+    g.add_argument("--min-rel-effect", type=percent, default=0.02, metavar="PCT",
+                   help="smallest level change that counts, in %% of the before value (default 2)")
+    g.add_argument("--min-effect", type=_time, default=0.0, metavar="TIME",
+                   help="smallest level change that counts, absolute (e.g. 100ns; default 0; "
+                        "never below 2 samples)")
+    g.add_argument("--min-rel-jitter", type=percent, default=0.20, metavar="PCT",
+                   help="smallest change of the robust σ that counts, in %% (default 20)")
+    g.add_argument("--min-stall-ratio", type=positive_float, default=2.0, metavar="R",
+                   help="smallest change of the stall rate that counts, as a ratio (default 2)")
+    g.add_argument("--bootstrap", type=lambda t: count(t, lo=100), default=1000, metavar="N",
+                   help="bootstrap resamples, at least 100 (default 1000)")
+    g.add_argument("--block-length", type=count, default=None, metavar="N",
+                   help="block length in values (default: from the autocorrelation)")
+    g.add_argument("--seed", type=lambda t: count(t, lo=0), default=0, metavar="N",
+                   help="random seed of the bootstrap (default 0)")
+
+
+def add_profile_options(p, *, use: str) -> argparse._ArgumentGroup:
+    g = p.add_argument_group("profile (docs/timing-model.md)")
+    g.add_argument("--profile", metavar="NAME|FILE",
+                   help=f"kernel/platform profile, shipped name (spigap check --list) or .toml file: {use}")
+    return g
+
+
+def add_check_options(p, *, use: str) -> argparse._ArgumentGroup:
+    """--profile, --device and --headroom: what 'spigap check' judges against."""
+    g = add_profile_options(p, use=use)
+    add_device_option(g, use="datasheet limits checked on every transfer (default: the profile's "
+                             "device; 'none' to skip)")
+    g.add_argument("--headroom", type=fraction, default=None, metavar="FRACTION",
+                   help="margin a PASS needs, as a fraction of the tolerance band's half-width or of "
+                        "a one-sided bound (default 0.1 = 10%%)")
+    return g
+
+
+def add_output_options(p, formats=("text", "json"), *, output_help: str = "write here instead of stdout"):
+    o = p.add_argument_group("output")
+    o.add_argument("--format", choices=formats, default=formats[0],
+                   help=f"output format: {', '.join(formats)} (default {formats[0]})")
+    o.add_argument("-o", "--output", metavar="FILE", help=output_help)
+    return o
+
+
+# ------------------------------------------------------------------ helpers
+def config_from_args(args, profile=None) -> SpiConfig:
+    """The SpiConfig of the command line; with ``profile``, the profile's settings
+    (SPI mode, transfers per message, word size) where the command line gives none."""
     cpol, cpha = 0, 0
     if args.mode is not None:
         if args.cpol is not None or args.cpha is not None:
@@ -122,11 +327,17 @@ def config_from_args(args) -> SpiConfig:
         cpha = args.cpha or 0
     if args.no_cs and args.cs:
         raise UsageError("--no-cs and --cs contradict each other")
-    return SpiConfig(cpol=cpol, cpha=cpha, cs_active_low=args.cs_polarity == "low",
-                     wordsize=args.wordsize, lsb_first=args.bitorder == "lsb", clk=args.clk,
-                     mosi=args.mosi, miso=args.miso, cs=args.cs, no_cs=args.no_cs,
-                     idle_timeout_s=args.idle_timeout, inter_transfer_gap_s=args.inter_transfer_gap,
-                     transfers_per_message=args.transfers_per_message)
+    cfg = SpiConfig(cpol=cpol, cpha=cpha, cs_active_low=args.cs_polarity == "low",
+                    wordsize=args.wordsize, lsb_first=args.bitorder == "lsb", clk=args.clk,
+                    mosi=args.mosi, miso=args.miso, cs=args.cs, no_cs=args.no_cs,
+                    idle_timeout_s=args.idle_timeout, inter_transfer_gap_s=args.inter_transfer_gap,
+                    transfers_per_message=args.transfers_per_message)
+    if profile is not None:
+        from analyzer.model.check import config_for_profile
+
+        cfg = config_for_profile(profile, cfg, mode_given=args.mode is not None or args.cpol is not None
+                                 or args.cpha is not None, tpm_given=args.transfers_per_message is not None)
+    return cfg
 
 
 def reader_options(args) -> dict:
@@ -136,10 +347,96 @@ def reader_options(args) -> dict:
             "deglitch": getattr(args, "deglitch", None), "unitsize": getattr(args, "unitsize", None)}
 
 
+def analyze_path(path, args, cfg=None):
+    """Open and analyze one capture with the CLI's options; returns the Analysis."""
+    from analyzer.core import analysis
+    from analyzer.io import open_capture
+
+    cfg = cfg if cfg is not None else config_from_args(args)
+    with open_capture(path, **reader_options(args)) as reader:
+        return analysis.run(reader, cfg)
+
+
+def event_specs(args) -> list:
+    from analyzer.core.events import parse_event
+
+    return [parse_event(e) for e in getattr(args, "event", None) or []]
+
+
+def measure_events(path, a, args):
+    """--event: a second streaming pass over the capture for the extra channels (None without --event)."""
+    from analyzer.core.events import measure
+    from analyzer.io import open_capture
+
+    specs = event_specs(args)
+    if not specs:
+        return None
+    with open_capture(path, **reader_options(args)) as reader:
+        return measure(reader, a, specs)
+
+
+def load_captures(paths, args, *, cfg=None):
+    """Analyze each path (and measure --event channels); returns stats.compare.Capture objects.
+
+    ``cfg``: the SpiConfig to use (default: from the capture options)."""
+    from analyzer.stats.compare import Capture
+
+    cfg = cfg if cfg is not None else config_from_args(args)
+    out = []
+    for path in paths:
+        a = analyze_path(path, args, cfg)
+        out.append(Capture(str(path), a, measure_events(path, a, args)))
+    return out
+
+
+def stall_rule_from_args(args):
+    from analyzer.core.stalls import StallRule
+
+    return StallRule(k=args.stall_sigmas, rel=args.stall_fraction)
+
+
+def settings_from_args(args):
+    from analyzer.stats.compare import Settings
+
+    return Settings(alpha=args.alpha, min_effect_s=args.min_effect, min_rel_effect=args.min_rel_effect,
+                    min_rel_jitter=args.min_rel_jitter, min_stall_ratio=args.min_stall_ratio,
+                    n_boot=args.bootstrap, block_length=args.block_length, seed=args.seed,
+                    stall_rule=stall_rule_from_args(args))
+
+
+def check_output_path(path: str | None) -> None:
+    """Fail before the work when -o names a place that cannot be written."""
+    if path in (None, "-"):
+        return
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise UsageError("the output directory does not exist", path=path,
+                         hint="create it first or give another -o")
+    if os.path.isdir(path):
+        raise UsageError("is a directory", path=path, hint="give a file name to -o")
+
+
 def write_output(text: str, path: str | None) -> None:
     if path in (None, "-"):
         sys.stdout.write(text)
         sys.stdout.flush()
-    else:
-        with open(path, "w") as f:
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as f:
             f.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot write: {e.strerror or e}", path=path) from None
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def capture_option_parser() -> argparse.ArgumentParser:
+    """The capture options alone, as a parser that raises UsageError instead of
+    exiting: 'spigap batch' parses each manifest entry with it, so a manifest
+    takes exactly the values the command line takes."""
+    p = _RaisingParser(prog="manifest", add_help=False, allow_abbrev=False)
+    add_capture_options(p)
+    return p

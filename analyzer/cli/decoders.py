@@ -53,7 +53,7 @@ def add_subparser(sub) -> None:
                                     "(decoders separated by ',', channel maps and options by ':'); "
                                     "--gaps adds spi_gaps with the settings 'spigap analyze' finds "
                                     "(channels, transfers per message, inter-transfer threshold).")
-    v.add_argument("capture", help="capture file (.sr)")
+    v.add_argument("capture", help="capture file: the .sr that PulseView opens with the setup")
     v.add_argument("--stack", action="append", default=[], metavar="SPEC",
                    help="one decode signal, e.g. 'spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CE0,mcp3008:vref=3.3' "
                         "(repeatable)")
@@ -250,7 +250,7 @@ def auto_assign(pd_channel_name: str, capture_channels: list[str]) -> str | None
 
 def gaps_signal(args):
     """An spi_gaps decode signal with what 'spigap analyze' finds in the capture."""
-    from analyzer.cli.analyze import analyze_path
+    from analyzer.cli.common import analyze_path
     from analyzer.sigrok import paths, pdinfo, pvs
 
     if args.no_cs:

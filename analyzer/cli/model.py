@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from analyzer.cli.common import write_output
+from analyzer.cli.common import (
+    add_output_options,
+    check_output_path,
+    count,
+    write_output,
+)
 from analyzer.errors import UsageError
 from analyzer.units import fmt_time, parse_freq, parse_time
 
@@ -32,6 +37,16 @@ def _freq(text):
     return v
 
 
+def _nonneg(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= v < float("inf"):
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return v
+
+
 def _counts(text):
     try:
         ns = [int(x) for x in text.replace(" ", "").split(",") if x]
@@ -51,30 +66,32 @@ def add_subparser(sub) -> None:
                     "N / message time. Prints one row per transfers-per-message value.")
     p.add_argument("--profile", metavar="NAME|FILE", help="shipped profile (see --list) or a .toml file")
     p.add_argument("--list", action="store_true", help="list the shipped profiles and devices and exit")
-    p.add_argument("--bytes", type=int, metavar="N", help="words per transfer (default: the profile's)")
+    p.add_argument("--bytes", type=count, metavar="N", help="words per transfer (default: the profile's)")
     p.add_argument("--transfers-per-message", type=_counts, metavar="N,N,...",
                    help="table rows (default: the profile's, e.g. 1,10,100,500)")
     w = p.add_argument_group("what if (override the profile)")
-    w.add_argument("--sclk", type=_freq, metavar="HZ")
-    w.add_argument("--idle-clocks", type=float, metavar="N", help="idle SCLK periods between words")
+    w.add_argument("--sclk", type=_freq, metavar="HZ", help="SCLK frequency, e.g. 8MHz")
+    w.add_argument("--idle-clocks", type=_nonneg, metavar="N", help="idle SCLK periods between words")
     w.add_argument("--idle-after-last", choices=("yes", "no"),
                    help="charge the idle slot after the last word too")
-    w.add_argument("--cs-setup", type=_time, metavar="TIME")
-    w.add_argument("--cs-hold", type=_time, metavar="TIME")
+    w.add_argument("--cs-setup", type=_time, metavar="TIME", help="CS assert to first SCLK edge")
+    w.add_argument("--cs-hold", type=_time, metavar="TIME", help="last SCLK edge to CS deassert")
     w.add_argument("--cs-change", type=_time, metavar="TIME", help="measured CS-high gap inside a message")
     w.add_argument("--cs-change-delay", type=_time, metavar="TIME",
                    help="what spi.c is asked to wait on cs_change: the gap becomes the profile's "
                         "gap − its delay + this one, with the kernel's busy-wait/sleep semantics")
-    w.add_argument("--context-switch", type=_time, metavar="TIME")
+    w.add_argument("--context-switch", type=_time, metavar="TIME",
+                   help="CS-high gap between messages (one ioctl to the next)")
     s = p.add_argument_group("synthesize")
     s.add_argument("--synth", metavar="FILE.sr",
                    help="also write a capture synthesized from the profile (first table row's N, "
                         "or --synth-transfers-per-message)")
-    s.add_argument("--synth-transfers-per-message", type=int, metavar="N")
-    s.add_argument("--messages", type=int, default=200, metavar="N", help="messages to synthesize")
-    s.add_argument("--seed", type=int, default=1)
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    s.add_argument("--synth-transfers-per-message", type=count, metavar="N",
+                   help="transfers per message of the synthesized capture")
+    s.add_argument("--messages", type=count, default=200, metavar="N", help="messages to synthesize (default 200)")
+    s.add_argument("--seed", type=lambda t: count(t, lo=0), default=1, metavar="N",
+                   help="random seed of the synthesized jitter (default 1)")
+    add_output_options(p, ("text", "json"))
     p.set_defaults(func=run)
 
 
@@ -143,8 +160,10 @@ def build(args):
 
 
 def run(args) -> int:
+    check_output_path(args.output)
+    check_output_path(args.synth)
     if args.list:
-        from analyzer.cli.check import list_text
+        from analyzer.model.profiles import list_text
 
         write_output(list_text(), args.output)
         return 0

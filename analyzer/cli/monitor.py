@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
-from analyzer.cli.common import _time, add_capture_options, config_from_args, reader_options
-from analyzer.cli.compare import add_stall_options, stall_rule_from_args
+from analyzer.cli.common import (_time, add_capture_options, add_stall_options, config_from_args, reader_options,
+                                 stall_rule_from_args)
 
 ORDER = 15
 HEADER_EVERY = 20          # on a terminal the column header comes back every 20 lines

@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import sys
 
-from analyzer.cli.common import add_capture_options, config_from_args
-from analyzer.cli.compare import (add_event_options, add_stall_options, add_stats_options, load_captures,
-                                  settings_from_args, stall_rule_from_args)
+from analyzer.cli.common import (
+    CAPTURE_HELP,
+    add_capture_options,
+    add_check_options,
+    add_event_options,
+    add_stall_options,
+    add_stats_options,
+    check_output_path,
+    config_from_args,
+    load_captures,
+    reader_options,
+    settings_from_args,
+    stall_rule_from_args,
+)
 from analyzer.errors import UsageError
 
 ORDER = 50
@@ -21,61 +32,48 @@ def add_subparser(sub) -> None:
                                    "of the gaps, transfers per second, extra-channel latencies "
                                    "(--event) and the check verdicts (--profile); with --before/--after "
                                    "also the comparison (spigap compare) with overlays.")
-    p.add_argument("captures", nargs="*", metavar="CAPTURE", help="capture files (.sr)")
-    p.add_argument("-o", "--output", metavar="FILE.html", help="the HTML report")
-    p.add_argument("--png", metavar="DIR", help="also write every plot as a PNG file into DIR")
-    p.add_argument("--title", default=None, help="report title")
+    p.add_argument("captures", nargs="*", metavar="CAPTURE", help=CAPTURE_HELP + "; repeatable")
     p.add_argument("--before", nargs="+", default=[], metavar="CAPTURE", help="baseline capture(s) to compare")
     p.add_argument("--after", nargs="+", default=[], metavar="CAPTURE", help="capture(s) after the change")
-    c = p.add_argument_group("check (spigap check)")
-    c.add_argument("--profile", metavar="NAME|FILE", help="check every capture against this profile")
-    c.add_argument("--device", metavar="NAME[@VARIANT]|FILE",
-                   help="device datasheet limits (default: the profile's device; 'none' to skip)")
-    c.add_argument("--headroom", type=float, default=None, metavar="FRACTION",
-                   help="margin a PASS needs (default: spigap check's)")
-    c.add_argument("--convst", metavar="NAME", help="CONVST channel for the device checks")
-    c.add_argument("--busy", metavar="NAME", help="BUSY channel for the device checks")
     add_capture_options(p)
+    add_check_options(p, use="check every capture against it (the verdicts of 'spigap check')")
     add_event_options(p)
     add_stats_options(p)
     add_stall_options(p)
+    o = p.add_argument_group("output")
+    o.add_argument("--format", choices=("html",), default="html",
+                   help="output format: html, one self-contained file with the plots inline (the only one)")
+    o.add_argument("-o", "--output", metavar="FILE.html", help="the HTML report")
+    o.add_argument("--png", metavar="DIR", help="also write every plot as a PNG file into DIR")
+    o.add_argument("--title", default=None, help="report title (default: 'spigap report: ' and the captures)")
     p.set_defaults(func=run)
 
 
 def _checker(args):
-    """(check function or None, error text or None, analysis config) for --profile.
+    """(check function or None, analysis config) for --profile/--device."""
+    from analyzer import devices
 
-    Integration point with analyzer.model (spigap check): its
-    ``check_analysis(analysis, profile, device, headroom=, events=)`` and
-    ``config_for_profile`` are used as they are; if the package is missing,
-    the report says so in the check section instead of failing.
-    """
-    cfg = config_from_args(args)
-    if not args.profile:
-        return None, None, cfg
-    try:
-        from analyzer.model import check as model_check
-        from analyzer.model.profiles import load_device, load_profile
-    except ImportError as e:      # the model package is not part of this build
-        return None, f"spigap check is not available in this build ({e}); no verdicts for --profile", cfg
-    prof = load_profile(args.profile)
-    spec = args.device if args.device is not None else prof.device
-    dev = load_device(spec) if spec and str(spec).lower() != "none" else None
-    cfg = model_check.config_for_profile(prof, cfg, mode_given=args.mode is not None or args.cpol is not None
-                                         or args.cpha is not None,
-                                         tpm_given=args.transfers_per_message is not None)
+    prof = None
+    if args.profile:
+        from analyzer.model.profiles import load_profile
+
+        prof = load_profile(args.profile)
+    cfg = config_from_args(args, prof)
+    spec = args.device if args.device is not None else (prof.device if prof else None)
+    dev = devices.limits(spec)
+    if prof is None and dev is None:
+        return None, cfg
+    from analyzer.model import check as model_check
+    from analyzer.model.events import events_for_check
+
     headroom = model_check.DEFAULT_HEADROOM if args.headroom is None else args.headroom
 
     def check(path, a):
-        events = {}
-        if args.convst or args.busy:
-            from analyzer.model.events import read_events
-
-            events = read_events(path, {"convst": args.convst, "busy": args.busy},
-                                 samplerate=args.samplerate, input_format=args.input_format)
+        events = events_for_check(path, args.event, **reader_options(args))
         return model_check.check_analysis(a, prof, dev, headroom=headroom, events=events)
 
-    return check, None, cfg
+    return check, cfg
+
 
 
 def run(args) -> int:
@@ -88,7 +86,8 @@ def run(args) -> int:
     paths = list(dict.fromkeys(list(args.captures) + list(args.before) + list(args.after)))
     if not paths:
         raise UsageError("give at least one capture (or --before/--after)")
-    check, check_error, cfg = _checker(args)
+    check_output_path(args.output)
+    check, cfg = _checker(args)
     # analyze every capture once, with the profile's settings when --profile is given
     caps = {c.path: c for c in load_captures(paths, args, cfg=cfg)}
     title = args.title or ("spigap report: " + ", ".join(paths[:3]) + (" …" if len(paths) > 3 else ""))
@@ -96,7 +95,7 @@ def run(args) -> int:
     for p in paths:
         c = caps[str(p)]
         res = check(p, c.analysis) if check is not None else None
-        rep.add_capture(c, res, check_error)
+        rep.add_capture(c, res)
     if args.before:
         from analyzer.stats.compare import compare
 

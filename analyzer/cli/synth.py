@@ -2,7 +2,35 @@
 
 from __future__ import annotations
 
+import argparse
+
+from analyzer.cli.common import (
+    _freq,
+    _time,
+    _wordsize,
+    check_output_path,
+    count,
+    fraction,
+)
 from analyzer.errors import UsageError
+
+
+def _as_text(check):
+    """Check a value on the command line but pass the text on: the scenario parses it."""
+    def parse(text):
+        check(text)
+        return text
+    return parse
+
+
+def _nonneg_float(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= v < float("inf"):
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return v
 
 # flag -> scenario key (flags override the TOML file)
 FLAGS = {
@@ -24,7 +52,7 @@ def add_subparser(sub) -> None:
                                    "description: a TOML file (--config, format in "
                                    "analyzer/synth/scenario.py and captures/*.toml) and/or flags. "
                                    "Times take units (1.6us, 250ns), rates too (3.6MHz).")
-    p.add_argument("-o", "--output", metavar="FILE.sr")
+    p.add_argument("-o", "--output", metavar="FILE.sr", help="the capture to write (required)")
     p.add_argument("--config", metavar="FILE.toml", help="scenario description")
     p.add_argument("--truth", metavar="FILE.json", help="also write the ground truth as JSON")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -34,24 +62,27 @@ def add_subparser(sub) -> None:
                         "see --list-devices")
     p.add_argument("--list-devices", action="store_true", help="list device generators and exit")
     g = p.add_argument_group("scenario (override the TOML)")
-    g.add_argument("--samplerate")
-    g.add_argument("--sclk")
-    g.add_argument("--mode", type=int, choices=range(4))
-    g.add_argument("--wordsize", type=int)
-    g.add_argument("--bitorder", choices=("msb", "lsb"))
-    g.add_argument("--cs-polarity", choices=("low", "high"))
-    g.add_argument("--bytes", type=int, metavar="N", help="words per transfer (CS window)")
-    g.add_argument("--transfers-per-message", type=int, metavar="N")
-    g.add_argument("--messages", type=int)
-    g.add_argument("--cs-setup")
-    g.add_argument("--cs-hold")
-    g.add_argument("--idle-clocks", type=float, help="idle SCLK periods between words")
-    g.add_argument("--inter-transfer", help="gap between kernel transfers inside one CS window")
-    g.add_argument("--cs-change", help="CS-high gap between transfers of one message")
-    g.add_argument("--context-switch", help="CS-high gap between messages")
-    g.add_argument("--jitter", help="normal spread (sigma) added to every gap")
-    g.add_argument("--stall-probability", type=float)
-    g.add_argument("--seed", type=int)
+    g.add_argument("--samplerate", type=_as_text(_freq), metavar="HZ", help="sample rate, e.g. 50MHz")
+    g.add_argument("--sclk", type=_as_text(_freq), metavar="HZ", help="SCLK frequency, e.g. 3.6MHz")
+    g.add_argument("--mode", type=int, choices=range(4), help="SPI mode 0..3")
+    g.add_argument("--wordsize", type=_wordsize, metavar="N", help="bits per word, 1..64")
+    g.add_argument("--bitorder", choices=("msb", "lsb"), help="bit order on the wire")
+    g.add_argument("--cs-polarity", choices=("low", "high"), help="active CS level")
+    g.add_argument("--bytes", type=count, metavar="N", help="words per transfer (CS window)")
+    g.add_argument("--transfers-per-message", type=count, metavar="N", help="CS windows per spi_message")
+    g.add_argument("--messages", type=count, metavar="N", help="how many messages (>= 1)")
+    g.add_argument("--cs-setup", type=_as_text(_time), metavar="TIME", help="CS assert to first SCLK edge")
+    g.add_argument("--cs-hold", type=_as_text(_time), metavar="TIME", help="last SCLK edge to CS deassert")
+    g.add_argument("--idle-clocks", type=_nonneg_float, metavar="N", help="idle SCLK periods between words")
+    g.add_argument("--inter-transfer", type=_as_text(_time), metavar="TIME",
+                   help="gap between kernel transfers inside one CS window")
+    g.add_argument("--cs-change", type=_as_text(_time), metavar="TIME",
+                   help="CS-high gap between transfers of one message")
+    g.add_argument("--context-switch", type=_as_text(_time), metavar="TIME", help="CS-high gap between messages")
+    g.add_argument("--jitter", type=_as_text(_time), metavar="TIME", help="normal spread (sigma) added to every gap")
+    g.add_argument("--stall-probability", type=fraction, metavar="P",
+                   help="probability that a gap is a stall, in [0, 1)")
+    g.add_argument("--seed", type=lambda t: count(t, lo=0), metavar="N", help="random seed")
     g.add_argument("--mosi", help="payload: counter, random, zero or words like '0x60 0 0'")
     g.add_argument("--miso", help="payload: counter, random, zero or words")
     p.set_defaults(func=run)
@@ -80,6 +111,8 @@ def run(args) -> int:
         return 0
     if not args.output:
         raise UsageError("-o/--output FILE.sr is required")
+    check_output_path(args.output)
+    check_output_path(args.truth)
 
     overrides = {}
     for flag, key in FLAGS.items():

@@ -119,6 +119,8 @@ def read_channel_edges(reader, names: list[str]) -> tuple[dict[str, ChannelEdges
     uniq = list(dict.fromkeys(names))
     if not uniq:
         return {}, None
+    for name in uniq:                 # an unknown name: say which option named it
+        reader.channel_index(name, option="--event CHANNEL:EDGE")
     k = len(uniq)
     bits = np.arange(k, dtype=np.uint32)
     rises: list[list[np.ndarray]] = [[] for _ in range(k)]

@@ -72,8 +72,9 @@ class CaptureReader:
     def __exit__(self, *exc):
         self.close()
 
-    def channel_index(self, name: str) -> int:
-        """Index of a channel by exact name, else case-insensitive name."""
+    def channel_index(self, name: str, option: str = "--clk/--mosi/--miso/--cs") -> int:
+        """Index of a channel by exact name, else case-insensitive name; ``option``:
+        the command-line option that named it (for the message)."""
         names = self.info.channels
         if name in names:
             return names.index(name)
@@ -81,7 +82,7 @@ class CaptureReader:
         if name.lower() in folded and folded.count(name.lower()) == 1:
             return folded.index(name.lower())
         raise UsageError(f"no channel named {name!r}; the capture has: {', '.join(names)}",
-                         path=self.info.path, hint="pick one with --clk/--mosi/--miso/--cs")
+                         path=self.info.path, hint=f"pick one with {option}")
 
 
 def edges_from_rows(ticks: np.ndarray, states: np.ndarray, state: int, started: bool):

@@ -161,8 +161,8 @@ class DeglitchedReader(CaptureReader):
         if tail is not None:
             yield tail
 
-    def channel_index(self, name: str) -> int:
-        return self.inner.channel_index(name)
+    def channel_index(self, name: str, option: str = "--clk/--mosi/--miso/--cs") -> int:
+        return self.inner.channel_index(name, option)
 
     def close(self) -> None:
         self.inner.close()

@@ -2,6 +2,10 @@
 
 A tick is one ``$timescale`` unit; the first timestamp of the dump is tick 0.
 Nothing is resampled: every value change becomes an edge at its own time.
+Exception: libsigrok writes ``$comment Acquisition with 4/4 channels at 50 MHz``
+and a power-of-ten ``$timescale`` (10 ns for 50 MHz). The resolution is then
+one sample (20 ns), not the time unit: a tick is one sample, and a timestamp
+that is not on a sample is reported as damage.
 
 Format facts (IEEE 1364-2001 §18; libsigrok src/input/vcd.c for what tools
 write): a header of ``$keyword ... $end`` sections (``$timescale 1ns``,
@@ -116,11 +120,12 @@ class VcdReader(CaptureReader):
             raise InputError(f"cannot open: {e.strerror}", path=self.path) from None
         warnings: list[str] = []
         header, self._data_offset = self._read_header()
-        timescale, vars_ = self._parse_header(header, warnings)
+        timescale, vars_, rate = self._parse_header(header, warnings)
         channels, self._chan = self._channels(vars_)
         if not channels:
             raise InputError("the VCD declares no logic variables ($var wire/reg/logic ...)", path=self.path)
         self._timescale_s = timescale
+        self._step = 1                  # VCD time units per tick (one sample, see the module doc)
         if samplerate is not None:
             if not samplerate > 0:
                 raise UsageError(f"--samplerate must be positive, not {samplerate:g}", path=self.path)
@@ -133,14 +138,19 @@ class VcdReader(CaptureReader):
                             "(if that is wrong, give the time unit's rate with --samplerate, e.g. 1GHz)")
         else:
             tick_s = timescale
+            step = round(1.0 / (rate * timescale)) if rate else 0
+            if step > 1 and abs(step * timescale * rate - 1) < 1e-6:
+                # libsigrok's export: one sample is `step` time units
+                self._step, tick_s = step, timescale * step
             if tick_s >= 1e-3:
                 warnings.append(f"$timescale {tick_s:g} s is implausibly coarse for SPI timing; if the "
                                 f"dump's time unit is really finer, give its rate with --samplerate "
                                 f"(e.g. --samplerate 1GHz for 1 ns)")
         self.info = CaptureInfo(
-            path=self.path, format="VCD", channels=channels, tick_s=tick_s, samplerate_hz=None,
-            n_ticks=None, warnings=warnings,
-            details={"timescale_s": timescale, "variables": len(vars_)})
+            path=self.path, format="VCD", channels=channels, tick_s=tick_s,
+            samplerate_hz=1.0 / tick_s if self._step > 1 else None, n_ticks=None, warnings=warnings,
+            details={"timescale_s": timescale, "variables": len(vars_),
+                     **({"samplerate_from_comment_hz": rate} if rate else {})})
 
     # --------------------------------------------------------------- header
     def _read_header(self) -> tuple[str, int]:
@@ -168,6 +178,7 @@ class VcdReader(CaptureReader):
             text = text[3:] if text.startswith("ï»¿") else text[1:]
         tokens = text.split()
         timescale = None
+        rate = None
         scope: list[str] = []
         vars_: list[_Var] = []
         i = 0
@@ -197,8 +208,12 @@ class VcdReader(CaptureReader):
                 v = self._var(body, scope)
                 if v is not None:
                     vars_.append(v)
+            elif tok == "$comment":
+                m = _SIGROK_RATE.search(" ".join(body))
+                if m:
+                    rate = float(m.group(1)) * {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}[m.group(2)]
             i = nxt
-        return timescale, vars_
+        return timescale, vars_, rate
 
     def _timescale(self, text: str) -> float:
         m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|ms|us|µs|ns|ps|fs)", text.strip())
@@ -276,13 +291,33 @@ class VcdReader(CaptureReader):
         p = _Parser(self, want)
         self.end_tick = 0
         # one VCD time may continue into the next chunk: merge entries across blocks
-        yield from strict_blocks(p.run())
+        blocks = strict_blocks(p.run())
+        if self._step == 1:
+            yield from blocks
+            return
+        step = self._step
+        try:
+            for b in blocks:
+                if np.any(b.ticks % step):
+                    t = int(b.ticks[np.flatnonzero(b.ticks % step)[0]])
+                    raise CaptureTruncated(
+                        f"time {t} (after the first timestamp) is not on a sample of the "
+                        f"{1 / (step * self._timescale_s) / 1e6:g} MHz acquisition the header names",
+                        path=self.path, at_tick=t // step,
+                        hint="give the true rate of one time unit with --samplerate to read every time as is")
+                yield EdgeBlock(b.ticks // step, b.states)
+        finally:
+            self.end_tick = -(-self.end_tick // step)
 
     def close(self) -> None:
         f = getattr(self, "_f", None)
         if f is not None:
             f.close()
             self._f = None
+
+
+# libsigrok's VCD output: "Acquisition with 4/4 channels at 50 MHz"
+_SIGROK_RATE = re.compile(r"Acquisition with \d+/\d+ channels at ([0-9]*\.?[0-9]+)\s*([kMG]?)Hz")
 
 
 class _Damage(Exception):

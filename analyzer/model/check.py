@@ -21,6 +21,11 @@ true margin lies in (m − r, m + r):
 * PASS      m − r ≥ headroom;
 * SKIP      nothing to measure (no such gaps in the capture, channel missing).
 
+A capture's verdict is **NO DATA**, never PASS, when it has fewer than
+``MIN_TRANSFERS`` transfers (a dead bus, a wrong channel map) or when every
+figure was skipped: there is nothing a pass could stand on ('spigap check'
+exits 1 then, unless ``--allow-empty``).
+
 Headroom is a fraction (``--headroom``, default 0.1) of the band's half-width
 for a two-sided band (expected ± tolerance), and of the bound itself for a
 one-sided bound (p99 limits, device limits).
@@ -38,8 +43,11 @@ from analyzer.core.analysis import KIND_CONTEXT_SWITCH, KIND_CS_CHANGE, Analysis
 from analyzer.core.config import SpiConfig
 from analyzer.model.profiles import Device, Expectation, Limit, Profile, load_device, load_profile
 
-PASS, MARGINAL, FAIL, SKIP = "PASS", "MARGINAL", "FAIL", "SKIP"
-SEVERITY = {SKIP: 0, PASS: 1, MARGINAL: 2, FAIL: 3}
+PASS, MARGINAL, FAIL, SKIP, NO_DATA = "PASS", "MARGINAL", "FAIL", "SKIP", "NO DATA"
+SEVERITY = {SKIP: 0, PASS: 1, MARGINAL: 2, NO_DATA: 3, FAIL: 4}
+# fewer transfers than this: NO DATA (no median of a gap kind means anything with
+# fewer values; the stall search uses the same minimum, StallRule.min_count)
+MIN_TRANSFERS = 8
 DEFAULT_HEADROOM = 0.1
 FIRST_N = 5          # how many violation timestamps to list
 CHECK_SCHEMA = 1
@@ -100,7 +108,22 @@ class CheckResult:
     warnings: list
 
     @property
+    def no_data(self) -> str | None:
+        """Why there is nothing to judge (the NO DATA verdict), or None."""
+        n = self.summary.get("transfers", 0)
+        if n < MIN_TRANSFERS:
+            return (f"{n} transfer(s) in the capture, fewer than the {MIN_TRANSFERS} a check needs: "
+                    "is the bus idle, or the channel map wrong?")
+        if not any(i.verdict != SKIP for i in self.items):
+            return ("every check was skipped: nothing in the "
+                    + (f"profile {self.profile.name!r}" if self.profile else "device limits")
+                    + " applies to this capture (check the channel map and the profile)")
+        return None
+
+    @property
     def verdict(self) -> str:
+        if self.no_data:
+            return NO_DATA
         sev = max((SEVERITY[i.verdict] for i in self.items), default=0)
         return next(k for k, v in SEVERITY.items() if v == sev)
 
@@ -110,19 +133,21 @@ class CheckResult:
             c[i.verdict] += 1
         return c
 
-    def failed(self, strict: bool = False) -> bool:
-        return self.verdict == FAIL or (strict and self.verdict == MARGINAL)
+    def failed(self, strict: bool = False, allow_empty: bool = False) -> bool:
+        v = self.verdict
+        return v == FAIL or (strict and v == MARGINAL) or (v == NO_DATA and not allow_empty)
 
     def to_dict(self) -> dict:
         p = self.profile
         return {
             "capture": self.capture,
             "verdict": self.verdict,
+            "no_data": self.no_data,
             "counts": self.counts(),
             "resolution_s": self.resolution_s,
             "headroom": self.headroom,
             "profile": {"name": p.name, "title": p.title, "path": p.path, "kernel": p.kernel,
-                        "sources": list(p.sources), "assumptions": list(p.assumptions)},
+                        "sources": list(p.sources), "assumptions": list(p.assumptions)} if p else None,
             "device": self.device.to_dict() if self.device else None,
             "summary": _clean(self.summary),
             "checks": [i.to_dict() for i in self.items],
@@ -182,9 +207,14 @@ def check_analysis(analysis: Analysis, profile, device=None, *, headroom: float 
     """Check one analysed capture against a profile (name, file or Profile) and,
     optionally, a device's datasheet limits (spec like "mcp3008@5V", file or
     Device). ``events``: role -> EventTrack for CONVST/BUSY (analyzer.model.events).
+    ``profile`` None: the device limits alone.
     """
-    prof = load_profile(profile)
+    prof = load_profile(profile) if profile is not None else None
     dev = load_device(device) if device else None
+    if prof is None and dev is None:
+        from analyzer.errors import UsageError
+
+        raise UsageError("nothing to check against: give a profile and/or a device")
     if not (0 <= headroom < 1):
         from analyzer.errors import UsageError
 
@@ -201,7 +231,7 @@ def check_analysis(analysis: Analysis, profile, device=None, *, headroom: float 
         "grouping_note": a.grouping.note,
         "words_per_transfer": c.words_per_transfer,
         "idle_gaps_excluded": int(c.idle.sum()),
-        "idle_gap_s": prof.idle_gap,
+        "idle_gap_s": prof.idle_gap if prof else None,
         "truncated": a.truncated,
     }
     return CheckResult(capture=a.info.path, profile=prof, device=dev, resolution_s=a.tick_s,
@@ -210,14 +240,14 @@ def check_analysis(analysis: Analysis, profile, device=None, *, headroom: float 
 
 
 class _Checker:
-    def __init__(self, a: Analysis, prof: Profile, dev: Device | None, headroom: float, events: dict):
+    def __init__(self, a: Analysis, prof: Profile | None, dev: Device | None, headroom: float, events: dict):
         self.a, self.prof, self.dev, self.h, self.events = a, prof, dev, headroom, events
         self.r = a.tick_s
         self.items: list[Item] = []
         self.notes: list[str] = []
         gb = a.gap_before
         cs_kind = (a.gap_kind == KIND_CS_CHANGE) | (a.gap_kind == KIND_CONTEXT_SWITCH)
-        if prof.idle_gap is not None and a.has_cs:
+        if prof is not None and prof.idle_gap is not None and a.has_cs:
             self.idle = cs_kind & (gb * a.tick_s > prof.idle_gap)
         else:
             self.idle = np.zeros(a.n, bool)
@@ -247,6 +277,10 @@ class _Checker:
     # ----------------------------------------------------------- run
     def run(self):
         prof = self.prof
+        if prof is None:
+            if self.dev is not None:
+                self.check_device()
+            return
         expect = dict(prof.expect)
         if "inter_byte" not in expect:
             T = 1.0 / prof.sclk_hz
@@ -411,7 +445,8 @@ class _Checker:
             needs = lim.needs
             if needs and needs not in self.events:
                 self.add(id=iid, statistic="worst", verdict=SKIP,
-                         reason=f"{lim.what}: needs the {needs.upper()} channel (--{needs} NAME)", **base)
+                         reason=f"{lim.what}: needs the {needs.upper()} channel (--event "
+                                f"{needs.upper()}:{'rise' if needs == 'convst' else 'fall'})", **base)
                 continue
             if lim.metric == "sclk":
                 self._device_sclk(lim, iid, base)
@@ -589,8 +624,13 @@ def _t(s):
     return fmt_time(s)
 
 
+def overall_verdict(results: list) -> str:
+    """The worst verdict of several captures: FAIL > NO DATA > MARGINAL > PASS."""
+    return max((r.verdict for r in results), key=lambda v: SEVERITY[v], default=NO_DATA)
+
+
 def results_to_dict(results: list) -> dict:
     """The `spigap check --format json` document for several captures."""
-    verdict = max((r.verdict for r in results), key=lambda v: SEVERITY[v], default=SKIP)
+    verdict = overall_verdict(results)
     return {"spigap": __version__, "check_schema": CHECK_SCHEMA, "verdict": verdict,
             "results": [r.to_dict() for r in results]}

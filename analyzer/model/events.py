@@ -30,8 +30,26 @@ class EventTrack:
         return np.where(last_rise == last_fall, self.initial, (last_rise > last_fall).astype(int))
 
 
-def read_events(path, channels: dict, *, samplerate=None, input_format=None) -> dict:
-    """``channels``: role -> channel name. Returns role -> EventTrack.
+ROLES = ("convst", "busy")
+
+
+def events_for_check(path, events, **reader_opts) -> dict:
+    """``--event CHANNEL:EDGE`` texts -> lower-case channel name -> EventTrack; the
+    device checks use the channels named CONVST and BUSY (``ROLES``,
+    case-insensitive, after --channel-map). Every channel named must exist."""
+    from analyzer.core.events import parse_event
+
+    channels = {}
+    for text in events or []:
+        spec = parse_event(text)
+        if not spec.is_spi:
+            channels[spec.channel.strip().lower()] = spec.channel
+    return read_events(path, channels, **reader_opts)
+
+
+def read_events(path, channels: dict, **reader_opts) -> dict:
+    """``channels``: role -> channel name; ``reader_opts``: for ``open_capture``.
+    Returns role -> EventTrack.
 
     One streaming pass through ``analyzer.core.events.read_channel_edges``
     (the one reader of extra channels' edges); on a damaged capture the edges
@@ -42,8 +60,8 @@ def read_events(path, channels: dict, *, samplerate=None, input_format=None) -> 
     roles = [(role, name) for role, name in channels.items() if name]
     if not roles:
         return {}
-    with open_capture(path, input_format=input_format, samplerate=samplerate) as reader:
-        names = [reader.info.channels[reader.channel_index(name)] for _, name in roles]
+    with open_capture(path, **reader_opts) as reader:
+        names = [reader.info.channels[reader.channel_index(name, option="--event CHANNEL:EDGE")] for _, name in roles]
         edges, _truncated = read_channel_edges(reader, names)
     return {role: EventTrack(role, name, edges[name].initial, edges[name].rise, edges[name].fall)
             for (role, _), name in zip(roles, names)}

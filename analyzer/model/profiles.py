@@ -596,3 +596,15 @@ def list_devices() -> list[Device]:
         for v in variants:
             out.append(load_device(f"{name}@{v}" if v else name))
     return out
+
+
+def list_text() -> str:
+    """The shipped profiles and devices, for ``--list``."""
+    lines = ["profiles (--profile NAME):"]
+    for prof in list_profiles():
+        lines.append(f"  {prof.name:28s} {prof.title}")
+    lines.append("")
+    lines.append("devices (--device NAME[@VARIANT]):")
+    for dev in list_devices():
+        lines.append(f"  {dev.spec:28s} {dev.title}")
+    return "\n".join(lines) + "\n"

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from analyzer.model.check import FAIL, MARGINAL, PASS, SKIP, CheckResult
+from analyzer.model.check import (
+    FAIL,
+    MARGINAL,
+    NO_DATA,
+    PASS,
+    SKIP,
+    CheckResult,
+    overall_verdict,
+)
 from analyzer.units import fmt_freq, fmt_rate, fmt_time
 
 
@@ -56,28 +64,30 @@ def check_text(results: list[CheckResult], *, verbose: bool = False) -> str:
         out.append(_one_text(res, verbose))
     if len(results) > 1:
         worst = [r for r in results if r.verdict == FAIL]
-        out.append(f"overall: {'FAIL' if worst else max((r.verdict for r in results), key=_sev)} "
-                   f"({len(results)} captures, {len(worst)} failing)\n")
+        empty = [r for r in results if r.verdict == NO_DATA]
+        out.append(f"overall: {overall_verdict(results)} ({len(results)} captures, {len(worst)} failing"
+                   + (f", {len(empty)} with no data" if empty else "") + ")\n")
     return "\n".join(out)
-
-
-def _sev(v):
-    return {SKIP: 0, PASS: 1, MARGINAL: 2, FAIL: 3}[v]
 
 
 def _one_text(res: CheckResult, verbose: bool) -> str:
     p, d, s = res.profile, res.device, res.summary
     c = res.counts()
     lines = [f"check       {res.capture}: {res.verdict}  ({c[PASS]} pass, {c[MARGINAL]} marginal, "
-             f"{c[FAIL]} fail, {c[SKIP]} skipped)",
-             f"profile     {p.name}: {p.title}"]
+             f"{c[FAIL]} fail, {c[SKIP]} skipped)"]
+    if res.no_data:
+        lines.append(f"no data     {res.no_data}")
+    if p is not None:
+        lines.append(f"profile     {p.name}: {p.title}")
     if d is not None:
         lines.append(f"device      {d.spec}: {d.title}")
     tpm = s.get("transfers_per_message")
     lines.append(f"capture     {s['transfers']} transfers, {tpm} per message [{s['grouping']}], "
                  f"SCLK {fmt_freq(s['sclk_hz'])}"
                  + (f", {s['idle_gaps_excluded']} idle gaps > {fmt_time(s['idle_gap_s'])} left out"
-                    if s.get("idle_gaps_excluded") else ""))
+                    if s.get("idle_gaps_excluded") else "")
+                 + (f"; {s['stalls']['count']} stall(s), {fmt_time(s['stalls']['excess_s'])} lost"
+                    if s.get("stalls") else ""))
     lines.append(f"resolution  {fmt_time(res.resolution_s)} (one sample): every measured figure is "
                  f"±1 sample; within ±1 sample of a bound = MARGINAL, beyond = FAIL; "
                  f"headroom {res.headroom * 100:g} %")
@@ -121,27 +131,40 @@ def _one_text(res: CheckResult, verbose: bool) -> str:
 
 
 # ------------------------------------------------------------------ check: JUnit
-def check_junit(results: list[CheckResult], *, strict: bool = False) -> str:
+def check_junit(results: list[CheckResult], *, strict: bool = False, allow_empty: bool = False) -> str:
     """JUnit XML: one <testsuite> per capture, one <testcase> per check.
 
     FAIL -> <failure>; SKIP -> <skipped>; MARGINAL -> passes with the reason in
-    <system-out> (a <failure> with ``strict``).
+    <system-out> (a <failure> with ``strict``); a NO DATA capture gets one more
+    testcase, ``data``, failed with the reason (skipped with ``allow_empty``).
     """
     root = ET.Element("testsuites", name="spigap check")
     tot = {"tests": 0, "failures": 0, "skipped": 0}
     for res in results:
-        suite = ET.SubElement(root, "testsuite", name=f"{res.capture} [{res.profile.name}"
-                              + (f" + {res.device.spec}" if res.device else "") + "]")
+        against = " + ".join(x for x in (res.profile.name if res.profile else None,
+                                         res.device.spec if res.device else None) if x)
+        cls = f"spigap.check.{res.profile.name if res.profile else res.device.spec if res.device else 'none'}"
+        suite = ET.SubElement(root, "testsuite", name=f"{res.capture} [{against}]")
         props = ET.SubElement(suite, "properties")
-        for k, v in (("profile", res.profile.name), ("profile_path", res.profile.path),
+        for k, v in (("profile", res.profile.name if res.profile else ""),
+                     ("profile_path", res.profile.path if res.profile else ""),
                      ("device", res.device.spec if res.device else ""),
                      ("resolution_s", repr(res.resolution_s)), ("headroom", repr(res.headroom)),
                      ("verdict", res.verdict)):
             ET.SubElement(props, "property", name=k, value=str(v))
         n = {"tests": 0, "failures": 0, "skipped": 0}
+        if res.no_data:
+            case = ET.SubElement(suite, "testcase", classname=cls, name="data", time="0")
+            n["tests"] += 1
+            if allow_empty:
+                ET.SubElement(case, "skipped", message=f"NO DATA (allowed): {res.no_data}")
+                n["skipped"] += 1
+            else:
+                ET.SubElement(case, "failure", message=f"NO DATA: {res.no_data}",
+                              type=NO_DATA).text = f"NO DATA: {res.no_data}"
+                n["failures"] += 1
         for it in res.items:
-            case = ET.SubElement(suite, "testcase", classname=f"spigap.check.{res.profile.name}",
-                                 name=it.id, time="0")
+            case = ET.SubElement(suite, "testcase", classname=cls, name=it.id, time="0")
             msg = (f"{it.verdict}: measured {fmt_value(it.measured, it.unit)}, bounds "
                    f"{fmt_bounds(it.low, it.high, it.unit, it.rule)}, delta {fmt_value(it.delta, it.unit, True)} "
                    f"(±{fmt_value(it.resolution, it.unit)}): {it.reason}")

@@ -300,7 +300,7 @@ class Report:
     # ------------------------------------------------------------ comparison
     def add_comparison(self, cmp) -> None:
         from analyzer.report import plots
-        from analyzer.stats.output import _ci, _p, _sd
+        from analyzer.stats.output import fmt_ci, fmt_p, fmt_signed_time
 
         H = []
         conf = f"{cmp.settings.confidence * 100:g} %"
@@ -314,22 +314,22 @@ class Report:
                 d = m.deltas
                 rows.append([m.label, f"{m.before['n']}/{m.after['n']}",
                              f"{fmt_time(m.before['p50'])} → {fmt_time(m.after['p50'])}",
-                             f"{_sd(d['p50']['delta'])} {_ci(d['p50']['ci'])}", _sd(d["mean"]["delta"]),
-                             _sd(d["p99"]["delta"]),
+                             f"{fmt_signed_time(d['p50']['delta'])} {fmt_ci(d['p50']['ci'])}", fmt_signed_time(d["mean"]["delta"]),
+                             fmt_signed_time(d["p99"]["delta"]),
                              f"{fmt_time(m.before['spread'])} → {fmt_time(m.after['spread'])}",
                              f"{fmt_time(m.before['std'])} → {fmt_time(m.after['std'])}",
-                             f"{_p(tl.p_holm)} / {_p(tj.p_holm)}", _verdict_cell(m.verdict)])
+                             f"{fmt_p(tl.p_holm)} / {fmt_p(tj.p_holm)}", _verdict_cell(m.verdict)])
             elif m.name == "transfer_rate" and m.tests:
                 t = m.test("rate")
                 rows.append([m.label, f"{m.before['n']}/{m.after['n']}",
                              f"{fmt_rate(m.before['rate'])} → {fmt_rate(m.after['rate'])}",
-                             f"{t.delta / m.before['rate'] * 100:+.2f} %", "", "", "", "", _p(t.p_holm),
+                             f"{t.delta / m.before['rate'] * 100:+.2f} %", "", "", "", "", fmt_p(t.p_holm),
                              _verdict_cell(m.verdict)])
             elif m.name == "stalls" and m.tests:
                 t = m.test("stalls")
                 rows.append([m.label, f"{m.before['stalls']}/{m.after['stalls']} stalls",
                              f"{(m.before['rate'] or 0) * 1000:.3g} ‰ → {(m.after['rate'] or 0) * 1000:.3g} ‰",
-                             "", "", "", "", "", _p(t.p_holm), _verdict_cell(m.verdict)])
+                             "", "", "", "", "", fmt_p(t.p_holm), _verdict_cell(m.verdict)])
             else:
                 rows.append([m.label, f"{m.before.get('n', '')}/{m.after.get('n', '')}", "", "", "", "", "", "", "",
                              f"{m.verdict} ({m.note})"])
@@ -347,7 +347,7 @@ class Report:
         if at:
             H.append('<h3 id="compare-attribution">Where the transfer period went</h3>')
             H.append(f"<p><b>{_e(at['interpretation'])}</b></p>")
-            rows = [[r["label"], fmt_time(r["before_s"]), fmt_time(r["after_s"]), _sd(r["delta_s"]), _ci(r["ci_s"]),
+            rows = [[r["label"], fmt_time(r["before_s"]), fmt_time(r["after_s"]), fmt_signed_time(r["delta_s"]), fmt_ci(r["ci_s"]),
                      f"{r['share'] * 100:.0f} %" if r["share"] is not None and at["changed"] else "", r["hint"]]
                     for r in at["parts"]]
             H.append(_table(["part", "before", "after", "Δ", f"{conf} CI", "share", "usual cause"], rows))

@@ -69,14 +69,14 @@ def to_dict(cmp: Comparison, *, stall_limit: int = 50) -> dict:
 
 
 # ------------------------------------------------------------------ text
-def _sd(x, digits=4) -> str:
+def fmt_signed_time(x, digits=4) -> str:
     """Signed time."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "–"
     return ("+" if x > 0 else "") + fmt_time(x, digits)
 
 
-def _p(p) -> str:
+def fmt_p(p) -> str:
     if p is None:
         return "–"
     if p < 1e-10:
@@ -86,7 +86,7 @@ def _p(p) -> str:
     return f"{p:.3g}"
 
 
-def _ci(ci, fmt=_sd) -> str:
+def fmt_ci(ci, fmt=fmt_signed_time) -> str:
     if not ci or ci[0] is None or (isinstance(ci[0], float) and math.isnan(ci[0])):
         return ""
     return f"[{fmt(ci[0], 3)}, {fmt(ci[1], 3)}]"
@@ -134,9 +134,9 @@ def render_text(cmp: Comparison) -> str:
         d = rate.deltas.get("rate")
         L.append(f"{rate.label:24s}{rate.before['n']:>7d}/{rate.after['n']:<7d}  "
                  f"{fmt_rate(rate.before['rate']) + ' → ' + fmt_rate(rate.after['rate']):>24s}  "
-                 + (f"{_signed_rate(d['delta']) + ' ' + _ci(d['ci'], lambda x, _: _signed_rate(x)):>30s}"
+                 + (f"{_signed_rate(d['delta']) + ' ' + fmt_ci(d['ci'], lambda x, _: _signed_rate(x)):>30s}"
                     if d else f"{'':30s}")
-                 + f"{'':22s}{_p(t.p_holm) if t else '–':>10s}  {_verdict(rate.verdict)}")
+                 + f"{'':22s}{fmt_p(t.p_holm) if t else '–':>10s}  {_verdict(rate.verdict)}")
     stall = next((m for m in cmp.metrics if m.name == "stalls"), None)
     if stall is not None:
         t = stall.test("stalls")
@@ -145,7 +145,7 @@ def render_text(cmp: Comparison) -> str:
             "×∞" if math.isinf(t.delta) else f"×{t.delta:.3g}")
         L.append(f"{stall.label:24s}{per_k(stall.before) + ' → ' + per_k(stall.after):>15s}  "
                  f"{_permille(stall.before['rate']) + ' → ' + _permille(stall.after['rate']):>24s}  "
-                 f"{ratio:>30s}{'':22s}{_p(t.p_holm) if t else '–':>10s}  {_verdict(stall.verdict)}")
+                 f"{ratio:>30s}{'':22s}{fmt_p(t.p_holm) if t else '–':>10s}  {_verdict(stall.verdict)}")
     L.append("")
     head = (f"{'jitter':24s}{'robust σ before → after':>26s}  {'Δσ [' + conf + ' CI]':>30s}"
             f"{'std before → after':>26s}{'p (Holm)':>10s}  verdict")
@@ -157,19 +157,19 @@ def render_text(cmp: Comparison) -> str:
             continue
         sp = f"{fmt_time(m.before['spread'])} → {fmt_time(m.after['spread'])}"
         sd = f"{fmt_time(m.before['std'])} → {fmt_time(m.after['std'])}"
-        L.append(f"{m.label[:23]:24s}{sp:>26s}  {_sd(t.delta) + ' ' + _ci(t.ci):>30s}{sd:>26s}"
-                 f"{_p(t.p_holm):>10s}  {_verdict(t.verdict)}")
+        L.append(f"{m.label[:23]:24s}{sp:>26s}  {fmt_signed_time(t.delta) + ' ' + fmt_ci(t.ci):>30s}{sd:>26s}"
+                 f"{fmt_p(t.p_holm):>10s}  {_verdict(t.verdict)}")
     at = cmp.attribution
     if at:
         L.append("")
         L.append(f"attribution of the transfer period (mean per transfer, stalls split off): "
                  f"{fmt_time(at['before_mean_s'])} → {fmt_time(at['after_mean_s'])}, "
-                 f"{_sd(at['delta_s'])} {_ci(at['ci_s'])}")
+                 f"{fmt_signed_time(at['delta_s'])} {fmt_ci(at['ci_s'])}")
         L.append(f"  {'part':20s}{'before':>11s}{'after':>11s}{'Δ':>11s}  {conf + ' CI':26s}{'share':>7s}")
         for r in at["parts"]:
             share = f"{r['share'] * 100:.0f} %" if r["share"] is not None and at["changed"] else ""
             L.append(f"  {r['label']:20s}{fmt_time(r['before_s']):>11s}{fmt_time(r['after_s']):>11s}"
-                     f"{_sd(r['delta_s']):>11s}  {_ci(r['ci_s']):26s}{share:>7s}")
+                     f"{fmt_signed_time(r['delta_s']):>11s}  {fmt_ci(r['ci_s']):26s}{share:>7s}")
         L.append(f"  → {at['interpretation']}")
     L.append("")
     for side, caps in (("before", cmp.before), ("after", cmp.after)):
@@ -217,8 +217,8 @@ def _level_row(m: MetricResult) -> str:
     d = m.deltas
     p50 = f"{fmt_time(m.before['p50'])} → {fmt_time(m.after['p50'])}"
     return (f"{label:24s}{m.before['n']:>7d}/{m.after['n']:<7d}  {p50:>24s}  "
-            f"{_sd(d['p50']['delta']) + ' ' + _ci(d['p50']['ci']):>30s}"
-            f"{_sd(d['mean']['delta']):>11s}{_sd(d['p99']['delta']):>11s}{_p(t.p_holm):>10s}  "
+            f"{fmt_signed_time(d['p50']['delta']) + ' ' + fmt_ci(d['p50']['ci']):>30s}"
+            f"{fmt_signed_time(d['mean']['delta']):>11s}{fmt_signed_time(d['p99']['delta']):>11s}{fmt_p(t.p_holm):>10s}  "
             f"{_verdict(t.verdict)}")
 
 
@@ -230,7 +230,7 @@ def _why(m: MetricResult) -> str:
         if t.aspect == "level":
             base = m.before.get("p50")
             rel = f" ({t.delta / base * 100:+.0f} %)" if base else ""
-            parts.append(f"p50 {_sd(t.delta)}{rel}")
+            parts.append(f"p50 {fmt_signed_time(t.delta)}{rel}")
         elif t.aspect == "jitter":
             parts.append(f"jitter σ {fmt_time(m.before['spread'])} → {fmt_time(m.after['spread'])}")
         elif t.aspect == "rate":

@@ -56,6 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from analyzer import __version__
+from analyzer.core.config import MAX_WORDSIZE
 from analyzer.errors import UsageError
 from analyzer.synth.srwriter import CHUNK_BYTES, Track, write_sr
 from analyzer.synth.timeline import SpiShape, Timeline, Windows, build, jittered
@@ -113,7 +114,13 @@ class Scenario:
         data: dict = {}
         text = ""
         if path is not None:
-            text = Path(path).read_text()
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                from analyzer.errors import InputError
+
+                raise InputError(f"cannot read the scenario: {getattr(e, 'strerror', None) or e}",
+                                 path=str(path)) from None
             try:
                 data = tomllib.loads(text)
             except tomllib.TOMLDecodeError as e:
@@ -191,6 +198,24 @@ class Scenario:
             raise UsageError(f"bad value for {key!r}: {e}") from None
 
     def _check(self) -> None:
+        def need(ok, what):
+            if not ok:
+                raise UsageError(f"scenario: {what}")
+        need(self.samplerate > 0 and self.sclk > 0, "samplerate and sclk must be > 0")
+        need(1 <= self.wordsize <= MAX_WORDSIZE, f"wordsize {self.wordsize} must be 1..{MAX_WORDSIZE}")
+        need(self.cpol in (0, 1) and self.cpha in (0, 1), "cpol and cpha are 0 or 1")
+        for key in ("words_per_transfer", "transfers_per_message", "messages", "chunk_bytes"):
+            need(getattr(self, key) >= 1, f"{key} must be >= 1, not {getattr(self, key)}")
+        need(self.messages_per_burst >= 0 and self.seed >= 0, "messages_per_burst and seed must be >= 0")
+        for key in ("lead", "tail", "cs_setup", "cs_hold", "inter_transfer", "cs_change", "context_switch",
+                    "burst_gap", "idle_clocks"):
+            v = getattr(self, key)
+            need(v >= 0 and np.isfinite(v), f"{key} must be >= 0, not {v:g}")
+        need(all(v >= 0 for v in self.sigma.values()), "jitter (sigma) must be >= 0")
+        need(0 <= self.stall_probability <= 1, "stall_probability must be in [0, 1]")
+        need(0 <= self.stall[0] <= self.stall[1], "stall is a range [low, high] of times >= 0")
+        need(all(n >= 1 for n in self.segments or []) and all(n >= 1 for n in self.window_words or []),
+             "segments and window_words must be >= 1 each")
         if self.samplerate < 2 * self.sclk:
             raise UsageError(f"samplerate {self.samplerate:g} Hz cannot show SCLK {self.sclk:g} Hz "
                              "(needs at least 2 samples per period)")
