@@ -170,6 +170,7 @@ class Framer:
             self._feed_nocs(EdgeBlock(t, s))
 
     def _cs_active(self, state: int) -> bool:
+        assert self.b_cs is not None          # only called when the capture has a CS line
         return ((state >> self.b_cs) & 1) == self.active_level
 
     def _clk_ok_at(self, state) -> bool:

@@ -98,7 +98,7 @@ def _clean(v):
 @dataclasses.dataclass
 class CheckResult:
     capture: str
-    profile: Profile
+    profile: Profile | None
     device: Device | None
     resolution_s: float
     headroom: float
@@ -323,7 +323,8 @@ class _Checker:
         d = describe(v, a.tick_s)
         excluded = ""
         if metric in ("cs_change", "context_switch", "transfer_period") and self.idle.any():
-            excluded = f"; {int(self.idle.sum())} idle gap(s) > {_t(self.prof.idle_gap)} left out"
+            idle_gap = self.prof.idle_gap if self.prof is not None else None
+            excluded = f"; {int(self.idle.sum())} idle gap(s) > {_t(idle_gap)} left out"
         if ex.p50 is not None:
             lo, hi = ex.band(ex.p50)
             self._judge_item(f"{metric}.p50", "p50", d["p50_s"], ex.p50, lo, hi, self.r, len(v),
@@ -371,6 +372,8 @@ class _Checker:
         ws = a.cfg.wordsize
         dT = 1.0 / (ws - 1) if ws > 1 else 1.0              # ticks
         f = a.sclk_hz
+        if f is None:
+            return None
         return f * dT / a.period_ticks
 
     def check_sclk(self, ex: Expectation):
@@ -387,6 +390,7 @@ class _Checker:
     # ----------------------------------------------------------- model
     def check_model(self, metric: str, ex: Expectation):
         a, prof = self.a, self.prof
+        assert prof is not None, "model metrics are only checked with a profile"
         base = dict(group="model", metric=metric, unit="s" if metric == "transfer_duration" else "1/s",
                     source=ex.source, assumed=ex.assumed, unverified=ex.unverified)
         stat = "p50" if metric == "transfer_duration" else "value"
@@ -422,16 +426,16 @@ class _Checker:
                      reason="the profile has no [timing] cs_change for messages of several transfers",
                      **base)
             return
-        measured = a.transfer_rate_hz()
+        rate_hz = a.transfer_rate_hz()
         s = a.start[~a.partial_start]
-        if measured is None:
+        if rate_hz is None:
             self.add(id=iid, statistic=stat, verdict=SKIP, reason="fewer than two transfers", **base)
             return
         expected = ex.p50 if not ex.model else model.rate(words, n_msg, edges=True)
         span = (s[-1] - s[0]) * a.tick_s
-        res = measured * a.tick_s / span       # the span is off by < 1 sample
+        res = rate_hz * a.tick_s / span       # the span is off by < 1 sample
         lo, hi = ex.band(expected)
-        self._judge_item(iid, stat, measured, expected, lo, hi, res, len(s),
+        self._judge_item(iid, stat, rate_hz, expected, lo, hi, res, len(s),
                          extra=f"; model: {words} words, {n_msg} transfer(s) per message "
                                f"[{a.grouping.method}]" + _note(ex), **base)
 

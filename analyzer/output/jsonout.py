@@ -97,11 +97,12 @@ def to_dict(a: Analysis, *, transfers: bool = False, stalls=None, stall_rule=Non
     if events is not None:
         d["events"] = events.to_dict()
     if transfers:
-        d["transfers"] = transfer_rows(a)
+        rows = transfer_rows(a)
+        d["transfers"] = rows
         if a.cfg.wordsize > 64:
             # words above 64 bits: hex strings (JSON numbers lose precision above 2**53)
             width = (a.cfg.wordsize + 3) // 4
-            for r in d["transfers"]:
+            for r in rows:
                 for line in ("mosi", "miso"):
                     if r[line] is not None:
                         r[line] = [f"0x{v:0{width}X}" for v in r[line]]
