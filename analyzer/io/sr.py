@@ -37,6 +37,7 @@ SCAN_BYTES = 4 << 20           # change detection works on sub-pieces of this si
 COMP_SLICE = 4 << 20           # compressed bytes read at a time when streaming
 IN_FLIGHT = 3                  # pieces being inflated/scanned at once
 WORKERS = min(2, os.cpu_count() or 1)
+SMALL_MEMBER_LIMIT = 1 << 20   # `version` and `metadata`: a few hundred bytes in real files
 
 _SIZE_RE = re.compile(r"^\s*(\d+)(\.\d+)?\s*([kKmMgGtT]?)")
 
@@ -107,6 +108,9 @@ class SrReader(CaptureReader):
         dev = md[dev_name]
         self.metadata = md
         self.capturefile = dev.get("capturefile")
+        if self.capturefile is not None and not self.capturefile.strip():
+            raise InputError("metadata 'capturefile' is empty: the logic data member is not named",
+                             path=self.path, hint="damaged metadata; re-save the capture with sigrok")
         total = _int(dev.get("total probes"), self.path, "total probes")
         probes: dict[int, str] = {}
         for key, value in dev.items():
@@ -243,18 +247,37 @@ class SrReader(CaptureReader):
         return m.data_offset
 
     def _read_small(self, name: str) -> bytes:
+        """A small member (``version``, ``metadata``) whole, size-limited and CRC-checked."""
         m = self._members.get(name)
         if m is None:
             raise InputError(f"not a sigrok .sr file (zip has no '{name}' member)", path=self.path)
-        data = os.pread(self._fd, m.csize, self._data_offset(m))
-        try:
-            if m.method == zipfile.ZIP_STORED:
-                return data
-            if m.method == zipfile.ZIP_DEFLATED:
-                return inflate.decompress_raw(data, m.usize or 65536)
-        except inflate.error:
-            raise InputError(f"zip member '{name}' is damaged", path=self.path) from None
-        raise InputError(f"zip member '{name}' uses unsupported compression {m.method}", path=self.path)
+        limit = SMALL_MEMBER_LIMIT
+        if m.usize > limit or (m.method == zipfile.ZIP_STORED and m.csize > limit):
+            raise InputError(f"zip member '{name}' is {max(m.usize, m.csize)} bytes, over the "
+                             f"{limit >> 20} MiB a sigrok '{name}' can be (damaged or not a sigrok file)",
+                             path=self.path)
+        data_off = self._data_offset(m)
+        # never read past the end of the file, whatever the directory claims
+        data = os.pread(self._fd, min(m.csize, max(self._size - data_off, 0)), data_off)
+        if len(data) < m.csize:
+            raise InputError(f"zip member '{name}' is cut short ({len(data)} of {m.csize} bytes)",
+                             path=self.path, hint="the file is truncated")
+        if m.method == zipfile.ZIP_STORED:
+            raw = data
+        elif m.method == zipfile.ZIP_DEFLATED:
+            try:
+                raw = inflate.decompress_limited(data, limit)
+            except inflate.error:
+                raise InputError(f"zip member '{name}' is damaged", path=self.path) from None
+            except inflate.TooLarge:
+                raise InputError(f"zip member '{name}' inflates to more than {limit >> 20} MiB "
+                                 f"(damaged or not a sigrok file)", path=self.path) from None
+        else:
+            raise InputError(f"zip member '{name}' uses unsupported compression {m.method}", path=self.path)
+        if m.crc is not None and (inflate.crc32(raw) != m.crc or len(raw) != m.usize):
+            raise InputError(f"zip member '{name}' is damaged (CRC or size mismatch)", path=self.path,
+                             hint="re-export or re-copy the capture")
+        return raw
 
     def _logic_members(self, warnings) -> list[_Member]:
         cf = self.capturefile
@@ -273,6 +296,9 @@ class SrReader(CaptureReader):
         if chunks:
             warnings.append(f"chunk {cf}-{k} is missing; libsigrok stops there, so chunks "
                             f"{', '.join(f'{cf}-{i}' for i in sorted(chunks))} are ignored too")
+        if not out and not self._recovered:
+            raise InputError(f"the logic data member '{cf}' (or '{cf}-1') named by the metadata is not "
+                             f"in the zip", path=self.path, hint="damaged capture; re-save it with sigrok")
         for m in out:
             if m.method not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
                 raise InputError(f"zip member {m.name} uses unsupported compression {m.method}",
@@ -319,6 +345,9 @@ class SrReader(CaptureReader):
                     f.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
         self.end_tick = offset
+        if offset == 0:
+            raise InputError("the capture holds no logic samples (its data members are empty)",
+                             path=self.path)
         if self._recovered:
             raise CaptureTruncated(f"zip directory missing; read {offset} samples from the members present",
                                    path=self.path, at_tick=offset, hint="the file was cut short")
@@ -345,7 +374,7 @@ class SrReader(CaptureReader):
         for m in self._logic:
             data_off = self._data_offset(m)
             if m.usize and m.usize <= WHOLE_MEMBER_BYTES and m.crc is not None:
-                yield pool.submit(_whole_member_job, self._fd, m, data_off, us, masks, bits, base)
+                yield pool.submit(_whole_member_job, self._fd, m, data_off, us, masks, bits, base, self._size)
                 base += m.usize // us
                 continue
             try:
@@ -357,7 +386,9 @@ class SrReader(CaptureReader):
                 return
 
     def _stream_member(self, m: _Member, data_off: int):
-        end = data_off + m.csize
+        """Raw bytes of a member, piece by piece. Reads stop at the end of the file
+        whatever the directory claims: a short read is truncation (``_Damaged``)."""
+        end = min(data_off + m.csize, self._size)
         pos = data_off
         crc = 0
         got = 0
@@ -377,8 +408,11 @@ class SrReader(CaptureReader):
             tail = b""
             while not d.eof:
                 if not tail and pos < end:
-                    tail = os.pread(self._fd, min(COMP_SLICE, end - pos), pos)
+                    want = min(COMP_SLICE, end - pos)
+                    tail = os.pread(self._fd, want, pos)
                     pos += len(tail)
+                    if len(tail) < want:
+                        end = pos       # the file shrank under us: nothing more to read
                 try:
                     # with max_length, inflate may hold output back even when all
                     # input is consumed: keep calling (with empty input) until eof
@@ -398,6 +432,9 @@ class SrReader(CaptureReader):
                     break           # no input left and nothing more comes out
             if not d.eof:
                 raise _Damaged(f"chunk {m.name} ends early (deflate stream cut after {got} bytes)")
+        if data_off + m.csize > self._size:
+            raise _Damaged(f"chunk {m.name} is cut short (the file ends {data_off + m.csize - self._size} "
+                           f"bytes before its end)")
         if m.crc is not None and (crc != m.crc or (m.usize and got != m.usize)):
             raise _Damaged(f"chunk {m.name} is damaged (CRC or size mismatch)")
 
@@ -530,14 +567,17 @@ class _Damaged(Exception):
         self.problem = problem
 
 
-def _whole_member_job(fd, m: _Member, data_off, us, masks, bits, base) -> PieceChanges:
-    comp = os.pread(fd, m.csize, data_off)
+def _whole_member_job(fd, m: _Member, data_off, us, masks, bits, base, file_size) -> PieceChanges:
+    comp = os.pread(fd, min(m.csize, max(file_size - data_off, 0)), data_off)
     if len(comp) < m.csize:
         raise _Damaged(f"chunk {m.name} is cut short ({len(comp)} of {m.csize} bytes)")
     try:
-        raw = comp if m.method == zipfile.ZIP_STORED else inflate.decompress_raw(comp, m.usize)
+        # at most usize bytes come out, whatever the stream holds (usize <= WHOLE_MEMBER_BYTES)
+        raw = comp if m.method == zipfile.ZIP_STORED else inflate.decompress_limited(comp, m.usize)
     except inflate.error as e:
         raise _Damaged(f"chunk {m.name} is damaged ({e})")
+    except inflate.TooLarge:
+        raise _Damaged(f"chunk {m.name} is damaged (inflates beyond its {m.usize} bytes)")
     if len(raw) != m.usize or inflate.crc32(raw) != m.crc:
         raise _Damaged(f"chunk {m.name} is damaged (CRC or size mismatch)")
     return scan_piece(raw, us, masks, bits, base)

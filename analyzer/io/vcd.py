@@ -39,9 +39,10 @@ from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
 from analyzer.io.threshold import strict_blocks
 
 CHUNK_BYTES = 2 << 20
-HEADER_LIMIT = 256 << 20        # a header beyond this is not a VCD we can use
+HEADER_LIMIT = 32 << 20         # declarations beyond this: refused (parsed in memory, ~30x its size)
 MAX_TOKEN = 64 << 20            # one token longer than this: damaged
-HASH_BYTES = 32                 # identifiers are hashed over their first 32 bytes (+ length)
+HASH_BYTES = 32                 # identifiers are hashed over their first 32 bytes (+ length);
+                                # a hash match is then verified byte for byte (_same_ident)
 
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12, "fs": 1e-15}
 _LOGIC_TYPES = {"wire", "reg", "logic", "bit", "integer", "tri", "tri0", "tri1", "triand", "trior",
@@ -90,6 +91,20 @@ def _hash_tokens(a: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.nda
             h[sel] = (h[sel] ^ a[start[sel] + k].astype(np.uint64)) * np.uint64(_FNV_PRIME)
         h ^= length.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     return h
+
+
+def _same_ident(a: np.ndarray, start: np.ndarray, length: np.ndarray, ident: bytes) -> np.ndarray:
+    """Which tokens a[start:start+length] are exactly ``ident``: the check behind
+    every hash match (two identifiers may share a hash, e.g. a 32-byte prefix)."""
+    ok = length == len(ident)
+    if not ok.any() or len(ident) == 0:
+        return ok
+    want = np.frombuffer(ident, np.uint8)
+    sel = np.flatnonzero(ok)
+    # tokens of one chunk, so len(sel) * len(ident) <= CHUNK_BYTES
+    got = a[start[sel, None] + np.arange(len(ident))]
+    ok[sel] = (got == want).all(axis=1)
+    return ok
 
 
 class _Var:
@@ -157,6 +172,10 @@ class VcdReader(CaptureReader):
             if m:
                 return buf[:m.start()].decode("latin-1"), m.end()
             if len(buf) > HEADER_LIMIT:
+                if buf.lstrip().startswith(b"$"):
+                    raise InputError(f"the VCD header has no '$enddefinitions $end' within its first "
+                                     f"{HEADER_LIMIT >> 20} MiB: too many declarations, or not a VCD",
+                                     path=self.path, hint="dump only the SPI signals")
                 break
         if not buf.lstrip().startswith(b"$"):
             raise InputError("not a VCD file (it does not start with a $keyword section)", path=self.path,
@@ -272,7 +291,7 @@ class VcdReader(CaptureReader):
         want = []
         for c in channels:
             v, k = self._chan[self.info.channels[self.channel_index(c)]]
-            want.append((id_hash(v.ident), v.size, k))
+            want.append((id_hash(v.ident), v.ident, v.size, k))
         self._warned_xz = False
         p = _Parser(self, want)
         self.end_tick = 0
@@ -499,10 +518,16 @@ class _Parser:
         # identifier hashes: scalar ids follow their value char; vector ids are the next token
         h_sc = _hash_tokens(a, starts[sc] + 1, length[sc] - 1) if len(sc) else np.empty(0, np.uint64)
         h_vv = _hash_tokens(a, starts[vv + 1], length[vv + 1]) if len(vv) else np.empty(0, np.uint64)
-        for j, (h, size, k) in enumerate(self.want):
+        for j, (h, ident, size, k) in enumerate(self.want):
             h = np.uint64(h)
             for toks, hh, scalar in ((sc, h_sc, True), (vv, h_vv, False)):
                 m = toks[hh == h]
+                if len(m) == 0:
+                    continue
+                if scalar:      # the hash is a fast filter: keep exact matches only
+                    m = m[_same_ident(a, starts[m] + 1, length[m] - 1, ident)]
+                else:
+                    m = m[_same_ident(a, starts[m + 1], length[m + 1], ident)]
                 if len(m) == 0:
                     continue
                 if scalar:                  # scalar: value is one char at the token start
