@@ -1,6 +1,6 @@
 """Fuzz every reader: damaged or random input gives a clear error, never a crash or a hang.
 
-Each reader gets ``SPIGAP_FUZZ_EXAMPLES`` (default 10 000) generated inputs:
+Each reader gets ``SPIGAP_FUZZ_EXAMPLES`` generated inputs:
 small valid captures of its format, mutated (bytes flipped, inserted, deleted,
 duplicated, cut; format tokens spliced in), plus raw random bytes. Every input
 is opened and its whole edge stream read in-process, with a time bound per
@@ -10,8 +10,10 @@ stream (checked against the interface contract), or a ``SpigapError`` whose
 message names the file. Anything else, or a call over the time bound, fails
 with the input that caused it.
 
-These are the big runs (marked ``fuzz``, a few minutes on 2 cores in total);
-``SPIGAP_FUZZ_EXAMPLES=500`` makes a quick pass.
+The default run is short and deterministic (``DEFAULT_EXAMPLES`` inputs per
+reader, hypothesis ``derandomize=True``: the same inputs on every run, a few
+seconds in all). The big runs are ``SPIGAP_FUZZ_EXAMPLES=10000 pytest -m fuzz``
+(random inputs, a few minutes on 2 cores; ``SPIGAP_FUZZ_SEED=N`` repeats one).
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ import faulthandler
 import io
 import os
 import signal
+import struct
 import sys
 import zipfile
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from analyzer.core import analysis
@@ -35,12 +38,19 @@ from analyzer.io import open_capture
 from analyzer.synth.scenario import Scenario, tracks
 from analyzer.synth.writers import write_capture
 
-EXAMPLES = int(os.environ.get("SPIGAP_FUZZ_EXAMPLES", "10000"))
+DEFAULT_EXAMPLES = 40
+EXAMPLES = int(os.environ.get("SPIGAP_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
+_SEED = os.environ.get("SPIGAP_FUZZ_SEED")
 TIME_BOUND_S = float(os.environ.get("SPIGAP_FUZZ_TIME_BOUND", "5"))
 pytestmark = pytest.mark.fuzz
 
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
+                derandomize="SPIGAP_FUZZ_EXAMPLES" not in os.environ and _SEED is None,
                 suppress_health_check=list(HealthCheck))
+
+
+def _seeded(test):
+    return seed(int(_SEED))(test) if _SEED is not None else test
 
 
 class Hang(Exception):
@@ -124,6 +134,10 @@ def seeds(tmp_path_factory):
         p = d / name
         write_capture(p, fmt, trs, rate, n)
         out[fmt] = p.read_bytes()
+    for fmt, kw in (("sr", {"chunk_bytes": [300, 500]}), ("sr-single", {"single_member": True})):
+        p = d / f"{fmt}.sr"
+        write_capture(p, "sr", trs, rate, n, **kw)
+        out[fmt] = p.read_bytes()
     for fmt in ("saleae-v0", "saleae-v1", "saleae-analog"):
         p = d / fmt
         write_capture(p, fmt, trs, rate, n, **({"gaps": [(n // 3, n // 3 + 5)]} if fmt == "saleae-v1" else {}))
@@ -185,6 +199,7 @@ def _text_fuzz(tmp_path, data: bytes, name: str, fmt, sniff: bool):
 
 
 def test_fuzz_vcd(seeds, tmp_path):
+    @_seeded
     @FUZZ
     @given(_inputs([seeds["vcd"], seeds["vcd-vector"]], "vcd"), st.booleans())
     def run(data, sniff):
@@ -193,6 +208,7 @@ def test_fuzz_vcd(seeds, tmp_path):
 
 
 def test_fuzz_csv_changes(seeds, tmp_path):
+    @_seeded
     @FUZZ
     @given(_inputs([seeds["csv-saleae"], seeds["csv-dsview"]], "csv"), st.booleans())
     def run(data, sniff):
@@ -201,6 +217,7 @@ def test_fuzz_csv_changes(seeds, tmp_path):
 
 
 def test_fuzz_scope_csv(seeds, tmp_path):
+    @_seeded
     @FUZZ
     @given(_inputs([seeds["scope-pico"], seeds["scope-keysight"], seeds["scope-rigol"], seeds["scope-rs"]],
                    "csv"), st.booleans())
@@ -212,6 +229,7 @@ def test_fuzz_scope_csv(seeds, tmp_path):
 def test_fuzz_saleae(seeds, tmp_path):
     folders = [seeds["saleae-v0"], seeds["saleae-v1"], seeds["saleae-analog"]]
 
+    @_seeded
     @FUZZ
     @given(st.sampled_from(range(len(folders))).flatmap(
         lambda k: st.tuples(st.just(k), st.sampled_from(sorted(folders[k])),
@@ -254,8 +272,61 @@ def test_fuzz_sr_analog(seeds, tmp_path):
             members.pop(draw(st.sampled_from(sorted(members))), None)
         return _rezip(members)
 
+    @_seeded
     @FUZZ
     @given(st.one_of(member_mutation(), _inputs(zips, "sr")))
+    def run(data):
+        p = tmp_path / "f.sr"
+        p.write_bytes(data)
+        exercise(p, None)
+    run()
+
+
+# zip structure fields a damaged .sr may carry: (record signature, offset, struct format)
+ZIP_FIELDS = [(b"PK\x01\x02", 20, "<I"), (b"PK\x01\x02", 24, "<I"), (b"PK\x01\x02", 28, "<H"),
+              (b"PK\x01\x02", 30, "<H"), (b"PK\x01\x02", 42, "<I"), (b"PK\x03\x04", 18, "<I"),
+              (b"PK\x03\x04", 22, "<I"), (b"PK\x03\x04", 26, "<H"), (b"PK\x03\x04", 28, "<H"),
+              (b"PK\x03\x04", 8, "<H"), (b"PK\x05\x06", 16, "<I"), (b"PK\x05\x06", 10, "<H")]
+
+
+@st.composite
+def zip_field_patch(draw, data: bytes):
+    """Set one size/offset/count field of one zip record to an awkward value."""
+    buf = bytearray(data)
+    for _ in range(draw(st.integers(1, 3))):
+        sig, off, fmt = draw(st.sampled_from(ZIP_FIELDS))
+        places = [i for i in range(len(buf)) if buf.startswith(sig, i)]
+        if not places:
+            continue
+        at = draw(st.sampled_from(places)) + off
+        big = 0xFFFF if fmt == "<H" else 0xFFFFFFFF
+        value = draw(st.one_of(st.sampled_from([0, 1, 8, big, big - 1, len(buf), len(buf) - at]),
+                               st.integers(0, big)))
+        if at + struct.calcsize(fmt) <= len(buf):
+            struct.pack_into(fmt, buf, at, max(0, min(value, big)))
+    return bytes(buf)
+
+
+def test_fuzz_sr_logic(seeds, tmp_path):
+    """Logic .sr files: member contents mutated, zip fields (sizes, offsets, name and
+    extra lengths) patched, raw bytes mutated. Found the streaming loop on a member
+    whose data lies past the end of the file."""
+    zips = [seeds["sr"], seeds["sr-single"]]
+    parsed = []
+    for z in zips:
+        with zipfile.ZipFile(io.BytesIO(z)) as zf:
+            parsed.append({i.filename: zf.read(i.filename) for i in zf.infolist()})
+
+    @st.composite
+    def member_mutation(draw):
+        members = dict(draw(st.sampled_from(parsed)))
+        name = draw(st.sampled_from(sorted(members)))
+        members[name] = draw(mutated(members[name], "sr"))
+        return _rezip(members)
+
+    @_seeded
+    @FUZZ
+    @given(st.one_of(member_mutation(), st.sampled_from(zips).flatmap(zip_field_patch), _inputs(zips, "sr")))
     def run(data):
         p = tmp_path / "f.sr"
         p.write_bytes(data)
@@ -266,7 +337,7 @@ def test_fuzz_sr_analog(seeds, tmp_path):
 # a handful of fixed cases that must come out a particular way
 def test_exercise_accepts_valid_seeds(seeds, tmp_path):
     for fmt in ("vcd", "vcd-vector", "csv-saleae", "csv-dsview", "scope-pico", "scope-keysight", "scope-rigol",
-                "scope-rs", "sr-analog", "sr-mixed"):
+                "scope-rs", "sr-analog", "sr-mixed", "sr", "sr-single"):
         p = tmp_path / ("x.vcd" if fmt.startswith("vcd") else "x.sr" if fmt.startswith("sr") else "x.csv")
         p.write_bytes(seeds[fmt])
         assert exercise(p, None) == "ok", fmt

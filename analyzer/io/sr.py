@@ -193,15 +193,16 @@ class SrReader(CaptureReader):
         try:
             with zipfile.ZipFile(self.path) as zf:
                 infos = zf.infolist()
-        except zipfile.BadZipFile:
+        except (zipfile.BadZipFile, NotImplementedError, ValueError, struct.error, EOFError, OverflowError):
+            # zipfile's own parse errors on a damaged directory (bad sizes, versions, names)
             head = os.pread(self._fd, 4, 0)
             if head != b"PK\x03\x04":
                 raise InputError("not a sigrok .sr file (not a zip archive)", path=self.path,
                                  hint="export the capture as a sigrok session (.sr) or pick --input-format") from None
             self._recovered = True
             members = self._scan_local_headers()
-            warnings.append(f"zip directory missing (file cut at byte {self._size}); "
-                            f"reading the {len(members)} member(s) that are there")
+            warnings.append(f"zip directory missing or damaged (file of {self._size} bytes); "
+                            f"reading the {len(members)} member(s) found from their local headers")
             return members
         members = {}
         for i in infos:
@@ -346,7 +347,7 @@ class SrReader(CaptureReader):
             pool.shutdown(wait=True, cancel_futures=True)
         self.end_tick = offset
         if offset == 0:
-            raise InputError("the capture holds no logic samples (its data members are empty)",
+            raise InputError("the capture has no samples (its logic data members are empty)",
                              path=self.path)
         if self._recovered:
             raise CaptureTruncated(f"zip directory missing; read {offset} samples from the members present",
