@@ -162,7 +162,7 @@ class Analysis:
 def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None] | None = None) -> Analysis:
     """Analyze one opened capture. ``on_block(tick)`` reports progress."""
     info = reader.info
-    cfg = cfg.resolve(info.channels, path=info.path)
+    cfg = cfg.resolve(info.channels, path=info.path, defaults=info.spi_channels)
     order = [("clk", cfg.clk), ("cs", cfg.cs), ("mosi", cfg.mosi), ("miso", cfg.miso)]
     order = [(role, name) for role, name in order if name is not None]
     bits = {role: j for j, (role, _) in enumerate(order)}

@@ -70,8 +70,10 @@ class SpiConfig:
         # modes 0 and 3 sample on the rising edge, 1 and 2 on the falling edge
         return self.cpol == self.cpha
 
-    def resolve(self, channels: list[str], path: str | None = None) -> "SpiConfig":
-        """Fill in auto-detected channel names; check that named ones exist."""
+    def resolve(self, channels: list[str], path: str | None = None,
+                defaults: dict[str, str] | None = None) -> "SpiConfig":
+        """Fill in channel names: the user's, else the file's own map (``defaults``,
+        e.g. DSView's decoder settings), else auto-detected; check that they exist."""
         out = dataclasses.replace(self)
         folded = {c.lower(): c for c in channels}
 
@@ -90,7 +92,8 @@ class SpiConfig:
             if name is not None:
                 setattr(out, role, check(role, name))
             elif not (role == "cs" and self.no_cs):
-                setattr(out, role, autodetect(channels, role))
+                given = (defaults or {}).get(role)
+                setattr(out, role, given if given in channels else autodetect(channels, role))
         if out.clk is None:
             raise UsageError(f"no clock channel found; the capture has: {', '.join(channels)}",
                              path=path, hint="name it with --clk")

@@ -37,6 +37,12 @@ def _saleae(path, **kw):
     return SaleaeReader(path, samplerate=kw.get("samplerate"), threshold=kw.get("threshold"))
 
 
+def _dsl(path, **kw):
+    from analyzer.io.dsl import DslReader
+
+    return DslReader(path, samplerate=kw.get("samplerate"))
+
+
 def _csv_changes(path, **kw):
     from analyzer.io.csv_changes import ChangeCsvReader
 
@@ -71,6 +77,7 @@ def _sniff_scope_csv(head: bytes) -> bool:
 # extensions overlap (.csv): the first reader whose sniff accepts the file wins.
 READERS = {
     "sr": (_sr, (".sr",), lambda head: head.startswith(b"PK\x03\x04")),
+    "dsl": (_dsl, (".dsl",), lambda head: False),    # a zip like .sr: told apart by extension
     "vcd": (_vcd, (".vcd",), _sniff_vcd),
     "saleae": (_saleae, (".bin",), lambda head: head.startswith(b"<SALEAE>")),
     "csv": (_csv_changes, (".csv", ".txt"), _sniff_csv_changes),
@@ -222,7 +229,8 @@ class RenamedReader(CaptureReader):
             raise UsageError(f"--channel-map gives two channels the name {dup[0]!r}", path=inner.info.path)
         self._orig = dict(zip(new, names))
         # own info, same warnings list and details dict as the inner reader's
-        self.info = dataclasses.replace(inner.info, channels=new)
+        self.info = dataclasses.replace(inner.info, channels=new, spi_channels={
+            role: new[names.index(ch)] for role, ch in inner.info.spi_channels.items() if ch in names})
         self.info.details["original_channels"] = names
 
     @property

@@ -41,6 +41,9 @@ class CaptureInfo:
     samplerate_hz: float | None      # None for event-based formats
     n_ticks: int | None              # capture length in ticks, if known before reading
     warnings: list[str] = dataclasses.field(default_factory=list)
+    # default SPI channel map stored in the file itself ({role: channel name}, e.g. a
+    # DSView .dsl's decoder settings); used for roles the user does not name
+    spi_channels: dict[str, str] = dataclasses.field(default_factory=dict)
     details: dict = dataclasses.field(default_factory=dict)
 
     @property
