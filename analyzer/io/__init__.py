@@ -43,6 +43,18 @@ def _dsl(path, **kw):
     return DslReader(path, samplerate=kw.get("samplerate"))
 
 
+def _sigrok_csv(path, **kw):
+    from analyzer.io.sigrok_csv import SigrokCsvReader
+
+    return SigrokCsvReader(path, samplerate=kw.get("samplerate"))
+
+
+def _sniff_sigrok_csv(head: bytes) -> bool:
+    from analyzer.io.sigrok_csv import sniff
+
+    return sniff(head)
+
+
 def _csv_changes(path, **kw):
     from analyzer.io.csv_changes import ChangeCsvReader
 
@@ -81,6 +93,7 @@ READERS = {
     "vcd": (_vcd, (".vcd",), _sniff_vcd),
     "saleae": (_saleae, (".bin",), lambda head: head.startswith(b"<SALEAE>")),
     "csv": (_csv_changes, (".csv", ".txt"), _sniff_csv_changes),
+    "sigrok-csv": (_sigrok_csv, (".csv",), _sniff_sigrok_csv),
     "scope-csv": (_scope_csv, (".csv", ".txt", ".tsv"), _sniff_scope_csv),
 }
 

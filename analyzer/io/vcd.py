@@ -325,6 +325,7 @@ class _Parser:
         self.offset: int | None = None  # first timestamp = tick 0
         self.in_section = False      # inside $comment ... $end (or an unknown section)
         self.started = False          # tick 0 emitted
+        self.changes_after_time = True  # a value change follows the last timestamp
         self.xz = 0
 
     def run(self) -> Iterator[EdgeBlock]:
@@ -382,9 +383,11 @@ class _Parser:
                                    path=self.r.path, at_tick=self.r.end_tick)
 
     def _end_tick(self) -> int:
+        """One past the last tick of the dump. A final timestamp with no value change
+        after it marks the end itself (sigrok's VCD output ends with ``#<n samples>``)."""
         if self.offset is None or self.time is None:
             return 1 if self.started else 0
-        return self.time - self.offset + 1
+        return max(1, self.time - self.offset + (1 if self.changes_after_time else 0))
 
     def _flush_initial(self):
         """A dump whose data section never had a timestamp: emit the initial levels."""
@@ -510,6 +513,12 @@ class _Parser:
                 prior = before if j == 0 else int(times[j - 1])
                 problem = f"timestamps go backwards (#{int(times[j])} after #{prior})"
                 t_idx, times = t_idx[:j], times[:j]
+
+        changes = np.flatnonzero((is_scalar | is_value)[:lim])
+        if len(t_idx):
+            self.changes_after_time = bool(len(changes)) and bool(changes[-1] > t_idx[-1])
+        elif len(changes):
+            self.changes_after_time = True
 
         # records: one per value change of a requested channel
         rec_tok, rec_ch, rec_lv = [], [], []
