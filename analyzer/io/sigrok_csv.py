@@ -18,7 +18,6 @@ to export logic only.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator, Sequence
 
