@@ -74,16 +74,16 @@ class SpiConfig:
                 defaults: dict[str, str] | None = None) -> "SpiConfig":
         """Fill in channel names: the user's, else the file's own map (``defaults``,
         e.g. DSView's decoder settings), else auto-detected; check that they exist."""
+        from analyzer.io.base import resolve_channel
+
         out = dataclasses.replace(self)
-        folded = {c.lower(): c for c in channels}
 
         def check(role, name):
             if name is None:
                 return None
-            if name in channels:
-                return name
-            if name.lower() in folded:
-                return folded[name.lower()]
+            idx = resolve_channel(name, channels)
+            if idx is not None:
+                return channels[idx]
             raise UsageError(f"no channel named {name!r} for --{role}; the capture has: "
                              f"{', '.join(channels)}", path=path)
 

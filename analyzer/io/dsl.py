@@ -73,7 +73,7 @@ class DslReader(ZipMembers, CaptureReader):
                 not any(k.startswith("L-") for k in self._members):
             raise InputError("a DSView analog/oscilloscope capture: spigap reads logic captures",
                              path=self.path)
-        self._index = {}                     # channel name -> N of its L-<N>/<block> members
+        self._index: dict[str, int] = {}     # channel name -> N of its L-<N>/<block> members
         names = []
         for n in sorted(probes):
             name = probes[n]
@@ -103,7 +103,8 @@ class DslReader(ZipMembers, CaptureReader):
         self.info = CaptureInfo(
             path=self.path, format=f"DSView .dsl v{version}", channels=names, tick_s=1.0 / rate,
             samplerate_hz=rate, n_ticks=self._total, warnings=warnings,
-            details={"blocks": self._blocks, "samplerate_metadata": rate_text}, spi_channels=spi)
+            samplerate_metadata=rate_text, spi_channels=spi,
+            resolution_source="--samplerate" if samplerate is not None else "header")
 
     # ------------------------------------------------------------- decoders
     def _spi_settings(self, names: list[str], warnings: list[str]) -> dict[str, str]:

@@ -18,7 +18,7 @@ except ImportError:  # pragma: no cover
     _impl = zlib
     BACKEND = "zlib"
 
-error = (zlib.error,) + ((_impl.error,) if _impl is not zlib else ())
+error: tuple[type[Exception], ...] = (zlib.error,) + ((_impl.error,) if _impl is not zlib else ())
 
 
 def decompress_raw(data: bytes, size_hint: int) -> bytes:

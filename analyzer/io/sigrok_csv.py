@@ -117,7 +117,8 @@ class SigrokCsvReader(CaptureReader):
         self._n_cols = len(names)
         self.info = CaptureInfo(path=self.path, format="sigrok CSV", channels=names, tick_s=1.0 / rate,
                                 samplerate_hz=rate, n_ticks=None, warnings=warnings,
-                                details={"samplerate_metadata": rate_text})
+                                samplerate_metadata=rate_text,
+                                resolution_source="--samplerate" if samplerate is not None else "comment")
 
     def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
         if not channels:

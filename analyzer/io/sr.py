@@ -170,16 +170,13 @@ class SrReader(ZipMembers, CaptureReader):
             warnings.append(f"metadata samplerate {rate_text!r} is implausible for an SPI capture "
                             f"({n_samples} samples would last {days:.3g} days); pass the real rate "
                             f"with --samplerate (e.g. --samplerate 5MHz)")
-        analog = sorted({m.group(1) for n in self._names for m in [re.fullmatch(r"analog-1-(\d+)-\d+", n)] if m})
         if self._analog_of and self._recovered:
             n_samples = None
         self.info = CaptureInfo(
             path=self.path, format=f"sigrok .sr v{version}", channels=names, tick_s=1.0 / rate,
             samplerate_hz=rate, n_ticks=None if self._recovered else n_samples, warnings=warnings,
-            details={"unitsize": self.unitsize, "chunks": len(self._logic),
-                     "samplerate_metadata": rate_text, "analog_members": analog,
-                     "analog_channels": list(self._analog_of),
-                     "sigrok_version": md.get("global", {}).get("sigrok version")})
+            samplerate_metadata=rate_text, analog_channels=list(self._analog_of),
+            resolution_source="--samplerate" if samplerate is not None else "metadata")
 
     def _logic_members(self, warnings) -> list[_Member]:
         cf = self.capturefile
@@ -356,7 +353,7 @@ class SrReader(ZipMembers, CaptureReader):
             self._thresholds, notes = resolve_thresholds(self._thr_spec, list(self._analog_of),
                                                          self._analog_sample, path=self.path)
             self.info.warnings.extend(notes)
-            self.info.details["thresholds"] = {k: (v.level, v.hysteresis) for k, v in self._thresholds.items()}
+            self.info.thresholds.update({k: (v.level, v.hysteresis) for k, v in self._thresholds.items()})
         sources = []
         logic = [(j, n) for j, n in enumerate(names) if n not in self._analog_of]
         if logic:

@@ -119,7 +119,7 @@ class _Var:
 class VcdReader(CaptureReader):
     format_name = "vcd"
 
-    def __init__(self, path, *, samplerate: float | None = None, **_ignored):
+    def __init__(self, path, *, samplerate: float | None = None):
         self.path = str(path)
         try:
             self._f = open(self.path, "rb")
@@ -156,7 +156,8 @@ class VcdReader(CaptureReader):
         self.info = CaptureInfo(
             path=self.path, format="VCD", channels=channels, tick_s=tick_s, samplerate_hz=None,
             n_ticks=None, warnings=warnings,
-            details={"timescale_s": timescale, "variables": len(vars_)})
+            resolution_source="--samplerate" if samplerate is not None else
+            ("$timescale" if timescale is not None else "assumed 1 ns"))
 
     # --------------------------------------------------------------- header
     def _read_header(self) -> tuple[str, int]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import struct
 import zipfile
+from typing import Any
 
 from analyzer.errors import InputError
 from analyzer.io import inflate
@@ -39,7 +40,7 @@ class ZipMembers:
     zip_kind = "capture"
     path: str
     unitsize: int = 1
-    _fd: int | None
+    _fd: Any                   # the open file descriptor (None once closed)
     _size: int
     _members: dict
     _names: list
