@@ -139,5 +139,6 @@ def write_output(text: str, path: str | None) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        with open(path, "w") as f:
-            f.write(text)
+        from analyzer.output.atomic import write_text_atomic
+
+        write_text_atomic(path, text)   # whole or not at all (interrupted runs leave no half file)
