@@ -39,8 +39,9 @@ def default_timeout(path: str) -> float:
     return TIMEOUT_BASE_S + TIMEOUT_S_PER_MIB * size / (1 << 20)
 
 
-class JobTimeout(Exception):
-    pass
+class JobTimeout(BaseException):
+    """The job's time limit expired (a BaseException: no ``except Exception`` on the
+    way out of the reader may swallow it)."""
 
 
 def timeout_message(job: "Job") -> str:
