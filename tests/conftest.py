@@ -261,3 +261,27 @@ def assert_sigrok_naming_rules(D, decoder_id: str):
     assert sorted(i for r in D.annotation_rows for i in r[2]) == list(range(len(classes)))
     for name in ("reset", "start", "decode"):
         assert callable(getattr(D, name))
+
+
+@pytest.fixture(autouse=True)
+def _checked_edge_streams(monkeypatch):
+    """Every reader opened through ``analyzer.io.open_capture`` in a test has its edge
+    stream wrapped in ``check_stream`` (the reader contract: tick 0 first, strictly
+    increasing ticks, no bits beyond the request, non-empty), so any test that reads
+    a capture also checks the reader that read it."""
+    import analyzer.io as io_mod
+    from analyzer.io.base import check_stream
+
+    opened = io_mod._open
+
+    def checked(path, input_format, opts):
+        reader = opened(path, input_format, opts)
+        edges = reader.edges
+
+        def checked_edges(channels):
+            return check_stream(edges(channels), len(channels), path=reader.info.path)
+
+        reader.edges = checked_edges
+        return reader
+
+    monkeypatch.setattr(io_mod, "_open", checked)

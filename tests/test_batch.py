@@ -210,8 +210,9 @@ def test_known_extensions_come_from_the_readers():
     from analyzer.io import READERS
 
     exts = discover.known_extensions()
-    assert ".sr" in exts
-    assert len(exts) >= len(READERS)
+    assert ".sr" in exts and ".dsl" in exts
+    # every extension of every reader (raw samples have none: only --input-format raw)
+    assert set(exts) == {e for spec in READERS.values() for e in spec.extensions}
 
 
 # ------------------------------------------------------------ matrix
@@ -564,11 +565,13 @@ def test_all_real_captures_analyze_in_batch_without_error_rows(tmp_path, capsys)
     errors = [f"{r['path']}: {r['error']}" for r in rows if r["status"] != "ok"]
     assert errors == []
     assert rc == 0 and err == ""
-    assert len(rows) == 12 and out.splitlines()[-1] != "" and "12 captures: 12 ok" in out
+    # the 12 .sr captures and DSView's demo .dsl (its own SPI settings map the channels)
+    assert len(rows) == 13 and out.splitlines()[-1] != "" and "13 captures: 13 ok" in out
     got = {pathlib.Path(r["path"]).name: r for r in rows}
     for name, n in REAL_TRANSFERS.items():
         assert got[name]["transfers"] == n, name
     # the CS-less ADE7758: framed by SCLK idle time, CS figures unavailable
+    assert got["dsview__demo_spi.dsl"]["transfers"] == 566
     ade = got["spi__ade7758__ade7758-phase-b-zx-irq-context.sr"]
     assert ade["cs_setup_p50_s"] is None and ade["idle_p50_s"] > 0 and ade["transfers"] > 0
     # the AD7920 with the samplerate override: 1 MHz SCLK, not 1 Hz

@@ -65,13 +65,13 @@ def test_capture_options_reach_the_reader(cap):
     with open_capture(args.capture, **reader_options(args)) as r:
         assert r.info.channels == ["SCLK", "MOSI", "MISO", "CS"]
         a = analysis.run(r, __import__("analyzer.cli.common", fromlist=["x"]).config_from_args(args))
-    assert a.n == 12 and a.info.details["deglitch_ns"] == 30
+    assert a.n == 12 and a.info.deglitch_ns == 30
     args = build_parser().parse_args(["analyze", cap["sr-analog"], "--threshold", "SCLK=1.5,0.3",
                                       "--threshold", "1.6"])
     with open_capture(args.capture, **reader_options(args)) as r:
         a = analysis.run(r, __import__("analyzer.cli.common", fromlist=["x"]).config_from_args(args))
-    assert a.n == 12 and a.info.details["thresholds"]["SCLK"] == (1.5, 0.3)
-    assert a.info.details["thresholds"]["CS"][0] == 1.6
+    assert a.n == 12 and a.info.thresholds["SCLK"] == (1.5, 0.3)
+    assert a.info.thresholds["CS"][0] == 1.6
 
 
 def test_content_sniffing_and_input_format(tmp_path, cap, capsys):

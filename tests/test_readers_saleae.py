@@ -40,7 +40,7 @@ def test_folder_or_one_file_and_channel_names(tmp_path, cap):
     d = _write(tmp_path, cap, "saleae-v1")
     with open_capture(d) as r:
         assert r.info.channels == ["D0", "D1", "D2", "D3"]
-        assert r.info.samplerate_hz == 100e6 and r.info.details["rate_source"] == "file"
+        assert r.info.samplerate_hz == 100e6 and r.info.resolution_source == "file"
     with open_capture(os.path.join(d, "digital_2.bin")) as r:       # one file: its folder is the capture
         assert r.info.channels == ["D0", "D1", "D2", "D3"]
     ref = _ref(tmp_path, cap)
@@ -52,7 +52,7 @@ def test_folder_or_one_file_and_channel_names(tmp_path, cap):
 def test_v0_rate_is_inferred_from_transition_times(tmp_path, cap):
     d = _write(tmp_path, cap, "saleae-v0")
     with open_capture(d) as r:
-        assert r.info.details["rate_source"] == "inferred"
+        assert r.info.resolution_source == "inferred"
         # transitions of a 5 MHz SCLK sampled at 100 MHz all fall on a 100 MHz grid, some not on 50 MHz
         assert r.info.samplerate_hz == pytest.approx(100e6)
     with open_capture(d, samplerate=200e6) as r:

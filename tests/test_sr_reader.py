@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from analyzer.io import sr as srmod
+from analyzer.io import zipmembers
 from analyzer.io.sr import parse_metadata, parse_samplerate
 from analyzer.synth import Scenario, tracks, write_sr
 from util import analyze
@@ -54,8 +55,8 @@ def test_random_chunk_sizes_give_identical_results(tmp_path, base):
 def test_small_pieces_and_scan_windows_give_identical_results(monkeypatch, base):
     *_, path, ref = base
     monkeypatch.setattr(srmod, "WHOLE_MEMBER_BYTES", 0)       # force the streaming path
-    monkeypatch.setattr(srmod, "PIECE_BYTES", 4099)
-    monkeypatch.setattr(srmod, "COMP_SLICE", 513)
+    monkeypatch.setattr(zipmembers, "PIECE_BYTES", 4099)
+    monkeypatch.setattr(zipmembers, "COMP_SLICE", 513)
     monkeypatch.setattr(srmod, "SCAN_BYTES", 640)
     same_analysis(analyze(path), ref)
 

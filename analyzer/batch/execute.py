@@ -1,5 +1,12 @@
 """Run batch jobs: a local process pool (default) or an existing Dask cluster.
 
+Time limits: each job carries ``timeout_s``; the worker stops itself when it
+is reached (worker._time_limit) and returns an error row. Should a worker be
+stuck where that cannot reach it (inside a C call), the local pool kills its
+processes once no job has finished for longer than any running job's limit
+(plus ``GRACE_S``), and pins the stuck capture the way it pins a crash.
+Ctrl-C kills the pool's processes at once (no waiting for running captures).
+
 Both call ``on_result(dict)`` once per job, in completion order, from the
 calling thread. ``worker.analyze_job`` turns every capture problem into an
 error result itself; what is handled here is the worker process dying (out of
@@ -14,8 +21,11 @@ import os
 from typing import Callable, Sequence
 
 from analyzer.batch import worker
-from analyzer.batch.worker import ERROR, Job, result
+from analyzer.batch.worker import ERROR, Job, result, timeout_message
 from analyzer.errors import InputError, UsageError
+
+GRACE_S = 10.0
+POLL_S = 0.5
 
 WORKER_DIED = ("the worker process died while analyzing this capture "
                "(out of memory, or a crash: try 'spigap analyze' on it alone)")
@@ -33,17 +43,29 @@ def run_inline(jobs: Sequence[Job], on_result: Callable[[dict], None]) -> None:
         on_result(worker.analyze_job(job))
 
 
+def _kill(pool) -> None:
+    """End the pool's worker processes now (ProcessPoolExecutor has no public way)."""
+    for proc in list(getattr(pool, "_processes", {}).values()):
+        try:
+            proc.kill()
+        except Exception:  # already gone
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
 def run_local(jobs: Sequence[Job], on_result: Callable[[dict], None], *, workers: int | None = None) -> None:
     """Analyze on a pool of ``workers`` processes (default: every core we may use)."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    import time
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     wanted = max(1, workers or default_workers())
     pending = list(jobs)
-    serial = False     # after a crash: one process, to pin it on one capture
+    serial = False     # after a crash or a stuck worker: one process, to pin it on one capture
     while pending:
         n = 1 if serial else min(wanted, len(pending))
         broken: list[Job] = []
+        stuck = False
         pool = ProcessPoolExecutor(max_workers=n)
         try:
             futures = {}
@@ -52,31 +74,45 @@ def run_local(jobs: Sequence[Job], on_result: Callable[[dict], None], *, workers
                     futures[pool.submit(worker.analyze_job, job)] = job
                 except BrokenProcessPool:      # a worker died while we were still submitting
                     broken.append(job)
-            for fut in as_completed(futures):
-                try:
-                    row = fut.result()
-                except BrokenProcessPool:
-                    broken.append(futures[fut])
-                    continue
-                except Exception as e:  # the job or its result did not cross the process boundary
-                    job = futures[fut]
-                    row = result(job, ERROR, error=f"{job.path}: internal error: {type(e).__name__}: {e}")
-                on_result(row)
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
+            limits = [j.timeout_s for j in futures.values()]
+            hard = None if not limits or None in limits else max(limits) + GRACE_S
+            waiting = set(futures)
+            progress = time.monotonic()
+            while waiting:
+                done, waiting = wait(waiting, timeout=POLL_S, return_when=FIRST_COMPLETED)
+                if done:
+                    progress = time.monotonic()
+                elif hard is not None and time.monotonic() - progress > hard:
+                    # nothing finished for longer than any job may take: some worker is stuck
+                    # beyond its own limit. Kill the pool; the unfinished jobs run again.
+                    stuck = True
+                    _kill(pool)
+                    broken.extend(futures[f] for f in waiting)
+                    break
+                for fut in done:
+                    try:
+                        row = fut.result()
+                    except BrokenProcessPool:
+                        broken.append(futures[fut])
+                        continue
+                    except Exception as e:  # the job or its result did not cross the process boundary
+                        job = futures[fut]
+                        row = result(job, ERROR, error=f"{job.path}: internal error: {type(e).__name__}: {e}")
+                    on_result(row)
+        except BaseException:      # Ctrl-C (KeyboardInterrupt) or a failing on_result: stop now
+            _kill(pool)
             raise
         pool.shutdown(wait=True)
         if not broken:
             return
         broken.sort(key=lambda j: j.index)
-        if serial:
+        if serial or n == 1:
             # one process runs the jobs in submission order: the first one that
-            # did not finish is the one that killed it
-            on_result(result(broken[0], ERROR, error=f"{broken[0].path}: {WORKER_DIED}"))
+            # did not finish is the one that killed it (or got stuck)
+            culprit = broken[0]
+            why = timeout_message(culprit) if stuck else f"{culprit.path}: {WORKER_DIED}"
+            on_result(result(culprit, ERROR, error=why))
             pending, serial = broken[1:], False
-        elif n == 1:
-            on_result(result(broken[0], ERROR, error=f"{broken[0].path}: {WORKER_DIED}"))
-            pending = broken[1:]
         else:
             pending, serial = broken, True
 

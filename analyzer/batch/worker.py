@@ -9,12 +9,65 @@ take the batch down. What it returns is small and pickles cheaply: the
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
+import signal
+import threading
 import time
 
 from analyzer.core.config import SpiConfig
 
 OK, TRUNCATED, ERROR = "ok", "truncated", "error"
+
+# Default per-file time limit: generous for the analysis speed measured in
+# BENCHMARKS.md (tens to hundreds of MB/s), so only a stuck file reaches it.
+TIMEOUT_BASE_S = 60.0
+TIMEOUT_S_PER_MIB = 1.0
+
+
+def default_timeout(path: str) -> float:
+    """``TIMEOUT_BASE_S`` plus ``TIMEOUT_S_PER_MIB`` per MiB of the capture (a Saleae
+    folder counts all its files)."""
+    try:
+        if os.path.isdir(path):
+            size = sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
+        else:
+            size = os.path.getsize(path)
+    except OSError:
+        size = 0
+    return TIMEOUT_BASE_S + TIMEOUT_S_PER_MIB * size / (1 << 20)
+
+
+class JobTimeout(BaseException):
+    """The job's time limit expired (a BaseException: no ``except Exception`` on the
+    way out of the reader may swallow it)."""
+
+
+def timeout_message(job: "Job") -> str:
+    return (f"{job.path}: stopped after the time limit of {job.timeout_s:g} s (--timeout); the capture "
+            "may be damaged in a way that stalls the reader: try 'spigap analyze' on it alone")
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None):
+    """SIGALRM-based limit, where it can work (the main thread of a process: the local
+    pool's workers and the inline run; Dask runs jobs in threads, so not there). The
+    parent pool also enforces the limit by killing stuck workers (execute.run_local)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _expired(signum, frame):
+        raise JobTimeout()
+
+    old = signal.signal(signal.SIGALRM, _expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 @dataclasses.dataclass
@@ -27,6 +80,7 @@ class Job:
     labels: dict = dataclasses.field(default_factory=dict)
     stall_rule: object = None      # core.stalls.StallRule (None: the default rule)
     error: str | None = None       # known before running (bad options, no such file): not run
+    timeout_s: float | None = None  # time limit for this file (None: no limit)
 
 
 def result(job: Job, status: str, *, error: str | None = None, analysis: dict | None = None,
@@ -48,9 +102,12 @@ def analyze_job(job: Job) -> dict:
 
         try:
             opts = dict(job.reader)
-            with open_capture(job.file, **opts) as reader:
-                a = analysis.run(reader, job.cfg or SpiConfig())
+            with _time_limit(job.timeout_s):
+                with open_capture(job.file, **opts) as reader:
+                    a = analysis.run(reader, job.cfg or SpiConfig())
             d = to_dict(a, stall_rule=job.stall_rule)
+        except JobTimeout:
+            return result(job, ERROR, error=timeout_message(job), elapsed_s=time.perf_counter() - t0)
         except SpigapError as e:
             return result(job, ERROR, error=str(e), elapsed_s=time.perf_counter() - t0)
         if a.truncated:

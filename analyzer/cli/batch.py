@@ -37,6 +37,16 @@ def _field_order(text: str) -> tuple[str, list[str]]:
     return field.strip(), _csv_list(values)
 
 
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0 (0 = no limit), not {text!r}")
+    return value
+
+
 def add_subparser(sub) -> None:
     p = sub.add_parser(
         "batch", help="analyze many captures in parallel: a row per capture, a matrix per metric",
@@ -77,6 +87,9 @@ def add_subparser(sub) -> None:
     e.add_argument("--dask-scheduler", metavar="ADDR",
                    help="run on an existing Dask cluster, e.g. tcp://host:8786 (workers need the "
                         "same file paths and spigap installed)")
+    e.add_argument("--timeout", type=_timeout, default=None, metavar="SECONDS",
+                   help="time limit per capture; a capture over it becomes an error row (default: "
+                        "60 s + 1 s per MiB of the file; 0 = no limit)")
     e.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     o = add_output_options(p, ("text", "csv", "json"),
                            output_help="write here instead of stdout: the text table (+ matrices), "
@@ -96,6 +109,7 @@ def _warn(text: str) -> None:
 def make_jobs(args, found, fields, manifest) -> list:
     """One Job per capture: the command-line options, overridden per file by the manifest."""
     from analyzer.batch import manifest as manifest_mod
+    from analyzer.batch import worker as worker_mod
     from analyzer.batch.worker import Job
 
     parser = capture_option_parser()
@@ -124,6 +138,8 @@ def make_jobs(args, found, fields, manifest) -> list:
             except SpigapError as e:
                 job.error = f"{f.path}: {e}"
         job.file = os.path.abspath(f.path) if args.dask_scheduler else f.path
+        limit = getattr(args, "timeout", None)
+        job.timeout_s = (worker_mod.default_timeout(job.file) if limit is None else limit) or None
         jobs.append(job)
     if manifest is not None:
         for entry in manifest.entries:

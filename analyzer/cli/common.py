@@ -421,9 +421,10 @@ def write_output(text: str, path: str | None) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    from analyzer.output.atomic import write_text_atomic
+
     try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_text_atomic(path, text)   # whole or not at all (interrupted runs leave no half file)
     except OSError as e:
         raise UsageError(f"cannot write: {e.strerror or e}", path=path) from None
 

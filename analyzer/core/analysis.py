@@ -183,7 +183,7 @@ def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None
 
 def prepare(reader: CaptureReader, cfg: SpiConfig):
     """(resolved config, channel names to request, framer) for one capture."""
-    cfg = cfg.resolve(reader.info.channels, path=reader.info.path)
+    cfg = cfg.resolve(reader.info.channels, path=reader.info.path, defaults=reader.info.spi_channels)
     order = [("clk", cfg.clk), ("cs", cfg.cs), ("mosi", cfg.mosi), ("miso", cfg.miso)]
     order = [(role, name) for role, name in order if name is not None]
     bits = {role: j for j, (role, _) in enumerate(order)}

@@ -72,18 +72,20 @@ class SpiConfig:
         # modes 0 and 3 sample on the rising edge, 1 and 2 on the falling edge
         return self.cpol == self.cpha
 
-    def resolve(self, channels: list[str], path: str | None = None) -> "SpiConfig":
-        """Fill in auto-detected channel names; check that named ones exist."""
+    def resolve(self, channels: list[str], path: str | None = None,
+                defaults: dict[str, str] | None = None) -> "SpiConfig":
+        """Fill in channel names: the user's, else the file's own map (``defaults``,
+        e.g. DSView's decoder settings), else auto-detected; check that they exist."""
+        from analyzer.io.base import resolve_channel
+
         out = dataclasses.replace(self)
-        folded = {c.lower(): c for c in channels}
 
         def check(role, name):
             if name is None:
                 return None
-            if name in channels:
-                return name
-            if name.lower() in folded:
-                return folded[name.lower()]
+            idx = resolve_channel(name, channels)
+            if idx is not None:
+                return channels[idx]
             raise UsageError(f"no channel named {name!r} for --{role}; the capture has: "
                              f"{', '.join(channels)}", path=path)
 
@@ -92,7 +94,8 @@ class SpiConfig:
             if name is not None:
                 setattr(out, role, check(role, name))
             elif not (role == "cs" and self.no_cs):
-                setattr(out, role, autodetect(channels, role))
+                given = (defaults or {}).get(role)
+                setattr(out, role, given if given in channels else autodetect(channels, role))
         if out.clk is None:
             raise UsageError(f"no clock channel found; the capture has: {', '.join(channels)}",
                              path=path, hint="name it with --clk")

@@ -9,50 +9,19 @@ Format-specific options (``samplerate``, ``threshold``) go to the reader.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
-import re
 
 from analyzer.errors import InputError, UsageError
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
+from analyzer.io.base import (CaptureInfo, CaptureReader, EdgeBlock, ReaderOptions, ReaderSpec, check_stream,
+                              resolve_channel)
 
-__all__ = ["CaptureInfo", "CaptureReader", "EdgeBlock", "open_capture", "READERS", "parse_channel_map",
-           "resolve_channel_key"]
-
-
-def _sr(path, **kw):
-    from analyzer.io.sr import SrReader
-
-    return SrReader(path, samplerate=kw.get("samplerate"), threshold=kw.get("threshold"))
+__all__ = ["READERS", "CaptureInfo", "CaptureReader", "EdgeBlock", "ReaderOptions", "ReaderSpec", "check_stream",
+           "open_capture", "parse_channel_map", "resolve_channel", "resolve_channel_key"]
 
 
-def _vcd(path, **kw):
-    from analyzer.io.vcd import VcdReader
-
-    return VcdReader(path, samplerate=kw.get("samplerate"))
-
-
-def _saleae(path, **kw):
-    from analyzer.io.saleae import SaleaeReader
-
-    return SaleaeReader(path, samplerate=kw.get("samplerate"), threshold=kw.get("threshold"))
-
-
-def _csv_changes(path, **kw):
-    from analyzer.io.csv_changes import ChangeCsvReader
-
-    return ChangeCsvReader(path, samplerate=kw.get("samplerate"))
-
-
-def _scope_csv(path, **kw):
-    from analyzer.io.scope_csv import ScopeCsvReader
-
-    return ScopeCsvReader(path, samplerate=kw.get("samplerate"), threshold=kw.get("threshold"))
-
-
-def _raw(path, **kw):
-    from analyzer.io.raw import RawReader
-
-    return RawReader(path, samplerate=kw.get("samplerate"), unitsize=kw.get("unitsize"))
+def _sniff_zip(head: bytes) -> bool:
+    return head.startswith(b"PK\x03\x04")
 
 
 def _sniff_vcd(head: bytes) -> bool:
@@ -61,46 +30,58 @@ def _sniff_vcd(head: bytes) -> bool:
                                                               b"$enddefinitions", b"$date", b"$version"))
 
 
-def _sniff_csv_changes(head: bytes) -> bool:
-    from analyzer.io.csv_changes import sniff
-
-    return sniff(head)
+def _sniff_saleae(head: bytes) -> bool:
+    return head.startswith(b"<SALEAE>")
 
 
-def _sniff_scope_csv(head: bytes) -> bool:
-    from analyzer.io.scope_csv import sniff
-
-    return sniff(head)
+def _sniff_never(head: bytes) -> bool:
+    return False
 
 
-# name -> (factory, extensions, sniff(first_bytes) -> bool). Order matters where
-# extensions overlap (.csv): the first reader whose sniff accepts the file wins.
-READERS = {
-    "sr": (_sr, (".sr",), lambda head: head.startswith(b"PK\x03\x04")),
-    "vcd": (_vcd, (".vcd",), _sniff_vcd),
-    "saleae": (_saleae, (".bin",), lambda head: head.startswith(b"<SALEAE>")),
-    "csv": (_csv_changes, (".csv", ".txt"), _sniff_csv_changes),
-    "scope-csv": (_scope_csv, (".csv", ".txt", ".tsv"), _sniff_scope_csv),
-    "raw": (_raw, (), lambda head: False),       # headerless: only with --input-format raw
-}
+def _lazy_sniff(module: str):
+    def sniff(head: bytes) -> bool:
+        return importlib.import_module(module).sniff(head)
+
+    return sniff
+
+
+# The formats, in sniffing order: where extensions overlap (.csv) the first
+# reader whose sniff accepts the file wins, and a file no sniff accepts goes
+# to the first reader of its extension (which then says what is wrong).
+_SPECS = [
+    ReaderSpec("sr", (".sr",), _sniff_zip, "analyzer.io.sr:SrReader", ("samplerate", "threshold")),
+    ReaderSpec("dsl", (".dsl",), _sniff_never, "analyzer.io.dsl:DslReader"),   # a zip like .sr: by extension
+    ReaderSpec("vcd", (".vcd",), _sniff_vcd, "analyzer.io.vcd:VcdReader"),
+    ReaderSpec("saleae", (".bin",), _sniff_saleae, "analyzer.io.saleae:SaleaeReader", ("samplerate", "threshold")),
+    ReaderSpec("csv", (".csv", ".txt"), _lazy_sniff("analyzer.io.csv_changes"),
+               "analyzer.io.csv_changes:ChangeCsvReader"),
+    ReaderSpec("sigrok-csv", (".csv",), _lazy_sniff("analyzer.io.sigrok_csv"),
+               "analyzer.io.sigrok_csv:SigrokCsvReader"),
+    ReaderSpec("scope-csv", (".csv", ".txt", ".tsv"), _lazy_sniff("analyzer.io.scope_csv"),
+               "analyzer.io.scope_csv:ScopeCsvReader", ("samplerate", "threshold")),
+    # headerless raw sample words: only with --input-format raw (never sniffed, no extension)
+    ReaderSpec("raw", (), _sniff_never, "analyzer.io.raw:RawReader", ("samplerate", "unitsize")),
+]
+READERS: dict[str, ReaderSpec] = {spec.name: spec for spec in _SPECS}
 
 
 def open_capture(path, *, input_format: str | None = None, samplerate: float | None = None,
                  threshold=None, channel_map=None, deglitch: float | None = None,
-                 **options) -> CaptureReader:
+                 unitsize: int | None = None) -> CaptureReader:
     """Open a capture with the right reader.
 
     ``threshold``: ``[CH=]V[,HYST]`` string(s) or {channel: volts} for analog channels;
     ``channel_map``: "0=SCLK,1=MOSI" or {key: name}; ``deglitch``: ns (pulses shorter
-    than this are dropped on every channel)."""
+    than this are dropped on every channel); ``unitsize``: bytes per sample word of
+    raw input. ``path`` "-" reads standard input (VCD or raw samples)."""
     path = os.fspath(path)
     cmap = parse_channel_map(channel_map, path=path)
     if cmap and threshold is not None:
         threshold = _thresholds_to_original(threshold, cmap)
-    opts = dict(options, samplerate=samplerate, threshold=threshold)
+    opts = ReaderOptions(samplerate=samplerate, threshold=threshold, unitsize=unitsize)
     reader = _open(path, input_format, opts)
     try:
-        if threshold is not None and not reader.info.details.get("analog_channels"):
+        if threshold is not None and not reader.info.analog_channels:
             reader.info.warnings.append("--threshold has no effect: the capture has no analog channels")
         if cmap:
             reader = RenamedReader(reader, cmap)
@@ -116,7 +97,7 @@ def open_capture(path, *, input_format: str | None = None, samplerate: float | N
     return reader
 
 
-def _open(path, input_format, opts) -> CaptureReader:
+def _open(path, input_format, opts: ReaderOptions) -> CaptureReader:
     if path == "-":                      # standard input: VCD or raw samples (io/stdin.py)
         from analyzer.io.stdin import open_stdin
 
@@ -124,14 +105,14 @@ def _open(path, input_format, opts) -> CaptureReader:
     if input_format:
         if input_format not in READERS:
             raise InputError(f"unknown input format {input_format!r}; known: {', '.join(READERS)}", path=path)
-        return READERS[input_format][0](path, **opts)
+        return READERS[input_format].open(path, opts)
     if not os.path.exists(path):
         raise InputError("no such file", path=path)
     if os.path.isdir(path):
         from analyzer.io.saleae import is_saleae_dir
 
         if is_saleae_dir(path):
-            return READERS["saleae"][0](path, **opts)
+            return READERS["saleae"].open(path, opts)
         raise InputError("is a directory, not a capture (no Saleae digital_N.bin/analog_N.bin inside)",
                          path=path)
     try:
@@ -140,18 +121,18 @@ def _open(path, input_format, opts) -> CaptureReader:
     except OSError as e:
         raise InputError(f"cannot open: {e.strerror}", path=path) from None
     ext = os.path.splitext(path)[1].lower()
-    by_ext = [name for name, (_, exts, _) in READERS.items() if ext in exts]
+    by_ext = [spec for spec in READERS.values() if ext in spec.extensions]
     if len(by_ext) == 1:
-        return READERS[by_ext[0]][0](path, **opts)
-    for name in by_ext:
-        if READERS[name][2](head):
-            return READERS[name][0](path, **opts)
-    for name, (factory, _, sniff) in READERS.items():
-        if name not in by_ext and sniff(head):
-            return factory(path, **opts)
+        return by_ext[0].open(path, opts)
+    for spec in by_ext:
+        if spec.sniff(head):
+            return spec.open(path, opts)
+    for spec in READERS.values():
+        if spec not in by_ext and spec.sniff(head):
+            return spec.open(path, opts)
     if by_ext:
         # no reader recognizes the content: let the first reader of the extension say what is wrong
-        return READERS[by_ext[0]][0](path, **opts)
+        return by_ext[0].open(path, opts)
     raise InputError("unknown capture format", path=path,
                      hint=f"use --input-format ({', '.join(READERS)})")
 
@@ -186,19 +167,8 @@ def parse_channel_map(value, *, path: str | None = None) -> dict[str, str]:
 
 
 def resolve_channel_key(key: str, names: list[str], aliases: dict[str, str]) -> int | None:
-    """Index of the channel a user key means: exact name, then case-insensitive
-    name, then a reader alias (Saleae: "0" -> "D0"), then a 0-based position."""
-    if key in names:
-        return names.index(key)
-    folded = [n.lower() for n in names]
-    if folded.count(key.lower()) == 1:
-        return folded.index(key.lower())
-    target = aliases.get(key, aliases.get(key.lower()))
-    if target is not None and target in names:
-        return names.index(target)
-    if re.fullmatch(r"\d+", key) and int(key) < len(names):
-        return int(key)
-    return None
+    """Index of the channel a --channel-map key means (names, aliases, then positions)."""
+    return resolve_channel(key, names, aliases, positional=True)
 
 
 def _thresholds_to_original(threshold, cmap: dict[str, str]):
@@ -220,7 +190,7 @@ class RenamedReader(CaptureReader):
         self.inner = inner
         self.format_name = inner.format_name
         names = list(inner.info.channels)
-        aliases = inner.info.details.get("channel_keys", {})
+        aliases = inner.info.channel_keys
         new = list(names)
         for key, name in cmap.items():
             idx = resolve_channel_key(key, names, aliases)
@@ -232,9 +202,9 @@ class RenamedReader(CaptureReader):
             dup = sorted({n for n in new if new.count(n) > 1})
             raise UsageError(f"--channel-map gives two channels the name {dup[0]!r}", path=inner.info.path)
         self._orig = dict(zip(new, names))
-        # own info, same warnings list and details dict as the inner reader's
-        self.info = dataclasses.replace(inner.info, channels=new)
-        self.info.details["original_channels"] = names
+        # own info, same warnings list as the inner reader's
+        self.info = dataclasses.replace(inner.info, channels=new, original_channels=names, spi_channels={
+            role: new[names.index(ch)] for role, ch in inner.info.spi_channels.items() if ch in names})
 
     @property
     def end_tick(self):

@@ -13,8 +13,11 @@ a new format needs nothing but a reader.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
-from typing import Iterator, Sequence
+import importlib
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -41,27 +44,93 @@ class CaptureInfo:
     samplerate_hz: float | None      # None for event-based formats
     n_ticks: int | None              # capture length in ticks, if known before reading
     warnings: list[str] = dataclasses.field(default_factory=list)
-    details: dict = dataclasses.field(default_factory=dict)
+    # where tick_s comes from: "metadata", "--samplerate", "$timescale", "comment",
+    # "timestamps", "file", "inferred", ... (format-specific words, for reports)
+    resolution_source: str | None = None
+    samplerate_metadata: str | None = None   # the rate exactly as the file states it
+    time_offset_s: float | None = None       # file time of tick 0 (formats with absolute times)
+    analog_channels: list[str] = dataclasses.field(default_factory=list)   # thresholded to logic
+    thresholds: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)  # (level, hyst) V
+    # other keys a user may name a channel by (Saleae "0" -> "D0"), see resolve_channel
+    channel_keys: dict[str, str] = dataclasses.field(default_factory=dict)
+    original_channels: list[str] | None = None   # before --channel-map
+    deglitch_ns: float | None = None
+    # default SPI channel map stored in the file itself ({role: channel name}, e.g. a
+    # DSView .dsl's decoder settings); used for roles the user does not name
+    spi_channels: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def resolution_s(self) -> float:
         return self.tick_s
 
 
-class CaptureReader:
+def resolve_channel(key: str, names: Sequence[str], aliases: dict[str, str] | None = None,
+                    positional: bool = False) -> int | None:
+    """The one rule for which channel a user's name means: the exact name, else a
+    unique case-insensitive match, else a reader alias (Saleae "0" -> "D0"), else
+    (``positional``) a 0-based position. None if nothing matches."""
+    names = list(names)
+    if key in names:
+        return names.index(key)
+    folded = [n.lower() for n in names]
+    if folded.count(key.lower()) == 1:
+        return folded.index(key.lower())
+    if aliases:
+        target = aliases.get(key, aliases.get(key.lower()))
+        if target is not None and target in names:
+            return names.index(target)
+    if positional and re.fullmatch(r"\d+", key) and int(key) < len(names):
+        return int(key)
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class ReaderOptions:
+    """Options a format may take (``ReaderSpec.options`` says which)."""
+
+    samplerate: float | None = None   # overrides the file's rate / time unit
+    threshold: object = None          # --threshold spec(s) for analog channels
+    unitsize: int | None = None       # raw input: bytes per sample word
+
+
+@dataclasses.dataclass(frozen=True)
+class ReaderSpec:
+    """One format in the registry: what it is called, which files are its, and its reader.
+
+    ``reader`` is "module:Class", imported on first use (so the CLI starts without
+    numpy-heavy modules of formats it does not read)."""
+
+    name: str
+    extensions: tuple[str, ...]
+    sniff: Callable[[bytes], bool]
+    reader: str
+    options: tuple[str, ...] = ("samplerate",)
+
+    @property
+    def cls(self) -> Callable[..., CaptureReader]:
+        module, name = self.reader.split(":")
+        return getattr(importlib.import_module(module), name)
+
+    def open(self, path: str, options: ReaderOptions) -> CaptureReader:
+        return self.cls(path, **{k: getattr(options, k) for k in self.options})
+
+
+class CaptureReader(abc.ABC):
     """Base class of all readers. Subclasses set ``info`` in ``__init__``.
 
     ``edges(channels)`` yields EdgeBlocks and, on a damaged file, raises
     ``CaptureTruncated`` after the last good block; ``end_tick`` is valid once
-    the iterator is exhausted (or has raised).
+    the iterator is exhausted (or has raised). ``check_stream`` states the
+    contract as code.
     """
 
     format_name = "?"
     info: CaptureInfo
     end_tick: int | None = None
 
-    def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:  # pragma: no cover
-        raise NotImplementedError
+    @abc.abstractmethod
+    def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
+        """The edge stream of ``channels`` (bit j of a state = channels[j])."""
 
     def close(self) -> None:
         pass
@@ -73,16 +142,37 @@ class CaptureReader:
         self.close()
 
     def channel_index(self, name: str, option: str = "--clk/--mosi/--miso/--cs") -> int:
-        """Index of a channel by exact name, else case-insensitive name; ``option``:
+        """Index of a channel by name (``resolve_channel``, no positions); ``option``:
         the command-line option that named it (for the message)."""
-        names = self.info.channels
-        if name in names:
-            return names.index(name)
-        folded = [n.lower() for n in names]
-        if name.lower() in folded and folded.count(name.lower()) == 1:
-            return folded.index(name.lower())
-        raise UsageError(f"no channel named {name!r}; the capture has: {', '.join(names)}",
-                         path=self.info.path, hint=f"pick one with {option}")
+        idx = resolve_channel(name, self.info.channels)
+        if idx is None:
+            raise UsageError(f"no channel named {name!r}; the capture has: {', '.join(self.info.channels)}",
+                             path=self.info.path, hint=f"pick one with {option}")
+        return idx
+
+
+def check_stream(blocks: Iterable[EdgeBlock], n_channels: int, *, path: str = "?") -> Iterator[EdgeBlock]:
+    """The reader contract as a wrapper around an edge stream: int64 ticks and uint32
+    states of equal, non-zero length per block; the first tick 0; ticks strictly
+    increasing within and across blocks; no state bit beyond the requested channels;
+    a stream that ends without ``CaptureTruncated`` is non-empty. Violations raise
+    AssertionError naming the file (a reader bug, not bad input)."""
+    last = None
+    limit = 1 << n_channels
+    for b in blocks:        # a CaptureTruncated from the reader passes through
+        t, s = b.ticks, b.states
+        assert isinstance(t, np.ndarray) and t.dtype == np.int64, f"{path}: ticks are not int64"
+        assert isinstance(s, np.ndarray) and s.dtype == np.uint32, f"{path}: states are not uint32"
+        assert len(t) == len(s) > 0, f"{path}: a block of {len(t)} ticks and {len(s)} states"
+        if last is None:
+            assert t[0] == 0, f"{path}: the stream starts at tick {t[0]}, not 0"
+        else:
+            assert t[0] > last, f"{path}: tick {t[0]} after {last} across blocks"
+        assert bool(np.all(t[1:] > t[:-1])), f"{path}: ticks not strictly increasing"
+        assert bool(np.all(s < limit)), f"{path}: state bits beyond the {n_channels} requested channels"
+        last = int(t[-1])
+        yield b
+    assert last is not None, f"{path}: an edge stream without its tick-0 entry"
 
 
 def edges_from_rows(ticks: np.ndarray, states: np.ndarray, state: int, started: bool):

@@ -274,7 +274,7 @@ def sniff(head: bytes) -> bool:
 class ChangeCsvReader(CaptureReader):
     format_name = "csv"
 
-    def __init__(self, path, *, samplerate: float | None = None, **_ignored):
+    def __init__(self, path, *, samplerate: float | None = None):
         self.path = str(path)
         head = read_head(self.path)
         self._size = os.path.getsize(self.path)
@@ -334,7 +334,7 @@ class ChangeCsvReader(CaptureReader):
         self.info = CaptureInfo(
             path=self.path, format="change-only logic CSV", channels=names, tick_s=tick,
             samplerate_hz=1.0 / tick if src != "timestamps" else None, n_ticks=None, warnings=warnings,
-            details={"resolution_source": src, "time_offset_s": self.t0, "separator": self._sep})
+            resolution_source=src, time_offset_s=self.t0)
 
     def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
         from analyzer.io.threshold import strict_blocks

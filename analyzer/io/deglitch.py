@@ -131,7 +131,7 @@ class DeglitchedReader(CaptureReader):
         self.format_name = inner.format_name
         self.info = inner.info
         self.min_ticks = self.ns * 1e-9 / inner.info.tick_s
-        self.info.details["deglitch_ns"] = self.ns
+        self.info.deglitch_ns = self.ns
         if self.ns > 0 and self.min_ticks <= 1:
             self.info.warnings.append(
                 f"--deglitch {self.ns:g} ns is not longer than the resolution "

@@ -18,7 +18,7 @@ except ImportError:  # pragma: no cover
     _impl = zlib
     BACKEND = "zlib"
 
-error = (zlib.error,) + ((_impl.error,) if _impl is not zlib else ())
+error: tuple[type[Exception], ...] = (zlib.error,) + ((_impl.error,) if _impl is not zlib else ())
 
 
 def decompress_raw(data: bytes, size_hint: int) -> bytes:
@@ -32,3 +32,23 @@ def decompressobj():
 
 def crc32(data, value: int = 0) -> int:
     return _impl.crc32(data, value)
+
+
+class TooLarge(Exception):
+    """A deflate stream inflates to more than the caller's limit."""
+
+
+def decompress_limited(data: bytes, limit: int) -> bytes:
+    """Inflate a raw deflate stream, never holding more than ``limit`` bytes of
+    output: a member that claims a small size but inflates to gigabytes (a zip
+    bomb or a damaged directory) raises ``TooLarge`` instead of exhausting memory.
+    Incomplete streams raise ``error``."""
+    d = decompressobj()
+    out = d.decompress(data, limit + 1)
+    if len(out) > limit:
+        raise TooLarge(len(out))
+    if not d.eof:
+        out += d.flush()
+        if not d.eof:
+            raise zlib.error("incomplete or truncated deflate stream")
+    return out

@@ -55,7 +55,7 @@ class RawReader(CaptureReader):
         self.info = CaptureInfo(
             path=self.path, format=f"raw samples, {us} byte(s) per sample, little-endian",
             channels=[str(k) for k in range(8 * us)], tick_s=1.0 / float(samplerate),
-            samplerate_hz=float(samplerate), n_ticks=None, details={"unitsize": us})
+            samplerate_hz=float(samplerate), n_ticks=None, resolution_source="--samplerate")
 
     def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
         from analyzer.io.sr import scan_piece

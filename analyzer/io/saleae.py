@@ -184,7 +184,7 @@ class _Cut(Exception):
 class SaleaeReader(CaptureReader):
     format_name = "saleae"
 
-    def __init__(self, path, *, samplerate: float | None = None, threshold=None, **_ignored):
+    def __init__(self, path, *, samplerate: float | None = None, threshold=None):
         self.path = str(path)
         files = self._files(self.path)
         self.files = [_ChannelFile(p, name, num) for p, name, num in files]
@@ -253,8 +253,7 @@ class SaleaeReader(CaptureReader):
             path=self.path, format=f"Saleae Logic 2 binary v{'/'.join(map(str, versions))}",
             channels=names, tick_s=1.0 / rate, samplerate_hz=rate, n_ticks=self._n_end or None,
             warnings=warnings,
-            details={"files": [os.path.basename(cf.path) for cf in self.files], "rate_source": src,
-                     "time_offset_s": self.t0, "analog_channels": analog, "channel_keys": keys})
+            resolution_source=src, time_offset_s=self.t0, analog_channels=analog, channel_keys=keys)
 
     # ---------------------------------------------------------------- setup
     def _files(self, path):
@@ -352,9 +351,9 @@ class SaleaeReader(CaptureReader):
             names = [cf.name for cf in self.files if cf.analog]
             self._thresholds, notes = resolve_thresholds(
                 self._thr_spec, names, self._analog_samples, path=self.path,
-                aliases=self.info.details["channel_keys"])
+                aliases=self.info.channel_keys)
             self.info.warnings.extend(notes)
-            self.info.details["thresholds"] = {k: (v.level, v.hysteresis) for k, v in self._thresholds.items()}
+            self.info.thresholds.update({k: (v.level, v.hysteresis) for k, v in self._thresholds.items()})
         sources = []
         for j, cf in enumerate(files):
             runs = self._analog_runs(cf) if cf.analog else self._digital_runs(cf)

@@ -134,7 +134,7 @@ class _Layout:
 class ScopeCsvReader(CaptureReader):
     format_name = "scope-csv"
 
-    def __init__(self, path, *, samplerate: float | None = None, threshold=None, **_ignored):
+    def __init__(self, path, *, samplerate: float | None = None, threshold=None):
         self.path = str(path)
         head = read_head(self.path)
         self._size = os.path.getsize(self.path)
@@ -207,8 +207,7 @@ class ScopeCsvReader(CaptureReader):
         self.info = CaptureInfo(
             path=self.path, format=f"oscilloscope CSV ({lay.dialect})", channels=names, tick_s=lay.dt,
             samplerate_hz=1.0 / lay.dt, n_ticks=None, warnings=warnings,
-            details={"time_offset_s": self.t0, "interval_source": dt_src, "separator": self._sep,
-                     "analog_channels": names, "header": lay.keys})
+            time_offset_s=self.t0, resolution_source=dt_src, analog_channels=names)
 
     # ---------------------------------------------------------------- header
     def _layout(self, header: list[str], data: list[str]) -> _Layout:
@@ -364,7 +363,7 @@ class ScopeCsvReader(CaptureReader):
             self._thresholds, notes = resolve_thresholds(
                 self._thr_spec, self.info.channels, lambda ns: {n: self._sample[n] for n in ns}, path=self.path)
             self.info.warnings.extend(notes)
-            self.info.details["thresholds"] = {k: (v.level, v.hysteresis) for k, v in self._thresholds.items()}
+            self.info.thresholds.update({k: (v.level, v.hysteresis) for k, v in self._thresholds.items()})
         schmitts = [Schmitt(self._thresholds[n]) for n in names]
         cols = [self._col_of[n] for n in names]
         scales = [self._scale_of[n] for n in names]

@@ -19,22 +19,32 @@ import collections
 import concurrent.futures
 import os
 import re
-import struct
 import zipfile
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from analyzer.errors import CaptureTruncated, InputError, UsageError
 from analyzer.io import inflate
 from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
-from analyzer.io.changes import PieceChanges, compact, find_changes, masked_states, masks_for
-from analyzer.io.threshold import Schmitt, Source, merge, resolve_thresholds, sampled_source
+from analyzer.io.changes import (
+    PieceChanges,
+    compact,
+    find_changes,
+    masked_states,
+    masks_for,
+)
+from analyzer.io.threshold import (
+    Schmitt,
+    Source,
+    merge,
+    resolve_thresholds,
+    sampled_source,
+)
+from analyzer.io.zipmembers import ZipMembers, _Damaged, _Member
 
-PIECE_BYTES = 8 << 20          # raw bytes per streamed piece of a large member
 WHOLE_MEMBER_BYTES = 16 << 20  # members up to this size are inflated in one worker call
 SCAN_BYTES = 4 << 20           # change detection works on sub-pieces of this size
-COMP_SLICE = 4 << 20           # compressed bytes read at a time when streaming
 IN_FLIGHT = 3                  # pieces being inflated/scanned at once
 WORKERS = min(2, os.cpu_count() or 1)
 
@@ -71,28 +81,13 @@ def parse_metadata(text: str) -> dict[str, dict[str, str]]:
     return sections
 
 
-class _Member:
-    __slots__ = ("name", "method", "header_offset", "data_offset", "csize", "usize", "crc")
-
-    def __init__(self, name, method, header_offset, csize, usize, crc, data_offset=None):
-        self.name, self.method, self.header_offset = name, method, header_offset
-        self.csize, self.usize, self.crc, self.data_offset = csize, usize, crc, data_offset
-
-
-class SrReader(CaptureReader):
+class SrReader(ZipMembers, CaptureReader):
     format_name = "sr"
+    zip_kind = "sigrok .sr file"
 
     def __init__(self, path, *, samplerate: float | None = None, threshold=None):
         self.path = str(path)
-        try:
-            self._fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise InputError("no such file", path=self.path) from None
-        except IsADirectoryError:
-            raise InputError("is a directory, not a capture", path=self.path) from None
-        except OSError as e:
-            raise InputError(f"cannot open: {e.strerror}", path=self.path) from None
-        self._size = os.fstat(self._fd).st_size
+        self._open_fd()
         warnings: list[str] = []
         self._members = self._read_directory(warnings)
         version = self._read_small("version").decode("ascii", "replace").strip()
@@ -107,6 +102,9 @@ class SrReader(CaptureReader):
         dev = md[dev_name]
         self.metadata = md
         self.capturefile = dev.get("capturefile")
+        if self.capturefile is not None and not self.capturefile.strip():
+            raise InputError("metadata 'capturefile' is empty: the logic data member is not named",
+                             path=self.path, hint="damaged metadata; re-save the capture with sigrok")
         total = _int(dev.get("total probes"), self.path, "total probes")
         probes: dict[int, str] = {}
         for key, value in dev.items():
@@ -172,89 +170,13 @@ class SrReader(CaptureReader):
             warnings.append(f"metadata samplerate {rate_text!r} is implausible for an SPI capture "
                             f"({n_samples} samples would last {days:.3g} days); pass the real rate "
                             f"with --samplerate (e.g. --samplerate 5MHz)")
-        analog = sorted({m.group(1) for n in self._names for m in [re.fullmatch(r"analog-1-(\d+)-\d+", n)] if m})
         if self._analog_of and self._recovered:
             n_samples = None
         self.info = CaptureInfo(
             path=self.path, format=f"sigrok .sr v{version}", channels=names, tick_s=1.0 / rate,
             samplerate_hz=rate, n_ticks=None if self._recovered else n_samples, warnings=warnings,
-            details={"unitsize": self.unitsize, "chunks": len(self._logic),
-                     "samplerate_metadata": rate_text, "analog_members": analog,
-                     "analog_channels": list(self._analog_of),
-                     "sigrok_version": md.get("global", {}).get("sigrok version")})
-
-    # ------------------------------------------------------------------ zip
-    def _read_directory(self, warnings) -> dict[str, _Member]:
-        self._recovered = False
-        try:
-            with zipfile.ZipFile(self.path) as zf:
-                infos = zf.infolist()
-        except zipfile.BadZipFile:
-            head = os.pread(self._fd, 4, 0)
-            if head != b"PK\x03\x04":
-                raise InputError("not a sigrok .sr file (not a zip archive)", path=self.path,
-                                 hint="export the capture as a sigrok session (.sr) or pick --input-format") from None
-            self._recovered = True
-            members = self._scan_local_headers()
-            warnings.append(f"zip directory missing (file cut at byte {self._size}); "
-                            f"reading the {len(members)} member(s) that are there")
-            return members
-        members = {}
-        for i in infos:
-            members[i.filename] = _Member(i.filename, i.compress_type, i.header_offset,
-                                          i.compress_size, i.file_size, i.CRC)
-        self._names = list(members)
-        return members
-
-    def _scan_local_headers(self) -> dict[str, _Member]:
-        """Walk local file headers from the start (for a zip cut before its directory)."""
-        members: dict[str, _Member] = {}
-        off = 0
-        while off + 30 <= self._size:
-            hdr = os.pread(self._fd, 30, off)
-            if hdr[:4] != b"PK\x03\x04":
-                break
-            (_, _, flags, method, _, _, crc, csize, usize, nlen, xlen) = struct.unpack("<IHHHHHIIIHH", hdr)
-            name = os.pread(self._fd, nlen, off + 30).decode("utf-8", "replace")
-            data_off = off + 30 + nlen + xlen
-            if flags & 0x08 or csize == 0xFFFFFFFF:
-                # sizes follow the data; we cannot know them without inflating: keep what is left
-                csize, usize, crc = self._size - data_off, 0, None
-            m = _Member(name, method, off, min(csize, max(self._size - data_off, 0)), usize, crc, data_off)
-            if data_off + csize > self._size:
-                m.crc = None  # cut short: do not claim a CRC match
-            members[name] = m
-            off = data_off + csize
-            if flags & 0x08:
-                break
-        self._names = list(members)
-        return members
-
-    def _data_offset(self, m: _Member) -> int:
-        if m.data_offset is None:
-            if not 0 <= m.header_offset < self._size:
-                raise InputError(f"zip member {m.name} lies outside the file (damaged zip directory)",
-                                 path=self.path)
-            hdr = os.pread(self._fd, 30, m.header_offset)
-            if len(hdr) < 30 or hdr[:4] != b"PK\x03\x04":
-                raise InputError(f"zip member {m.name} has a broken header", path=self.path)
-            nlen, xlen = struct.unpack("<HH", hdr[26:30])
-            m.data_offset = m.header_offset + 30 + nlen + xlen
-        return m.data_offset
-
-    def _read_small(self, name: str) -> bytes:
-        m = self._members.get(name)
-        if m is None:
-            raise InputError(f"not a sigrok .sr file (zip has no '{name}' member)", path=self.path)
-        data = os.pread(self._fd, m.csize, self._data_offset(m))
-        try:
-            if m.method == zipfile.ZIP_STORED:
-                return data
-            if m.method == zipfile.ZIP_DEFLATED:
-                return inflate.decompress_raw(data, m.usize or 65536)
-        except inflate.error:
-            raise InputError(f"zip member '{name}' is damaged", path=self.path) from None
-        raise InputError(f"zip member '{name}' uses unsupported compression {m.method}", path=self.path)
+            samplerate_metadata=rate_text, analog_channels=list(self._analog_of),
+            resolution_source="--samplerate" if samplerate is not None else "metadata")
 
     def _logic_members(self, warnings) -> list[_Member]:
         cf = self.capturefile
@@ -273,6 +195,9 @@ class SrReader(CaptureReader):
         if chunks:
             warnings.append(f"chunk {cf}-{k} is missing; libsigrok stops there, so chunks "
                             f"{', '.join(f'{cf}-{i}' for i in sorted(chunks))} are ignored too")
+        if not out and not self._recovered:
+            raise InputError(f"the logic data member '{cf}' (or '{cf}-1') named by the metadata is not "
+                             f"in the zip", path=self.path, hint="damaged capture; re-save it with sigrok")
         for m in out:
             if m.method not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
                 raise InputError(f"zip member {m.name} uses unsupported compression {m.method}",
@@ -319,6 +244,9 @@ class SrReader(CaptureReader):
                     f.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
         self.end_tick = offset
+        if offset == 0:
+            raise InputError("the capture has no samples (its logic data members are empty)",
+                             path=self.path)
         if self._recovered:
             raise CaptureTruncated(f"zip directory missing; read {offset} samples from the members present",
                                    path=self.path, at_tick=offset, hint="the file was cut short")
@@ -345,7 +273,7 @@ class SrReader(CaptureReader):
         for m in self._logic:
             data_off = self._data_offset(m)
             if m.usize and m.usize <= WHOLE_MEMBER_BYTES and m.crc is not None:
-                yield pool.submit(_whole_member_job, self._fd, m, data_off, us, masks, bits, base)
+                yield pool.submit(_whole_member_job, self._fd, m, data_off, us, masks, bits, base, self._size)
                 base += m.usize // us
                 continue
             try:
@@ -355,51 +283,6 @@ class SrReader(CaptureReader):
             except _Damaged as d:
                 yield d
                 return
-
-    def _stream_member(self, m: _Member, data_off: int):
-        end = data_off + m.csize
-        pos = data_off
-        crc = 0
-        got = 0
-        carry = b""
-        if m.method == zipfile.ZIP_STORED:
-            while pos < end:
-                n = min(PIECE_BYTES, end - pos)
-                piece = os.pread(self._fd, n, pos)
-                pos += len(piece)
-                crc = inflate.crc32(piece, crc)
-                got += len(piece)
-                yield piece
-                if len(piece) < n:
-                    break
-        else:
-            d = inflate.decompressobj()
-            tail = b""
-            while not d.eof:
-                if not tail and pos < end:
-                    tail = os.pread(self._fd, min(COMP_SLICE, end - pos), pos)
-                    pos += len(tail)
-                try:
-                    # with max_length, inflate may hold output back even when all
-                    # input is consumed: keep calling (with empty input) until eof
-                    out = d.decompress(tail, PIECE_BYTES)
-                except inflate.error as e:
-                    raise _Damaged(f"chunk {m.name} is damaged ({e})")
-                tail = d.unconsumed_tail
-                if out:
-                    crc = inflate.crc32(out, crc)
-                    got += len(out)
-                    out = carry + out
-                    cut = len(out) - len(out) % self.unitsize
-                    carry = out[cut:]
-                    if cut:
-                        yield out[:cut]
-                elif not tail and pos >= end:
-                    break           # no input left and nothing more comes out
-            if not d.eof:
-                raise _Damaged(f"chunk {m.name} ends early (deflate stream cut after {got} bytes)")
-        if m.crc is not None and (crc != m.crc or (m.usize and got != m.usize)):
-            raise _Damaged(f"chunk {m.name} is damaged (CRC or size mismatch)")
 
     # --------------------------------------------------------------- analog
     def _analog_members(self, analog_names: dict[int, str], logic_names: list[str],
@@ -470,7 +353,7 @@ class SrReader(CaptureReader):
             self._thresholds, notes = resolve_thresholds(self._thr_spec, list(self._analog_of),
                                                          self._analog_sample, path=self.path)
             self.info.warnings.extend(notes)
-            self.info.details["thresholds"] = {k: (v.level, v.hysteresis) for k, v in self._thresholds.items()}
+            self.info.thresholds.update({k: (v.level, v.hysteresis) for k, v in self._thresholds.items()})
         sources = []
         logic = [(j, n) for j, n in enumerate(names) if n not in self._analog_of]
         if logic:
@@ -524,20 +407,17 @@ class SrReader(CaptureReader):
             self._fd = None
 
 
-class _Damaged(Exception):
-    def __init__(self, problem):
-        super().__init__(problem)
-        self.problem = problem
-
-
-def _whole_member_job(fd, m: _Member, data_off, us, masks, bits, base) -> PieceChanges:
-    comp = os.pread(fd, m.csize, data_off)
+def _whole_member_job(fd, m: _Member, data_off, us, masks, bits, base, file_size) -> PieceChanges:
+    comp = os.pread(fd, min(m.csize, max(file_size - data_off, 0)), data_off)
     if len(comp) < m.csize:
         raise _Damaged(f"chunk {m.name} is cut short ({len(comp)} of {m.csize} bytes)")
     try:
-        raw = comp if m.method == zipfile.ZIP_STORED else inflate.decompress_raw(comp, m.usize)
+        # at most usize bytes come out, whatever the stream holds (usize <= WHOLE_MEMBER_BYTES)
+        raw = comp if m.method == zipfile.ZIP_STORED else inflate.decompress_limited(comp, m.usize)
     except inflate.error as e:
-        raise _Damaged(f"chunk {m.name} is damaged ({e})")
+        raise _Damaged(f"chunk {m.name} is damaged ({e})") from None
+    except inflate.TooLarge:
+        raise _Damaged(f"chunk {m.name} is damaged (inflates beyond its {m.usize} bytes)") from None
     if len(raw) != m.usize or inflate.crc32(raw) != m.crc:
         raise _Damaged(f"chunk {m.name} is damaged (CRC or size mismatch)")
     return scan_piece(raw, us, masks, bits, base)

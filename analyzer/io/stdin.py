@@ -138,7 +138,7 @@ class InputStream:
         return bool(select.select([fd], [], [], timeout)[0])
 
 
-def open_stdin(input_format: str | None, opts: dict):
+def open_stdin(input_format: str | None, opts):
     """The reader for a capture on standard input (``input_format``: None, "vcd" or "raw")."""
     if sys.stdin is None or sys.stdin.isatty():
         raise InputError("- reads the capture from standard input, which is a terminal here", path=STDIN_PATH,
@@ -146,7 +146,7 @@ def open_stdin(input_format: str | None, opts: dict):
     if input_format == "raw":
         from analyzer.io.raw import RawReader
 
-        return RawReader(STDIN_PATH, stream=InputStream(sys.stdin.buffer, replay=False), samplerate=opts.get("samplerate"), unitsize=opts.get("unitsize"))
+        return RawReader(STDIN_PATH, stream=InputStream(sys.stdin.buffer, replay=False), samplerate=opts.samplerate, unitsize=opts.unitsize)
     src = InputStream(sys.stdin.buffer)
     head = src.peek(4096)
     if not head:
@@ -157,7 +157,7 @@ def open_stdin(input_format: str | None, opts: dict):
         from analyzer.io.vcd import VcdReader
 
         if input_format == "vcd" or _sniff_vcd(head):
-            return VcdReader(STDIN_PATH, samplerate=opts.get("samplerate"), stream=src)
+            return VcdReader(STDIN_PATH, samplerate=opts.samplerate, stream=src)
     if head.startswith(b"PK\x03\x04"):
         raise InputError("a sigrok .sr file cannot be read from a pipe (it is a zip archive)", path=STDIN_PATH,
                          hint="give its path, or convert on the fly: sigrok-cli -i X.sr -O vcd | spigap analyze -")

@@ -42,9 +42,10 @@ from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
 from analyzer.io.threshold import strict_blocks
 
 CHUNK_BYTES = 2 << 20
-HEADER_LIMIT = 256 << 20        # a header beyond this is not a VCD we can use
+HEADER_LIMIT = 32 << 20         # declarations beyond this: refused (parsed in memory, ~30x its size)
 MAX_TOKEN = 64 << 20            # one token longer than this: damaged
-HASH_BYTES = 32                 # identifiers are hashed over their first 32 bytes (+ length)
+HASH_BYTES = 32                 # identifiers are hashed over their first 32 bytes (+ length);
+                                # a hash match is then verified byte for byte (_same_ident)
 
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12, "fs": 1e-15}
 _LOGIC_TYPES = {"wire", "reg", "logic", "bit", "integer", "tri", "tri0", "tri1", "triand", "trior",
@@ -95,6 +96,20 @@ def _hash_tokens(a: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.nda
     return h
 
 
+def _same_ident(a: np.ndarray, start: np.ndarray, length: np.ndarray, ident: bytes) -> np.ndarray:
+    """Which tokens a[start:start+length] are exactly ``ident``: the check behind
+    every hash match (two identifiers may share a hash, e.g. a 32-byte prefix)."""
+    ok = length == len(ident)
+    if not ok.any() or len(ident) == 0:
+        return ok
+    want = np.frombuffer(ident, np.uint8)
+    sel = np.flatnonzero(ok)
+    # tokens of one chunk, so len(sel) * len(ident) <= CHUNK_BYTES
+    got = a[start[sel, None] + np.arange(len(ident))]
+    ok[sel] = (got == want).all(axis=1)
+    return ok
+
+
 class _Var:
     __slots__ = ("kind", "size", "ident", "ref", "msb", "lsb", "scope", "selected")
 
@@ -107,7 +122,7 @@ class _Var:
 class VcdReader(CaptureReader):
     format_name = "vcd"
 
-    def __init__(self, path, *, samplerate: float | None = None, stream=None, **_ignored):
+    def __init__(self, path, *, samplerate: float | None = None, stream=None):
         self.path = str(path)
         try:
             # stream: a pipe (analyzer/io/stdin.py), read once as it arrives
@@ -149,8 +164,8 @@ class VcdReader(CaptureReader):
         self.info = CaptureInfo(
             path=self.path, format="VCD", channels=channels, tick_s=tick_s,
             samplerate_hz=1.0 / tick_s if self._step > 1 else None, n_ticks=None, warnings=warnings,
-            details={"timescale_s": timescale, "variables": len(vars_),
-                     **({"samplerate_from_comment_hz": rate} if rate else {})})
+            resolution_source="--samplerate" if samplerate is not None else
+            ("comment" if self._step > 1 else "$timescale" if timescale is not None else "assumed 1 ns"))
 
     # --------------------------------------------------------------- header
     def _read_header(self) -> tuple[str, int]:
@@ -166,6 +181,10 @@ class VcdReader(CaptureReader):
             if m:
                 return buf[:m.start()].decode("latin-1"), m.end()
             if len(buf) > HEADER_LIMIT:
+                if buf.lstrip().startswith(b"$"):
+                    raise InputError(f"the VCD header has no '$enddefinitions $end' within its first "
+                                     f"{HEADER_LIMIT >> 20} MiB: too many declarations, or not a VCD",
+                                     path=self.path, hint="dump only the SPI signals")
                 break
         if not buf.lstrip().startswith(b"$"):
             raise InputError("not a VCD file (it does not start with a $keyword section)", path=self.path,
@@ -286,7 +305,7 @@ class VcdReader(CaptureReader):
         want = []
         for c in channels:
             v, k = self._chan[self.info.channels[self.channel_index(c)]]
-            want.append((id_hash(v.ident), v.size, k))
+            want.append((id_hash(v.ident), v.ident, v.size, k))
         self._warned_xz = False
         p = _Parser(self, want)
         self.end_tick = 0
@@ -340,6 +359,7 @@ class _Parser:
         self.offset: int | None = None  # first timestamp = tick 0
         self.in_section = False      # inside $comment ... $end (or an unknown section)
         self.started = False          # tick 0 emitted
+        self.changes_after_time = True  # a value change follows the last timestamp
         self.xz = 0
 
     def run(self) -> Iterator[EdgeBlock]:
@@ -397,9 +417,11 @@ class _Parser:
                                    path=self.r.path, at_tick=self.r.end_tick)
 
     def _end_tick(self) -> int:
+        """One past the last tick of the dump. A final timestamp with no value change
+        after it marks the end itself (sigrok's VCD output ends with ``#<n samples>``)."""
         if self.offset is None or self.time is None:
             return 1 if self.started else 0
-        return self.time - self.offset + 1
+        return max(1, self.time - self.offset + (1 if self.changes_after_time else 0))
 
     def _flush_initial(self):
         """A dump whose data section never had a timestamp: emit the initial levels."""
@@ -528,6 +550,12 @@ class _Parser:
                 problem = f"timestamps go backwards (#{int(times[j])} after #{prior})"
                 t_idx, times = t_idx[:j], times[:j]
 
+        changes = np.flatnonzero((is_scalar | is_value)[:lim])
+        if len(t_idx):
+            self.changes_after_time = bool(len(changes)) and bool(changes[-1] > t_idx[-1])
+        elif len(changes):
+            self.changes_after_time = True
+
         # records: one per value change of a requested channel
         rec_tok, rec_ch, rec_lv = [], [], []
         sc = np.flatnonzero(is_scalar[:lim])
@@ -535,10 +563,16 @@ class _Parser:
         # identifier hashes: scalar ids follow their value char; vector ids are the next token
         h_sc = _hash_tokens(a, starts[sc] + 1, length[sc] - 1) if len(sc) else np.empty(0, np.uint64)
         h_vv = _hash_tokens(a, starts[vv + 1], length[vv + 1]) if len(vv) else np.empty(0, np.uint64)
-        for j, (h, size, k) in enumerate(self.want):
+        for j, (h, ident, size, k) in enumerate(self.want):
             h = np.uint64(h)
             for toks, hh, scalar in ((sc, h_sc, True), (vv, h_vv, False)):
                 m = toks[hh == h]
+                if len(m) == 0:
+                    continue
+                if scalar:      # the hash is a fast filter: keep exact matches only
+                    m = m[_same_ident(a, starts[m] + 1, length[m] - 1, ident)]
+                else:
+                    m = m[_same_ident(a, starts[m + 1], length[m + 1], ident)]
                 if len(m) == 0:
                     continue
                 if scalar:                  # scalar: value is one char at the token start

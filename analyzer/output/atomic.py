@@ -1,0 +1,34 @@
+"""Write an output file whole or not at all.
+
+The text goes to a temporary file beside the target, which is renamed over it
+once complete (``os.replace`` is atomic on one filesystem), so an interrupted
+run (Ctrl-C, a full disk, a killed process) never leaves a half-written report.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` atomically; raises OSError like ``open`` would."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        try:
+            mode = os.stat(path).st_mode & 0o7777   # keep an existing file's permissions
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask                  # what open(path, "w") would have given
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
