@@ -14,7 +14,7 @@ import argparse
 import pytest
 
 from analyzer.cli import build_parser, main
-from tests.util import synth
+from util import synth
 
 BAD = ("0", "-1", "nope", "OUT/missing-dir/x.out", "OUT/garbage.toml", "OUT/empty.csv")
 # subcommand -> arguments that make it run on the capture CAP (and write into OUT)

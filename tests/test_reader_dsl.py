@@ -31,7 +31,7 @@ from analyzer.api import SpiConfig, analyze_file
 from analyzer.errors import CaptureTruncated
 from analyzer.io import open_capture
 from analyzer.io import dsl as dslmod
-from tests.conftest import real, run_sigrok
+from conftest import real, run_sigrok
 
 DEMO = "dsview__demo_spi.dsl"
 DEMO_PROBES = ["miso", "mosi", "cs", "clk"]     # probe0..3 of the demo's header

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from analyzer.api import SpiConfig, analyze_file
-from tests.conftest import REAL_CAPTURES, real
+from conftest import REAL_CAPTURES, real
 
 SLOW_VCD = {"enc28j60"}
 CSV_OK = {"st25r3916", "sdcard", "ade7758", "adxl345", "mrf24j40", "atmega32", "ssi32"}
