@@ -8,18 +8,28 @@
 ##
 """Gap definitions of docs/gaps.md as plain Python: no sigrokdecode, no numpy.
 
-The spi_gaps decoder imports this module relatively (``from .gapdefs import
-...``); the analyzer and the tests load it by file path
-(``analyzer.sigrok.paths.load_decoder_module('spi_gaps', 'gapdefs')``), so
-both sides use one copy of the rules:
+This is the ONE definition of spigap's gap rules. The spi_gaps decoder imports
+it relatively (``from .gapdefs import ...``); the analyzer loads it by file
+path (``analyzer.core.gaprules``, through
+``analyzer.sigrok.paths.load_decoder_module('spi_gaps', 'gapdefs')``), so
+both sides use one copy of:
 
-* the inter-transfer threshold max(2 x g25, g25 + 2 T) over the word gaps;
 * the SCLK period T as the mean of the sampling-edge spacings within
-  +-25 % of their median;
+  +-25 % of their median (PERIOD_BAND);
+* the same-sample rule (an SCLK edge in the sample of a CS edge belongs to
+  the window at an assert, not at a deassert);
 * idle clocks (gap - T/2) / T;
-* which CS-inactive gap ends a message when the transfers per message are
-  known;
+* the two-population split (``split_two``) that tells inter-byte from
+  inter-transfer word gaps, and cs_change from context-switch gaps, by the
+  data's own structure;
+* the grouping rules: which CS-inactive gap ends a message for a repeating
+  pattern of message lengths, and the labels (``cs_change``,
+  ``context_switch``, ambiguous ``cs_change|context_switch``);
 * how a duration is written, at several zoom levels.
+
+numpy is not guaranteed inside sigrok's embedded Python, so everything here
+is plain Python. The split works on a histogram of log-spaced bins (at most a
+few hundred), so the plain loops stay cheap whatever the capture length.
 
 Every time here is an integer number of samples unless the name says
 seconds. This module must stay importable on its own (no relative imports).
@@ -28,18 +38,57 @@ seconds. This module must stay importable on its own (no relative imports).
 import bisect
 import math
 
-# docs/gaps.md: "a word gap is inter_transfer when it exceeds max(2 x g25, g25 + 2 T)"
-THRESHOLD_QUANTILE = 0.25
 # docs/gaps.md: T is the mean of the sampling-edge spacings within +-25 % of their median
 PERIOD_BAND = (0.75, 1.25)
+# docs/gaps.md "Same-sample edges": an SCLK edge in the sample of a CS assert is
+# inside the window, one in the sample of a CS deassert is outside
+CLK_AT_CS_ASSERT_INSIDE = True
+CLK_AT_CS_DEASSERT_INSIDE = False
+
+# ------------------------------------------------------------- labels
+CS_CHANGE = 'cs_change'
+CONTEXT_SWITCH = 'context_switch'
+AMBIGUOUS = 'cs_change|context_switch'     # which is which cannot be told
+CONTEXT_SWITCH_CHOICES = ('longer', 'shorter')
+
+# ------------------------------------------------- two-population split
+# docs/gaps.md "Two populations". Values are binned on a log scale (gaps
+# jitter in proportion to their length), modelled as two normal components
+# plus a uniform "stall" component (sparse outliers: at most SPLIT_MAX_OUTLIER
+# of the gaps), fitted by EM from several starting cuts; the fit is accepted as
+# two populations only when it beats one component (BIC) AND the components are
+# separated by a clear valley: means >= SPLIT_MIN_SEPARATION pooled standard
+# deviations and >= SPLIT_MIN_TICKS samples apart, each holding >=
+# SPLIT_MIN_SHARE of the gaps and >= SPLIT_MIN_COUNT gaps, none wider than
+# SPLIT_MAX_SIGMA (a sparse, wide spread of long gaps is stalls, not a population).
+SPLIT_BIN = 0.02            # bin width in ln(ticks + 1): 2 %
+SPLIT_MIN_SEPARATION = 4.0
+SPLIT_UNCLEAR_SEPARATION = 2.0   # between this and the above: "cannot tell"
+SPLIT_MIN_TICKS = 3.0
+SPLIT_MIN_SHARE = 0.004
+SPLIT_MIN_COUNT = 3
+SPLIT_MAX_SIGMA = 0.45
+SPLIT_MAX_OUTLIER = 0.15
+SPLIT_ITERATIONS = 60
+SPLIT_START_CUTS = (0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 0.9, 0.97, 0.99)
+
+# ------------------------------------------------------ grouping rules
+MIN_PERIODS = 5             # a repeating pattern must be seen >= 5 times
+MAX_PATTERN = 128           # longest repeating pattern of gaps searched directly
+MIN_AGREEMENT = 0.9         # balanced share of the gaps (mean over both kinds) that follow the pattern
+MIN_PURITY = 0.75           # share of each kind's pattern positions that hold that kind
+MIN_SHARE_AGREEMENT = 0.97  # ... when at least this share of the gaps follows the pattern
+MIN_CONSTANT_N_BY_SHARE = 7 # constant N >= 7: "the context switches are the minority" settles roles
+IDLE_LEAD_FACTOR = 1.5      # an idle lead this many times the longest gap: the capture starts before a message
 
 
-def inter_transfer_threshold(g25, period):
-    """The automatic inter-transfer threshold in samples (docs/gaps.md).
-
-    ``g25`` is the 25th percentile of all word gaps, ``period`` the SCLK
-    period T in samples (None when unknown, then the 2 T term is 0)."""
-    return max(2.0 * g25, g25 + 2.0 * (period or 0.0))
+def inter_transfer_threshold(split):
+    """The automatic inter-transfer threshold in samples: the boundary between
+    the two word-gap populations of ``split`` (a Split), None when the word
+    gaps are one population (then every word gap is inter-byte)."""
+    if split is None or split.verdict != 'two':
+        return None
+    return split.threshold
 
 
 def is_inter_transfer(gap, threshold):
@@ -68,17 +117,49 @@ def threshold_option_us(threshold, samplerate):
     return (math.floor(threshold) + 0.5) / samplerate * 1e6
 
 
-def is_message_boundary(gap_index, transfers_per_message, first_message_start=0):
+def parse_lengths(text):
+    """'2,3' -> [2, 3]: message lengths in transfers, repeating. '' -> []."""
+    out = []
+    for item in str(text).replace(';', ',').split(','):
+        item = item.strip()
+        if not item:
+            continue
+        n = int(item)
+        if n < 1:
+            raise ValueError('message lengths must be >= 1')
+        out.append(n)
+    return out
+
+
+def is_message_boundary(gap_index, transfers_per_message, first_message_start=0, lengths=None):
     """True when CS-inactive gap ``gap_index`` (the gap between transfer
     ``gap_index`` and ``gap_index + 1``, transfers numbered from 0 in the
     capture) lies between two messages: a context switch, not a cs_change.
 
+    Messages repeat ``lengths`` (e.g. [2, 3]: 2 and 3 transfers alternate);
+    without it every message has ``transfers_per_message`` transfers.
     ``first_message_start`` is the number of the first transfer that starts a
-    message (0: the capture starts with a message)."""
-    n = transfers_per_message
-    if not n or n < 1:
-        raise ValueError('transfers per message must be >= 1')
-    return (gap_index + 1 - first_message_start) % n == 0
+    message of the pattern's first length (0: the capture starts with one)."""
+    if not lengths:
+        n = transfers_per_message
+        if not n or n < 1:
+            raise ValueError('transfers per message must be >= 1')
+        lengths = [n]
+    period = sum(lengths)
+    pos = (gap_index + 1 - first_message_start) % period
+    acc = 0
+    for n in lengths:
+        acc += n
+        if pos == acc % period:
+            return True
+    return False
+
+
+def gap_label(gap_index, transfers_per_message, first_message_start=0, lengths=None):
+    """``context_switch`` or ``cs_change`` for CS-inactive gap ``gap_index``."""
+    if is_message_boundary(gap_index, transfers_per_message, first_message_start, lengths):
+        return CONTEXT_SWITCH
+    return CS_CHANGE
 
 
 def first_message_start_from_phase(phase, transfers_per_message):
@@ -86,6 +167,253 @@ def first_message_start_from_phase(phase, transfers_per_message):
     (i - phase) % N == 0) as the number of the first transfer that starts a
     message, 0..N-1."""
     return (phase + 1) % transfers_per_message
+
+
+def message_lengths_from_labels(pattern):
+    """Message lengths (in transfers) of one period of a boundary pattern
+    (``pattern[i]`` True: gap i ends a message), starting after the first
+    boundary, and the transfer (0..len-1) where that first message starts.
+    ([False, True] -> ([2], 0): gap 1 ends a message, so transfer 2 = 0 mod 2
+    starts one.)"""
+    p = len(pattern)
+    ends = [i for i, b in enumerate(pattern) if b]
+    if not ends:
+        return [], 0
+    lengths = []
+    for k, e in enumerate(ends):
+        nxt = ends[(k + 1) % len(ends)]
+        d = (nxt - e) % p
+        lengths.append(d if d else p)
+    return lengths, (ends[0] + 1) % p
+
+
+def describe_lengths(lengths):
+    """[2, 3] -> 'messages of 2 and 3 transfers alternate';
+    [1, 1, 1, 1, 2] -> '4 single transfers then a message of 2'."""
+    if not lengths:
+        return 'no message boundaries'
+    if len(set(lengths)) == 1:
+        n = lengths[0]
+        return '%d transfer%s per message' % (n, '' if n == 1 else 's')
+    runs = []
+    for n in lengths:
+        if runs and runs[-1][0] == n:
+            runs[-1][1] += 1
+        else:
+            runs.append([n, 1])
+    if len(runs) > 1 and runs[0][0] == runs[-1][0]:
+        runs[0][1] += runs.pop()[1]
+    if len(runs) == 2 and runs[0][1] == 1 and runs[1][1] == 1:
+        return 'messages of %d and %d transfers alternate' % (runs[0][0], runs[1][0])
+    parts = []
+    for n, k in runs:
+        if n == 1:
+            parts.append('%d single transfer%s' % (k, '' if k == 1 else 's') if k > 1 else 'a single transfer')
+        else:
+            parts.append('%d message%s of %d' % (k, '' if k == 1 else 's', n) if k > 1 else 'a message of %d' % n)
+    return 'repeating: ' + ', then '.join(parts)
+
+
+# ---------------------------------------------------------- the split
+
+class Split:
+    """Result of ``split_two``. Means/sigmas are in ln(ticks + 1).
+
+    verdict: 'one' (one population: nothing to split), 'two' (two populations
+    with a clear valley), 'unclear' (the values do not look like one
+    population, but the two candidate populations overlap: cannot tell)."""
+
+    def __init__(self, verdict, comps, outlier, separation, threshold, expected_error, n, note):
+        self.verdict = verdict
+        self.comps = comps          # [(weight, mean, sigma)] lo first; one entry for 'one'
+        self.outlier = outlier      # weight of the uniform (stall) component
+        self.separation = separation
+        self.threshold = threshold  # ticks: boundary lo/hi (posteriors equal); None unless 'two'
+        self.expected_error = expected_error
+        self.n = n
+        self.note = note
+        self._u_density = None
+
+    def ticks(self, k):
+        """Median of component k in ticks."""
+        return math.exp(self.comps[k][1]) - 1.0
+
+    def classify(self, value, margin=0.9):
+        """0 (lower population), 1 (upper), or -1 (a stall, or not clearly
+        either: posterior below ``margin``) for one value in ticks."""
+        if self.verdict != 'two':
+            return 0
+        x = math.log(value + 1.0)
+        p = [w * _normal(x, m, s) for w, m, s in self.comps]
+        pu = self.outlier * (self._u_density or 1.0)
+        tot = p[0] + p[1] + pu
+        if tot <= 0:
+            return 1 if value > self.threshold else 0
+        if pu / tot > 0.5:
+            return -1
+        k = 0 if p[0] >= p[1] else 1
+        return k if p[k] / (p[0] + p[1]) >= margin else -1
+
+
+def _normal(x, m, s):
+    z = (x - m) / s
+    return math.exp(-0.5 * z * z) / (s * 2.5066282746310002)
+
+
+def _floor(m):
+    # half a sample, in the log domain, at a value of exp(m) - 1 ticks, or half a bin
+    return max(SPLIT_BIN / 2.0, math.log1p(0.5 / math.exp(m)))
+
+
+def _em(xs, ws, total, comps, outlier, u_density):
+    """EM for len(comps) normal components + one uniform component over binned
+    data (xs: bin centres, ws: counts). Returns (comps, outlier, loglik)."""
+    comps = [list(c) for c in comps]
+    ll = -math.inf
+    for _ in range(SPLIT_ITERATIONS):
+        s0 = [0.0] * len(comps)
+        s1 = [0.0] * len(comps)
+        s2 = [0.0] * len(comps)
+        su = 0.0
+        new_ll = 0.0
+        pu = outlier * u_density
+        for x, w in zip(xs, ws):
+            ps = [c[0] * _normal(x, c[1], c[2]) for c in comps]
+            tot = sum(ps) + pu
+            if tot <= 0.0:
+                continue
+            new_ll += w * math.log(tot)
+            f = w / tot
+            for k, p in enumerate(ps):
+                r = p * f
+                s0[k] += r
+                s1[k] += r * x
+                s2[k] += r * x * x
+            su += pu * f
+        for k, c in enumerate(comps):
+            if s0[k] <= 1e-12:
+                c[0] = 0.0
+                continue
+            c[0] = s0[k] / total
+            c[1] = s1[k] / s0[k]
+            var = max(s2[k] / s0[k] - c[1] * c[1], 0.0) + SPLIT_BIN * SPLIT_BIN / 12.0
+            c[2] = max(math.sqrt(var), _floor(c[1]))
+        outlier = min(su / total, SPLIT_MAX_OUTLIER)
+        rest = 1.0 - outlier
+        wsum = sum(c[0] for c in comps) or 1.0
+        for c in comps:
+            c[0] = c[0] / wsum * rest
+        if abs(new_ll - ll) < 1e-6 * max(1.0, abs(new_ll)):
+            ll = new_ll
+            break
+        ll = new_ll
+    return [tuple(c) for c in comps], outlier, ll
+
+
+def _weighted_stats(xs, ws):
+    n = sum(ws)
+    if n <= 0:
+        return 0.0, SPLIT_BIN
+    m = sum(x * w for x, w in zip(xs, ws)) / n
+    v = sum(w * (x - m) ** 2 for x, w in zip(xs, ws)) / n
+    return m, max(math.sqrt(v), _floor(m))
+
+
+def histogram_bins(pairs):
+    """(value ticks, count) pairs -> sorted (bin centre, count) lists in ln(ticks + 1)."""
+    bins = {}
+    for v, c in pairs:
+        if v < 0 or c <= 0:
+            continue
+        k = int(round(math.log(v + 1.0) / SPLIT_BIN))
+        bins[k] = bins.get(k, 0) + c
+    keys = sorted(bins)
+    return [k * SPLIT_BIN for k in keys], [bins[k] for k in keys]
+
+
+def split_two(pairs):
+    """Split values into two populations when they really are two.
+
+    ``pairs``: (value in ticks, count) for every distinct value (a histogram).
+    Returns a Split (see its doc)."""
+    xs, ws = histogram_bins(pairs)
+    total = float(sum(ws))
+    if total == 0:
+        return Split('one', [(1.0, 0.0, SPLIT_BIN)], 0.0, 0.0, None, 0.0, 0, 'no values')
+    span = (xs[-1] - xs[0]) + SPLIT_BIN
+    u_density = 1.0 / span
+    m, s = _weighted_stats(xs, ws)
+    one, out1, ll1 = _em(xs, ws, total, [(1.0, m, s)], 0.01, u_density)
+    one_split = Split('one', one, out1, 0.0, None, 0.0, int(total), 'one population')
+    one_split._u_density = u_density
+    if len(xs) < 2:
+        return one_split
+    best = None
+    cum = []
+    acc = 0
+    for w in ws:
+        acc += w
+        cum.append(acc)
+    tried = set()
+    for q in SPLIT_START_CUTS:
+        j = bisect.bisect_left(cum, q * total)
+        j = min(max(j, 0), len(xs) - 2)
+        if j in tried:
+            continue
+        tried.add(j)
+        lo_m, lo_s = _weighted_stats(xs[:j + 1], ws[:j + 1])
+        hi_m, hi_s = _weighted_stats(xs[j + 1:], ws[j + 1:])
+        wl = cum[j] / total
+        comps, out, ll = _em(xs, ws, total, [(wl * 0.98, lo_m, lo_s), ((1 - wl) * 0.98, hi_m, hi_s)],
+                             0.02, u_density)
+        if best is None or ll > best[2]:
+            best = (comps, out, ll)
+    comps, out, ll2 = best
+    comps = sorted(comps, key=lambda c: c[1])
+    (w1, m1, s1), (w2, m2, s2) = comps
+    sep = (m2 - m1) / math.sqrt((s1 * s1 + s2 * s2) / 2.0)
+    ticks_apart = math.exp(m2) - math.exp(m1)
+    bic_gain = (ll2 - ll1) - 1.5 * math.log(max(total, 2.0))
+    small = min(w1, w2) < SPLIT_MIN_SHARE or min(w1, w2) * total < SPLIT_MIN_COUNT
+    wide = max(s1, s2) > SPLIT_MAX_SIGMA
+    # the model's own estimate of how many gaps their length alone puts in the wrong population
+    err = 0.0
+    for x, w in zip(xs, ws):
+        p1 = w1 * _normal(x, m1, s1)
+        p2 = w2 * _normal(x, m2, s2)
+        if p1 + p2 > 0:
+            err += w * min(p1, p2) / (p1 + p2)
+    err /= total
+    thr = _boundary(comps)
+    desc = ('%.4g and %.4g samples (%.0f %% / %.0f %%), %.1f standard deviations apart'
+            % (math.exp(m1) - 1, math.exp(m2) - 1, 100 * w1, 100 * w2, sep))
+    if bic_gain <= 0 or small or ticks_apart < SPLIT_MIN_TICKS:
+        return one_split
+    if wide:
+        one_split.note = 'one population; the rest is a sparse, wide spread (stalls)'
+        return one_split
+    if sep >= SPLIT_MIN_SEPARATION:
+        r = Split('two', comps, out, sep, thr, err, int(total), 'two populations: ' + desc)
+    elif sep >= SPLIT_UNCLEAR_SEPARATION:
+        r = Split('unclear', comps, out, sep, thr, err, int(total),
+                  'not one population, but the two candidates overlap (' + desc + '): cannot tell')
+    else:
+        return one_split
+    r._u_density = u_density
+    return r
+
+
+def _boundary(comps):
+    """Ticks where the two weighted components are equally likely (between their means)."""
+    (w1, m1, s1), (w2, m2, s2) = comps
+    lo, hi = m1, m2
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if w1 * _normal(mid, m1, s1) > w2 * _normal(mid, m2, s2):
+            lo = mid
+        else:
+            hi = mid
+    return math.exp(0.5 * (lo + hi)) - 1.0
 
 
 def _lerp(a, b, t):
