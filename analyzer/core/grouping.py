@@ -93,7 +93,7 @@ def _all(n_gaps: int, code: int) -> np.ndarray:
 
 # ------------------------------------------------------------------ structure
 
-def _pattern(lab: np.ndarray, rare: bool = False) -> tuple[int, np.ndarray, float] | None:
+def _pattern(lab: np.ndarray, rare: bool = False, x: np.ndarray | None = None) -> tuple[int, np.ndarray, float] | None:
     """Shortest repeating pattern of the known labels (0/1; -1 unknown):
     (period P, pattern of P labels, agreement), or None. ``rare``: label 1 is
     a rare kind mixed with stalls, so only the positions of the pattern that
@@ -132,8 +132,9 @@ def _pattern(lab: np.ndarray, rare: bool = False) -> tuple[int, np.ndarray, floa
             # it by chance, over all positions and periods tried
             on = (c1 >= defs.MIN_PURITY * tot) & (binom.sf(c1 - 1, tot, q) * n_tests < 1e-3)
             off_pure = (tot - c1)[~on].sum() >= (1 - defs.SPLIT_MAX_OUTLIER - 0.05) * tot[~on].sum()
-            if on.any() and not on.all() and off_pure:
-                agree = float((c1[on].sum() + (tot - c1)[~on].sum()) / nk)
+            if on.any() and not on.all() and off_pure and _complete(c1, tot, on) and _tight(x, idx, r, on):
+                # deviants at "off" positions are stalls, a third population: not misfits
+                agree = float((c1[on].sum() + (tot - c1)[~on].sum()) / (tot[on].sum() + (tot - c1)[~on].sum()))
                 return p, on.astype(np.int8), agree
         return None
     for p in cands:
@@ -159,10 +160,32 @@ def _pattern(lab: np.ndarray, rare: bool = False) -> tuple[int, np.ndarray, floa
         # each label's residues must be mostly that label
         pur1 = c1[on].sum() / tot[on].sum()
         pur0 = (tot - c1)[~on].sum() / tot[~on].sum()
-        if min(pur1, pur0) >= defs.MIN_PURITY:
+        if min(pur1, pur0) >= defs.MIN_PURITY and _complete(c1, tot, on):
             agree = float((c1[on].sum() + (tot - c1)[~on].sum()) / nk)
             return p, on.astype(np.int8), agree
     return None
+
+
+def _tight(x, idx, r, on) -> bool:
+    """The rare kind is one population: the gaps at its positions spread no
+    wider than a population may (a mix of stalls does)."""
+    if x is None:
+        return True
+    v = x[idx[on[r]]]
+    return len(v) < 2 or float(np.std(v)) <= defs.SPLIT_MAX_SIGMA
+
+
+def _complete(c1: np.ndarray, tot: np.ndarray, on: np.ndarray) -> bool:
+    """False when some positions of the pattern hold the other label far more
+    often than the rest of their label's positions do: the pattern then misses
+    positions of a shorter true one (noisy labels at a multiple of the period)."""
+    for sel, cnt in ((~on, c1), (on, tot - c1)):
+        if not sel.any():
+            continue
+        q = max(float(cnt[sel].sum()) / max(float(tot[sel].sum()), 1.0), 1e-3)
+        if (binom.sf(cnt[sel] - 1, tot[sel], q) * len(on) < 1e-3).any() and (cnt[sel] > 0.3 * tot[sel]).any():
+            return False
+    return True
 
 
 def _rare_pattern(g: np.ndarray, sp):
@@ -179,7 +202,7 @@ def _rare_pattern(g: np.ndarray, sp):
         lab = np.full(len(g), -1, np.int8)
         lab[np.abs(z) < 2.5] = 0
         lab[dev] = 1
-        found = _pattern(lab[:WINDOW], rare=True)
+        found = _pattern(lab[:WINDOW], rare=True, x=x[:WINDOW])
         if found is not None:
             p, pattern, agree = found
             return p, (pattern if side == 1 else 1 - pattern).astype(np.int8), agree
@@ -264,7 +287,7 @@ def _resolve(pattern, g, lead, context_switch, device_lengths, agreement=1.0):
         lab = int(pattern[-1 % len(pattern)])
         return lab, (f"the capture starts in idle ({lead:.0f} samples, longer than any gap) before a "
                      "message"), "idle_start"
-    for lab in (0, 1) if agreement >= defs.MIN_SHARE_AGREEMENT else ():
+    for lab in (0, 1):
         n = _constant(rd[lab].lengths)
         other = _constant(rd[1 - lab].lengths)
         if n is not None and n >= defs.MIN_CONSTANT_N_BY_SHARE and other is None:
@@ -360,13 +383,19 @@ def infer(gaps_ticks: np.ndarray, *, lead: float | None = None, context_switch: 
                          populations=sp_note, evidence=[])
     r = rd[ends]
     kinds = np.where(lab_full == ends, CONTEXT_SWITCH, CS_CHANGE).astype(np.int8)
+    conf = CONFIDENCE[key]
+    if key != "given" and agreement < defs.MIN_CLEAN_AGREEMENT:
+        # a noisy pattern may be a multiple of the true one with positions missed
+        conf = min(conf, CONFIDENCE["ambiguous"])
+        why += (f"; but only {100 * agreement:.0f} % of the gaps follow the pattern, so it may be wrong "
+                f"(give --transfers-per-message N)")
     nconst = _constant(r.lengths)
     phase = (r.first_start - 1) % nconst if nconst else 0
     rel = "longer" if ends == 1 else "shorter"
     method = {"given": "user", "device": "device"}.get(key, "auto")
     note = (f"{defs.describe_lengths(r.lengths)}: the {rel} CS-inactive gaps end messages "
             f"(evidence: {why}; {sp_note})")
-    return _grouping(kinds, n=nconst, phase=phase, confidence=CONFIDENCE[key], method=method, note=note,
+    return _grouping(kinds, n=nconst, phase=phase, confidence=conf, method=method, note=note,
                      lengths=r.lengths, first_start=r.first_start, evidence=[why], structure="pattern",
                      populations=sp_note)
 

@@ -77,7 +77,7 @@ MIN_PERIODS = 5             # a repeating pattern must be seen >= 5 times
 MAX_PATTERN = 128           # longest repeating pattern of gaps searched directly
 MIN_AGREEMENT = 0.9         # balanced share of the gaps (mean over both kinds) that follow the pattern
 MIN_PURITY = 0.75           # share of each kind's pattern positions that hold that kind
-MIN_SHARE_AGREEMENT = 0.97  # ... when at least this share of the gaps follows the pattern
+MIN_CLEAN_AGREEMENT = 0.97  # below: the pattern itself is uncertain (confidence <= 0.5)
 MIN_CONSTANT_N_BY_SHARE = 7 # constant N >= 7: "the context switches are the minority" settles roles
 IDLE_LEAD_FACTOR = 1.5      # an idle lead this many times the longest gap: the capture starts before a message
 
