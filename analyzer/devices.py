@@ -25,6 +25,21 @@ DEVICES = {
 }
 
 
+# The message shapes of each device's Linux driver, in CS windows per
+# spi_message: evidence for the message grouping (docs/gaps.md). mcp251xfd
+# reads registers with single-transfer messages and the RX path with a
+# 2-transfer message (seed 001: four single transfers, then 168 + 48 bits).
+MESSAGE_LENGTHS = {
+    "mcp2518fd": (1, 2), "mcp2517fd": (1, 2), "mcp251863": (1, 2),
+}
+
+
+def message_lengths(spec: str) -> tuple | None:
+    """Message lengths (CS windows per message) the device's driver uses, or None when unknown."""
+    name, _ = parse(spec)
+    return MESSAGE_LENGTHS.get(name)
+
+
 def parse(spec: str) -> tuple[str, dict]:
     """'mcp3008:vref=5,part=MCP3208' -> ('mcp3008', {'vref': '5', 'part': 'MCP3208'})."""
     name, _, rest = spec.partition(":")

@@ -39,6 +39,10 @@ def analyze_path(path, args):
     from analyzer.io import open_capture
 
     cfg = config_from_args(args)
+    if getattr(args, "device", None):
+        from analyzer import devices
+
+        cfg.message_lengths = devices.message_lengths(args.device)
     with open_capture(path, **reader_options(args)) as reader:
         return analysis.run(reader, cfg)
 

@@ -266,10 +266,16 @@ def gaps_signal(args):
     values = {
         "cs_polarity": "active-low" if cfg.cs_active_low else "active-high",
         "cpol": cfg.cpol, "cpha": cfg.cpha, "wordsize": cfg.wordsize,
-        "transfers_per_message": int(a.grouping.transfers_per_message),
-        "first_message_start": g.first_message_start_from_phase(a.grouping.phase,
-                                                                a.grouping.transfers_per_message),
     }
+    grp = a.grouping
+    if grp.ambiguous:
+        pass                    # roles unknown: the decoder shows plain "CS high" gaps
+    elif grp.transfers_per_message:
+        values["transfers_per_message"] = int(grp.transfers_per_message)
+        values["first_message_start"] = g.first_message_start_from_phase(grp.phase, grp.transfers_per_message)
+    elif grp.lengths:
+        values["message_lengths"] = ",".join(str(x) for x in grp.lengths)
+        values["first_message_start"] = int(grp.first_start)
     if a.inter_transfer_threshold is not None:
         values["inter_transfer_gap"] = g.threshold_option_us(a.inter_transfer_threshold,
                                                             1.0 / a.tick_s)

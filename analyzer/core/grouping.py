@@ -63,7 +63,8 @@ class Grouping:
     confidence: float     # measured probability that the labels are right (docs/gaps.md)
     method: str           # "auto", "user", "device", "trace", "none"
     note: str
-    kinds: np.ndarray     # per CS-inactive gap: CS_CHANGE, CONTEXT_SWITCH, CLASS_A or CLASS_B
+    kinds: np.ndarray = dataclasses.field(compare=False, repr=False)  # per CS-inactive gap: CS_CHANGE,
+    #                       CONTEXT_SWITCH, CLASS_A or CLASS_B
     lengths: list = dataclasses.field(default_factory=list)   # one period of message lengths ([] unknown)
     first_start: int = 0  # transfer (mod sum(lengths)) that starts a message of lengths[0]
     evidence: list = dataclasses.field(default_factory=list)  # why the roles are what they are

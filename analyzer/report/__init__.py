@@ -150,7 +150,10 @@ class Report:
             ["SCLK", f"{fmt_freq(a.sclk_hz)} (T = {fmt_time(a.period_ticks * t)})" if a.sclk_hz else "–"],
             ["transfers", f"{a.n} ({int(np.count_nonzero(a.partial_start | a.partial_end))} partial), "
                           f"{len(a.mosi)} words"],
-            ["messages", f"{a.n_messages()} × {g.transfers_per_message} transfer(s) [{g.method}] {g.note}"],
+            ["messages", ("ambiguous" if g.ambiguous else
+                          f"{a.n_messages()} × {g.transfers_per_message} transfer(s)" if g.transfers_per_message
+                          else f"{a.n_messages()} of {'+'.join(map(str, g.lengths))} transfers")
+             + f" [{g.method}, confidence {g.confidence:.2f}] {g.note}"],
             ["transfer rate", fmt_rate(rate)],
             ["idle clocks between words (p50)", f"{float(np.median(ic)):.2f}" if len(ic) else "–"],
             ["stalls", f"{len(st)} ({fmt_time(sum(s.excess_s for s in st))} above their medians)"],

@@ -64,12 +64,16 @@ CONTEXT_SWITCH_CHOICES = ('longer', 'shorter')
 SPLIT_BIN = 0.02            # bin width in ln(ticks + 1): 2 %
 SPLIT_MIN_SEPARATION = 4.0
 SPLIT_UNCLEAR_SEPARATION = 2.0   # between this and the above: "cannot tell"
+# word gaps pile up at their floor (back-to-back words) when jitter is large:
+# a clipped normal looks like two close candidates, so "cannot tell" starts higher
+SPLIT_UNCLEAR_SEPARATION_LINEAR = 3.0
 SPLIT_MIN_TICKS = 3.0
 SPLIT_MIN_SHARE = 0.004
 SPLIT_MIN_COUNT = 3
 SPLIT_MAX_SIGMA = 0.45
 SPLIT_MAX_OUTLIER = 0.15
 SPLIT_ITERATIONS = 60
+SPLIT_LINEAR_BINS = 400
 SPLIT_START_CUTS = (0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 0.9, 0.97, 0.99)
 
 # ------------------------------------------------------ grouping rules
@@ -232,18 +236,19 @@ class Split:
         self.expected_error = expected_error
         self.n = n
         self.note = note
+        self.scale = 'log'
         self._u_density = None
 
     def ticks(self, k):
         """Median of component k in ticks."""
-        return math.exp(self.comps[k][1]) - 1.0
+        return _from_x(self.comps[k][1], self.scale)
 
     def classify(self, value, margin=0.9):
         """0 (lower population), 1 (upper), or -1 (a stall, or not clearly
         either: posterior below ``margin``) for one value in ticks."""
         if self.verdict != 'two':
             return 0
-        x = math.log(value + 1.0)
+        x = _to_x(value, self.scale)
         p = [w * _normal(x, m, s) for w, m, s in self.comps]
         pu = self.outlier * (self._u_density or 1.0)
         tot = p[0] + p[1] + pu
@@ -260,12 +265,22 @@ def _normal(x, m, s):
     return math.exp(-0.5 * z * z) / (s * 2.5066282746310002)
 
 
-def _floor(m):
-    # half a sample, in the log domain, at a value of exp(m) - 1 ticks, or half a bin
+def _to_x(value, scale):
+    return math.log(value + 1.0) if scale == 'log' else float(value)
+
+
+def _from_x(x, scale):
+    return math.exp(x) - 1.0 if scale == 'log' else x
+
+
+def _floor(m, scale='log'):
+    # half a sample (in the log domain: at a value of exp(m) - 1 ticks), or half a bin
+    if scale != 'log':
+        return 0.5
     return max(SPLIT_BIN / 2.0, math.log1p(0.5 / math.exp(m)))
 
 
-def _em(xs, ws, total, comps, outlier, u_density):
+def _em(xs, ws, total, comps, outlier, u_density, scale='log', binw=SPLIT_BIN):
     """EM for len(comps) normal components + one uniform component over binned
     data (xs: bin centres, ws: counts). Returns (comps, outlier, loglik)."""
     comps = [list(c) for c in comps]
@@ -296,8 +311,8 @@ def _em(xs, ws, total, comps, outlier, u_density):
                 continue
             c[0] = s0[k] / total
             c[1] = s1[k] / s0[k]
-            var = max(s2[k] / s0[k] - c[1] * c[1], 0.0) + SPLIT_BIN * SPLIT_BIN / 12.0
-            c[2] = max(math.sqrt(var), _floor(c[1]))
+            var = max(s2[k] / s0[k] - c[1] * c[1], 0.0) + binw * binw / 12.0
+            c[2] = max(math.sqrt(var), _floor(c[1], scale))
         outlier = min(su / total, SPLIT_MAX_OUTLIER)
         rest = 1.0 - outlier
         wsum = sum(c[0] for c in comps) or 1.0
@@ -310,42 +325,55 @@ def _em(xs, ws, total, comps, outlier, u_density):
     return [tuple(c) for c in comps], outlier, ll
 
 
-def _weighted_stats(xs, ws):
+def _weighted_stats(xs, ws, scale='log'):
     n = sum(ws)
     if n <= 0:
-        return 0.0, SPLIT_BIN
+        return 0.0, _floor(0.0, scale)
     m = sum(x * w for x, w in zip(xs, ws)) / n
     v = sum(w * (x - m) ** 2 for x, w in zip(xs, ws)) / n
-    return m, max(math.sqrt(v), _floor(m))
+    return m, max(math.sqrt(v), _floor(m, scale))
 
 
-def histogram_bins(pairs):
-    """(value ticks, count) pairs -> sorted (bin centre, count) lists in ln(ticks + 1)."""
+def histogram_bins(pairs, scale='log'):
+    """(value ticks, count) pairs -> sorted (bin centre, count) lists and the
+    bin width: in ln(ticks + 1) bins of SPLIT_BIN ('log'), or in ticks, at most
+    SPLIT_LINEAR_BINS bins ('linear')."""
+    pairs = [(v, c) for v, c in pairs if v >= 0 and c > 0]
+    if scale == 'log':
+        binw = SPLIT_BIN
+        key = lambda v: int(round(math.log(v + 1.0) / binw))  # noqa: E731
+    else:
+        lo = min((v for v, _ in pairs), default=0)
+        hi = max((v for v, _ in pairs), default=0)
+        binw = max(1.0, (hi - lo) / float(SPLIT_LINEAR_BINS))
+        key = lambda v: int(round(v / binw))  # noqa: E731
     bins = {}
     for v, c in pairs:
-        if v < 0 or c <= 0:
-            continue
-        k = int(round(math.log(v + 1.0) / SPLIT_BIN))
+        k = key(v)
         bins[k] = bins.get(k, 0) + c
     keys = sorted(bins)
-    return [k * SPLIT_BIN for k in keys], [bins[k] for k in keys]
+    return [k * binw for k in keys], [bins[k] for k in keys], binw
 
 
-def split_two(pairs):
+def split_two(pairs, scale='log'):
     """Split values into two populations when they really are two.
 
     ``pairs``: (value in ticks, count) for every distinct value (a histogram).
+    ``scale``: 'log' for gaps whose jitter grows with their length
+    (CS-inactive gaps: scheduler and busy-wait times), 'linear' for gaps with
+    a fixed jitter (word gaps: controller and FIFO timing).
     Returns a Split (see its doc)."""
-    xs, ws = histogram_bins(pairs)
+    xs, ws, binw = histogram_bins(pairs, scale)
     total = float(sum(ws))
     if total == 0:
         return Split('one', [(1.0, 0.0, SPLIT_BIN)], 0.0, 0.0, None, 0.0, 0, 'no values')
-    span = (xs[-1] - xs[0]) + SPLIT_BIN
+    span = (xs[-1] - xs[0]) + binw
     u_density = 1.0 / span
-    m, s = _weighted_stats(xs, ws)
-    one, out1, ll1 = _em(xs, ws, total, [(1.0, m, s)], 0.01, u_density)
+    m, s = _weighted_stats(xs, ws, scale)
+    one, out1, ll1 = _em(xs, ws, total, [(1.0, m, s)], 0.01, u_density, scale, binw)
     one_split = Split('one', one, out1, 0.0, None, 0.0, int(total), 'one population')
     one_split._u_density = u_density
+    one_split.scale = scale
     if len(xs) < 2:
         return one_split
     best = None
@@ -361,21 +389,21 @@ def split_two(pairs):
         if j in tried:
             continue
         tried.add(j)
-        lo_m, lo_s = _weighted_stats(xs[:j + 1], ws[:j + 1])
-        hi_m, hi_s = _weighted_stats(xs[j + 1:], ws[j + 1:])
+        lo_m, lo_s = _weighted_stats(xs[:j + 1], ws[:j + 1], scale)
+        hi_m, hi_s = _weighted_stats(xs[j + 1:], ws[j + 1:], scale)
         wl = cum[j] / total
         comps, out, ll = _em(xs, ws, total, [(wl * 0.98, lo_m, lo_s), ((1 - wl) * 0.98, hi_m, hi_s)],
-                             0.02, u_density)
+                             0.02, u_density, scale, binw)
         if best is None or ll > best[2]:
             best = (comps, out, ll)
     comps, out, ll2 = best
     comps = sorted(comps, key=lambda c: c[1])
     (w1, m1, s1), (w2, m2, s2) = comps
     sep = (m2 - m1) / math.sqrt((s1 * s1 + s2 * s2) / 2.0)
-    ticks_apart = math.exp(m2) - math.exp(m1)
+    ticks_apart = _from_x(m2, scale) - _from_x(m1, scale)
     bic_gain = (ll2 - ll1) - 1.5 * math.log(max(total, 2.0))
     small = min(w1, w2) < SPLIT_MIN_SHARE or min(w1, w2) * total < SPLIT_MIN_COUNT
-    wide = max(s1, s2) > SPLIT_MAX_SIGMA
+    wide = scale == 'log' and max(s1, s2) > SPLIT_MAX_SIGMA
     # the model's own estimate of how many gaps their length alone puts in the wrong population
     err = 0.0
     for x, w in zip(xs, ws):
@@ -384,9 +412,9 @@ def split_two(pairs):
         if p1 + p2 > 0:
             err += w * min(p1, p2) / (p1 + p2)
     err /= total
-    thr = _boundary(comps)
+    thr = _from_x(_boundary(comps), scale)
     desc = ('%.4g and %.4g samples (%.0f %% / %.0f %%), %.1f standard deviations apart'
-            % (math.exp(m1) - 1, math.exp(m2) - 1, 100 * w1, 100 * w2, sep))
+            % (_from_x(m1, scale), _from_x(m2, scale), 100 * w1, 100 * w2, sep))
     if bic_gain <= 0 or small or ticks_apart < SPLIT_MIN_TICKS:
         return one_split
     if wide:
@@ -394,17 +422,18 @@ def split_two(pairs):
         return one_split
     if sep >= SPLIT_MIN_SEPARATION:
         r = Split('two', comps, out, sep, thr, err, int(total), 'two populations: ' + desc)
-    elif sep >= SPLIT_UNCLEAR_SEPARATION:
+    elif sep >= (SPLIT_UNCLEAR_SEPARATION if scale == 'log' else SPLIT_UNCLEAR_SEPARATION_LINEAR):
         r = Split('unclear', comps, out, sep, thr, err, int(total),
                   'not one population, but the two candidates overlap (' + desc + '): cannot tell')
     else:
         return one_split
     r._u_density = u_density
+    r.scale = scale
     return r
 
 
 def _boundary(comps):
-    """Ticks where the two weighted components are equally likely (between their means)."""
+    """Where the two weighted components are equally likely (between their means), in x."""
     (w1, m1, s1), (w2, m2, s2) = comps
     lo, hi = m1, m2
     for _ in range(60):
@@ -413,7 +442,7 @@ def _boundary(comps):
             lo = mid
         else:
             hi = mid
-    return math.exp(0.5 * (lo + hi)) - 1.0
+    return 0.5 * (lo + hi)
 
 
 def _lerp(a, b, t):
