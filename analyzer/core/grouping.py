@@ -379,7 +379,8 @@ def infer(gaps_ticks: np.ndarray, *, lead: float | None = None, context_switch: 
                 f"{defs.describe_lengths(b.lengths)}; if the shorter ones (class A) do, "
                 f"{defs.describe_lengths(a.lengths)}. Both are labelled cs_change|context_switch; "
                 f"{settle} settles it")
-        return _grouping(kinds, n=None, confidence=CONFIDENCE["ambiguous"], method="auto", note=note,
+        same_n = _constant(a.lengths) if _constant(a.lengths) == _constant(b.lengths) else None
+        return _grouping(kinds, n=same_n, confidence=CONFIDENCE["ambiguous"], method="auto", note=note,
                          lengths=[], ambiguous=True, settle=settle, structure="pattern",
                          populations=sp_note, evidence=[])
     r = rd[ends]
