@@ -177,7 +177,7 @@ def test_two_transfers_per_message_is_ambiguous(tmp_path):
     g = a.grouping
     assert g.ambiguous and g.confidence <= 0.5 and g.transfers_per_message == 2
     assert "--transfers-per-message 2 --context-switch longer|shorter" in g.settle
-    assert len(a.gap_values("class_a")) == 20 and len(a.gap_values("class_b")) == 19
+    assert len(a.gap_values("class_a")) == 19 and len(a.gap_values("class_b")) == 20
     assert len(a.gap_values("cs_change")) == 0 and len(a.gap_values("context_switch")) == 0
     b = analyze(path, transfers_per_message=2, context_switch="shorter")
     assert np.array_equal(b.gap_kind, want) and b.n_messages() == 20
