@@ -237,7 +237,7 @@ def _measure(info, cfg, framer, raw, end_tick, truncated) -> Analysis:
         wg_note = "given (--inter-transfer-gap)"
     elif len(pair_gap):
         # two populations only where there really are two (docs/gaps.md)
-        sp = split_two(pair_gap, "linear")
+        sp = split_two(pair_gap, "linear", _ticks_per_sample(info))
         thr = gapdefs.inter_transfer_threshold(sp)
         wg_note = sp.note
         if sp.verdict == "unclear":
@@ -261,7 +261,7 @@ def _measure(info, cfg, framer, raw, end_tick, truncated) -> Analysis:
         # idle before the first CS assert (evidence that a message starts there), None when
         # the capture starts inside a window
         lead = float(start[0]) if n and not w["partial_start"][0] else None
-        grp = grouping_mod.infer(gaps, lead=lead, context_switch=cfg.context_switch,
+        grp = grouping_mod.infer(gaps, resolution=_ticks_per_sample(info), lead=lead, context_switch=cfg.context_switch,
                                  device_lengths=cfg.message_lengths,
                                  transfers_per_message=cfg.transfers_per_message)
         boundary = grp.boundary_mask(len(gaps))
@@ -283,6 +283,13 @@ def _measure(info, cfg, framer, raw, end_tick, truncated) -> Analysis:
         min_high=framer.min_high, min_low=framer.min_low, warnings=warnings)
     _warn(a, framer)
     return a
+
+
+def _ticks_per_sample(info: CaptureInfo) -> float:
+    """Ticks per sample: 1, unless a reader's time unit is finer than the sample period."""
+    if not info.samplerate_hz:
+        return 1.0
+    return max(1.0, round(1.0 / (info.samplerate_hz * info.tick_s)))
 
 
 def _warn(a: Analysis, framer) -> None:

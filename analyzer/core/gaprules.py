@@ -15,12 +15,13 @@ from analyzer.sigrok.paths import load_decoder_module
 defs = load_decoder_module("spi_gaps", "gapdefs")
 
 
-def split(values: np.ndarray, scale: str = "log"):
-    """``defs.split_two`` over an array of tick values (histogrammed with numpy first)."""
+def split(values: np.ndarray, scale: str = "log", resolution: float = 1.0):
+    """``defs.split_two`` over an array of tick values (histogrammed with numpy first);
+    ``resolution``: ticks per sample."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     u, c = np.unique(np.rint(v).astype(np.int64), return_counts=True)
-    return defs.split_two(zip(u.tolist(), c.tolist()), scale)
+    return defs.split_two(zip(u.tolist(), c.tolist()), scale, resolution)
 
 
 def classify(sp, values: np.ndarray, margin: float = 0.9) -> np.ndarray:

@@ -299,7 +299,7 @@ def _resolve(pattern, g, lead, context_switch, device_lengths, agreement=1.0):
 
 # ------------------------------------------------------------------ inference
 
-def infer(gaps_ticks: np.ndarray, *, lead: float | None = None, context_switch: str | None = None,
+def infer(gaps_ticks: np.ndarray, *, resolution: float = 1.0, lead: float | None = None, context_switch: str | None = None,
           device_lengths=None, transfers_per_message: int | None = None) -> Grouping:
     """Message grouping of the CS-inactive gaps ``gaps_ticks`` (gap i between
     transfers i and i+1). ``lead``: idle samples before the first CS assert
@@ -319,7 +319,7 @@ def infer(gaps_ticks: np.ndarray, *, lead: float | None = None, context_switch: 
                          note=f"only {n} CS-inactive gap(s): too few to find a message pattern; each "
                               "transfer is counted as its own message, all gaps as context switches",
                          lengths=[1], structure="too few")
-    sp = split(g[:WINDOW] if n > WINDOW else g)
+    sp = split(g[:WINDOW] if n > WINDOW else g, "log", resolution)
     pat = None
     if sp.verdict in ("two", "unclear"):
         lab = classify(sp, g)

@@ -273,14 +273,14 @@ def _from_x(x, scale):
     return math.exp(x) - 1.0 if scale == 'log' else x
 
 
-def _floor(m, scale='log'):
-    # half a sample (in the log domain: at a value of exp(m) - 1 ticks), or half a bin
+def _floor(m, scale='log', res=1.0):
+    # half a sample of res ticks (in the log domain: at a value of exp(m) - 1 ticks), or half a bin
     if scale != 'log':
-        return 0.5
-    return max(SPLIT_BIN / 2.0, math.log1p(0.5 / math.exp(m)))
+        return 0.5 * res
+    return max(SPLIT_BIN / 2.0, math.log1p(0.5 * res / math.exp(m)))
 
 
-def _em(xs, ws, total, comps, outlier, u_density, scale='log', binw=SPLIT_BIN):
+def _em(xs, ws, total, comps, outlier, u_density, scale='log', binw=SPLIT_BIN, res=1.0):
     """EM for len(comps) normal components + one uniform component over binned
     data (xs: bin centres, ws: counts). Returns (comps, outlier, loglik)."""
     comps = [list(c) for c in comps]
@@ -312,7 +312,7 @@ def _em(xs, ws, total, comps, outlier, u_density, scale='log', binw=SPLIT_BIN):
             c[0] = s0[k] / total
             c[1] = s1[k] / s0[k]
             var = max(s2[k] / s0[k] - c[1] * c[1], 0.0) + binw * binw / 12.0
-            c[2] = max(math.sqrt(var), _floor(c[1], scale))
+            c[2] = max(math.sqrt(var), _floor(c[1], scale, res))
         outlier = min(su / total, SPLIT_MAX_OUTLIER)
         rest = 1.0 - outlier
         wsum = sum(c[0] for c in comps) or 1.0
@@ -325,13 +325,13 @@ def _em(xs, ws, total, comps, outlier, u_density, scale='log', binw=SPLIT_BIN):
     return [tuple(c) for c in comps], outlier, ll
 
 
-def _weighted_stats(xs, ws, scale='log'):
+def _weighted_stats(xs, ws, scale='log', res=1.0):
     n = sum(ws)
     if n <= 0:
-        return 0.0, _floor(0.0, scale)
+        return 0.0, _floor(0.0, scale, res)
     m = sum(x * w for x, w in zip(xs, ws)) / n
     v = sum(w * (x - m) ** 2 for x, w in zip(xs, ws)) / n
-    return m, max(math.sqrt(v), _floor(m, scale))
+    return m, max(math.sqrt(v), _floor(m, scale, res))
 
 
 def histogram_bins(pairs, scale='log'):
@@ -355,22 +355,35 @@ def histogram_bins(pairs, scale='log'):
     return [k * binw for k in keys], [bins[k] for k in keys], binw
 
 
-def split_two(pairs, scale='log'):
+def split_two(pairs, scale='log', resolution=1.0):
     """Split values into two populations when they really are two.
 
     ``pairs``: (value in ticks, count) for every distinct value (a histogram).
     ``scale``: 'log' for gaps whose jitter grows with their length
     (CS-inactive gaps: scheduler and busy-wait times), 'linear' for gaps with
-    a fixed jitter (word gaps: controller and FIFO timing).
+    a fixed jitter (word gaps: controller and FIFO timing). ``resolution``:
+    ticks per sample (1 unless a reader's time unit is finer than a sample).
     Returns a Split (see its doc)."""
+    pairs = list(pairs)
     xs, ws, binw = histogram_bins(pairs, scale)
     total = float(sum(ws))
     if total == 0:
         return Split('one', [(1.0, 0.0, SPLIT_BIN)], 0.0, 0.0, None, 0.0, 0, 'no values')
     span = (xs[-1] - xs[0]) + binw
     u_density = 1.0 / span
-    m, s = _weighted_stats(xs, ws, scale)
-    one, out1, ll1 = _em(xs, ws, total, [(1.0, m, s)], 0.01, u_density, scale, binw)
+    # the data's own quantum: values that are all multiples of q ticks apart
+    # (a reader whose time unit is finer than the sample period) resolve q ticks
+    pairs = [(v, c) for v, c in pairs if v >= 0 and c > 0]
+    quantum = 0
+    first = pairs[0][0] if pairs else 0
+    for v, _ in pairs:
+        quantum = math.gcd(quantum, int(round(v - first)))
+    smallest = min([v for v, _ in pairs if v > 0] or [0])
+    if len(pairs) < 2 or quantum > 0.25 * smallest:
+        quantum = 1             # two far-apart values are two populations, not a time unit
+    res = max(float(resolution), float(quantum), 1.0)
+    m, s = _weighted_stats(xs, ws, scale, res)
+    one, out1, ll1 = _em(xs, ws, total, [(1.0, m, s)], 0.01, u_density, scale, binw, res)
     one_split = Split('one', one, out1, 0.0, None, 0.0, int(total), 'one population')
     one_split._u_density = u_density
     one_split.scale = scale
@@ -389,11 +402,11 @@ def split_two(pairs, scale='log'):
         if j in tried:
             continue
         tried.add(j)
-        lo_m, lo_s = _weighted_stats(xs[:j + 1], ws[:j + 1], scale)
-        hi_m, hi_s = _weighted_stats(xs[j + 1:], ws[j + 1:], scale)
+        lo_m, lo_s = _weighted_stats(xs[:j + 1], ws[:j + 1], scale, res)
+        hi_m, hi_s = _weighted_stats(xs[j + 1:], ws[j + 1:], scale, res)
         wl = cum[j] / total
         comps, out, ll = _em(xs, ws, total, [(wl * 0.98, lo_m, lo_s), ((1 - wl) * 0.98, hi_m, hi_s)],
-                             0.02, u_density, scale, binw)
+                             0.02, u_density, scale, binw, res)
         if best is None or ll > best[2]:
             best = (comps, out, ll)
     comps, out, ll2 = best
@@ -415,7 +428,7 @@ def split_two(pairs, scale='log'):
     thr = _from_x(_boundary(comps), scale)
     desc = ('%.4g and %.4g samples (%.0f %% / %.0f %%), %.1f standard deviations apart'
             % (_from_x(m1, scale), _from_x(m2, scale), 100 * w1, 100 * w2, sep))
-    if bic_gain <= 0 or small or ticks_apart < SPLIT_MIN_TICKS:
+    if bic_gain <= 0 or small or ticks_apart < SPLIT_MIN_TICKS * res:
         return one_split
     if wide:
         one_split.note = 'one population; the rest is a sparse, wide spread (stalls)'
