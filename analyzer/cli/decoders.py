@@ -279,6 +279,10 @@ def gaps_signal(args):
     if a.inter_transfer_threshold is not None:
         values["inter_transfer_gap"] = g.threshold_option_us(a.inter_transfer_threshold,
                                                             1.0 / a.tick_s)
+    elif len(a.pair_gap):
+        # one population of word gaps: a threshold above the longest, so the decoder
+        # labels every word gap inter-byte as the analyzer does
+        values["inter_transfer_gap"] = g.threshold_option_us(float(a.pair_gap.max()), 1.0 / a.tick_s)
     opts = {}
     for o in info.options:
         if o.id in values and values[o.id] != o.default:
