@@ -261,8 +261,23 @@ def gaps_signal(args):
         raise UsageError("no CS channel found for spi_gaps", path=args.capture, hint="name it with --cs")
     if a.truncated:
         raise SpigapError(a.truncated)
-    g = paths.load_decoder_module("spi_gaps", "gapdefs")
     info = pdinfo.load("spi_gaps")
+    values = spi_gaps_values(a)
+    opts = {}
+    for o in info.options:
+        if o.id in values and values[o.id] != o.default:
+            opts[o.id] = (o.gvariant_type, type(o.default)(values[o.id]))
+    roles = {"clk": cfg.clk, "cs": cfg.cs, "mosi": cfg.mosi, "miso": cfg.miso}
+    channels = [pvs.DecodeChannel(c.name, roles.get(c.id)) for c in info.channels]
+    return pvs.DecodeSignal(info.name, [pvs.StackedDecoder(info.id, opts)], channels), a
+
+
+def spi_gaps_values(a) -> dict:
+    """The spi_gaps decoder options that make it label every gap as the analysis ``a`` did."""
+    from analyzer.sigrok import paths
+
+    g = paths.load_decoder_module("spi_gaps", "gapdefs")
+    cfg = a.cfg
     values = {
         "cs_polarity": "active-low" if cfg.cs_active_low else "active-high",
         "cpol": cfg.cpol, "cpha": cfg.cpha, "wordsize": cfg.wordsize,
@@ -283,13 +298,7 @@ def gaps_signal(args):
         # one population of word gaps: a threshold above the longest, so the decoder
         # labels every word gap inter-byte as the analyzer does
         values["inter_transfer_gap"] = g.threshold_option_us(float(a.pair_gap.max()), 1.0 / a.tick_s)
-    opts = {}
-    for o in info.options:
-        if o.id in values and values[o.id] != o.default:
-            opts[o.id] = (o.gvariant_type, type(o.default)(values[o.id]))
-    roles = {"clk": cfg.clk, "cs": cfg.cs, "mosi": cfg.mosi, "miso": cfg.miso}
-    channels = [pvs.DecodeChannel(c.name, roles.get(c.id)) for c in info.channels]
-    return pvs.DecodeSignal(info.name, [pvs.StackedDecoder(info.id, opts)], channels), a
+    return values
 
 
 def run_pvs(args) -> int:
