@@ -378,8 +378,10 @@ def split_two(pairs, scale='log', resolution=1.0):
     first = pairs[0][0] if pairs else 0
     for v, _ in pairs:
         quantum = math.gcd(quantum, int(round(v - first)))
-    smallest = min([v for v, _ in pairs if v > 0] or [0])
-    if len(pairs) < 2 or quantum > 0.25 * smallest:
+    values = [v for v, _ in pairs]
+    smallest = min([v for v in values if v > 0] or [0])
+    spread = (max(values) - min(values)) if values else 0
+    if len(pairs) < 2 or not (quantum <= 0.25 * smallest or (len(pairs) >= 3 and quantum <= 0.05 * spread)):
         quantum = 1             # two far-apart values are two populations, not a time unit
     res = max(float(resolution), float(quantum), 1.0)
     m, s = _weighted_stats(xs, ws, scale, res)
