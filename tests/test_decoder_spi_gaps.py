@@ -395,7 +395,8 @@ def test_rules_are_the_documented_ones():
     # messages of 2 and 3 alternating from transfer 0: boundaries after transfers 1, 4, 6, 9
     assert [i for i in range(10) if gapdefs.is_message_boundary(i, 0, 0, [2, 3])] == [1, 4, 6, 9]
     assert gapdefs.gap_label(1, 0, 0, [2, 3]) == "context_switch" and gapdefs.gap_label(2, 0, 0, [2, 3]) == "cs_change"
-    assert gapdefs.message_lengths_from_labels([False, True, False, False, True]) == ([3, 2], 2)
+    assert gapdefs.message_lengths_from_labels([False, True, False, False, True]) == ([2, 3], 0)
+    assert gapdefs.message_lengths_from_labels([False, False, True, False, True]) == ([2, 3], 3)
     assert gapdefs.describe_lengths([2, 3]) == "messages of 2 and 3 transfers alternate"
     assert gapdefs.describe_lengths([1, 1, 1, 1, 2]) == "repeating: 4 single transfers, then a message of 2"
     assert gapdefs.first_message_start_from_phase(9, 10) == 0

@@ -175,8 +175,8 @@ def first_message_start_from_phase(phase, transfers_per_message):
 
 def message_lengths_from_labels(pattern):
     """Message lengths (in transfers) of one period of a boundary pattern
-    (``pattern[i]`` True: gap i ends a message), starting after the first
-    boundary, and the transfer (0..len-1) where that first message starts.
+    (``pattern[i]`` True: gap i ends a message), in their smallest rotation,
+    and the transfer (0..len-1) where a message of the first length starts.
     ([False, True] -> ([2], 0): gap 1 ends a message, so transfer 2 = 0 mod 2
     starts one.)"""
     p = len(pattern)
@@ -188,7 +188,10 @@ def message_lengths_from_labels(pattern):
         nxt = ends[(k + 1) % len(ends)]
         d = (nxt - e) % p
         lengths.append(d if d else p)
-    return lengths, (ends[0] + 1) % p
+    # one canonical rotation (the smallest), so the same pattern reads the same
+    # wherever the capture starts: [3, 2] -> [2, 3]
+    k = min(range(len(lengths)), key=lambda i: lengths[i:] + lengths[:i])
+    return lengths[k:] + lengths[:k], (ends[0] + 1 + sum(lengths[:k])) % p
 
 
 def describe_lengths(lengths):
