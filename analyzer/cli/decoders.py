@@ -251,7 +251,7 @@ def auto_assign(pd_channel_name: str, capture_channels: list[str]) -> str | None
 def gaps_signal(args):
     """An spi_gaps decode signal with what 'spigap analyze' finds in the capture."""
     from analyzer.cli.analyze import analyze_path
-    from analyzer.sigrok import paths, pdinfo, pvs
+    from analyzer.sigrok import pdinfo, pvs
 
     if args.no_cs:
         raise UsageError("spi_gaps needs a CS line (--no-cs cannot be used with --gaps)")
