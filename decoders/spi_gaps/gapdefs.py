@@ -55,7 +55,9 @@ CONTEXT_SWITCH_CHOICES = ('longer', 'shorter')
 # docs/gaps.md "Two populations". Values are binned on a log scale (gaps
 # jitter in proportion to their length), modelled as two normal components
 # plus a uniform "stall" component (sparse outliers: at most SPLIT_MAX_OUTLIER
-# of the gaps), fitted by EM from several starting cuts; the fit is accepted as
+# of the CS-inactive gaps, SPLIT_MAX_OUTLIER_LINEAR of the word gaps: a group
+# of word gaps far longer than the others is an inter-transfer population by
+# definition, only a rare hiccup is a stall), fitted by EM from several starting cuts; the fit is accepted as
 # two populations only when it beats one component (BIC) AND the components are
 # separated by a clear valley: means >= SPLIT_MIN_SEPARATION pooled standard
 # deviations and >= SPLIT_MIN_TICKS samples apart, each holding >=
@@ -72,6 +74,7 @@ SPLIT_MIN_SHARE = 0.004
 SPLIT_MIN_COUNT = 3
 SPLIT_MAX_SIGMA = 0.45
 SPLIT_MAX_OUTLIER = 0.15
+SPLIT_MAX_OUTLIER_LINEAR = 0.02
 SPLIT_ITERATIONS = 60
 SPLIT_LINEAR_BINS = 400
 SPLIT_START_CUTS = (0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 0.9, 0.97, 0.99)
@@ -316,7 +319,7 @@ def _em(xs, ws, total, comps, outlier, u_density, scale='log', binw=SPLIT_BIN, r
             c[1] = s1[k] / s0[k]
             var = max(s2[k] / s0[k] - c[1] * c[1], 0.0) + binw * binw / 12.0
             c[2] = max(math.sqrt(var), _floor(c[1], scale, res))
-        outlier = min(su / total, SPLIT_MAX_OUTLIER)
+        outlier = min(su / total, SPLIT_MAX_OUTLIER if scale == 'log' else SPLIT_MAX_OUTLIER_LINEAR)
         rest = 1.0 - outlier
         wsum = sum(c[0] for c in comps) or 1.0
         for c in comps:
@@ -381,14 +384,17 @@ def split_two(pairs, scale='log', resolution=1.0):
     first = pairs[0][0] if pairs else 0
     for v, _ in pairs:
         quantum = math.gcd(quantum, int(round(v - first)))
-    values = [v for v, _ in pairs]
+    values = sorted(v for v, _ in pairs)
     smallest = min([v for v in values if v > 0] or [0])
+    if quantum <= 1 and len(values) >= 3 and values[-1] - values[0] >= 100 * len(values):
+        quantum = _rounded_quantum(values, smallest)
     spread = (max(values) - min(values)) if values else 0
     if len(pairs) < 2 or not (quantum <= 0.25 * smallest or (len(pairs) >= 3 and quantum <= 0.05 * spread)):
         quantum = 1             # two far-apart values are two populations, not a time unit
     res = max(float(resolution), float(quantum), 1.0)
     m, s = _weighted_stats(xs, ws, scale, res)
-    one, out1, ll1 = _em(xs, ws, total, [(1.0, m, s)], 0.01, u_density, scale, binw, res)
+    u0 = 0.01 if scale == 'log' else 0.005
+    one, out1, ll1 = _em(xs, ws, total, [(1.0, m, s)], u0, u_density, scale, binw, res)
     one_split = Split('one', one, out1, 0.0, None, 0.0, int(total), 'one population')
     one_split._u_density = u_density
     one_split.scale = scale
@@ -411,9 +417,17 @@ def split_two(pairs, scale='log', resolution=1.0):
         hi_m, hi_s = _weighted_stats(xs[j + 1:], ws[j + 1:], scale, res)
         wl = cum[j] / total
         comps, out, ll = _em(xs, ws, total, [(wl * 0.98, lo_m, lo_s), ((1 - wl) * 0.98, hi_m, hi_s)],
-                             0.02, u_density, scale, binw, res)
+                             2 * u0, u_density, scale, binw, res)
+        # the best fit among those that could be two populations at all (one
+        # sample apart is quantization, not a second population)
+        (c1, c2) = sorted(comps, key=lambda c: c[1])
+        if _from_x(c2[1], scale) - _from_x(c1[1], scale) < SPLIT_MIN_TICKS * res \
+                or min(c1[0], c2[0]) < SPLIT_MIN_SHARE or min(c1[0], c2[0]) * total < SPLIT_MIN_COUNT:
+            continue
         if best is None or ll > best[2]:
             best = (comps, out, ll)
+    if best is None:
+        return one_split
     comps, out, ll2 = best
     comps = sorted(comps, key=lambda c: c[1])
     (w1, m1, s1), (w2, m2, s2) = comps
@@ -448,6 +462,27 @@ def split_two(pairs, scale='log', resolution=1.0):
     r._u_density = u_density
     r.scale = scale
     return r
+
+
+def _rounded_quantum(values, smallest):
+    """The time unit of values that are rounded multiples of it (a VCD in ps of
+    a 12 MHz capture: 333333, 416666, ... samples of 83333.3 ps), or 1."""
+    merged = [values[0]]
+    for v in values[1:]:
+        if v - merged[-1] > 2:
+            merged.append(v)
+    if len(merged) < 3:
+        return 1
+    q = min(b - a for a, b in zip(merged, merged[1:]))
+    if q < 10 or q > 0.5 * smallest:
+        return 1
+    span = merged[-1] - merged[0]
+    q = span / float(round(span / float(q)))       # the unit to sub-tick precision
+    for v in merged:
+        k = (v - merged[0]) / float(q)
+        if abs(k - round(k)) * q > 2 + 1e-6 * v:
+            return 1
+    return q
 
 
 def _boundary(comps):
