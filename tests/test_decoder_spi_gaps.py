@@ -404,3 +404,23 @@ def test_rules_are_the_documented_ones():
     assert gapdefs.fmt_seconds(1.62e-6) == "1.62 µs" and gapdefs.fmt_seconds(4.2e-7) == "420 ns"
     assert gapdefs.texts("CS setup", "Setup", "S", 80, 50e6) == [
         "CS setup: 1.6 µs (80 samples)", "CS setup 1.6 µs", "Setup 1.6 µs", "1.6 µs", "S"]
+
+
+def test_message_lengths_option_follows_the_analysis():
+    # the MCP2518FD RX captures with the device's message shapes (1 or 2 CS windows):
+    # messages of 1, 1 and 2 transfers repeat; the decoder's message_lengths and
+    # first_message_start options give the analyzer's cs_change/context-switch labels
+    path = CAPTURES / "mcp2518fd-imx8mp-k5.18-A-rx.sr"
+    a = analyze_file(path, SpiConfig(message_lengths=(1, 2)))
+    assert a.grouping.lengths == [1, 1, 2] and a.grouping.method == "device"
+    opts = pd_options(a, clk="SCK", cs="nCS")
+    assert "message_lengths=1+1+2" in opts and "transfers_per_message" not in opts
+    anns = decode(path, opts)
+    exp = expected(a)
+    for cls in ("cs-change", "context-switch"):
+        assert got(anns, cls) == sorted(exp[cls]) and exp[cls], cls
+    # ambiguous without the device: both options unset, plain CS-inactive gaps
+    b = analyze_file(path, SpiConfig())
+    assert b.grouping.ambiguous
+    assert "message_lengths" not in pd_options(b, clk="SCK", cs="nCS")
+    assert len(exp["cs-change"]) + len(exp["context-switch"]) == len(expected(b)["cs-inactive"])

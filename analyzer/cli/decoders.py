@@ -289,7 +289,7 @@ def spi_gaps_values(a) -> dict:
         values["transfers_per_message"] = int(grp.transfers_per_message)
         values["first_message_start"] = g.first_message_start_from_phase(grp.phase, grp.transfers_per_message)
     elif grp.lengths:
-        values["message_lengths"] = ",".join(str(x) for x in grp.lengths)
+        values["message_lengths"] = "+".join(str(x) for x in grp.lengths)
         values["first_message_start"] = int(grp.first_start)
     if a.inter_transfer_threshold is not None:
         values["inter_transfer_gap"] = g.threshold_option_us(a.inter_transfer_threshold,

@@ -46,7 +46,7 @@ so in auto mode the first few windows may be labelled differently. For an exact 
 --format json" reports it (inter_transfer_threshold_s), and the .pvs files
 written by "spigap decoders pvs --gaps" carry it.
 
-"Message lengths" (e.g. 2,3: messages of 2 and 3 transfers alternate)
+"Message lengths" (e.g. 2+3: messages of 2 and 3 transfers alternate)
 replaces "Transfers per message" for drivers whose messages differ in
 length. When spigap cannot tell which CS-inactive gaps are the context
 switches (ambiguous), "spigap decoders pvs --gaps" leaves both options unset

@@ -125,9 +125,11 @@ def threshold_option_us(threshold, samplerate):
 
 
 def parse_lengths(text):
-    """'2,3' -> [2, 3]: message lengths in transfers, repeating. '' -> []."""
+    """'2+3' (or '2,3') -> [2, 3]: message lengths in transfers, repeating.
+    '' -> []. ('+' is the separator to use on sigrok-cli's command line, where
+    ',' separates stacked decoders.)"""
     out = []
-    for item in str(text).replace(';', ',').split(','):
+    for item in str(text).replace(';', ',').replace('+', ',').replace(' ', ',').split(','):
         item = item.strip()
         if not item:
             continue

@@ -59,7 +59,7 @@ class Decoder(srd.Decoder):
         {'id': 'first_message_start',
             'desc': 'Transfer that starts the first message', 'default': 0},
         {'id': 'message_lengths',
-            'desc': 'Repeating message lengths, e.g. 2,3 (overrides transfers per message)',
+            'desc': 'Repeating message lengths, e.g. 2+3 (overrides transfers per message)',
             'default': ''},
         {'id': 'inter_transfer_gap',
             'desc': 'Inter-transfer gap threshold in us (0 = auto)', 'default': 0.0},
@@ -122,7 +122,7 @@ class Decoder(srd.Decoder):
         try:
             self.lengths = parse_lengths(o['message_lengths'])
         except ValueError:
-            raise OptionError('Message lengths must be positive integers, e.g. 2,3.')
+            raise OptionError('Message lengths must be positive integers, e.g. 2+3.')
         self.thr_us = float(o['inter_transfer_gap'])
         if self.thr_us < 0:
             raise OptionError('Inter-transfer gap must be >= 0.')
