@@ -155,8 +155,7 @@ class Analysis:
         """Idle SCLK periods in each inter-byte gap: (gap - T/2) / T."""
         if not self.period_ticks:
             return np.empty(0)
-        g = self.gap_values("inter_byte")
-        return (g - self.period_ticks / 2) / self.period_ticks
+        return gapdefs.idle_clocks(self.gap_values("inter_byte"), self.period_ticks)
 
     def transfer_rate_hz(self) -> float | None:
         s = self.start[~self.partial_start]
