@@ -118,3 +118,19 @@ def test_known_boundaries_are_ground_truth():
     assert set(grp.lengths) == {2, 3}
     with pytest.raises(ValueError):
         grouping.from_boundaries(3, [5])
+
+
+def test_irregular_mix_is_labelled_by_length_and_reported():
+    # an IRQ thread's irregular mix of 1- and 2-transfer messages: two clear populations,
+    # no repeating pattern; the message-length distribution is reported under both readings
+    rng = np.random.default_rng(3)
+    lens = rng.choice([1, 2], size=400)
+    ends = np.cumsum(lens)
+    ctx = np.zeros(int(ends[-1]) - 1, bool)
+    ctx[ends[:-1] - 1] = True
+    g = np.rint(np.where(ctx, 25.0, 10.0) * gg.US * (1 + rng.normal(0, 0.05, len(ctx))))
+    amb = grouping.infer(g, lead=100.0)
+    assert amb.ambiguous and amb.structure == "by length" and amb.confidence <= 0.5
+    assert "messages of 1 (50 %), 2 (50 %) transfers" in amb.note
+    told = grouping.infer(g, lead=100.0, context_switch="longer")
+    assert _right(told, ctx) == 1.0 and told.confidence >= 0.9

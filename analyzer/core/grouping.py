@@ -363,6 +363,8 @@ def infer(gaps_ticks: np.ndarray, *, resolution: float = 1.0, lead: float | None
     if pat is None:
         if transfers_per_message:
             return _given_blind(n, transfers_per_message, context_switch)
+        if sp.verdict == "two" and min(c[0] for c in sp.comps) > defs.SPLIT_MAX_OUTLIER * sum(c[0] for c in sp.comps):
+            return _by_length(g, sp, context_switch)
         return _grouping(_all(n, CONTEXT_SWITCH), n=1, confidence=CONFIDENCE["one_population"], method="auto",
                          note=f"the CS-inactive gaps are one population ({sp_note}) with no repeating "
                               "pattern: each transfer is its own message and every gap a context switch "
@@ -408,6 +410,42 @@ def infer(gaps_ticks: np.ndarray, *, resolution: float = 1.0, lead: float | None
     return _grouping(kinds, n=nconst, phase=phase, confidence=conf, method=method, note=note,
                      lengths=r.lengths, first_start=r.first_start, evidence=[why], structure="pattern",
                      populations=sp_note)
+
+
+def _distribution(ends: np.ndarray) -> str:
+    """'lengths 1 (40 %), 2 (60 %)': how many transfers the messages between the boundaries hold."""
+    idx = np.flatnonzero(ends)
+    runs = np.diff(idx)
+    if len(runs) == 0:
+        return "no whole message"
+    v, c = np.unique(runs, return_counts=True)
+    top = np.argsort(-c)[:4]
+    return "messages of " + ", ".join(f"{int(v[i])} ({100 * c[i] / len(runs):.0f} %)" for i in top) + \
+        (" transfers" if len(v) <= 4 else " transfers, and others")
+
+
+def _by_length(g: np.ndarray, sp, context_switch) -> Grouping:
+    """Two populations of clearly different length but no repeating pattern
+    (an IRQ thread's irregular mix): labels by length; which kind is the
+    context switch only when the user says so."""
+    lab = g > sp.threshold
+    dist = {True: _distribution(lab), False: _distribution(~lab)}
+    if context_switch in ("longer", "shorter"):
+        ends = lab if context_switch == "longer" else ~lab
+        kinds = np.where(ends, CONTEXT_SWITCH, CS_CHANGE).astype(np.int8)
+        conf = max(0.0, 1.0 - 10 * sp.expected_error)     # not on the grid: the split's own error estimate
+        return _grouping(kinds, confidence=conf, method="user",
+                         note=f"no repeating pattern; by length (the {context_switch} gaps end messages, given): "
+                              f"{dist[context_switch == 'longer']} ({sp.note})",
+                         structure="by length", evidence=[f"--context-switch {context_switch}"],
+                         populations=sp.note)
+    kinds = np.where(lab, CLASS_B, CLASS_A).astype(np.int8)
+    settle = "--context-switch longer|shorter (or a kernel trace)"
+    return _grouping(kinds, confidence=CONFIDENCE["ambiguous"], method="auto",
+                     note=f"two kinds of CS-inactive gap ({sp.note}) with no repeating pattern: if the longer "
+                          f"ones (class B) end messages, {dist[True]}; if the shorter ones (class A) do, "
+                          f"{dist[False]}. Both are labelled cs_change|context_switch; {settle} settles it",
+                     ambiguous=True, settle=settle, structure="by length", populations=sp.note)
 
 
 def _settle(pattern, rd) -> str:
