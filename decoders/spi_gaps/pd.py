@@ -219,11 +219,11 @@ class Decoder(srd.Decoder):
             thr = self.fixed_thr
         else:
             # the analyzer's two-population split over the word gaps seen so far,
-            # redone as their number doubles (then every 4096) to bound the cost
+            # redone each time their number doubles, so the cost stays bounded (log2 of the count)
             if self.gaps.total >= self.next_split:
                 self.auto_thr = inter_transfer_threshold(
                     split_two([(v, self.gaps.counts[v]) for v in self.gaps.values], 'linear'))
-                self.next_split = min(self.next_split * 2, self.gaps.total + 4096)
+                self.next_split = self.gaps.total * 2
             thr = self.auto_thr
         sr = self.samplerate
         if is_inter_transfer(gap, thr):
