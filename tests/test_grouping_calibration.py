@@ -134,3 +134,19 @@ def test_irregular_mix_is_labelled_by_length_and_reported():
     assert "messages of 1 (50 %), 2 (50 %) transfers" in amb.note
     told = grouping.infer(g, lead=100.0, context_switch="longer")
     assert _right(told, ctx) == 1.0 and told.confidence >= 0.9
+
+
+def test_regroup_an_analysis_with_known_boundaries(tmp_path):
+    # what a kernel trace would feed in: the message boundaries, applied to a real analysis
+    from analyzer.core.analysis import KIND_CONTEXT_SWITCH, regroup
+    from tests.util import analyze, synth
+
+    sc, tl, path = synth(tmp_path, transfers_per_message=2, messages=20, cs_change="10us",
+                         context_switch="5us", seed=8, lead="2us")
+    a = analyze(path)
+    assert a.grouping.ambiguous
+    kinds = np.array(tl.truth()["kind"][1:])
+    regroup(a, grouping.from_boundaries(a.n - 1, np.flatnonzero(kinds == "context_switch")))
+    assert not a.grouping.ambiguous and a.grouping.method == "trace" and a.n_messages() == 20
+    assert (a.gap_kind[1:][kinds == "context_switch"] == KIND_CONTEXT_SWITCH).all()
+    assert len(a.gap_values("cs_change")) == 20 and len(a.gap_values("class_a")) == 0

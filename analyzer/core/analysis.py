@@ -284,6 +284,21 @@ def _measure(info, cfg, framer, raw, end_tick, truncated) -> Analysis:
     return a
 
 
+def regroup(a: Analysis, grp: grouping_mod.Grouping) -> Analysis:
+    """Apply another message grouping to an analysis (e.g. ``grouping.from_boundaries``
+    with the message boundaries of a kernel trace): gap kinds and message numbers follow it."""
+    if not a.has_cs:
+        raise ValueError("no CS line: there are no CS-inactive gaps to group")
+    if len(grp.kinds) != max(a.n - 1, 0):
+        raise ValueError(f"the grouping covers {len(grp.kinds)} gaps, the capture has {max(a.n - 1, 0)}")
+    a.grouping = grp
+    a.gap_kind = a.gap_kind.copy()
+    a.gap_kind[1:] = grp.kinds
+    boundary = grp.boundary_mask(len(grp.kinds))
+    a.message = np.concatenate([[0], np.cumsum(boundary)]).astype(np.int64)[:a.n]
+    return a
+
+
 def _ticks_per_sample(info: CaptureInfo) -> float:
     """Ticks per sample: 1, unless a reader's time unit is finer than the sample period."""
     if not info.samplerate_hz:
