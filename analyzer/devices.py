@@ -84,6 +84,23 @@ def parse(spec: str) -> tuple[str, dict]:
     return d.name, d.options
 
 
+# The message shapes of each device's Linux driver, in CS windows per
+# spi_message: evidence for the message grouping (docs/gaps.md). mcp251xfd
+# reads registers with single-transfer messages and the RX path with a
+# 2-transfer message (seed 001: four single transfers, then 168 + 48 bits).
+MESSAGE_LENGTHS = {
+    "mcp2518fd": (1, 2), "mcp2517fd": (1, 2), "mcp251863": (1, 2),
+}
+
+
+def message_lengths(spec: str) -> tuple | None:
+    """Message lengths (CS windows per message) the device's driver uses, or None when unknown."""
+    if spec is None or str(spec).strip().lower() == "none":
+        return None
+    d = parse_spec(spec)
+    return None if d.is_file else MESSAGE_LENGTHS.get(d.name)
+
+
 def limits(spec):
     """The datasheet limits (analyzer.model.profiles.Device) of ``spec``, or None for 'none'."""
     from analyzer.model.profiles import load_device

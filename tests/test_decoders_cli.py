@@ -139,6 +139,8 @@ def test_gapdefs_loads_without_sigrokdecode():
     import sys
 
     g = paths.load_decoder_module("spi_gaps", "gapdefs")
-    assert g.inter_transfer_threshold(10.0, 4.0) == 20.0
+    sp = g.split_two([(10, 50), (11, 40), (40, 45), (41, 50)], "linear")
+    assert sp.verdict == "two" and 11 < g.inter_transfer_threshold(sp) < 40
+    assert g.inter_transfer_threshold(g.split_two([(10, 50), (11, 40)], "linear")) is None
     assert "sigrokdecode" not in sys.modules
     assert os.path.samefile(g.__file__, DECODERS / "spi_gaps" / "gapdefs.py")

@@ -149,9 +149,9 @@ def test_readme_schema_lists_every_key(outputs, capsys):
         assert not missing, f"keys in the output of analyze {argv} that README.md does not list: {missing}"
         seen.update(seen_paths(d))
     # and the README lists nothing that no output has (wildcards aside)
-    norm = {re.sub(r"\.(cs_setup|cs_hold|inter_byte|inter_transfer|cs_change|context_switch|idle)(?=\.)",
+    norm = {re.sub(r"\.(cs_setup|cs_hold|inter_byte|inter_transfer|cs_change|context_switch|class_a|class_b|idle)(?=\.)",
                    ".*", p) for p in seen}
-    listed = {re.sub(r"\.(cs_setup|cs_hold|inter_byte|inter_transfer|cs_change|context_switch|idle)(?=\.|$)",
+    listed = {re.sub(r"\.(cs_setup|cs_hold|inter_byte|inter_transfer|cs_change|context_switch|class_a|class_b|idle)(?=\.|$)",
                      ".*", p) for p in listed_paths(schema)}
     stale = sorted(p for p in listed if p not in norm and not re.search(r"\.\*|\.(transfer_duration|"
                                                                         r"transfer_period|interval|period|"

@@ -231,6 +231,10 @@ def add_capture_options(p: argparse.ArgumentParser) -> None:
                         "(default: auto, see docs/gaps.md)")
     t.add_argument("--transfers-per-message", type=_tpm, default=None, metavar="N|auto",
                    help="CS windows per spi_message/ioctl (default auto: inferred from the gaps)")
+    t.add_argument("--context-switch", choices=("longer", "shorter"), default=None,
+                   help="the context switches (gaps between messages) are the longer/shorter kind of "
+                        "CS-inactive gap; settles an ambiguous grouping (default: from the data's "
+                        "evidence, see docs/gaps.md)")
 
 
 DEVICE_METAVAR = "NAME[@VARIANT][:KEY=VALUE,...]"
@@ -331,7 +335,13 @@ def config_from_args(args, profile=None) -> SpiConfig:
                     wordsize=args.wordsize, lsb_first=args.bitorder == "lsb", clk=args.clk,
                     mosi=args.mosi, miso=args.miso, cs=args.cs, no_cs=args.no_cs,
                     idle_timeout_s=args.idle_timeout, inter_transfer_gap_s=args.inter_transfer_gap,
-                    transfers_per_message=args.transfers_per_message)
+                    transfers_per_message=args.transfers_per_message,
+                    context_switch=getattr(args, "context_switch", None))
+    if getattr(args, "device", None):
+        from analyzer import devices
+
+        # the driver's message shapes: evidence for the message grouping (docs/gaps.md)
+        cfg.message_lengths = devices.message_lengths(args.device)
     if profile is not None:
         from analyzer.model.check import config_for_profile
 

@@ -251,7 +251,7 @@ def auto_assign(pd_channel_name: str, capture_channels: list[str]) -> str | None
 def gaps_signal(args):
     """An spi_gaps decode signal with what 'spigap analyze' finds in the capture."""
     from analyzer.cli.common import analyze_path
-    from analyzer.sigrok import paths, pdinfo, pvs
+    from analyzer.sigrok import pdinfo, pvs
 
     if args.no_cs:
         raise UsageError("spi_gaps needs a CS line (--no-cs cannot be used with --gaps)")
@@ -261,18 +261,8 @@ def gaps_signal(args):
         raise UsageError("no CS channel found for spi_gaps", path=args.capture, hint="name it with --cs")
     if a.truncated:
         raise SpigapError(a.truncated)
-    g = paths.load_decoder_module("spi_gaps", "gapdefs")
     info = pdinfo.load("spi_gaps")
-    values = {
-        "cs_polarity": "active-low" if cfg.cs_active_low else "active-high",
-        "cpol": cfg.cpol, "cpha": cfg.cpha, "wordsize": cfg.wordsize,
-        "transfers_per_message": int(a.grouping.transfers_per_message),
-        "first_message_start": g.first_message_start_from_phase(a.grouping.phase,
-                                                                a.grouping.transfers_per_message),
-    }
-    if a.inter_transfer_threshold is not None:
-        values["inter_transfer_gap"] = g.threshold_option_us(a.inter_transfer_threshold,
-                                                            1.0 / a.tick_s)
+    values = spi_gaps_values(a)
     opts = {}
     for o in info.options:
         if o.id in values and values[o.id] != o.default:
@@ -280,6 +270,35 @@ def gaps_signal(args):
     roles = {"clk": cfg.clk, "cs": cfg.cs, "mosi": cfg.mosi, "miso": cfg.miso}
     channels = [pvs.DecodeChannel(c.name, roles.get(c.id)) for c in info.channels]
     return pvs.DecodeSignal(info.name, [pvs.StackedDecoder(info.id, opts)], channels), a
+
+
+def spi_gaps_values(a) -> dict:
+    """The spi_gaps decoder options that make it label every gap as the analysis ``a`` did."""
+    from analyzer.sigrok import paths
+
+    g = paths.load_decoder_module("spi_gaps", "gapdefs")
+    cfg = a.cfg
+    values = {
+        "cs_polarity": "active-low" if cfg.cs_active_low else "active-high",
+        "cpol": cfg.cpol, "cpha": cfg.cpha, "wordsize": cfg.wordsize,
+    }
+    grp = a.grouping
+    if grp.ambiguous:
+        pass                    # roles unknown: the decoder shows plain "CS high" gaps
+    elif grp.transfers_per_message:
+        values["transfers_per_message"] = int(grp.transfers_per_message)
+        values["first_message_start"] = g.first_message_start_from_phase(grp.phase, grp.transfers_per_message)
+    elif grp.lengths:
+        values["message_lengths"] = "+".join(str(x) for x in grp.lengths)
+        values["first_message_start"] = int(grp.first_start)
+    if a.inter_transfer_threshold is not None:
+        values["inter_transfer_gap"] = g.threshold_option_us(a.inter_transfer_threshold,
+                                                            1.0 / a.tick_s)
+    elif len(a.pair_gap):
+        # one population of word gaps: a threshold above the longest, so the decoder
+        # labels every word gap inter-byte as the analyzer does
+        values["inter_transfer_gap"] = g.threshold_option_us(float(a.pair_gap.max()), 1.0 / a.tick_s)
+    return values
 
 
 def run_pvs(args) -> int:

@@ -16,15 +16,21 @@ import numpy as np
 from analyzer.core import grouping as grouping_mod
 from analyzer.core.config import SpiConfig
 from analyzer.core.framing import make_framer
+from analyzer.core.gaprules import defs as gapdefs
+from analyzer.core.gaprules import split as split_two
 from analyzer.core.quantile import percentiles
 from analyzer.errors import CaptureTruncated, InputError
 from analyzer.io.base import CaptureInfo, CaptureReader
 
 GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
              "transfer_duration", "transfer_period")
+# gap_kind codes; CLASS_A/B: the two kinds of CS-inactive gap when which one is
+# the context switch cannot be told (docs/gaps.md), A the shorter
 KIND_NONE, KIND_CS_CHANGE, KIND_CONTEXT_SWITCH, KIND_IDLE = 0, 1, 2, 3
-KIND_NAMES = {KIND_NONE: None, KIND_CS_CHANGE: "cs_change", KIND_CONTEXT_SWITCH: "context_switch",
-              KIND_IDLE: "idle"}
+KIND_CLASS_A, KIND_CLASS_B = grouping_mod.CLASS_A, grouping_mod.CLASS_B
+KIND_NAMES = {KIND_NONE: None, KIND_CS_CHANGE: gapdefs.CS_CHANGE, KIND_CONTEXT_SWITCH: gapdefs.CONTEXT_SWITCH,
+              KIND_IDLE: "idle", KIND_CLASS_A: "class_a", KIND_CLASS_B: "class_b"}
+AMBIGUOUS_KINDS = ("class_a", "class_b")
 MIN_SAMPLES_PER_PERIOD = 4
 
 
@@ -78,6 +84,7 @@ class Analysis:
     # global
     period_ticks: float | None
     inter_transfer_threshold: float | None
+    word_gaps_note: str                  # how word gaps were split (docs/gaps.md "Two populations")
     grouping: grouping_mod.Grouping
     idle_timeout_ticks: int | None
     engine: str
@@ -129,6 +136,10 @@ class Analysis:
             return self.gap_before[self.gap_kind == KIND_CONTEXT_SWITCH]
         if kind == "idle":
             return self.gap_before[self.gap_kind == KIND_IDLE]
+        if kind == "class_a":
+            return self.gap_before[self.gap_kind == KIND_CLASS_A]
+        if kind == "class_b":
+            return self.gap_before[self.gap_kind == KIND_CLASS_B]
         if kind == "transfer_duration":
             return self.duration
         if kind == "transfer_period":
@@ -144,8 +155,7 @@ class Analysis:
         """Idle SCLK periods in each inter-byte gap: (gap - T/2) / T."""
         if not self.period_ticks:
             return np.empty(0)
-        g = self.gap_values("inter_byte")
-        return (g - self.period_ticks / 2) / self.period_ticks
+        return gapdefs.idle_clocks(self.gap_values("inter_byte"), self.period_ticks)
 
     def transfer_rate_hz(self) -> float | None:
         s = self.start[~self.partial_start]
@@ -153,9 +163,12 @@ class Analysis:
             return None
         return float((len(s) - 1) / ((s[-1] - s[0]) * self.tick_s))
 
-    def n_messages(self) -> int:
+    def n_messages(self) -> int | None:
+        """Messages in the capture; None when the grouping is ambiguous (no message is known)."""
         if self.n == 0:
             return 0
+        if self.grouping.ambiguous:
+            return None
         return int(self.message[-1]) + 1
 
 
@@ -227,27 +240,40 @@ def _measure(info, cfg, framer, raw, end_tick, truncated, grouping=None) -> Anal
     warnings = list(info.warnings)
     if cfg.inter_transfer_gap_s is not None:
         thr = cfg.inter_transfer_gap_s / info.tick_s
+        wg_note = "given (--inter-transfer-gap)"
     elif len(pair_gap):
-        g_ref = percentiles(pair_gap, [25])[0]
-        thr = max(2 * g_ref, g_ref + 2 * (period or 0))
+        # two populations only where there really are two (docs/gaps.md)
+        sp = split_two(pair_gap, "linear", _ticks_per_sample(info))
+        thr = gapdefs.inter_transfer_threshold(sp)
+        wg_note = sp.note
+        if sp.verdict == "unclear":
+            warnings.append(f"word gaps: {sp.note}; all are counted as inter-byte "
+                            "(give --inter-transfer-gap TIME to split them)")
     else:
         thr = None
+        wg_note = "no word gaps"
     pair_it = pair_gap > thr if thr is not None else np.zeros(len(pair_gap), bool)
 
     # message grouping from the CS-inactive gaps
     gaps = gap_before[1:]
     if not has_cs:
         grp = grouping_mod.Grouping(1, 0, 0.0, "none", "no CS line: transfers are framed by SCLK idle "
-                                    "time, so cs_change and context-switch gaps are unavailable")
+                                    "time, so cs_change and context-switch gaps are unavailable",
+                                    np.full(len(gaps), grouping_mod.CONTEXT_SWITCH, np.int8))
         kind = np.full(n, KIND_IDLE)
         kind[:1] = KIND_NONE
         boundary = np.ones(max(n - 1, 0), bool)
     else:
-        grp = grouping or (grouping_mod.given(gaps, cfg.transfers_per_message) if cfg.transfers_per_message
-                           else grouping_mod.infer(gaps))
+        # ``grouping``: a structure found earlier (spigap monitor), else inferred here.
+        # idle before the first CS assert (evidence that a message starts there), None when
+        # the capture starts inside a window
+        lead = float(start[0]) if n and not w["partial_start"][0] else None
+        grp = grouping or grouping_mod.infer(gaps, resolution=_ticks_per_sample(info), lead=lead, context_switch=cfg.context_switch,
+                                 device_lengths=cfg.message_lengths,
+                                 transfers_per_message=cfg.transfers_per_message)
         boundary = grp.boundary_mask(len(gaps))
         kind = np.full(n, KIND_NONE)
-        kind[1:] = np.where(boundary, KIND_CONTEXT_SWITCH, KIND_CS_CHANGE)
+        kind[1:] = grp.kinds
     message = np.concatenate([[0], np.cumsum(boundary)]).astype(np.int64)[:n]
 
     a = Analysis(
@@ -259,11 +285,33 @@ def _measure(info, cfg, framer, raw, end_tick, truncated, grouping=None) -> Anal
         gap_before=gap_before, gap_kind=kind, message=message,
         word_off=word_off, mosi=words["mosi"], miso=words["miso"], word_first=words["first"],
         word_last=words["last"], pair_off=pair_off, pair_gap=pair_gap, pair_inter_transfer=pair_it,
-        period_ticks=period, inter_transfer_threshold=thr, grouping=grp,
+        period_ticks=period, inter_transfer_threshold=thr, word_gaps_note=wg_note, grouping=grp,
         idle_timeout_ticks=framer.idle_timeout, engine=framer.engine, clk_outside_cs=framer.clk_outside_cs,
         min_high=framer.min_high, min_low=framer.min_low, warnings=warnings)
     _warn(a, framer)
     return a
+
+
+def regroup(a: Analysis, grp: grouping_mod.Grouping) -> Analysis:
+    """Apply another message grouping to an analysis (e.g. ``grouping.from_boundaries``
+    with the message boundaries of a kernel trace): gap kinds and message numbers follow it."""
+    if not a.has_cs:
+        raise ValueError("no CS line: there are no CS-inactive gaps to group")
+    if len(grp.kinds) != max(a.n - 1, 0):
+        raise ValueError(f"the grouping covers {len(grp.kinds)} gaps, the capture has {max(a.n - 1, 0)}")
+    a.grouping = grp
+    a.gap_kind = a.gap_kind.copy()
+    a.gap_kind[1:] = grp.kinds
+    boundary = grp.boundary_mask(len(grp.kinds))
+    a.message = np.concatenate([[0], np.cumsum(boundary)]).astype(np.int64)[:a.n]
+    return a
+
+
+def _ticks_per_sample(info: CaptureInfo) -> float:
+    """Ticks per sample: 1, unless a reader's time unit is finer than the sample period."""
+    if not info.samplerate_hz:
+        return 1.0
+    return max(1.0, round(1.0 / (info.samplerate_hz * info.tick_s)))
 
 
 def _warn(a: Analysis, framer) -> None:

@@ -54,6 +54,8 @@ class SpiConfig:
     idle_timeout_s: float | None = None      # CS-less framing; None = auto
     inter_transfer_gap_s: float | None = None  # None = auto threshold
     transfers_per_message: int | None = None   # None = infer
+    context_switch: str | None = None          # "longer"/"shorter": which CS-inactive gaps end messages
+    message_lengths: tuple | None = None       # message lengths a --device's driver uses (evidence)
 
     def __post_init__(self):
         if self.cpol not in (0, 1) or self.cpha not in (0, 1):
@@ -62,6 +64,8 @@ class SpiConfig:
             raise UsageError(f"--wordsize {self.wordsize} is outside 1..{MAX_WORDSIZE}")
         if self.transfers_per_message is not None and self.transfers_per_message < 1:
             raise UsageError("--transfers-per-message must be >= 1 or 'auto'")
+        if self.context_switch not in (None, "longer", "shorter"):
+            raise UsageError("--context-switch must be 'longer' or 'shorter'")
 
     @property
     def mode(self) -> int:

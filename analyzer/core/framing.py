@@ -25,8 +25,15 @@ from __future__ import annotations
 import numpy as np
 
 from analyzer.core.config import SpiConfig
+from analyzer.core.gaprules import defs as gapdefs
 from analyzer.core.quantile import median
 from analyzer.io.base import EdgeBlock
+
+# The same-sample rule is defined in the shared gap rules; this framer (and the
+# compiled core, which mirrors it) implements exactly that choice.
+if not (gapdefs.CLK_AT_CS_ASSERT_INSIDE and not gapdefs.CLK_AT_CS_DEASSERT_INSIDE):
+    raise ImportError("gapdefs changed the same-sample rule: analyzer/core/framing.py and "
+                      "analyzer/native must be changed with it")
 
 _I64 = np.int64
 
@@ -69,7 +76,7 @@ class SpacingCounter:
     def total(self) -> int:
         return int(self.counts.sum())
 
-    def central_mean(self, lo: float = 0.75, hi: float = 1.25) -> float | None:
+    def central_mean(self, lo: float = gapdefs.PERIOD_BAND[0], hi: float = gapdefs.PERIOD_BAND[1]) -> float | None:
         """Mean of the spacings within [lo, hi] x median: sub-sample precision
         (spacings of 13 and 14 samples average to 13.89 for 3.6 MHz at
         50 MSa/s) without letting clock stretching or stalls pull it."""

@@ -181,6 +181,7 @@ class Monitor:
         self.reader = reader
         self.info = reader.info
         self.tick_s = reader.info.tick_s
+        self._resolution = analysis._ticks_per_sample(reader.info)   # ticks per sample, for the gap split
         if not interval_s > 0:
             raise UsageError(f"--interval must be positive, not {interval_s!r}")
         self.interval_s = interval_s
@@ -292,11 +293,16 @@ class Monitor:
         batch = _concat([ctx, raw]) if ctx is not None else raw
         g0 = self._n_done - (1 if ctx is not None else 0)        # global index of the batch's first transfer
         grp = None
-        if self.grouping is not None:
-            g = self.grouping
-            grp = dataclasses.replace(g, phase=(g.phase - g0) % g.transfers_per_message)
-        elif self.cfg.cs is not None:
-            grp = grouping_mod.Grouping(1, 0, 0.0, "auto", "no baseline")
+        if self.cfg.cs is not None:
+            w = batch["windows"]
+            gaps = (w["start"][1:] - w["end"][:-1]).astype(float)   # CS-inactive gaps of the batch, in ticks
+            if self.grouping is not None:
+                grp = grouping_mod.extend(self.grouping, len(gaps), g0, gaps, resolution=self._resolution,
+                                          context_switch=self.cfg.context_switch,
+                                          device_lengths=self.cfg.message_lengths)
+            else:
+                grp = grouping_mod.infer(gaps, resolution=self._resolution, context_switch=self.cfg.context_switch,
+                                         device_lengths=self.cfg.message_lengths)
         a = analysis._measure(self.info, self._mcfg, self.framer, batch, self._end_guess(batch), None, grouping=grp)
         if self._mcfg.inter_transfer_gap_s is None and a.inter_transfer_threshold is not None:
             # the baseline had no word pairs: the first batch that has some sets the threshold

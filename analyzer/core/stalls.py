@@ -35,7 +35,8 @@ import dataclasses
 
 import numpy as np
 
-from analyzer.core.analysis import KIND_CONTEXT_SWITCH, KIND_CS_CHANGE, KIND_IDLE, Analysis
+from analyzer.core.analysis import (AMBIGUOUS_KINDS, KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWITCH,
+                                    KIND_CS_CHANGE, KIND_IDLE, Analysis)
 from analyzer.core.quantile import median
 from analyzer.errors import UsageError
 
@@ -105,8 +106,9 @@ def gap_series(a: Analysis, kind: str) -> GapSeries:
     elif kind == "transfer_period":
         v = a.period()
         at, tr = a.start[:-1].astype(np.int64), idx[:-1]
-    elif kind in ("cs_change", "context_switch", "idle"):
-        code = {"cs_change": KIND_CS_CHANGE, "context_switch": KIND_CONTEXT_SWITCH, "idle": KIND_IDLE}[kind]
+    elif kind in ("cs_change", "context_switch", "idle") + AMBIGUOUS_KINDS:
+        code = {"cs_change": KIND_CS_CHANGE, "context_switch": KIND_CONTEXT_SWITCH, "idle": KIND_IDLE,
+                "class_a": KIND_CLASS_A, "class_b": KIND_CLASS_B}[kind]
         sel = np.flatnonzero(a.gap_kind == code)
         sel = sel[sel > 0]
         v = a.gap_before[sel]
@@ -149,9 +151,15 @@ def stall_mask(values: np.ndarray, rule: StallRule = StallRule()) -> tuple[np.nd
         return v > thr, med, thr
 
 
-def find_stalls(a: Analysis, rule: StallRule = StallRule(), kinds=STALL_KINDS) -> list[Stall]:
+def stall_kinds(a: Analysis) -> tuple:
+    """The gap kinds searched for stalls: with an ambiguous grouping, the two classes too."""
+    return STALL_KINDS + AMBIGUOUS_KINDS if a.grouping.ambiguous else STALL_KINDS
+
+
+def find_stalls(a: Analysis, rule: StallRule = StallRule(), kinds=None) -> list[Stall]:
     """Every stall in the capture, in time order (see the module doc for the rule)."""
     t = a.tick_s
+    kinds = stall_kinds(a) if kinds is None else kinds
     out_at, out_kind, out_tr, out_v, out_med, out_thr = [], [], [], [], [], []
     for kind in kinds:
         if not a.available(kind):
@@ -184,9 +192,10 @@ def find_stalls(a: Analysis, rule: StallRule = StallRule(), kinds=STALL_KINDS) -
                                              med.tolist(), thr.tolist())]
 
 
-def summary(a: Analysis, stalls: list[Stall], rule: StallRule = StallRule(), kinds=STALL_KINDS) -> dict:
+def summary(a: Analysis, stalls: list[Stall], rule: StallRule = StallRule(), kinds=None) -> dict:
     """Per kind: gaps searched, stalls, rate, median/threshold, time lost; plus totals (seconds)."""
     t = a.tick_s
+    kinds = stall_kinds(a) if kinds is None else kinds
     per = {}
     for kind in kinds:
         if not a.available(kind):

@@ -421,6 +421,11 @@ class _Checker:
                      reason=f"{int(self.idle.sum())} idle gap(s) > {_t(prof.idle_gap)}: the traffic is "
                             "event-driven, so the back-to-back rate model does not apply", **base)
             return
+        if n_msg is None:
+            why = ("the message grouping is ambiguous (" + (a.grouping.settle or "") + " settles it)"
+                   if a.grouping.ambiguous else "messages of varying length: the rate model needs one N")
+            self.add(id=iid, statistic=stat, verdict=SKIP, reason=why, **base)
+            return
         if n_msg > 1 and "cs_change" not in prof.timing:
             self.add(id=iid, statistic=stat, verdict=SKIP,
                      reason="the profile has no [timing] cs_change for messages of several transfers",

@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from analyzer import __version__
-from analyzer.core.analysis import GAP_KINDS, KIND_NAMES, Analysis, describe
+from analyzer.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, KIND_NAMES, Analysis, describe
+from analyzer.core.gaprules import defs as gapdefs
 from analyzer.core.quantile import median
 
 SCHEMA = 1
@@ -35,7 +36,22 @@ def gap_stats(a: Analysis) -> dict:
         d = describe(a.gap_values("idle"), a.tick_s)
         d["available"] = True
         out["idle"] = d
+    if a.grouping.ambiguous:
+        # which kind is the context switch is unknown: both keep their statistics
+        for kind, rel in zip(AMBIGUOUS_KINDS, ("shorter", "longer")):
+            d = describe(a.gap_values(kind), a.tick_s)
+            d["available"] = True
+            d["label"] = gapdefs.AMBIGUOUS
+            d["relation"] = rel
+            out[kind] = d
     return out
+
+
+def grouping_dict(g) -> dict:
+    return {"method": g.method, "confidence": g.confidence, "phase": g.phase, "note": g.note,
+            "structure": g.structure, "message_lengths": list(g.lengths),
+            "first_message_start": g.first_start, "evidence": list(g.evidence),
+            "ambiguous": g.ambiguous, "settle": g.settle}
 
 
 def to_dict(a: Analysis, *, transfers: bool = False, stalls=None, stall_rule=None, events=None) -> dict:
@@ -69,6 +85,7 @@ def to_dict(a: Analysis, *, transfers: bool = False, stalls=None, stall_rule=Non
             "idle_timeout_s": a.idle_timeout_ticks * t if a.idle_timeout_ticks is not None else None,
             "inter_transfer_threshold_s": (a.inter_transfer_threshold * t
                                            if a.inter_transfer_threshold is not None else None),
+            "context_switch": a.cfg.context_switch,
         },
         "summary": {
             "transfers": a.n,
@@ -76,8 +93,8 @@ def to_dict(a: Analysis, *, transfers: bool = False, stalls=None, stall_rule=Non
             "words": int(len(a.mosi)),
             "messages": a.n_messages(),
             "transfers_per_message": g.transfers_per_message,
-            "grouping": {"method": g.method, "confidence": g.confidence, "phase": g.phase,
-                         "note": g.note},
+            "grouping": grouping_dict(g),
+            "word_gaps": a.word_gaps_note,
             "sclk_hz": a.sclk_hz,
             "sclk_period_s": a.period_ticks * t if a.period_ticks else None,
             "samples_per_sclk_period": a.period_ticks,

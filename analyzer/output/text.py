@@ -14,6 +14,8 @@ ROW_LABEL = {
     "cs_change": "cs_change (CS high)",
     "context_switch": "context switch (CS high)",
     "idle": "bus idle (no CS)",
+    "class_a": "cs_chg|ctx A (shorter)",
+    "class_b": "cs_chg|ctx B (longer)",
     "transfer_duration": "transfer (CS active)",
     "transfer_period": "transfer period",
 }
@@ -41,8 +43,13 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None
     lines.append(f"transfers   {s['transfers']} ({s['partial_transfers']} partial), {s['words']} words; {sclk}")
     g = s["grouping"]
     if st["cs"]:
-        lines.append(f"messages    {s['messages']} × {s['transfers_per_message']} transfer(s) "
-                     f"[{g['method']}] {g['note']}")
+        if g["ambiguous"]:
+            head = "ambiguous"
+        elif s["transfers_per_message"] is not None:
+            head = f"{s['messages']} × {s['transfers_per_message']} transfer(s)"
+        else:
+            head = f"{s['messages']} of {'+'.join(map(str, g['message_lengths']))} transfers"
+        lines.append(f"messages    {head} [{g['method']}, confidence {g['confidence']:.2f}] {g['note']}")
     lines.append(f"rate        {fmt_rate(s['transfer_rate_hz'])} (transfers)"
                  + (f"; idle clocks between words p50 {s['idle_clocks_p50']:.2f}"
                     if s["idle_clocks_p50"] is not None else ""))

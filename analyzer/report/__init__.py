@@ -37,7 +37,8 @@ LABELS = {"cs_setup": "CS setup (CS→1st SCLK)", "cs_hold": "CS hold (last SCLK
           "inter_byte": "inter-byte (edge→edge)", "inter_transfer": "inter-transfer (CS held)",
           "cs_change": "cs_change (CS high)", "context_switch": "context switch (CS high)",
           "idle": "bus idle (no CS)", "transfer_duration": "transfer (CS active)",
-          "transfer_period": "transfer period"}
+          "transfer_period": "transfer period",
+          "class_a": "cs_change|context switch A (shorter)", "class_b": "cs_change|context switch B (longer)"}
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;
@@ -150,7 +151,10 @@ class Report:
             ["SCLK", f"{fmt_freq(a.sclk_hz)} (T = {fmt_time(a.period_ticks * t)})" if a.sclk_hz else "–"],
             ["transfers", f"{a.n} ({int(np.count_nonzero(a.partial_start | a.partial_end))} partial), "
                           f"{len(a.mosi)} words"],
-            ["messages", f"{a.n_messages()} × {g.transfers_per_message} transfer(s) [{g.method}] {g.note}"],
+            ["messages", ("ambiguous" if g.ambiguous else
+                          f"{a.n_messages()} × {g.transfers_per_message} transfer(s)" if g.transfers_per_message
+                          else f"{a.n_messages()} of {'+'.join(map(str, g.lengths))} transfers")
+             + f" [{g.method}, confidence {g.confidence:.2f}] {g.note}"],
             ["transfer rate", fmt_rate(rate)],
             ["idle clocks between words (p50)", f"{float(np.median(ic)):.2f}" if len(ic) else "–"],
             ["stalls", f"{len(st)} ({fmt_time(sum(s.excess_s for s in st))} above their medians)"],
@@ -164,7 +168,7 @@ class Report:
         # gap statistics
         H.append(f'<h3 id="{sid}-gaps">Gap statistics</h3>')
         rows = []
-        for kind in HIST_KINDS:
+        for kind in HIST_KINDS + (("class_a", "class_b") if a.grouping.ambiguous else ()):
             if not a.available(kind):
                 rows.append([LABELS[kind], "n/a (no CS line)", "", "", "", "", "", ""])
                 continue
@@ -215,7 +219,7 @@ class Report:
         # timeline
         H.append(f'<h3 id="{sid}-timeline">Timeline of gaps</h3>')
         series = []
-        for kind in stalls_mod.STALL_KINDS:
+        for kind in stalls_mod.stall_kinds(a):
             if not a.available(kind):
                 continue
             s = stalls_mod.gap_series(a, kind)

@@ -35,7 +35,8 @@ import math
 
 import numpy as np
 
-from analyzer.core.analysis import KIND_CONTEXT_SWITCH, KIND_CS_CHANGE, KIND_IDLE, Analysis
+from analyzer.core.analysis import (KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWITCH, KIND_CS_CHANGE, KIND_IDLE,
+                                    Analysis)
 from analyzer.core.stalls import STALL_KINDS, StallRule, find_stalls, stall_mask
 from analyzer.errors import UsageError
 from analyzer.stats import resample
@@ -48,6 +49,7 @@ LABELS = {
     "idle": "bus idle", "transfer_duration": "transfer duration", "transfer_period": "transfer period",
     "transfer_rate": "transfer rate", "stalls": "stall rate", "clocking": "clocking (words)",
     "stall_excess": "stalls (excess)",
+    "class_a": "cs_change|context_switch A (shorter)", "class_b": "cs_change|context_switch B (longer)",
 }
 # Where a change of each part of the period usually comes from (docs/gaps.md, domain-reference §7).
 HINTS = {
@@ -64,6 +66,10 @@ HINTS = {
     "cs_change": "the cs_change delay (udelay(10) via spidev) and two GPIO writes",
     "context_switch": "syscall exit/entry, user space and __spi_sync between messages (scheduling)",
     "idle": "time between bursts without a CS line",
+    "class_a": "the shorter CS-inactive gaps: cs_change or context switch, which one is ambiguous "
+               "(--context-switch longer|shorter settles it, docs/gaps.md)",
+    "class_b": "the longer CS-inactive gaps: cs_change or context switch, which one is ambiguous "
+               "(--context-switch longer|shorter settles it, docs/gaps.md)",
     "stall_excess": "rare long gaps (interrupts, preemption, printk/UART flushes)",
 }
 MIN_VALUES = 10          # per side, for a test
@@ -372,7 +378,7 @@ def _decide(m: MetricResult, st: Settings) -> None:
 
 # -------------------------------------------------------------- attribution
 PARTS = ("cs_setup", "cs_hold", "clocking", "inter_byte", "inter_transfer", "cs_change", "context_switch",
-         "idle", "stall_excess")
+         "class_a", "class_b", "idle", "stall_excess")
 
 
 def period_parts(a: Analysis, rule: StallRule = StallRule()) -> np.ndarray:
@@ -412,7 +418,7 @@ def period_parts(a: Analysis, rule: StallRule = StallRule()) -> np.ndarray:
     gk = np.full(n, -1)
     gk[:-1] = a.gap_kind[1:]
     for kind, code in (("cs_change", KIND_CS_CHANGE), ("context_switch", KIND_CONTEXT_SWITCH),
-                       ("idle", KIND_IDLE)):
+                       ("class_a", KIND_CLASS_A), ("class_b", KIND_CLASS_B), ("idle", KIND_IDLE)):
         sel = gk == code
         v = np.where(sel, g, np.nan)
         mask, med, _ = stall_mask(v[sel], rule)

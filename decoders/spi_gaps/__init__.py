@@ -38,12 +38,19 @@ CPHA = 0, the one before it for CPHA = 1), so a word's span is its clock
 burst.
 
 The inter-transfer threshold: when "Inter-transfer gap" is 0 (auto), the
-threshold is max(2 x g25, g25 + 2 T) over the word gaps seen so far (g25 is
-their 25th percentile, T the SCLK period). The analyzer uses all word gaps of
-the capture, so in auto mode the first few windows may be labelled
-differently. For an exact match give the threshold: "spigap analyze
+word gaps seen so far are split into two populations only where there
+really are two (a clear valley; spigap docs/gaps.md, "Two populations"), and
+the threshold is the boundary between them; a single population, however
+jittered, stays inter-byte. The analyzer uses all word gaps of the capture,
+so in auto mode the first few windows may be labelled differently. For an exact match give the threshold: "spigap analyze
 --format json" reports it (inter_transfer_threshold_s), and the .pvs files
 written by "spigap decoders pvs --gaps" carry it.
+
+"Message lengths" (e.g. 2+3: messages of 2 and 3 transfers alternate)
+replaces "Transfers per message" for drivers whose messages differ in
+length. When spigap cannot tell which CS-inactive gaps are the context
+switches (ambiguous), "spigap decoders pvs --gaps" leaves both options unset
+and the gaps are shown as "CS high".
 
 "First message start" is the transfer (counted from 0 in the capture) that
 begins the first whole message; spigap analyze infers it from the gaps

@@ -8,18 +8,28 @@
 ##
 """Gap definitions of docs/gaps.md as plain Python: no sigrokdecode, no numpy.
 
-The spi_gaps decoder imports this module relatively (``from .gapdefs import
-...``); the analyzer and the tests load it by file path
-(``analyzer.sigrok.paths.load_decoder_module('spi_gaps', 'gapdefs')``), so
-both sides use one copy of the rules:
+This is the ONE definition of spigap's gap rules. The spi_gaps decoder imports
+it relatively (``from .gapdefs import ...``); the analyzer loads it by file
+path (``analyzer.core.gaprules``, through
+``analyzer.sigrok.paths.load_decoder_module('spi_gaps', 'gapdefs')``), so
+both sides use one copy of:
 
-* the inter-transfer threshold max(2 x g25, g25 + 2 T) over the word gaps;
 * the SCLK period T as the mean of the sampling-edge spacings within
-  +-25 % of their median;
+  +-25 % of their median (PERIOD_BAND);
+* the same-sample rule (an SCLK edge in the sample of a CS edge belongs to
+  the window at an assert, not at a deassert);
 * idle clocks (gap - T/2) / T;
-* which CS-inactive gap ends a message when the transfers per message are
-  known;
+* the two-population split (``split_two``) that tells inter-byte from
+  inter-transfer word gaps, and cs_change from context-switch gaps, by the
+  data's own structure;
+* the grouping rules: which CS-inactive gap ends a message for a repeating
+  pattern of message lengths, and the labels (``cs_change``,
+  ``context_switch``, ambiguous ``cs_change|context_switch``);
 * how a duration is written, at several zoom levels.
+
+numpy is not guaranteed inside sigrok's embedded Python, so everything here
+is plain Python. The split works on a histogram of log-spaced bins (at most a
+few hundred), so the plain loops stay cheap whatever the capture length.
 
 Every time here is an integer number of samples unless the name says
 seconds. This module must stay importable on its own (no relative imports).
@@ -28,18 +38,64 @@ seconds. This module must stay importable on its own (no relative imports).
 import bisect
 import math
 
-# docs/gaps.md: "a word gap is inter_transfer when it exceeds max(2 x g25, g25 + 2 T)"
-THRESHOLD_QUANTILE = 0.25
 # docs/gaps.md: T is the mean of the sampling-edge spacings within +-25 % of their median
 PERIOD_BAND = (0.75, 1.25)
+# docs/gaps.md "Same-sample edges": an SCLK edge in the sample of a CS assert is
+# inside the window, one in the sample of a CS deassert is outside
+CLK_AT_CS_ASSERT_INSIDE = True
+CLK_AT_CS_DEASSERT_INSIDE = False
+
+# ------------------------------------------------------------- labels
+CS_CHANGE = 'cs_change'
+CONTEXT_SWITCH = 'context_switch'
+AMBIGUOUS = 'cs_change|context_switch'     # which is which cannot be told
+CONTEXT_SWITCH_CHOICES = ('longer', 'shorter')
+
+# ------------------------------------------------- two-population split
+# docs/gaps.md "Two populations". Values are binned on a log scale (gaps
+# jitter in proportion to their length), modelled as two normal components
+# plus a uniform "stall" component (sparse outliers: at most SPLIT_MAX_OUTLIER
+# of the CS-inactive gaps, SPLIT_MAX_OUTLIER_LINEAR of the word gaps: a group
+# of word gaps far longer than the others is an inter-transfer population by
+# definition, only a rare hiccup is a stall), fitted by EM from several starting cuts; the fit is accepted as
+# two populations only when it beats one component (BIC) AND the components are
+# separated by a clear valley: means >= SPLIT_MIN_SEPARATION pooled standard
+# deviations and >= SPLIT_MIN_TICKS samples apart, each holding >=
+# SPLIT_MIN_SHARE of the gaps and >= SPLIT_MIN_COUNT gaps, none wider than
+# SPLIT_MAX_SIGMA (a sparse, wide spread of long gaps is stalls, not a population).
+SPLIT_BIN = 0.02            # bin width in ln(ticks + 1): 2 %
+SPLIT_MIN_SEPARATION = 4.0
+SPLIT_UNCLEAR_SEPARATION = 2.0   # between this and the above: "cannot tell"
+# word gaps pile up at their floor (back-to-back words) when jitter is large:
+# a clipped normal looks like two close candidates, so "cannot tell" starts higher
+SPLIT_UNCLEAR_SEPARATION_LINEAR = 3.0
+SPLIT_MIN_TICKS = 3.0
+SPLIT_MIN_SHARE = 0.004
+SPLIT_MIN_COUNT = 3
+SPLIT_MAX_SIGMA = 0.45
+SPLIT_MAX_OUTLIER = 0.15
+SPLIT_MAX_OUTLIER_LINEAR = 0.02
+SPLIT_ITERATIONS = 60
+SPLIT_LINEAR_BINS = 400
+SPLIT_START_CUTS = (0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 0.9, 0.97, 0.99)
+
+# ------------------------------------------------------ grouping rules
+MIN_PERIODS = 5             # a repeating pattern must be seen >= 5 times
+MAX_PATTERN = 128           # longest repeating pattern of gaps searched directly
+MIN_AGREEMENT = 0.9         # balanced share of the gaps (mean over both kinds) that follow the pattern
+MIN_PURITY = 0.75           # share of each kind's pattern positions that hold that kind
+MIN_CLEAN_AGREEMENT = 0.97  # below: the pattern itself is uncertain (confidence <= 0.5)
+MIN_CONSTANT_N_BY_SHARE = 7 # constant N >= 7: "the context switches are the minority" settles roles
+IDLE_LEAD_FACTOR = 1.5      # an idle lead this many times the longest gap: the capture starts before a message
 
 
-def inter_transfer_threshold(g25, period):
-    """The automatic inter-transfer threshold in samples (docs/gaps.md).
-
-    ``g25`` is the 25th percentile of all word gaps, ``period`` the SCLK
-    period T in samples (None when unknown, then the 2 T term is 0)."""
-    return max(2.0 * g25, g25 + 2.0 * (period or 0.0))
+def inter_transfer_threshold(split):
+    """The automatic inter-transfer threshold in samples: the boundary between
+    the two word-gap populations of ``split`` (a Split), None when the word
+    gaps are one population (then every word gap is inter-byte)."""
+    if split is None or split.verdict != 'two':
+        return None
+    return split.threshold
 
 
 def is_inter_transfer(gap, threshold):
@@ -68,17 +124,51 @@ def threshold_option_us(threshold, samplerate):
     return (math.floor(threshold) + 0.5) / samplerate * 1e6
 
 
-def is_message_boundary(gap_index, transfers_per_message, first_message_start=0):
+def parse_lengths(text):
+    """'2+3' (or '2,3') -> [2, 3]: message lengths in transfers, repeating.
+    '' -> []. ('+' is the separator to use on sigrok-cli's command line, where
+    ',' separates stacked decoders.)"""
+    out = []
+    for item in str(text).replace(';', ',').replace('+', ',').replace(' ', ',').split(','):
+        item = item.strip()
+        if not item:
+            continue
+        n = int(item)
+        if n < 1:
+            raise ValueError('message lengths must be >= 1')
+        out.append(n)
+    return out
+
+
+def is_message_boundary(gap_index, transfers_per_message, first_message_start=0, lengths=None):
     """True when CS-inactive gap ``gap_index`` (the gap between transfer
     ``gap_index`` and ``gap_index + 1``, transfers numbered from 0 in the
     capture) lies between two messages: a context switch, not a cs_change.
 
+    Messages repeat ``lengths`` (e.g. [2, 3]: 2 and 3 transfers alternate);
+    without it every message has ``transfers_per_message`` transfers.
     ``first_message_start`` is the number of the first transfer that starts a
-    message (0: the capture starts with a message)."""
-    n = transfers_per_message
-    if not n or n < 1:
-        raise ValueError('transfers per message must be >= 1')
-    return (gap_index + 1 - first_message_start) % n == 0
+    message of the pattern's first length (0: the capture starts with one)."""
+    if not lengths:
+        n = transfers_per_message
+        if not n or n < 1:
+            raise ValueError('transfers per message must be >= 1')
+        lengths = [n]
+    period = sum(lengths)
+    pos = (gap_index + 1 - first_message_start) % period
+    acc = 0
+    for n in lengths:
+        acc += n
+        if pos == acc % period:
+            return True
+    return False
+
+
+def gap_label(gap_index, transfers_per_message, first_message_start=0, lengths=None):
+    """``context_switch`` or ``cs_change`` for CS-inactive gap ``gap_index``."""
+    if is_message_boundary(gap_index, transfers_per_message, first_message_start, lengths):
+        return CONTEXT_SWITCH
+    return CS_CHANGE
 
 
 def first_message_start_from_phase(phase, transfers_per_message):
@@ -86,6 +176,328 @@ def first_message_start_from_phase(phase, transfers_per_message):
     (i - phase) % N == 0) as the number of the first transfer that starts a
     message, 0..N-1."""
     return (phase + 1) % transfers_per_message
+
+
+def message_lengths_from_labels(pattern):
+    """Message lengths (in transfers) of one period of a boundary pattern
+    (``pattern[i]`` True: gap i ends a message), in their smallest rotation,
+    and the transfer (0..len-1) where a message of the first length starts.
+    ([False, True] -> ([2], 0): gap 1 ends a message, so transfer 2 = 0 mod 2
+    starts one.)"""
+    p = len(pattern)
+    ends = [i for i, b in enumerate(pattern) if b]
+    if not ends:
+        return [], 0
+    lengths = []
+    for k, e in enumerate(ends):
+        nxt = ends[(k + 1) % len(ends)]
+        d = (nxt - e) % p
+        lengths.append(d if d else p)
+    # one canonical rotation (the smallest), so the same pattern reads the same
+    # wherever the capture starts: [3, 2] -> [2, 3]
+    k = min(range(len(lengths)), key=lambda i: lengths[i:] + lengths[:i])
+    return lengths[k:] + lengths[:k], (ends[0] + 1 + sum(lengths[:k])) % p
+
+
+def describe_lengths(lengths):
+    """[2, 3] -> 'messages of 2 and 3 transfers alternate';
+    [1, 1, 1, 1, 2] -> '4 single transfers then a message of 2'."""
+    if not lengths:
+        return 'no message boundaries'
+    if len(set(lengths)) == 1:
+        n = lengths[0]
+        return '%d transfer%s per message' % (n, '' if n == 1 else 's')
+    runs = []
+    for n in lengths:
+        if runs and runs[-1][0] == n:
+            runs[-1][1] += 1
+        else:
+            runs.append([n, 1])
+    if len(runs) > 1 and runs[0][0] == runs[-1][0]:
+        runs[0][1] += runs.pop()[1]
+    if len(runs) == 2 and runs[0][1] == 1 and runs[1][1] == 1:
+        return 'messages of %d and %d transfers alternate' % (runs[0][0], runs[1][0])
+    parts = []
+    for n, k in runs:
+        if n == 1:
+            parts.append('%d single transfer%s' % (k, '' if k == 1 else 's') if k > 1 else 'a single transfer')
+        else:
+            parts.append('%d message%s of %d' % (k, '' if k == 1 else 's', n) if k > 1 else 'a message of %d' % n)
+    return 'repeating: ' + ', then '.join(parts)
+
+
+# ---------------------------------------------------------- the split
+
+class Split:
+    """Result of ``split_two``. Means/sigmas are in ln(ticks + 1).
+
+    verdict: 'one' (one population: nothing to split), 'two' (two populations
+    with a clear valley), 'unclear' (the values do not look like one
+    population, but the two candidate populations overlap: cannot tell)."""
+
+    def __init__(self, verdict, comps, outlier, separation, threshold, expected_error, n, note):
+        self.verdict = verdict
+        self.comps = comps          # [(weight, mean, sigma)] lo first; one entry for 'one'
+        self.outlier = outlier      # weight of the uniform (stall) component
+        self.separation = separation
+        self.threshold = threshold  # ticks: boundary lo/hi (posteriors equal); None unless 'two'
+        self.expected_error = expected_error
+        self.n = n
+        self.note = note
+        self.scale = 'log'
+        self._u_density = None
+
+    def ticks(self, k):
+        """Median of component k in ticks."""
+        return _from_x(self.comps[k][1], self.scale)
+
+    def classify(self, value, margin=0.9):
+        """0 (lower population), 1 (upper), or -1 (a stall, or not clearly
+        either: posterior below ``margin``) for one value in ticks."""
+        if self.verdict != 'two':
+            return 0
+        x = _to_x(value, self.scale)
+        p = [w * _normal(x, m, s) for w, m, s in self.comps]
+        pu = self.outlier * (self._u_density or 1.0)
+        tot = p[0] + p[1] + pu
+        if tot <= 0:
+            return 1 if value > self.threshold else 0
+        if pu / tot > 0.5:
+            return -1
+        k = 0 if p[0] >= p[1] else 1
+        return k if p[k] / (p[0] + p[1]) >= margin else -1
+
+
+def _normal(x, m, s):
+    z = (x - m) / s
+    return math.exp(-0.5 * z * z) / (s * 2.5066282746310002)
+
+
+def _to_x(value, scale):
+    return math.log(value + 1.0) if scale == 'log' else float(value)
+
+
+def _from_x(x, scale):
+    return math.exp(x) - 1.0 if scale == 'log' else x
+
+
+def _floor(m, scale='log', res=1.0):
+    # half a sample of res ticks (in the log domain: at a value of exp(m) - 1 ticks), or half a bin
+    if scale != 'log':
+        return 0.5 * res
+    return max(SPLIT_BIN / 2.0, math.log1p(0.5 * res / math.exp(m)))
+
+
+def _em(xs, ws, total, comps, outlier, u_density, scale='log', binw=SPLIT_BIN, res=1.0):
+    """EM for len(comps) normal components + one uniform component over binned
+    data (xs: bin centres, ws: counts). Returns (comps, outlier, loglik)."""
+    comps = [list(c) for c in comps]
+    ll = -math.inf
+    for _ in range(SPLIT_ITERATIONS):
+        s0 = [0.0] * len(comps)
+        s1 = [0.0] * len(comps)
+        s2 = [0.0] * len(comps)
+        su = 0.0
+        new_ll = 0.0
+        pu = outlier * u_density
+        for x, w in zip(xs, ws):
+            ps = [c[0] * _normal(x, c[1], c[2]) for c in comps]
+            tot = sum(ps) + pu
+            if tot <= 0.0:
+                continue
+            new_ll += w * math.log(tot)
+            f = w / tot
+            for k, p in enumerate(ps):
+                r = p * f
+                s0[k] += r
+                s1[k] += r * x
+                s2[k] += r * x * x
+            su += pu * f
+        for k, c in enumerate(comps):
+            if s0[k] <= 1e-12:
+                c[0] = 0.0
+                continue
+            c[0] = s0[k] / total
+            c[1] = s1[k] / s0[k]
+            var = max(s2[k] / s0[k] - c[1] * c[1], 0.0) + binw * binw / 12.0
+            c[2] = max(math.sqrt(var), _floor(c[1], scale, res))
+        outlier = min(su / total, SPLIT_MAX_OUTLIER if scale == 'log' else SPLIT_MAX_OUTLIER_LINEAR)
+        rest = 1.0 - outlier
+        wsum = sum(c[0] for c in comps) or 1.0
+        for c in comps:
+            c[0] = c[0] / wsum * rest
+        if abs(new_ll - ll) < 1e-6 * max(1.0, abs(new_ll)):
+            ll = new_ll
+            break
+        ll = new_ll
+    return [tuple(c) for c in comps], outlier, ll
+
+
+def _weighted_stats(xs, ws, scale='log', res=1.0):
+    n = sum(ws)
+    if n <= 0:
+        return 0.0, _floor(0.0, scale, res)
+    m = sum(x * w for x, w in zip(xs, ws)) / n
+    v = sum(w * (x - m) ** 2 for x, w in zip(xs, ws)) / n
+    return m, max(math.sqrt(v), _floor(m, scale, res))
+
+
+def histogram_bins(pairs, scale='log'):
+    """(value ticks, count) pairs -> sorted (bin centre, count) lists and the
+    bin width: in ln(ticks + 1) bins of SPLIT_BIN ('log'), or in ticks, at most
+    SPLIT_LINEAR_BINS bins ('linear')."""
+    pairs = [(v, c) for v, c in pairs if v >= 0 and c > 0]
+    if scale == 'log':
+        binw = SPLIT_BIN
+        key = lambda v: int(round(math.log(v + 1.0) / binw))  # noqa: E731
+    else:
+        lo = min((v for v, _ in pairs), default=0)
+        hi = max((v for v, _ in pairs), default=0)
+        binw = max(1.0, (hi - lo) / float(SPLIT_LINEAR_BINS))
+        key = lambda v: int(round(v / binw))  # noqa: E731
+    bins = {}
+    for v, c in pairs:
+        k = key(v)
+        bins[k] = bins.get(k, 0) + c
+    keys = sorted(bins)
+    return [k * binw for k in keys], [bins[k] for k in keys], binw
+
+
+def split_two(pairs, scale='log', resolution=1.0):
+    """Split values into two populations when they really are two.
+
+    ``pairs``: (value in ticks, count) for every distinct value (a histogram).
+    ``scale``: 'log' for gaps whose jitter grows with their length
+    (CS-inactive gaps: scheduler and busy-wait times), 'linear' for gaps with
+    a fixed jitter (word gaps: controller and FIFO timing). ``resolution``:
+    ticks per sample (1 unless a reader's time unit is finer than a sample).
+    Returns a Split (see its doc)."""
+    pairs = list(pairs)
+    xs, ws, binw = histogram_bins(pairs, scale)
+    total = float(sum(ws))
+    if total == 0:
+        return Split('one', [(1.0, 0.0, SPLIT_BIN)], 0.0, 0.0, None, 0.0, 0, 'no values')
+    span = (xs[-1] - xs[0]) + binw
+    u_density = 1.0 / span
+    # the data's own quantum: values that are all multiples of q ticks apart
+    # (a reader whose time unit is finer than the sample period) resolve q ticks
+    pairs = [(v, c) for v, c in pairs if v >= 0 and c > 0]
+    quantum = 0
+    first = pairs[0][0] if pairs else 0
+    for v, _ in pairs:
+        quantum = math.gcd(quantum, int(round(v - first)))
+    values = sorted(v for v, _ in pairs)
+    smallest = min([v for v in values if v > 0] or [0])
+    if quantum <= 1 and len(values) >= 3 and values[-1] - values[0] >= 100 * len(values):
+        quantum = _rounded_quantum(values, smallest)
+    spread = (max(values) - min(values)) if values else 0
+    if len(pairs) < 2 or not (quantum <= 0.25 * smallest or (len(pairs) >= 3 and quantum <= 0.05 * spread)):
+        quantum = 1             # two far-apart values are two populations, not a time unit
+    res = max(float(resolution), float(quantum), 1.0)
+    m, s = _weighted_stats(xs, ws, scale, res)
+    u0 = 0.01 if scale == 'log' else 0.005
+    one, out1, ll1 = _em(xs, ws, total, [(1.0, m, s)], u0, u_density, scale, binw, res)
+    one_split = Split('one', one, out1, 0.0, None, 0.0, int(total), 'one population')
+    one_split._u_density = u_density
+    one_split.scale = scale
+    if len(xs) < 2:
+        return one_split
+    best = None
+    cum = []
+    acc = 0
+    for w in ws:
+        acc += w
+        cum.append(acc)
+    tried = set()
+    for q in SPLIT_START_CUTS:
+        j = bisect.bisect_left(cum, q * total)
+        j = min(max(j, 0), len(xs) - 2)
+        if j in tried:
+            continue
+        tried.add(j)
+        lo_m, lo_s = _weighted_stats(xs[:j + 1], ws[:j + 1], scale, res)
+        hi_m, hi_s = _weighted_stats(xs[j + 1:], ws[j + 1:], scale, res)
+        wl = cum[j] / total
+        comps, out, ll = _em(xs, ws, total, [(wl * 0.98, lo_m, lo_s), ((1 - wl) * 0.98, hi_m, hi_s)],
+                             2 * u0, u_density, scale, binw, res)
+        # the best fit among those that could be two populations at all (one
+        # sample apart is quantization, not a second population)
+        (c1, c2) = sorted(comps, key=lambda c: c[1])
+        if _from_x(c2[1], scale) - _from_x(c1[1], scale) < SPLIT_MIN_TICKS * res \
+                or min(c1[0], c2[0]) < SPLIT_MIN_SHARE or min(c1[0], c2[0]) * total < SPLIT_MIN_COUNT:
+            continue
+        if best is None or ll > best[2]:
+            best = (comps, out, ll)
+    if best is None:
+        return one_split
+    comps, out, ll2 = best
+    comps = sorted(comps, key=lambda c: c[1])
+    (w1, m1, s1), (w2, m2, s2) = comps
+    sep = (m2 - m1) / math.sqrt((s1 * s1 + s2 * s2) / 2.0)
+    ticks_apart = _from_x(m2, scale) - _from_x(m1, scale)
+    bic_gain = (ll2 - ll1) - 1.5 * math.log(max(total, 2.0))
+    small = min(w1, w2) < SPLIT_MIN_SHARE or min(w1, w2) * total < SPLIT_MIN_COUNT
+    wide = scale == 'log' and max(s1, s2) > SPLIT_MAX_SIGMA
+    # the model's own estimate of how many gaps their length alone puts in the wrong population
+    err = 0.0
+    for x, w in zip(xs, ws):
+        p1 = w1 * _normal(x, m1, s1)
+        p2 = w2 * _normal(x, m2, s2)
+        if p1 + p2 > 0:
+            err += w * min(p1, p2) / (p1 + p2)
+    err /= total
+    thr = _from_x(_boundary(comps), scale)
+    desc = ('%.4g and %.4g samples (%.0f %% / %.0f %%), %.1f standard deviations apart'
+            % (_from_x(m1, scale), _from_x(m2, scale), 100 * w1, 100 * w2, sep))
+    if bic_gain <= 0 or small or ticks_apart < SPLIT_MIN_TICKS * res:
+        return one_split
+    if wide:
+        one_split.note = 'one population; the rest is a sparse, wide spread (stalls)'
+        return one_split
+    if sep >= SPLIT_MIN_SEPARATION:
+        r = Split('two', comps, out, sep, thr, err, int(total), 'two populations: ' + desc)
+    elif sep >= (SPLIT_UNCLEAR_SEPARATION if scale == 'log' else SPLIT_UNCLEAR_SEPARATION_LINEAR):
+        r = Split('unclear', comps, out, sep, thr, err, int(total),
+                  'not one population, but the two candidates overlap (' + desc + '): cannot tell')
+    else:
+        return one_split
+    r._u_density = u_density
+    r.scale = scale
+    return r
+
+
+def _rounded_quantum(values, smallest):
+    """The time unit of values that are rounded multiples of it (a VCD in ps of
+    a 12 MHz capture: 333333, 416666, ... samples of 83333.3 ps), or 1."""
+    merged = [values[0]]
+    for v in values[1:]:
+        if v - merged[-1] > 2:
+            merged.append(v)
+    if len(merged) < 3:
+        return 1
+    q = min(b - a for a, b in zip(merged, merged[1:]))
+    if q < 10 or q > 0.5 * smallest:
+        return 1
+    span = merged[-1] - merged[0]
+    q = span / float(round(span / float(q)))       # the unit to sub-tick precision
+    for v in merged:
+        k = (v - merged[0]) / float(q)
+        if abs(k - round(k)) * q > 2 + 1e-6 * v:
+            return 1
+    return q
+
+
+def _boundary(comps):
+    """Where the two weighted components are equally likely (between their means), in x."""
+    (w1, m1, s1), (w2, m2, s2) = comps
+    lo, hi = m1, m2
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if w1 * _normal(mid, m1, s1) > w2 * _normal(mid, m2, s2):
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
 
 
 def _lerp(a, b, t):

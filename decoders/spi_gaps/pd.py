@@ -8,8 +8,8 @@
 ##
 
 import sigrokdecode as srd
-from .gapdefs import (Histogram, THRESHOLD_QUANTILE, fmt_idle_clocks, idle_clocks,
-                      inter_transfer_threshold, is_inter_transfer, is_message_boundary,
+from .gapdefs import (CONTEXT_SWITCH, Histogram, fmt_idle_clocks, gap_label, idle_clocks,
+                      inter_transfer_threshold, is_inter_transfer, parse_lengths, split_two,
                       texts, threshold_samples)
 
 
@@ -58,6 +58,9 @@ class Decoder(srd.Decoder):
             'desc': 'Transfers per message (0 = unknown)', 'default': 0},
         {'id': 'first_message_start',
             'desc': 'Transfer that starts the first message', 'default': 0},
+        {'id': 'message_lengths',
+            'desc': 'Repeating message lengths, e.g. 2+3 (overrides transfers per message)',
+            'default': ''},
         {'id': 'inter_transfer_gap',
             'desc': 'Inter-transfer gap threshold in us (0 = auto)', 'default': 0.0},
     )
@@ -90,6 +93,8 @@ class Decoder(srd.Decoder):
         self.in_window = False
         self.last_end = None        # sample of the last CS deassert
         self.gaps = Histogram()     # all word gaps so far (samples)
+        self.auto_thr = None        # inter-transfer threshold from the word gaps so far
+        self.next_split = 8         # re-split the word gaps when this many are seen
         self.spacing = Histogram()  # sampling-edge spacings inside words
         self._clear_window(0, False, True)
 
@@ -114,6 +119,10 @@ class Decoder(srd.Decoder):
         self.first_msg = o['first_message_start']
         if self.first_msg < 0:
             raise OptionError('First message start must be >= 0.')
+        try:
+            self.lengths = parse_lengths(o['message_lengths'])
+        except ValueError:
+            raise OptionError('Message lengths must be positive integers, e.g. 2+3.') from None
         self.thr_us = float(o['inter_transfer_gap'])
         if self.thr_us < 0:
             raise OptionError('Inter-transfer gap must be >= 0.')
@@ -152,8 +161,8 @@ class Decoder(srd.Decoder):
     def cs_inactive_gap(self, index, ss, es):
         n = es - ss
         sr = self.samplerate
-        if self.tpm:
-            if is_message_boundary(index, self.tpm, self.first_msg):
+        if self.tpm or self.lengths:
+            if gap_label(index, self.tpm, self.first_msg, self.lengths) == CONTEXT_SWITCH:
                 self.putx(ss, es, A_CONTEXT_SWITCH,
                           texts('Context switch', 'Ctx switch', 'X', n, sr))
             else:
@@ -209,7 +218,13 @@ class Decoder(srd.Decoder):
         if self.fixed_thr is not None:
             thr = self.fixed_thr
         else:
-            thr = inter_transfer_threshold(self.gaps.percentile(THRESHOLD_QUANTILE), period)
+            # the analyzer's two-population split over the word gaps seen so far,
+            # redone each time their number doubles, so the cost stays bounded (log2 of the count)
+            if self.gaps.total >= self.next_split:
+                self.auto_thr = inter_transfer_threshold(
+                    split_two([(v, self.gaps.counts[v]) for v in self.gaps.values], 'linear'))
+                self.next_split = self.gaps.total * 2
+            thr = self.auto_thr
         sr = self.samplerate
         if is_inter_transfer(gap, thr):
             self.putx(ss, es, A_INTER_TRANSFER,

@@ -1,0 +1,32 @@
+"""The one definition of spigap's gap rules, shared with the spi_gaps decoder.
+
+The rules live in ``decoders/spi_gaps/gapdefs.py`` (plain Python, so that
+sigrok's embedded interpreter, which may lack numpy, runs the very same code);
+this module loads that file once and gives the analyzer numpy conveniences on
+top of it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analyzer.sigrok.paths import load_decoder_module
+
+defs = load_decoder_module("spi_gaps", "gapdefs")
+
+
+def split(values: np.ndarray, scale: str = "log", resolution: float = 1.0):
+    """``defs.split_two`` over an array of tick values (histogrammed with numpy first);
+    ``resolution``: ticks per sample."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    u, c = np.unique(np.rint(v).astype(np.int64), return_counts=True)
+    return defs.split_two(zip(u.tolist(), c.tolist()), scale, resolution)
+
+
+def classify(sp, values: np.ndarray, margin: float = 0.9) -> np.ndarray:
+    """``sp.classify`` for every value (one call per distinct value): int8 0 / 1 / -1."""
+    v = np.rint(np.asarray(values, dtype=float)).astype(np.int64)
+    u, inv = np.unique(v, return_inverse=True)
+    lab = np.array([sp.classify(int(x), margin) for x in u.tolist()], dtype=np.int8)
+    return lab[inv]
