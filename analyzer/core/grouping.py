@@ -366,7 +366,8 @@ def infer(gaps_ticks: np.ndarray, *, resolution: float = 1.0, lead: float | None
         if sp.verdict == "two" and min(c[0] for c in sp.comps) > defs.SPLIT_MAX_OUTLIER * sum(c[0] for c in sp.comps):
             return _by_length(g, sp, context_switch)
         return _grouping(_all(n, CONTEXT_SWITCH), n=1, confidence=CONFIDENCE["one_population"], method="auto",
-                         note=f"the CS-inactive gaps are one population ({sp_note}) with no repeating "
+                         note=("the CS-inactive gaps are one population" if sp_note == "one population"
+                               else f"the CS-inactive gaps are one population ({sp_note})") + " with no repeating "
                               "pattern: each transfer is its own message and every gap a context switch "
                               "(give --transfers-per-message N if the call pattern says otherwise)",
                          lengths=[1], structure="one population", populations=sp_note,
