@@ -49,7 +49,6 @@ from analyzer.units import parse_time
 
 MIN_BASELINE = 200
 BASELINE_MAX = grouping_mod.WINDOW + 1
-STATS = ("n", "p50", "p99", "max")
 
 
 # ------------------------------------------------------------------ alerts

@@ -22,21 +22,11 @@ class EventTrack:
     rise: np.ndarray     # ticks of rising edges
     fall: np.ndarray     # ticks of falling edges
 
-    def level_at(self, ticks: np.ndarray) -> np.ndarray:
-        """Level just after each tick (edges at the same tick count)."""
-        t = np.asarray(ticks)
-        last_rise = np.concatenate([[-1], self.rise])[np.searchsorted(self.rise, t, side="right")]
-        last_fall = np.concatenate([[-1], self.fall])[np.searchsorted(self.fall, t, side="right")]
-        return np.where(last_rise == last_fall, self.initial, (last_rise > last_fall).astype(int))
-
-
-ROLES = ("convst", "busy")
-
 
 def events_for_check(path, events, **reader_opts) -> dict:
     """``--event CHANNEL:EDGE`` texts -> lower-case channel name -> EventTrack; the
-    device checks use the channels named CONVST and BUSY (``ROLES``,
-    case-insensitive, after --channel-map). Every channel named must exist."""
+    device checks use the channels named CONVST and BUSY (case-insensitive,
+    after --channel-map). Every channel named must exist."""
     from analyzer.core.events import parse_event
 
     channels = {}
