@@ -75,7 +75,8 @@ def run_local(jobs: Sequence[Job], on_result: Callable[[dict], None], *, workers
                 except BrokenProcessPool:      # a worker died while we were still submitting
                     broken.append(job)
             limits = [j.timeout_s for j in futures.values()]
-            hard = None if not limits or None in limits else max(limits) + GRACE_S
+            known = [x for x in limits if x is not None]
+            hard = None if not known or len(known) < len(limits) else max(known) + GRACE_S
             waiting = set(futures)
             progress = time.monotonic()
             while waiting:

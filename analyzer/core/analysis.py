@@ -320,7 +320,8 @@ def _warn(a: Analysis, framer) -> None:
     if a.n == 0:
         w.append("no transfers found: check the channel mapping (--clk/--cs), --cs-polarity and --mode")
     if a.period_ticks is not None and a.period_ticks < MIN_SAMPLES_PER_PERIOD:
-        w.append(f"only {a.period_ticks:g} samples per SCLK period (SCLK ≈ {a.sclk_hz / 1e6:.3g} MHz at "
+        sclk_hz = 1.0 / (a.period_ticks * t)
+        w.append(f"only {a.period_ticks:g} samples per SCLK period (SCLK ≈ {sclk_hz / 1e6:.3g} MHz at "
                  f"{1 / t / 1e6:.3g} MSa/s): edge times are coarse, gaps are ±1 sample "
                  f"({t * 1e9:.3g} ns); sample at ≥ {MIN_SAMPLES_PER_PERIOD}× SCLK")
     if a.clk_outside_cs:
