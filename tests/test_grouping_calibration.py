@@ -150,3 +150,18 @@ def test_regroup_an_analysis_with_known_boundaries(tmp_path):
     assert not a.grouping.ambiguous and a.grouping.method == "trace" and a.n_messages() == 20
     assert (a.gap_kind[1:][kinds == "context_switch"] == KIND_CONTEXT_SWITCH).all()
     assert len(a.gap_values("cs_change")) == 20 and len(a.gap_values("class_a")) == 0
+
+
+def test_binomial_tail_equals_scipy():
+    """grouping._tail (hand-written to keep scipy.special out of the start-up)
+    against scipy's own binomial survival function."""
+    from scipy.special import bdtrc
+
+    from analyzer.core.grouping import _tail
+
+    rng = np.random.default_rng(1)
+    for q in (0.0, 1.0, 1e-4, 0.03, 0.5, 0.97):
+        n = rng.integers(0, 3000, size=50)
+        k = rng.integers(-1, 3001, size=50) % (n + 3) - 1
+        ref = np.where(k <= 0, 1.0, bdtrc(np.maximum(k - 1, 0), n, q))
+        np.testing.assert_allclose(_tail(k, n, q), ref, rtol=1e-9, atol=1e-300)
