@@ -175,7 +175,7 @@ def _thresholds_to_original(threshold, cmap: dict[str, str]):
     """--threshold may name a channel by its --channel-map name: use the original key."""
     from analyzer.io.threshold import normalize_threshold_option
 
-    back = {}
+    back: dict[str, str] = {}
     for k, v in cmap.items():
         back.setdefault(v, k)
         back.setdefault(v.lower(), k)

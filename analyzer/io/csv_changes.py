@@ -425,7 +425,7 @@ class ChangeCsvReader(CaptureReader):
             yield EdgeBlock(np.zeros(1, np.int64), np.zeros(1, np.uint32))
             last_tick = 0
         self.end_tick = last_tick + 1
-        if x_rows:
+        if x_rows and x_first is not None:
             self.info.warnings.append(
                 f"{x_rows} row(s) have no data (X) for a requested channel (first at "
                 f"{x_first * self.tick + self.t0:.6g} s); levels are held across them")

@@ -202,7 +202,7 @@ class DslReader(ZipMembers, CaptureReader):
         elif m.method == zipfile.ZIP_DEFLATED:
             try:
                 raw = inflate.decompress_limited(comp, m.usize if m.crc is not None else BLOCK_LIMIT)
-            except (*inflate.error, inflate.TooLarge):
+            except inflate.error + (inflate.TooLarge,):
                 raise _Cut(f"member {name} is damaged") from None
         else:
             raise _Cut(f"member {name} uses unsupported compression {m.method}")

@@ -8,8 +8,10 @@ two chunks can be inflated on two cores at once.
 
 from __future__ import annotations
 
+import types
 import zlib
 
+_impl: types.ModuleType
 try:  # pragma: no cover - which branch runs depends on the machine
     from isal import isal_zlib as _impl
 
@@ -18,12 +20,7 @@ except ImportError:  # pragma: no cover
     _impl = zlib
     BACKEND = "zlib"
 
-error: tuple[type[Exception], ...] = (zlib.error,) + ((_impl.error,) if _impl is not zlib else ())
-
-
-def decompress_raw(data: bytes, size_hint: int) -> bytes:
-    """Inflate a complete raw deflate stream (no zlib header)."""
-    return _impl.decompress(data, -15, max(size_hint, 1))
+error: tuple[type[Exception], ...] = (zlib.error,) if _impl is zlib else (zlib.error, _impl.error)
 
 
 def decompressobj():

@@ -43,7 +43,8 @@ import numpy as np
 
 from analyzer.errors import CaptureTruncated, InputError, UsageError
 from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
-from analyzer.io.threshold import Schmitt, Source, merge, resolve_thresholds, sampled_source, strict_runs
+from analyzer.io.threshold import (Schmitt, Source, Threshold, merge, resolve_thresholds, sampled_source,
+                                   strict_runs)
 
 MAGIC = b"<SALEAE>"
 MAX_TICK = float(1 << 62)        # times beyond this many ticks are damage, not data
@@ -238,7 +239,7 @@ class SaleaeReader(CaptureReader):
         self._by_name = {cf.name: cf for cf in self.files}
         analog = [cf.name for cf in self.files if cf.analog]
         self._thr_spec = threshold
-        self._thresholds = None
+        self._thresholds: dict[str, Threshold] | None = None
         keys = {}
         for cf in self.files:
             keys[cf.number if not cf.analog else f"A{cf.number}"] = cf.name
@@ -423,6 +424,7 @@ class SaleaeReader(CaptureReader):
         return (initial ^ ((k + 1) & 1)).astype(np.uint32)
 
     def _analog_runs(self, cf: _ChannelFile):
+        assert self._thresholds is not None   # resolved in edges() before any analog channel is read
         schmitt = Schmitt(self._thresholds[cf.name])
         runs = []
         for c in cf.chunks:

@@ -42,7 +42,7 @@ from analyzer.errors import CaptureTruncated, InputError, UsageError
 from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
 from analyzer.io.csv_changes import (CHUNK_BYTES, decimal_resolution, head_lines, parse_block, parse_floats,
                                      read_head, time_unit_of)
-from analyzer.io.threshold import Schmitt, resolve_thresholds, strict_blocks
+from analyzer.io.threshold import Schmitt, Threshold, resolve_thresholds, strict_blocks
 
 _TIME_UNIT = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6,
               "ns": 1e-9, "ps": 1e-12}
@@ -203,7 +203,7 @@ class ScopeCsvReader(CaptureReader):
         self._col_of = {name: col for col, name, _ in lay.channels}
         self._scale_of = {name: scale for _, name, scale in lay.channels}
         self._thr_spec = threshold
-        self._thresholds = None
+        self._thresholds: dict[str, Threshold] | None = None
         self.info = CaptureInfo(
             path=self.path, format=f"oscilloscope CSV ({lay.dialect})", channels=names, tick_s=lay.dt,
             samplerate_hz=1.0 / lay.dt, n_ticks=None, warnings=warnings,
@@ -364,11 +364,13 @@ class ScopeCsvReader(CaptureReader):
                 self._thr_spec, self.info.channels, lambda ns: {n: self._sample[n] for n in ns}, path=self.path)
             self.info.warnings.extend(notes)
             self.info.thresholds.update({k: (v.level, v.hysteresis) for k, v in self._thresholds.items()})
-        schmitts = [Schmitt(self._thresholds[n]) for n in names]
+        thresholds = self._thresholds
+        schmitts = [Schmitt(thresholds[n]) for n in names]
         cols = [self._col_of[n] for n in names]
         scales = [self._scale_of[n] for n in names]
         lay = self.layout
         dt = lay.dt
+        assert dt is not None                 # the layout's sample interval is known once opened
         st = _TimeState()
         state = 0
         started = False

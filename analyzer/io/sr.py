@@ -37,6 +37,7 @@ from analyzer.io.changes import (
 from analyzer.io.threshold import (
     Schmitt,
     Source,
+    Threshold,
     merge,
     resolve_thresholds,
     sampled_source,
@@ -108,11 +109,11 @@ class SrReader(ZipMembers, CaptureReader):
         total = _int(dev.get("total probes"), self.path, "total probes")
         probes: dict[int, str] = {}
         for key, value in dev.items():
-            m = re.fullmatch(r"probe(\d+)", key)
-            if m:
-                probes[int(m.group(1))] = value
-        analog_names = {int(m.group(1)): value for key, value in dev.items()
-                        for m in [re.fullmatch(r"analog(\d+)", key)] if m}
+            pm = re.fullmatch(r"probe(\d+)", key)
+            if pm:
+                probes[int(pm.group(1))] = value
+        analog_names = {int(am.group(1)): value for key, value in dev.items()
+                        for am in [re.fullmatch(r"analog(\d+)", key)] if am}
         has_logic = self.capturefile is not None and bool(probes)
         if not has_logic and not analog_names:
             raise InputError("capture has no channels (no capturefile/probeN or analogN in metadata)",
@@ -131,7 +132,7 @@ class SrReader(ZipMembers, CaptureReader):
             for n in probes:
                 if n > self.unitsize * 8:
                     raise InputError(f"probe{n} does not fit in unitsize {self.unitsize}", path=self.path)
-        self._bit_of = {}
+        self._bit_of: dict[str, int] = {}
         names = []
         for n in sorted(probes):
             names.append(probes[n])
@@ -160,7 +161,7 @@ class SrReader(ZipMembers, CaptureReader):
         if not names:
             raise InputError("no channel of the capture has data (analog members missing)", path=self.path)
         self._thr_spec = threshold
-        self._thresholds = None
+        self._thresholds: dict[str, Threshold] | None = None
         for m in self._logic:
             if m.usize % self.unitsize:
                 warnings.append(f"{m.name} holds {m.usize} bytes, not a multiple of unitsize "
@@ -180,6 +181,7 @@ class SrReader(ZipMembers, CaptureReader):
 
     def _logic_members(self, warnings) -> list[_Member]:
         cf = self.capturefile
+        assert cf is not None                # only called when the capture has logic data
         if cf in self._members:
             return [self._members[cf]]
         chunks = {}
@@ -386,6 +388,7 @@ class SrReader(ZipMembers, CaptureReader):
                                    at_tick=self.end_tick, hint="the file was cut short")
 
     def _analog_source(self, name: str):
+        assert self._thresholds is not None  # resolved by _analog_edges before any source
         schmitt = Schmitt(self._thresholds[name])
 
         def chunks():

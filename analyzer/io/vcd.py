@@ -284,7 +284,8 @@ class VcdReader(CaptureReader):
         counts: dict[str, int] = {}
         for name, _, _ in entries:
             counts[name] = counts.get(name, 0) + 1
-        names, chan = [], {}
+        names: list[str] = []
+        chan: dict = {}
         for name, v, k in entries:
             full = f"{v.scope}.{name}" if counts[name] > 1 and v.scope else name
             if full in chan:
