@@ -16,6 +16,7 @@ Loading validates everything (unknown keys too, to catch typos) and raises
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal, overload
 import math
 import os
 import tomllib
@@ -207,7 +208,15 @@ class _Table:
         self.used.add(key)
         return self.data.get(key, default)
 
-    def text(self, key, default=None, *, required=False) -> str | None:
+    # overloads: with a default or required=True the value is never None
+    @overload
+    def text(self, key, default: str, *, required: bool = False) -> str: ...
+    @overload
+    def text(self, key, default: None = None, *, required: Literal[True]) -> str: ...
+    @overload
+    def text(self, key, default: None = None, *, required: bool = False) -> str | None: ...
+
+    def text(self, key, default=None, *, required=False):
         v = self.raw(key)
         if v is None:
             if required:
@@ -237,7 +246,12 @@ class _Table:
             raise self.err(key, "must be true or false")
         return v
 
-    def integer(self, key, default=None, *, lo=None) -> int | None:
+    @overload
+    def integer(self, key, default: int, *, lo=None) -> int: ...
+    @overload
+    def integer(self, key, default: None = None, *, lo=None) -> int | None: ...
+
+    def integer(self, key, default=None, *, lo=None):
         v = self.raw(key)
         if v is None:
             return default
@@ -247,7 +261,12 @@ class _Table:
             raise self.err(key, f"must be >= {lo}")
         return v
 
-    def number(self, key, default=None, *, lo=None) -> float | None:
+    @overload
+    def number(self, key, default: float, *, lo=None) -> float: ...
+    @overload
+    def number(self, key, default: None = None, *, lo=None) -> float | None: ...
+
+    def number(self, key, default=None, *, lo=None):
         v = self.raw(key)
         if v is None:
             return default
@@ -314,6 +333,13 @@ class _Table:
             return None
         return _Table(v, f"{self.where}.{key}" if self.where else key, self.path)
 
+    def sub(self, key) -> "_Table":
+        """The sub-table ``key`` of a key the caller took from this table's own keys."""
+        t = self.table(key)
+        if t is None:
+            raise self.err(key, "must be a table")
+        return t
+
     def done(self):
         extra = sorted(set(self.data) - self.used)
         if extra:
@@ -356,9 +382,10 @@ def parse_profile(data: dict, path: str) -> Profile:
     b = top.table("bus")
     if b is None:
         raise ProfileError("[bus] table is missing (sclk, bits_per_word, idle_clocks ...)", path=path)
-    prof.sclk_hz = b.freq("sclk")
-    if prof.sclk_hz is None:
+    sclk = b.freq("sclk")
+    if sclk is None:
         raise b.err("sclk", "is required")
+    prof.sclk_hz = sclk
     prof.sclk_source = b.text("sclk_source", "")
     sclk_tol = b.tolerance("sclk_tolerance", "Hz")
     prof.mode = b.integer("mode")
@@ -401,7 +428,7 @@ def parse_profile(data: dict, path: str) -> Profile:
         for metric in list(e.data):
             if metric not in EXPECT_METRICS:
                 raise e.err(metric, f"unknown metric; known: {', '.join(EXPECT_METRICS)}")
-            prof.expect[metric] = _parse_expectation(e.table(metric), metric, prof)
+            prof.expect[metric] = _parse_expectation(e.sub(metric), metric, prof)
         e.done()
     # derived expectations, unless the file gives its own
     if "sclk" not in prof.expect and sclk_tol != (None, None):
@@ -505,7 +532,7 @@ def parse_device(data: dict, path: str, variant: str | None = None) -> Device:
     if base is not None:
         base.done()
     vt = top.table("variants")
-    variants = {} if vt is None else {k: vt.table(k) for k in list(vt.data)}
+    variants = {} if vt is None else {k: vt.sub(k) for k in list(vt.data)}
     if vt is not None:
         vt.done()
     if variant is None:

@@ -186,8 +186,8 @@ def check_junit(results: list[CheckResult], *, strict: bool = False, allow_empty
         suite.set("skipped", str(n["skipped"]))
         for k in tot:
             tot[k] += n[k]
-    for k, v in tot.items():
-        root.set(k, str(v))
+    for k, count in tot.items():
+        root.set(k, str(count))
     root.set("errors", "0")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
