@@ -25,6 +25,7 @@ import dataclasses
 import os
 import re
 import statistics
+from typing import Callable
 
 from analyzer.batch.discover import known_extensions, natural_key
 from analyzer.batch.table import fmt_metric, metric_value
@@ -32,7 +33,7 @@ from analyzer.batch.worker import ERROR
 from analyzer.errors import UsageError
 from analyzer.units import parse_freq, parse_time
 
-REDUCERS = {
+REDUCERS: dict[str, Callable[[list], float]] = {
     "median": statistics.median,
     "mean": statistics.fmean,
     "min": min,
@@ -52,7 +53,7 @@ class FieldSource:
         self.depth = 0
         self.sep = sep
         self.names: list[str] = []
-        self.rx = None
+        self.rx: re.Pattern | None = None
         if pattern:
             self.rx, self.names = _compile_pattern(pattern)
             self.depth = pattern.replace(os.sep, "/").count("/")
@@ -72,16 +73,18 @@ class FieldSource:
 
     def describe(self) -> str:
         return {"pattern": f"--pattern {self.text!r}", "regex": f"--regex {self.text!r}",
-                "split": f"--fields split at {self.sep!r}"}.get(self.kind, "")
+                "split": f"--fields split at {self.sep!r}"}.get(self.kind or "", "")
 
     def labels(self, path: str) -> dict | None:
         """Field values for ``path``; None when it does not fit."""
         p = path.replace(os.sep, "/")
         if self.kind == "pattern":
             tail = "/".join(p.split("/")[-(self.depth + 1):])
+            assert self.rx is not None
             m = self.rx.fullmatch(tail)
             return None if m is None else dict(m.groupdict())
         if self.kind == "regex":
+            assert self.rx is not None
             m = self.rx.search(p)
             return None if m is None else {k: v for k, v in m.groupdict().items() if v is not None}
         if self.kind == "split":

@@ -180,7 +180,9 @@ def parse_stack(spec: str, capture_channels: list[str]):
 
     if not spec.strip():
         raise UsageError("empty --stack")
-    decoders, infos, assigned = [], [], {}
+    decoders: list = []
+    infos: list = []
+    assigned: dict = {}
     for part in spec.split(","):
         fields = part.split(":")
         did = fields[0].strip()

@@ -180,8 +180,8 @@ def find_stalls(a: Analysis, rule: StallRule = StallRule(), kinds=None) -> list[
     at = np.concatenate(out_at)
     order = np.argsort(at, kind="stable")
     v = np.concatenate(out_v)[order]
-    med = np.concatenate(out_med)[order]
-    thr = np.concatenate(out_thr)[order]
+    meds = np.concatenate(out_med)[order]
+    thrs = np.concatenate(out_thr)[order]
     tr = np.concatenate(out_tr)[order]
     kinds_sorted = [out_kind[i] for i in order.tolist()]
     at = at[order]
@@ -189,7 +189,7 @@ def find_stalls(a: Analysis, rule: StallRule = StallRule(), kinds=None) -> list[
                   excess_s=float(val - m) * t, median_s=float(m) * t, threshold_s=float(th) * t,
                   resolution_s=t)
             for kd, x, s0, val, m, th in zip(kinds_sorted, tr.tolist(), at.tolist(), v.tolist(),
-                                             med.tolist(), thr.tolist())]
+                                             meds.tolist(), thrs.tolist())]
 
 
 def summary(a: Analysis, stalls: list[Stall], rule: StallRule = StallRule(), kinds=None) -> dict:

@@ -360,10 +360,10 @@ class Report:
         H.append('<h3 id="compare-overlays">Before vs after</h3>')
         res = max(c.analysis.tick_s for c in cmp.before + cmp.after)
         for kind in HIST_KINDS:
-            b = [c.analysis.gap_values(kind) * c.analysis.tick_s for c in cmp.before if c.analysis.available(kind)]
-            a = [c.analysis.gap_values(kind) * c.analysis.tick_s for c in cmp.after if c.analysis.available(kind)]
-            b = np.concatenate(b) if b else np.empty(0)
-            a = np.concatenate(a) if a else np.empty(0)
+            bs = [c.analysis.gap_values(kind) * c.analysis.tick_s for c in cmp.before if c.analysis.available(kind)]
+            as_ = [c.analysis.gap_values(kind) * c.analysis.tick_s for c in cmp.after if c.analysis.available(kind)]
+            b = np.concatenate(bs) if bs else np.empty(0)
+            a = np.concatenate(as_) if as_ else np.empty(0)
             if not np.isfinite(b).any() and not np.isfinite(a).any():
                 continue
             fig = plots.overlay_histogram(b, a, res, LABELS[kind])

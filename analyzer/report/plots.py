@@ -205,7 +205,8 @@ def timeline(series: list[tuple[str, np.ndarray, np.ndarray]], stalls: list, spa
         ax.plot(sx, sy, "o", mfc="none", mec=STALL_COLOR, ms=5 if many else 8, mew=0.8 if many else 1.2,
                 label=f"stall ({len(stalls)})")
         # label the longest stalls, at most one per tenth of the time axis (no overlapping labels)
-        top, taken = [], []
+        top: list = []
+        taken: list = []
         for s in sorted(stalls, key=lambda s: -s.duration_s):
             if len(top) == annotate:
                 break

@@ -115,6 +115,17 @@ def find_decoder(decoder_id: str, extra_first: list[pathlib.Path] | None = None)
                            f"{', '.join(str(r) for r in roots)})")
 
 
+def module_spec(name: str, path: pathlib.Path, package_dir: pathlib.Path | None = None):
+    """The import spec of the Python file ``path`` under the module name ``name``
+    (a package when ``package_dir`` is given); DecodersNotFound when it is not
+    a loadable Python file."""
+    spec = importlib.util.spec_from_file_location(
+        name, path, submodule_search_locations=None if package_dir is None else [str(package_dir)])
+    if spec is None or spec.loader is None:
+        raise DecodersNotFound(f"{path} cannot be loaded as a Python module")
+    return spec
+
+
 def load_decoder_module(decoder_id: str, module: str):
     """Import a plain module of one of spigap's decoders (e.g. ``spi_gaps``'s
     ``gapdefs``) without importing the decoder itself (its ``pd.py`` needs
@@ -126,7 +137,7 @@ def load_decoder_module(decoder_id: str, module: str):
     name = f"spigap_decoders.{decoder_id}.{module}"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = module_spec(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     try:

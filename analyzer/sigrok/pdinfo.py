@@ -43,8 +43,9 @@ class Option:
     def parse(self, text: str, decoder_id: str):
         """A value given as text (as on sigrok-cli's -P), in the option's type."""
         kind = type(self.default)
+        value: object
         try:
-            value = kind(text) if kind is not str else text
+            value = int(text) if kind is int else float(text) if kind is float else text
         except ValueError:
             raise UsageError(f"{decoder_id}: option {self.id} takes a{'n integer' if kind is int else ' number'}, "
                              f"not {text!r}") from None
@@ -86,9 +87,10 @@ def _stub() -> types.ModuleType:
     class Decoder:
         pass
 
-    m.Decoder = Decoder
-    m.OUTPUT_ANN, m.OUTPUT_PYTHON, m.OUTPUT_BINARY, m.OUTPUT_META = 0, 1, 2, 3
-    m.SRD_CONF_SAMPLERATE = 10000
+    # setattr: a module object built at run time, which a type checker cannot know
+    for attr, value in (("Decoder", Decoder), ("OUTPUT_ANN", 0), ("OUTPUT_PYTHON", 1), ("OUTPUT_BINARY", 2),
+                        ("OUTPUT_META", 3), ("SRD_CONF_SAMPLERATE", 10000)):
+        setattr(m, attr, value)
     return m
 
 
@@ -102,8 +104,7 @@ def read_decoder(directory: pathlib.Path) -> DecoderInfo:
     sys.modules["sigrokdecode"] = _stub()
     sys.path.insert(0, str(directory.parent))   # for decoders importing 'common'
     try:
-        spec = importlib.util.spec_from_file_location(name, directory / "__init__.py",
-                                                      submodule_search_locations=[str(directory)])
+        spec = paths.module_spec(name, directory / "__init__.py", package_dir=directory)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
         spec.loader.exec_module(mod)

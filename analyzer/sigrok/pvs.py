@@ -146,7 +146,7 @@ def parse_boost_timestamp(text: str) -> decimal.Decimal:
         raise ValueError(f"not a PulseView timestamp archive: {text!r}")
     f = [int(x) for x in t[len(head):]]
     limbs, exp, neg = f[:_LIMBS], f[_LIMBS], f[_LIMBS + 1]
-    v = sum(decimal.Decimal(limb).scaleb(exp - 8 * i) for i, limb in enumerate(limbs))
+    v = sum((decimal.Decimal(limb).scaleb(exp - 8 * i) for i, limb in enumerate(limbs)), decimal.Decimal(0))
     return -v if neg else v
 
 
@@ -408,9 +408,9 @@ def read(text: str) -> Setup:
                                        _bool(get(f"decoder{j}/visible", "true"))))
         chans = []
         for c in range(int(ini_to_python(get("channels", "0")))):
-            k = ini_key(f"channel{c}/assigned_signal_name")
+            key = ini_key(f"channel{c}/assigned_signal_name")
             chans.append(DecodeChannel(ini_to_python(get(f"channel{c}/name", "")),
-                                       ini_to_python(sec[k]) if k in sec else None,
+                                       ini_to_python(sec[key]) if key in sec else None,
                                        int(ini_to_python(get(f"channel{c}/initial_pin_state", "2")))))
         color = sec.get("color")
         signals.append(DecodeSignal(ini_to_python(get("name", "")), decs, chans,

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,6 +41,9 @@ from analyzer.core.analysis import (KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWI
 from analyzer.core.stalls import STALL_KINDS, StallRule, find_stalls, stall_mask
 from analyzer.errors import UsageError
 from analyzer.stats import resample
+
+if TYPE_CHECKING:
+    from analyzer.core.events import EventReport
 
 TIME_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
               "idle", "transfer_duration", "transfer_period")
@@ -110,7 +114,7 @@ class Capture:
 
     path: str
     analysis: Analysis
-    events: object | None = None          # analyzer.core.events.EventReport
+    events: EventReport | None = None
     _stalls: list | None = None
 
     def stalls(self, rule: StallRule) -> list:
@@ -300,7 +304,7 @@ def _rate_metric(before: list[np.ndarray], after: list[np.ndarray], st: Settings
     ma = resample.Bootstrap(after, L, rng).replicate_means(st.n_boot)[:, 0]
     d = _delta(1 / mb, 1 / ma, pb["rate"], pa["rate"], st.confidence)
     p = _mwu(resample.block_summaries(before, L, "mean"), resample.block_summaries(after, L, "mean"))
-    t = Test("rate", "transfers/s", d["delta"], d["ci"], st.min_rel_effect * pb["rate"], p, unit="Hz")
+    t = Test("rate", "transfers/s", d["delta"], d["ci"], st.min_rel_effect * float(pb["rate"] or 0.0), p, unit="Hz")
     return MetricResult("transfer_rate", LABELS["transfer_rate"], "Hz", pb, pa, {"rate": d}, [t], blk, None, "")
 
 
@@ -359,7 +363,7 @@ def _decide(m: MetricResult, st: Settings) -> None:
         else:
             excl = t.ci is not None and (t.ci[0] > 0 or t.ci[1] < 0)
             significant = significant and excl
-            big = abs(t.delta) >= t.threshold
+            big = t.delta is not None and t.threshold is not None and abs(t.delta) >= t.threshold
             worse = t.delta > 0 if t.aspect != "rate" else t.delta < 0
         if significant and big:
             t.verdict = "regression" if worse else "improvement"
@@ -379,6 +383,14 @@ def _decide(m: MetricResult, st: Settings) -> None:
 # -------------------------------------------------------------- attribution
 PARTS = ("cs_setup", "cs_hold", "clocking", "inter_byte", "inter_transfer", "cs_change", "context_switch",
          "class_a", "class_b", "idle", "stall_excess")
+
+
+def _structure(c) -> str:
+    """A capture's message structure as text: N, a pattern of lengths (2+3), or '?'."""
+    g = c.analysis.grouping
+    if g.transfers_per_message is not None:
+        return str(g.transfers_per_message)
+    return "+".join(str(x) for x in g.lengths) if g.lengths else "?"
 
 
 def period_parts(a: Analysis, rule: StallRule = StallRule()) -> np.ndarray:
@@ -453,9 +465,10 @@ def _attribution(before: list[Capture], after: list[Capture], period: MetricResu
     d = mean_a - mean_b
     reps = ma - mb
     total, total_ci = float(d[-1]), resample.percentile_ci(reps[:, -1], st.confidence)
-    thr = period.test("level").threshold if period is not None and period.test("level") else None
+    level = period.test("level") if period is not None else None
+    thr = level.threshold if level is not None else None
     changed = thr is not None and abs(total) >= thr and (total_ci[0] > 0 or total_ci[1] < 0)
-    parts = []
+    parts: list[dict] = []
     for i, p in enumerate(PARTS):
         if mean_b[i] == 0 and mean_a[i] == 0:
             continue
@@ -515,12 +528,12 @@ def compare(before: list[Capture], after: list[Capture], settings: Settings = Se
         notes.append("the captures have different sample rates; every difference is ±"
                      f"{res * 1e9:.3g} ns (the coarsest resolution)")
     for side, caps in (("before", before), ("after", after)):
-        tpm = {c.analysis.grouping.transfers_per_message for c in caps}
+        tpm = {_structure(c) for c in caps}
         if len(tpm) > 1:
             notes.append(f"the {side} captures have different message structures "
-                         f"({', '.join(str(x) for x in sorted(tpm))} transfers per message)")
-    tb = {c.analysis.grouping.transfers_per_message for c in before}
-    ta = {c.analysis.grouping.transfers_per_message for c in after}
+                         f"({', '.join(sorted(tpm))} transfers per message)")
+    tb = {_structure(c) for c in before}
+    ta = {_structure(c) for c in after}
     if tb.isdisjoint(ta):
         notes.append(f"the message structure changed ({'/'.join(map(str, sorted(tb)))} → "
                      f"{'/'.join(map(str, sorted(ta)))} transfers per message): cs_change and "
@@ -551,7 +564,7 @@ def compare(before: list[Capture], after: list[Capture], settings: Settings = Se
                                         [ser(c) for c in after], res, st, rng))
     # Holm over every test that produced a p-value
     tests = [t for m in metrics for t in m.tests if t.p is not None]
-    for t, p in zip(tests, _holm([t.p for t in tests])):
+    for t, p in zip(tests, _holm([t.p for t in tests if t.p is not None])):
         t.p_holm = p
     for m in metrics:
         if m.verdict in ("not comparable", "insufficient data"):

@@ -214,6 +214,7 @@ def _level_row(m: MetricResult) -> str:
         nb, na = m.before.get("n", 0), m.after.get("n", 0)
         return f"{label:24s}{nb:>7d}/{na:<7d}  {m.verdict} ({m.note})"
     t = m.test("level")
+    assert t is not None          # every time metric with values has a level test
     d = m.deltas
     p50 = f"{fmt_time(m.before['p50'])} → {fmt_time(m.after['p50'])}"
     return (f"{label:24s}{m.before['n']:>7d}/{m.after['n']:<7d}  {p50:>24s}  "
