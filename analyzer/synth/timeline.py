@@ -155,7 +155,7 @@ def build(windows: Windows, shape: SpiShape, tail: float) -> Timeline:
 def jittered(rng: np.random.Generator, nominal, n: int, sigma: float, stall_p: float,
              stall: tuple[float, float], floor: float) -> np.ndarray:
     """``n`` gap values: nominal + N(0, sigma) + occasional uniform stalls, >= floor."""
-    v = np.full(n, float(nominal)) if np.isscalar(nominal) else np.asarray(nominal, float).copy()
+    v = np.asarray(nominal, float).copy() if np.ndim(nominal) else np.full(n, float(nominal))
     if sigma > 0:
         v += rng.normal(0.0, sigma, n)
     if stall_p > 0:

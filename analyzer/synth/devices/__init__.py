@@ -18,7 +18,7 @@ from analyzer.errors import UsageError
 
 
 def registry() -> dict:
-    out = {}
+    out: dict = {}
     for info in pkgutil.iter_modules(__path__):
         mod = importlib.import_module(f"{__name__}.{info.name}")
         out.update(getattr(mod, "SCENARIOS", {}))

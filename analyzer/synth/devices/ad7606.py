@@ -135,8 +135,11 @@ def adc(sc, opts: dict):
     busy_fall = busy_rise + tconv
     ref = busy_fall if read == "after" else busy_rise
     first_assert = ref + cs_delay
-    win_a, win_b, frame_of, first_win = [], [], [], []
-    truth = []
+    win_a: list = []
+    win_b: list = []
+    frame_of: list = []
+    first_win: list = []
+    truth: list[dict] = []
     for k in range(n):
         vals = codes[k]             # 'during' mode: set k holds conversion k-1's results
         conv = k if read == "after" else k - 1
@@ -238,8 +241,8 @@ def adc(sc, opts: dict):
             lv += [1, 0]
         extra["FRSTDATA"] = (np.array(ts), np.array(lv, np.uint8), 0)
     tl.extra.update(extra)
-    for k, t in enumerate(truth):
-        t.update(convst_rise_s=float(conv_rise[k]), busy_rise_s=float(busy_rise[k]),
+    for k, row in enumerate(truth):
+        row.update(convst_rise_s=float(conv_rise[k]), busy_rise_s=float(busy_rise[k]),
                  busy_fall_s=float(bf[k]), cs_assert_s=float(tl.cs_assert[first_win[k]]),
                  windows=[i for i in range(nwin) if frame_of[i] == k])
     tl.device_truth = truth

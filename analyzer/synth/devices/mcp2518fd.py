@@ -55,6 +55,8 @@ FIFO. The truth is ``Timeline.device_truth`` (one dict per CS window, see
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 import dataclasses
 
 import numpy as np
@@ -336,7 +338,7 @@ class Driver:
         return CanFrame(can_id, ext, [int(x) for x in r.integers(0, 256, n)])
 
     # -- receive path (domain-reference §6.4)
-    def receive(self, frames: list[CanFrame], ring: int = 0, bad: set = frozenset()) -> None:
+    def receive(self, frames: list[CanFrame], ring: int = 0, bad: AbstractSet = frozenset()) -> None:
         fifo, base, depth, tail = self.rx[ring]
         k = len(frames)
         head = tail + k

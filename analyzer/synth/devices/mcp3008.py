@@ -93,7 +93,7 @@ def expectation(mosi_bits: list[int], bits: int, null_bit: int, flip: int | None
     except ValueError:
         return {"expect": "no_start", "start_clock": None, "repeat_bits": 0, "complete": False}
     left = len(mosi_bits) - s                  # clocks from the start bit on
-    out = {"start_clock": s + 1, "repeat_bits": max(0, min(bits - 1, left - 7 - bits))}
+    out: dict[str, object] = {"start_clock": s + 1, "repeat_bits": max(0, min(bits - 1, left - 7 - bits))}
     if left < 5:
         out["expect"] = "cs_mid_command"
     elif left < 7:

@@ -41,7 +41,8 @@ def write_scope_csv(path, tracks: Sequence[Track], samplerate: float, n_samples:
                     v_high: float = 3.3, noise: float = 0.02, rise: int = 1, decimate: int = 2,
                     seed: int = 0, final_newline: bool = True) -> None:
     n = len(tracks)
-    names = [t.name for t in tracks] if use_track_names or dialect == "plain" else native_names(dialect, n)
+    native = native_names(dialect, n)
+    names = [t.name for t in tracks] if use_track_names or native is None else native
     dt = 1.0 / samplerate
     rng = np.random.default_rng(seed)
     with open(path, "w", newline="\n") as f:
