@@ -33,12 +33,12 @@ import numpy as np
 
 from analyzer.errors import CaptureTruncated, InputError, UsageError
 from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
+from analyzer.units import TIME_UNITS
 
 CHUNK_BYTES = 4 << 20
 HEAD_BYTES = 64 << 10
 MAX_TICK = float(1 << 62)       # a time this many ticks from the start is damage, not data
 MAX_FIELD = 48                  # a numeric field longer than this is not a number
-_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
 
 
 # ------------------------------------------------------------ shared parsing
@@ -187,8 +187,7 @@ def time_unit_of(label: str) -> float | None:
     m = re.search(r"[\[(]\s*(s|ms|us|µs|ns|ps)\s*[\])]", label, re.I) or \
         re.search(r"\bin\s+(s|ms|us|µs|ns|ps)\b", label, re.I)
     if m:
-        return _TIME_UNITS.get(m.group(1).lower().replace("µ", "u").replace("us", "us"), None) or \
-            _TIME_UNITS.get(m.group(1))
+        return TIME_UNITS.get(m.group(1).lower()) or TIME_UNITS.get(m.group(1))
     return None
 
 

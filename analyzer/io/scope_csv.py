@@ -43,9 +43,10 @@ from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_r
 from analyzer.io.csv_changes import (CHUNK_BYTES, decimal_resolution, head_lines, parse_block, parse_floats,
                                      read_head, time_unit_of)
 from analyzer.io.threshold import Schmitt, Threshold, resolve_thresholds, strict_blocks
+from analyzer.units import TIME_UNITS
 
-_TIME_UNIT = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6,
-              "ns": 1e-9, "ps": 1e-12}
+# the one table of time units, plus the spelled-out second some scopes write
+_TIME_UNIT = {**TIME_UNITS, "sec": 1.0, "second": 1.0, "seconds": 1.0}
 _VOLT_UNIT = {"v": 1.0, "volt": 1.0, "volts": 1.0, "mv": 1e-3, "kv": 1e3, "uv": 1e-6, "µv": 1e-6}
 _UNIT_RE = re.compile(r"^\(?\s*([a-zµ]+)\s*\)?$", re.I)
 _NUM_RE = re.compile(r"^\s*\"?\s*[-+]?(?:\d+[.,]?\d*|[.,]\d+)(?:[eE][-+]?\d+)?\s*\"?\s*$|^\s*$|^\s*-?∞\s*$")

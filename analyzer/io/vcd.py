@@ -40,6 +40,7 @@ import numpy as np
 from analyzer.errors import CaptureTruncated, InputError, UsageError
 from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
 from analyzer.io.threshold import strict_blocks
+from analyzer.units import TIME_UNITS
 
 CHUNK_BYTES = 2 << 20
 HEADER_LIMIT = 32 << 20         # declarations beyond this: refused (parsed in memory, ~30x its size)
@@ -47,7 +48,6 @@ MAX_TOKEN = 64 << 20            # one token longer than this: damaged
 HASH_BYTES = 32                 # identifiers are hashed over their first 32 bytes (+ length);
                                 # a hash match is then verified byte for byte (_same_ident)
 
-_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12, "fs": 1e-15}
 _LOGIC_TYPES = {"wire", "reg", "logic", "bit", "integer", "tri", "tri0", "tri1", "triand", "trior",
                 "trireg", "wand", "wor", "supply0", "supply1", "uwire", "parameter", "int",
                 "shortint", "longint", "byte", "time", "enum"}
@@ -238,7 +238,7 @@ class VcdReader(CaptureReader):
         m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|ms|us|µs|ns|ps|fs)", text.strip())
         if not m or float(m.group(1)) <= 0:
             raise InputError(f"bad $timescale {text!r} (expected e.g. '1ns', '10 ps')", path=self.path)
-        return float(m.group(1)) * _UNITS[m.group(2)]
+        return float(m.group(1)) * TIME_UNITS[m.group(2)]
 
     def _var(self, body: list[str], scope: list[str]):
         if len(body) < 4:
