@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 from analyzer.core import grouping as grouping_mod
+from analyzer.core import settings_check
 from analyzer.core.config import SpiConfig
 from analyzer.core.framing import make_framer
 from analyzer.core.gaprules import defs as gapdefs
@@ -94,6 +95,8 @@ class Analysis:
     warnings: list[str]
     device: str | None = None            # --device spec, when transfers were labelled
     labels: list[str] | None = None      # device meaning of each transfer
+    # given settings the signals contradict (also first in ``warnings``), core/settings_check.py
+    setting_warnings: list[str] = dataclasses.field(default_factory=list)
 
     # -------------------------------------------------------------- helpers
     @property
@@ -176,11 +179,13 @@ def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None
     """Analyze one opened capture. ``on_block(tick)`` reports progress."""
     info = reader.info
     cfg, names, framer = prepare(reader, cfg)
+    prefix = settings_check.Prefix()          # a bounded start of the stream, for the settings check
     truncated = None
     last_tick = 0
     try:
         for block in reader.edges(names):
             framer.feed(block)
+            prefix.add(block.ticks, block.states)
             last_tick = int(block.ticks[-1])
             if on_block:
                 on_block(last_tick)
@@ -191,16 +196,25 @@ def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None
         raise InputError("the capture holds no samples", path=info.path,
                          hint="was the acquisition stopped before it started?")
     raw = framer.finish(end_tick)
-    return _measure(info, cfg, framer, raw, end_tick, truncated)
+    a = _measure(info, cfg, framer, raw, end_tick, truncated)
+    # given settings the signals contradict come first, naming what fits (docs/gaps.md)
+    a.setting_warnings = settings_check.contradictions(a, prefix, _bits(cfg))
+    a.warnings[:0] = a.setting_warnings
+    return a
 
 
 def prepare(reader: CaptureReader, cfg: SpiConfig):
     """(resolved config, channel names to request, framer) for one capture."""
     cfg = cfg.resolve(reader.info.channels, path=reader.info.path, defaults=reader.info.spi_channels)
-    order = [("clk", cfg.clk), ("cs", cfg.cs), ("mosi", cfg.mosi), ("miso", cfg.miso)]
-    order = [(role, name) for role, name in order if name is not None]
-    bits = {role: j for j, (role, _) in enumerate(order)}
-    return cfg, [name for _, name in order], make_framer(cfg, bits, reader.info.tick_s)
+    names = [name for name in (cfg.clk, cfg.cs, cfg.mosi, cfg.miso) if name is not None]
+    return cfg, names, make_framer(cfg, _bits(cfg), reader.info.tick_s)
+
+
+def _bits(cfg: SpiConfig) -> dict[str, int]:
+    """role -> bit of the edge stream's states, in the order prepare() requests the channels."""
+    roles = [role for role, name in (("clk", cfg.clk), ("cs", cfg.cs), ("mosi", cfg.mosi), ("miso", cfg.miso))
+             if name is not None]
+    return {role: j for j, role in enumerate(roles)}
 
 
 def _measure(info, cfg, framer, raw, end_tick, truncated, grouping=None) -> Analysis:

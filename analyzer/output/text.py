@@ -37,6 +37,8 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None
     lines.append(f"spi         mode {st['mode']} (CPOL={st['cpol']} CPHA={st['cpha']}), "
                  f"{st['wordsize']}-bit words, {st['bitorder'].upper()} first")
     lines.append(f"resolution  {fmt_time(res)} (one sample): every time below is ±1 sample")
+    for w in a.setting_warnings:            # a setting the signals contradict: before any number
+        lines.append(f"CHECK       {w}")
     lines.append("")
     sclk = (f"SCLK {fmt_freq(s['sclk_hz'])} (T = {fmt_time(s['sclk_period_s'])}, "
             f"{s['samples_per_sclk_period']:.4g} samples)" if s["sclk_hz"] else "SCLK –")

@@ -1,0 +1,156 @@
+"""Given SPI settings checked against the signals: a wrong --mode, --cs-polarity
+or --wordsize changes the numbers without failing, so it is called out.
+
+Evidence, each from what the framer or a bounded prefix of the edge stream
+already holds (no second pass over the capture):
+
+* CPHA: data lines change on the *shifting* clock edge and are stable around
+  the *sampling* edge. Each data change inside a CS window is attributed to
+  its nearest clock edge; when most land on sampling edges, the other CPHA
+  fits the signals.
+* CPOL: SCLK sits at its idle level when CS is asserted (the framer's per
+  transfer ``clk_ok``); when it mostly does not, the other CPOL fits.
+* word size: the clock edges of complete transfers are a multiple of the word
+  size; when most transfers leave trailing bits, the greatest common divisor
+  of the bits per transfer is suggested.
+* CS polarity: SCLK runs inside CS windows; when most SCLK edges fall while
+  CS is "inactive", the other polarity fits.
+
+Rules are deliberately one-sided (a clear majority against the given setting,
+enough evidence): a setting is only called out when the signals contradict
+it, never merely because they are ambiguous.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+PREFIX_ENTRIES = 1 << 18     # edge-stream entries kept for the CPHA check (bounded memory)
+MIN_CHANGES = 16             # data changes needed before CPHA is judged
+MAJORITY = 0.8               # share of the evidence that must contradict the setting
+MIN_TRANSFERS = 4
+COMMON_WORDSIZES = (8, 9, 10, 12, 16, 24, 32, 40, 48, 64)
+
+
+class Prefix:
+    """The first PREFIX_ENTRIES entries of an edge stream (ticks, states)."""
+
+    def __init__(self, limit: int = PREFIX_ENTRIES):
+        self.limit = limit
+        self._t: list[np.ndarray] = []
+        self._s: list[np.ndarray] = []
+        self.n = 0
+
+    def add(self, ticks: np.ndarray, states: np.ndarray) -> None:
+        room = self.limit - self.n
+        if room <= 0:
+            return
+        self._t.append(np.asarray(ticks[:room], np.int64))
+        self._s.append(np.asarray(states[:room], np.uint32))
+        self.n += min(room, len(ticks))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self._t:
+            return np.empty(0, np.int64), np.empty(0, np.uint32)
+        return np.concatenate(self._t), np.concatenate(self._s)
+
+
+def _mode(cpol: int, cpha: int) -> int:
+    return 2 * cpol + cpha
+
+
+def cpha_evidence(t: np.ndarray, s: np.ndarray, bits: dict[str, int], sample_on_rising: bool,
+                  cs_active_level: int | None) -> tuple[int, int, int]:
+    """(data changes nearest a sampling edge, of those in the very sample of the
+    edge, data changes nearest a shifting edge) inside CS windows of the prefix."""
+    if len(t) < 3 or "clk" not in bits:
+        return 0, 0, 0
+    clk = (s >> np.uint32(bits["clk"])) & 1
+    ce = np.flatnonzero(clk[1:] != clk[:-1]) + 1
+    if len(ce) < 4:
+        return 0, 0, 0
+    ce_t = t[ce]
+    sampling = (clk[ce] == 1) == sample_on_rising
+    if "cs" in bits and cs_active_level is not None:
+        active = ((s >> np.uint32(bits["cs"])) & 1) == cs_active_level
+    else:
+        active = np.ones(len(s), bool)
+    bad = same = good = 0
+    for role in ("mosi", "miso"):
+        if role not in bits:
+            continue
+        d = (s >> np.uint32(bits[role])) & 1
+        ch = np.flatnonzero((d[1:] != d[:-1]) & active[1:] & active[:-1]) + 1
+        if not len(ch):
+            continue
+        td = t[ch]
+        j = np.searchsorted(ce_t, td)               # first clock edge at or after the change
+        prev = np.clip(j - 1, 0, len(ce_t) - 1)
+        nxt = np.clip(j, 0, len(ce_t) - 1)
+        use_next = np.abs(ce_t[nxt] - td) <= np.abs(td - ce_t[prev])
+        nearest = np.where(use_next, nxt, prev)
+        on_sampling = sampling[nearest]
+        bad += int(on_sampling.sum())
+        same += int((on_sampling & (ce_t[nearest] == td)).sum())
+        good += int((~on_sampling).sum())
+    return bad, same, good
+
+
+def contradictions(a, prefix: Prefix, bits: dict[str, int]) -> list[str]:
+    """Warnings for given settings the signals contradict, each naming the
+    setting that fits better. ``a``: the Analysis; ``bits``: role -> bit of the
+    prefix's states."""
+    cfg = a.cfg
+    out: list[str] = []
+    complete = ~a.partial_start & ~a.partial_end
+    n_complete = int(complete.sum())
+    # CS polarity: SCLK should run inside the windows
+    inside = 2 * int(a.n_bits.sum()) if a.n else 0
+    if a.has_cs and a.clk_outside_cs >= 16 and a.clk_outside_cs >= MAJORITY * (a.clk_outside_cs + inside):
+        given, other = ("low", "high") if cfg.cs_active_low else ("high", "low")
+        out.append(f"--cs-polarity {given} contradicts the signals: {a.clk_outside_cs} SCLK edges fall while CS "
+                   f"is inactive and {inside} inside CS windows; --cs-polarity {other} fits them")
+        return out          # the windows are the gaps: nothing else can be judged
+    cpol, cpha = cfg.cpol, cfg.cpha
+    # CPOL: SCLK at its idle level at CS assert
+    if a.has_cs and n_complete >= MIN_TRANSFERS:
+        wrong = int((~a.clk_ok & complete).sum())
+        if wrong >= MAJORITY * n_complete:
+            cpol = 1 - cfg.cpol
+    # CPHA: data changes on the shifting edge
+    t, s = prefix.arrays()
+    active = (0 if cfg.cs_active_low else 1) if a.has_cs else None
+    bad, same, good = cpha_evidence(t, s, bits, cfg.sample_on_rising if cpol == cfg.cpol else not cfg.sample_on_rising,
+                              active)
+    if bad + good >= MIN_CHANGES and bad >= MAJORITY * (bad + good):
+        cpha = 1 - cfg.cpha
+    if (cpol, cpha) != (cfg.cpol, cfg.cpha):
+        why = []
+        if cpol != cfg.cpol:
+            why.append(f"SCLK is not at CPOL={cfg.cpol}'s idle level at CS assert in most transfers")
+        if cpha != cfg.cpha:
+            why.append(f"data changes at the sampling edge in {bad} of {bad + good} changes"
+                       + (f", {same} of them in the very sample of the edge (the bits are read while the "
+                          "lines switch)" if same else ""))
+        out.append(f"--mode {_mode(cfg.cpol, cfg.cpha)} (CPOL={cfg.cpol} CPHA={cfg.cpha}) contradicts the signals "
+                   f"({'; '.join(why)}); --mode {_mode(cpol, cpha)} (CPOL={cpol} CPHA={cpha}) fits them better")
+    # word size: complete transfers are whole words
+    if n_complete >= MIN_TRANSFERS:
+        nb = a.n_bits[complete].astype(np.int64)
+        nb = nb[nb > 0]
+        trailing = int((nb % cfg.wordsize != 0).sum())
+        if len(nb) >= MIN_TRANSFERS and trailing >= MAJORITY * len(nb):
+            g = 0
+            for v in np.unique(nb).tolist():
+                g = math.gcd(g, int(v))
+            if g > 1 and g != cfg.wordsize:
+                # the usual word sizes that divide every transfer, the smallest first (8 for byte streams)
+                usual = [w for w in COMMON_WORDSIZES if g % w == 0]
+                best = usual[0] if usual else g
+                alt = f" (so does any divisor of {g})" if best != g else ""
+                out.append(f"--wordsize {cfg.wordsize} contradicts the signals: {trailing} of {len(nb)} complete "
+                           f"transfers end with bits that do not fill a word, and every transfer's clock count "
+                           f"is a multiple of {g}; --wordsize {best} fits them{alt}")
+    return out
