@@ -19,7 +19,6 @@ from analyzer.cli import main
 from analyzer.core import analysis
 from analyzer.output.atomic import write_text_atomic
 from analyzer.synth import scenario
-from conftest import ROOT
 
 FORK = pytest.mark.skipif(multiprocessing.get_start_method() != "fork",
                           reason="the patched analysis reaches the pool only through fork")
@@ -88,27 +87,40 @@ def test_bad_timeout_is_a_usage_error(tmp_path, capsys, bad):
     assert err.count("\n") == 1 and "--timeout" in err
 
 
+def default_sigint():
+    """preexec_fn: the default SIGINT disposition in the child (Python then raises KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_the_pool_promptly_and_writes_nothing(tmp_path):
     """SIGINT while two workers are busy with stuck captures: the batch ends within
     seconds, its -o file is not written (not even partly), no worker is left."""
     caps = _captures(tmp_path, 4)
     out = tmp_path / "report.txt"
+    ready = tmp_path / "stuck"
+    ready.mkdir()
     script = textwrap.dedent(f"""
-        import sys, time
+        import os, sys, time
         from analyzer.core import analysis
         def run(reader, cfg, **kw):
+            open(os.path.join({str(ready)!r}, str(os.getpid())), "w").close()   # this worker is stuck now
             time.sleep(600)
         analysis.run = run
         from analyzer.cli import main
         sys.exit(main(["batch", "-j", "2", "--quiet", "--timeout", "0", "-o", {str(out)!r},
                        *{[str(c) for c in caps]!r}]))
     """)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # the package under test (installed wheel or editable checkout), and SIGINT handled as
+    # in a terminal even when the test run itself was started with SIGINT ignored
+    # (a background job of a non-interactive shell inherits SIG_IGN, and Python keeps it)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, preexec_fn=default_sigint)
     try:
-        time.sleep(3)                  # workers started and stuck
-        assert proc.poll() is None
+        deadline = time.monotonic() + 120
+        while len(os.listdir(ready)) < 2:        # both workers started and stuck
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the workers did not start within 120 s"
+            time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGINT)   # what a terminal's Ctrl-C does: the whole group
         t0 = time.monotonic()
         proc.wait(timeout=15)

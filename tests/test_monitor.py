@@ -152,7 +152,9 @@ def test_live_pipe_lines_come_as_data_arrives_and_ctrl_c_summarizes(soak, tmp_pa
     data = subprocess.run(["sigrok-cli", "-i", str(soak), "-O", "binary"], capture_output=True, timeout=60).stdout
     proc = subprocess.Popen([*SPIGAP, "monitor", "-", "--input-format", "raw", "--samplerate", "250k",
                              "--channel-map", "0=SCLK,1=MOSI,2=MISO,3=CS", "--format", "jsonl"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            # SIGINT as in a terminal, even when this run was started with it ignored
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         proc.stdin.write(data[:2_600_000])
         proc.stdin.flush()
