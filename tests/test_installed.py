@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import CAPTURES, DECODERS, ROOT, SOURCE_DECODERS
+from conftest import CAPTURES, DECODERS, ROOT, SOURCE_DECODERS, real
 
 import analyzer
 from analyzer import native
@@ -62,17 +62,20 @@ def test_the_installed_package_is_under_test():
 
 @installed_only
 def test_wheel_runs_compiled_core_without_a_compiler(tmp_path):
-    """Compiled engine, no compiler looked for, the decoders found, from a
-    directory that is not the checkout."""
+    """Compiled engine on a real capture, no compiler looked for, the decoders
+    found, from a directory that is not the checkout."""
     env = dict(os.environ, PATH=_no_compiler_path(tmp_path))
     env.pop("SPIGAP_ENGINE", None)
     exe = pathlib.Path(sys.executable).with_name("spigap")
     ver = subprocess.run([str(exe), "--version"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert ver.returncode == 0 and ver.stdout.startswith(f"spigap {analyzer.__version__} (c engine"), ver
-    out = subprocess.run([str(exe), "analyze", str(DEMO), "--format", "json"], capture_output=True, text=True,
+    # a real capture (1 G samples, named channels): 182 transfers per ../shared/captures-real/README.md
+    cap = real("spi__enc28j60__enc28j60-init-and-ping.sr")
+    out = subprocess.run([str(exe), "analyze", str(cap), "--format", "json"], capture_output=True, text=True,
                          env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert '"transfers"' in out.stdout and out.stderr == ""
+    d = json.loads(out.stdout)
+    assert d["engine"] == "c" and d["summary"]["transfers"] == 182 and out.stderr == ""
     dec = subprocess.run([str(exe), "decoders", "path"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert dec.returncode == 0 and pathlib.Path(dec.stdout.strip()) == DECODERS
     assert not (tmp_path / "compiler-called").exists(), "something looked for a C compiler at run time"
