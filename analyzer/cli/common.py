@@ -82,6 +82,16 @@ def positive_float(text):
     return v
 
 
+def nonneg_float(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= v < float("inf"):
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return v
+
+
 def percent(text):
     """'2', '2%' -> 0.02."""
     t = str(text).strip().rstrip("%").strip()

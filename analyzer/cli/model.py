@@ -6,13 +6,15 @@ import argparse
 import json
 
 from analyzer.cli.common import (
+    _freq,
+    nonneg_float,
     add_output_options,
     check_output_path,
     count,
     write_output,
 )
 from analyzer.errors import UsageError
-from analyzer.units import fmt_time, parse_freq, parse_time
+from analyzer.units import fmt_time, parse_time
 
 ORDER = 30
 
@@ -23,26 +25,6 @@ def _time(text):
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     if v < 0:
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return v
-
-
-def _freq(text):
-    try:
-        v = parse_freq(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError("must be > 0")
-    return v
-
-
-def _nonneg(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= v < float("inf"):
         raise argparse.ArgumentTypeError("must be >= 0")
     return v
 
@@ -71,7 +53,7 @@ def add_subparser(sub) -> None:
                    help="table rows (default: the profile's, e.g. 1,10,100,500)")
     w = p.add_argument_group("what if (override the profile)")
     w.add_argument("--sclk", type=_freq, metavar="HZ", help="SCLK frequency, e.g. 8MHz")
-    w.add_argument("--idle-clocks", type=_nonneg, metavar="N", help="idle SCLK periods between words")
+    w.add_argument("--idle-clocks", type=nonneg_float, metavar="N", help="idle SCLK periods between words")
     w.add_argument("--idle-after-last", choices=("yes", "no"),
                    help="charge the idle slot after the last word too")
     w.add_argument("--cs-setup", type=_time, metavar="TIME", help="CS assert to first SCLK edge")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
-
 from analyzer.cli.common import (
     _freq,
     _time,
     _wordsize,
+    nonneg_float,
     check_output_path,
     count,
     fraction,
@@ -22,15 +21,6 @@ def _as_text(check):
         return text
     return parse
 
-
-def _nonneg_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= v < float("inf"):
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return v
 
 # flag -> scenario key (flags override the TOML file)
 FLAGS = {
@@ -73,7 +63,7 @@ def add_subparser(sub) -> None:
     g.add_argument("--messages", type=count, metavar="N", help="how many messages (>= 1)")
     g.add_argument("--cs-setup", type=_as_text(_time), metavar="TIME", help="CS assert to first SCLK edge")
     g.add_argument("--cs-hold", type=_as_text(_time), metavar="TIME", help="last SCLK edge to CS deassert")
-    g.add_argument("--idle-clocks", type=_nonneg_float, metavar="N", help="idle SCLK periods between words")
+    g.add_argument("--idle-clocks", type=nonneg_float, metavar="N", help="idle SCLK periods between words")
     g.add_argument("--inter-transfer", type=_as_text(_time), metavar="TIME",
                    help="gap between kernel transfers inside one CS window")
     g.add_argument("--cs-change", type=_as_text(_time), metavar="TIME",

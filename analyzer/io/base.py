@@ -14,6 +14,7 @@ a new format needs nothing but a reader.
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
 import importlib
 import re
@@ -21,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from analyzer.errors import UsageError
+from analyzer.errors import InputError, UsageError
 
 
 @dataclasses.dataclass
@@ -62,6 +63,19 @@ class CaptureInfo:
     @property
     def resolution_s(self) -> float:
         return self.tick_s
+
+
+@contextlib.contextmanager
+def open_errors(path: str) -> Iterator[None]:
+    """Opening a capture file: the OS's errors as one-line InputErrors naming ``path``."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a capture", path=path) from None
+    except OSError as e:
+        raise InputError(f"cannot open: {e.strerror}", path=path) from None
 
 
 def resolve_channel(key: str, names: Sequence[str], aliases: dict[str, str] | None = None,

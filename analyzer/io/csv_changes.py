@@ -32,7 +32,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from analyzer.errors import CaptureTruncated, InputError, UsageError
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
+from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows, open_errors
 from analyzer.units import TIME_UNITS
 
 CHUNK_BYTES = 4 << 20
@@ -160,15 +160,8 @@ def _find_infinity(mat: np.ndarray) -> np.ndarray:
 
 
 def read_head(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read(HEAD_BYTES)
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a capture", path=path) from None
-    except OSError as e:
-        raise InputError(f"cannot open: {e.strerror}", path=path) from None
+    with open_errors(path), open(path, "rb") as f:
+        return f.read(HEAD_BYTES)
 
 
 def head_lines(head: bytes) -> list[str]:

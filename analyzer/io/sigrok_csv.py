@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from analyzer.errors import CaptureTruncated, InputError, UsageError
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
+from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows, open_errors
 from analyzer.io.sr import parse_samplerate
 
 CHUNK_BYTES = 4 << 20
@@ -44,15 +44,8 @@ class SigrokCsvReader(CaptureReader):
 
     def __init__(self, path, *, samplerate: float | None = None):
         self.path = str(path)
-        try:
-            with open(self.path, "rb") as f:
-                head = f.read(HEAD_BYTES)
-        except FileNotFoundError:
-            raise InputError("no such file", path=self.path) from None
-        except IsADirectoryError:
-            raise InputError("is a directory, not a capture", path=self.path) from None
-        except OSError as e:
-            raise InputError(f"cannot open: {e.strerror}", path=self.path) from None
+        with open_errors(self.path), open(self.path, "rb") as f:
+            head = f.read(HEAD_BYTES)
         warnings: list[str] = []
         comments: list[str] = []
         pos = 3 if head.startswith(b"\xef\xbb\xbf") else 0

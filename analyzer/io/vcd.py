@@ -38,7 +38,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from analyzer.errors import CaptureTruncated, InputError, UsageError
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
+from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, open_errors
 from analyzer.io.threshold import strict_blocks
 from analyzer.units import TIME_UNITS
 
@@ -124,15 +124,9 @@ class VcdReader(CaptureReader):
 
     def __init__(self, path, *, samplerate: float | None = None, stream=None):
         self.path = str(path)
-        try:
+        with open_errors(self.path):
             # stream: a pipe (analyzer/io/stdin.py), read once as it arrives
             self._f = stream if stream is not None else open(self.path, "rb")
-        except FileNotFoundError:
-            raise InputError("no such file", path=self.path) from None
-        except IsADirectoryError:
-            raise InputError("is a directory, not a capture", path=self.path) from None
-        except OSError as e:
-            raise InputError(f"cannot open: {e.strerror}", path=self.path) from None
         warnings: list[str] = []
         header, self._data_offset = self._read_header()
         timescale, vars_, rate = self._parse_header(header, warnings)

@@ -18,6 +18,7 @@ from typing import Any
 
 from analyzer.errors import InputError
 from analyzer.io import inflate
+from analyzer.io.base import open_errors
 
 PIECE_BYTES = 8 << 20          # raw bytes per streamed piece of a large member
 COMP_SLICE = 4 << 20           # compressed bytes read at a time when streaming
@@ -47,14 +48,8 @@ class ZipMembers:
     _recovered: bool
 
     def _open_fd(self) -> None:
-        try:
+        with open_errors(self.path):
             self._fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise InputError("no such file", path=self.path) from None
-        except IsADirectoryError:
-            raise InputError("is a directory, not a capture", path=self.path) from None
-        except OSError as e:
-            raise InputError(f"cannot open: {e.strerror}", path=self.path) from None
         self._size = os.fstat(self._fd).st_size
 
     def _read_directory(self, warnings) -> dict[str, _Member]:
