@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from analyzer.core.analysis import GAP_KINDS, Analysis, describe, run
-from analyzer.core.config import SpiConfig
+from analyzer.core.config import INFERABLE, SpiConfig
 from analyzer.io import open_capture
 
 __all__ = ["analyze_file", "Analysis", "SpiConfig", "GAP_KINDS", "describe", "open_capture"]
@@ -16,6 +16,8 @@ __all__ = ["analyze_file", "Analysis", "SpiConfig", "GAP_KINDS", "describe", "op
 
 def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None = None,
                  input_format: str | None = None, **reader_options) -> Analysis:
-    """Read and analyze one capture. Raises SpigapError subclasses on bad input."""
+    """Read and analyze one capture. Raises SpigapError subclasses on bad input.
+    Without ``cfg`` every setting is found from names and signals (core/infer.py);
+    a given ``cfg`` is taken as is, except roles it leaves None and its ``infer`` set."""
     with open_capture(path, input_format=input_format, samplerate=samplerate, **reader_options) as r:
-        return run(r, cfg or SpiConfig())
+        return run(r, cfg or SpiConfig(infer=INFERABLE))

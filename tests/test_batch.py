@@ -341,7 +341,12 @@ def _odd_channel_captures(tmp_path) -> list[pathlib.Path]:
 def test_manifest_toml_gives_per_file_options_and_labels(tmp_path, capsys):
     caps = _odd_channel_captures(tmp_path)
     rc, out, _ = run_cli(capsys, tmp_path, "-j", "2", "--format", "json")
-    assert rc == 2 and all(r["status"] == "error" for r in json.loads(out)["captures"])
+    # no name says which channel is which: each file's roles and CS polarity come from its signals
+    rows = json.loads(out)["captures"]
+    assert rc == 0 and all(r["status"] == "ok" for r in rows)
+    st = rows[0]["analysis"]["settings"]
+    assert (st["clk"], st["cs"], st["cs_polarity"]) == ("A0", "A3", "high")
+    assert st["sources"]["clk"]["from"] == "inferred"
     m = tmp_path / "m.toml"
     m.write_text("""
 [defaults]
@@ -365,7 +370,9 @@ labels = { board = "imx", kernel = "rt" }
     d = json.loads(out)
     by = {pathlib.Path(r["path"]).name: r for r in d["captures"]}
     assert [by[c.name]["status"] for c in caps] == ["ok"] * 3
-    assert by["run0.sr"]["analysis"]["settings"]["miso"] is None
+    run0 = by["run0.sr"]["analysis"]["settings"]       # miso not in its manifest entries: from the signals
+    assert run0["miso"] == "A2" and run0["sources"]["miso"]["from"] == "inferred"
+    assert run0["sources"]["mosi"]["from"] == "given"
     assert by["run2.sr"]["analysis"]["settings"]["miso"] == "A2"
     assert by["run2.sr"]["labels"] == {"board": "imx", "kernel": "rt"}
     assert by["run1.sr"]["labels"] == {"board": "pi"}
@@ -391,7 +398,9 @@ def test_manifest_alone_names_the_captures_and_csv_works(tmp_path, capsys):
     assert rc2 == 0 and err2 == "" and len(json.loads(out2)["captures"]) == 3
     d = json.loads(out)
     assert [pathlib.Path(r["path"]).name for r in d["captures"]] == ["run0.sr", "run1.sr", "run2.sr"]
-    assert d["captures"][2]["analysis"]["settings"]["mosi"] is None           # empty cell: unset
+    st = d["captures"][2]["analysis"]["settings"]
+    assert st["miso"] == "A2" and st["sources"]["miso"]["from"] == "given"
+    assert st["sources"]["mosi"]["from"] == "inferred"                         # empty cell: not given
     assert d["captures"][0]["analysis"]["summary"]["grouping"]["method"] == "user"
     assert d["captures"][0]["labels"] == {"kernel": "smp", "load": "noload"}
     cells = {(c["row"]["kernel"], c["col"]["load"]): c["value"] for c in d["matrices"][0]["cells"]}
@@ -438,9 +447,9 @@ def test_manifest_list_options_replace_the_command_line_ones(tmp_path, capsys):
     m = tmp_path / "m.toml"
     m.write_text('[[capture]]\npath = "run*.sr"\nchannel_map = "A0=SCLK,A1=MOSI,A2=MISO,A3=CS"\n'
                  'cs_polarity = "high"\n')
-    # a --channel-map on the command line alone does not fit these captures ...
+    # a --channel-map on the command line alone names no role: the signals say X is SCLK ...
     rc, out, _ = run_cli(capsys, *caps, "--channel-map", "A0=X", "-j", "1", "--format", "json")
-    assert rc == 2
+    assert rc == 0 and json.loads(out)["captures"][0]["analysis"]["settings"]["clk"] == "X"
     # ... the manifest's replaces it (rather than adding to it), and auto-detection finds the roles
     rc, out, err = run_cli(capsys, *caps, "--manifest", m, "--channel-map", "A0=X", "-j", "1",
                            "--format", "json")

@@ -20,6 +20,7 @@ BAD = ("0", "-1", "nope", "OUT/missing-dir/x.out", "OUT/garbage.toml", "OUT/empt
 # subcommand -> arguments that make it run on the capture CAP (and write into OUT)
 BASE = {
     "analyze": ["CAP"],
+    "detect": ["CAP"],
     "batch": ["CAP", "-j", "1", "-q"],
     "check": ["CAP", "--profile", "rpi3-k4.4-vanilla"],
     "compare": ["--before", "CAP", "--after", "CAP", "--bootstrap", "100"],

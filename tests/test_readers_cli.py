@@ -3,6 +3,8 @@ and the capture options (--channel-map, --threshold, --deglitch) reaching the re
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from analyzer.cli import build_parser, main
@@ -77,7 +79,10 @@ def test_capture_options_reach_the_reader(cap):
 def test_content_sniffing_and_input_format(tmp_path, cap, capsys):
     p = tmp_path / "capture.dat"                 # unknown extension: the content says scope CSV
     p.write_bytes(open(cap["scope-rigol"], "rb").read())
-    one_line_error(capsys, ["analyze", str(p)], "no clock channel", "CH1, CH2, CH3, CH4")
+    # unnamed scope channels: the roles come from the signals (docs/inference.md)
+    assert main(["analyze", str(p), "--format", "json"]) == 0
+    st = json.loads(capsys.readouterr().out)["settings"]
+    assert (st["clk"], st["mosi"], st["miso"], st["cs"]) == ("CH1", "CH2", "CH3", "CH4")
     with open_capture(p, channel_map="CH1=SCLK,CH2=MOSI,CH3=MISO,CH4=CS") as r:
         assert r.format_name == "scope-csv" and r.info.channels == ["SCLK", "MOSI", "MISO", "CS"]
     one_line_error(capsys, ["analyze", str(p), "--input-format", "vcd"], "not a VCD")

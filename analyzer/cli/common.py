@@ -222,17 +222,22 @@ def add_capture_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-cs", action="store_true",
                    help="the bus has no CS line: frame transfers by SCLK idle time")
     s = p.add_argument_group("SPI settings")
-    s.add_argument("--mode", type=int, choices=range(4), help="SPI mode 0..3 (= CPOL*2 + CPHA; default 0)")
+    s.add_argument("--mode", type=int, choices=range(4), help="SPI mode 0..3 (= CPOL*2 + CPHA; default: inferred from the signals)")
     s.add_argument("--cpol", type=int, choices=(0, 1),
-                   help="clock polarity: SCLK level when idle (instead of --mode; default 0)")
+                   help="clock polarity: SCLK level when idle (instead of --mode; default: inferred)")
     s.add_argument("--cpha", type=int, choices=(0, 1),
                    help="clock phase: 0 = sample on the first SCLK edge of a bit, 1 = on the second "
-                        "(instead of --mode; default 0)")
-    s.add_argument("--cs-polarity", choices=("low", "high"), default="low",
-                   help="active CS level (default low)")
-    s.add_argument("--wordsize", type=_wordsize, default=8, metavar="N", help="bits per word, 1..1024 (default 8; above 64 bits words are Python ints / hex strings)")
-    s.add_argument("--bitorder", choices=("msb", "lsb"), default="msb",
+                        "(instead of --mode; default: inferred)")
+    s.add_argument("--cs-polarity", choices=("low", "high"),
+                   help="active CS level (default: inferred, else low)")
+    s.add_argument("--wordsize", type=_wordsize, metavar="N",
+                   help="bits per word, 1..1024 (default: inferred, else 8; above 64 bits words are Python "
+                        "ints / hex strings)")
+    s.add_argument("--bitorder", choices=("msb", "lsb"),
                    help="bit order of each word on the wire: msb first (default) or lsb first")
+    s.add_argument("--no-infer", action="store_true",
+                   help="take the defaults (mode 0, CS active low, 8-bit words, MSB first) for settings "
+                        "not given instead of inferring them from the signals (docs/inference.md)")
     t = p.add_argument_group("framing")
     t.add_argument("--idle-timeout", type=_positive_time, metavar="TIME",
                    help="without CS: idle SCLK time that ends a transfer (default 2 word times)")
@@ -341,12 +346,17 @@ def config_from_args(args, profile=None) -> SpiConfig:
         cpha = args.cpha or 0
     if args.no_cs and args.cs:
         raise UsageError("--no-cs and --cs contradict each other")
-    cfg = SpiConfig(cpol=cpol, cpha=cpha, cs_active_low=args.cs_polarity == "low",
-                    wordsize=args.wordsize, lsb_first=args.bitorder == "lsb", clk=args.clk,
+    # settings the command line leaves out are inferred from the signals (core/infer.py)
+    infer = set() if getattr(args, "no_infer", False) else {
+        k for k, given in (("mode", args.mode is not None or args.cpol is not None or args.cpha is not None),
+                           ("cs_polarity", args.cs_polarity is not None), ("wordsize", args.wordsize is not None),
+                           ("bitorder", args.bitorder is not None)) if not given}
+    cfg = SpiConfig(cpol=cpol, cpha=cpha, cs_active_low=args.cs_polarity != "high",
+                    wordsize=args.wordsize or 8, lsb_first=args.bitorder == "lsb", clk=args.clk,
                     mosi=args.mosi, miso=args.miso, cs=args.cs, no_cs=args.no_cs,
                     idle_timeout_s=args.idle_timeout, inter_transfer_gap_s=args.inter_transfer_gap,
                     transfers_per_message=args.transfers_per_message,
-                    context_switch=getattr(args, "context_switch", None))
+                    context_switch=getattr(args, "context_switch", None), infer=frozenset(infer))
     if getattr(args, "device", None):
         from analyzer import devices
 

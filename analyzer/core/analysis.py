@@ -97,6 +97,9 @@ class Analysis:
     labels: list[str] | None = None      # device meaning of each transfer
     # given settings the signals contradict (also first in ``warnings``), core/settings_check.py
     setting_warnings: list[str] = dataclasses.field(default_factory=list)
+    # where each setting came from (core/infer.py Source), and every SPI bus the signals show
+    sources: dict = dataclasses.field(default_factory=dict)
+    buses: list = dataclasses.field(default_factory=list)
 
     # -------------------------------------------------------------- helpers
     @property
@@ -178,12 +181,13 @@ class Analysis:
 def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None] | None = None) -> Analysis:
     """Analyze one opened capture. ``on_block(tick)`` reports progress."""
     info = reader.info
-    cfg, names, framer = prepare(reader, cfg)
+    settled, framer = prepare(reader, cfg)
+    cfg = settled.cfg
     prefix = settings_check.Prefix()          # a bounded start of the stream, for the settings check
     truncated = None
     last_tick = 0
     try:
-        for block in reader.edges(names):
+        for block in settled.blocks:
             framer.feed(block)
             prefix.add(block.ticks, block.states)
             last_tick = int(block.ticks[-1])
@@ -197,17 +201,22 @@ def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None
                          hint="was the acquisition stopped before it started?")
     raw = framer.finish(end_tick)
     a = _measure(info, cfg, framer, raw, end_tick, truncated)
-    # given settings the signals contradict come first, naming what fits (docs/gaps.md)
-    a.setting_warnings = settings_check.contradictions(a, prefix, _bits(cfg))
+    a.sources, a.buses = settled.sources, settled.buses
+    # given settings the signals contradict come first, naming what fits (docs/gaps.md);
+    # then what inference could not settle firmly (docs/inference.md)
+    a.setting_warnings = settings_check.contradictions(a, prefix, _bits(cfg)) + settled.warnings
     a.warnings[:0] = a.setting_warnings
     return a
 
 
 def prepare(reader: CaptureReader, cfg: SpiConfig):
-    """(resolved config, channel names to request, framer) for one capture."""
-    cfg = cfg.resolve(reader.info.channels, path=reader.info.path, defaults=reader.info.spi_channels)
-    names = [name for name in (cfg.clk, cfg.cs, cfg.mosi, cfg.miso) if name is not None]
-    return cfg, names, make_framer(cfg, _bits(cfg), reader.info.tick_s)
+    """(infer.Settled: the resolved config, its channel names and the edge stream to
+    frame; the framer) for one capture. Settings the user did not give come from
+    names, then from a bounded prefix of the stream (core/infer.py)."""
+    from analyzer.core import infer
+
+    settled = infer.settle(reader, cfg)
+    return settled, make_framer(settled.cfg, _bits(settled.cfg), reader.info.tick_s)
 
 
 def _bits(cfg: SpiConfig) -> dict[str, int]:

@@ -7,7 +7,8 @@ import re
 
 from analyzer.errors import UsageError
 
-MAX_WORDSIZE = 1024     # words above 64 bits are framed in chunks (core/bigwords.py)
+MAX_WORDSIZE = 1024
+INFERABLE = frozenset({"mode", "cs_polarity", "wordsize", "bitorder"})     # words above 64 bits are framed in chunks (core/bigwords.py)
 
 # Common names, matched case-insensitively after dropping a leading "D<n>_"/"<n>_"
 # prefix (real captures use "0_CLK", "3_CS#") and a "rpi_"/"uc_"-style bus prefix
@@ -39,6 +40,21 @@ def autodetect(channels: list[str], role: str) -> str | None:
     return None
 
 
+def bus_groups(channels: list[str]) -> dict[str, dict[str, str]]:
+    """Channels named ``<bus>_<role>`` ("rpi_CLK", "uc_MOSI"), grouped by bus prefix
+    in channel order: {prefix: {role: channel}}; only groups with a clock."""
+    groups: dict[str, dict[str, str]] = {}
+    for c in channels:
+        m = re.match(r"^(.+?)[_\-. ](.+)$", c.strip())
+        if not m:
+            continue
+        prefix, rest = m.group(1), _norm(m.group(2))
+        for role, aliases in AUTO_NAMES.items():
+            if rest in aliases and role not in groups.setdefault(prefix, {}):
+                groups[prefix][role] = c
+    return {p: g for p, g in groups.items() if "clk" in g and len(g) >= 2}
+
+
 @dataclasses.dataclass
 class SpiConfig:
     cpol: int = 0
@@ -56,6 +72,10 @@ class SpiConfig:
     transfers_per_message: int | None = None   # None = infer
     context_switch: str | None = None          # "longer"/"shorter": which CS-inactive gaps end messages
     message_lengths: tuple | None = None       # message lengths a --device's driver uses (evidence)
+    # settings to infer from the signals (core/infer.py): any of INFERABLE. Empty for a
+    # SpiConfig built in code (its values are taken as given); the CLI lists what the
+    # command line leaves out, analyze_file() without a config infers everything.
+    infer: frozenset = frozenset()
 
     def __post_init__(self):
         if self.cpol not in (0, 1) or self.cpha not in (0, 1):
@@ -66,6 +86,9 @@ class SpiConfig:
             raise UsageError("--transfers-per-message must be >= 1 or 'auto'")
         if self.context_switch not in (None, "longer", "shorter"):
             raise UsageError("--context-switch must be 'longer' or 'shorter'")
+        self.infer = frozenset(self.infer)
+        if not self.infer <= INFERABLE:
+            raise ValueError(f"cannot infer {sorted(self.infer - INFERABLE)}")
 
     @property
     def mode(self) -> int:
@@ -77,9 +100,11 @@ class SpiConfig:
         return self.cpol == self.cpha
 
     def resolve(self, channels: list[str], path: str | None = None,
-                defaults: dict[str, str] | None = None) -> "SpiConfig":
+                defaults: dict[str, str] | None = None, partial: bool = False) -> "SpiConfig":
         """Fill in channel names: the user's, else the file's own map (``defaults``,
-        e.g. DSView's decoder settings), else auto-detected; check that they exist."""
+        e.g. DSView's decoder settings), else auto-detected by name; check that they
+        exist. ``partial``: leave roles no name settles as None (core/infer.py finds
+        them in the signals) instead of failing."""
         from analyzer.io.base import resolve_channel
 
         out = dataclasses.replace(self)
@@ -100,6 +125,12 @@ class SpiConfig:
             elif not (role == "cs" and self.no_cs):
                 given = (defaults or {}).get(role)
                 setattr(out, role, given if given in channels else autodetect(channels, role))
+        if partial:
+            taken = [getattr(self, r) and getattr(out, r) for r in ("clk", "mosi", "miso", "cs")]
+            for role in ("clk", "mosi", "miso", "cs"):      # a name-found role never steals a given channel
+                if getattr(self, role) is None and taken.count(getattr(out, role)) and getattr(out, role):
+                    setattr(out, role, None)
+            return out
         if out.clk is None:
             raise UsageError(f"no clock channel found; the capture has: {', '.join(channels)}",
                              path=path, hint="name it with --clk")

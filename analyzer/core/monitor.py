@@ -189,7 +189,8 @@ class Monitor:
         self.alerts = alerts or []
         self.on_interval = on_interval or (lambda iv: None)
         self.on_baseline = on_baseline or (lambda m: None)
-        self.cfg, self.names, self.framer = analysis.prepare(reader, cfg)
+        self._settled, self.framer = analysis.prepare(reader, cfg)
+        self.cfg, self.names = self._settled.cfg, self._settled.names
         self.kinds = (["cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch"]
                       if self.cfg.cs is not None else ["inter_byte", "inter_transfer", "idle"])
         # baseline
@@ -219,7 +220,7 @@ class Monitor:
         last = 0
         try:
             try:
-                for block in self.reader.edges(self.names):
+                for block in self._settled.blocks:
                     last = int(block.ticks[-1])      # first: a Ctrl-C inside feed() ends after this block
                     self.framer.feed(block)
                     self._batch(self.framer.take(), last)

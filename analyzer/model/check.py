@@ -194,10 +194,12 @@ def config_for_profile(profile: Profile, cfg: SpiConfig | None = None, *, mode_g
     cfg = dataclasses.replace(cfg) if cfg is not None else SpiConfig()
     if profile.mode is not None and not mode_given and cfg.cpol == 0 and cfg.cpha == 0:
         cfg.cpol, cfg.cpha = profile.mode >> 1, profile.mode & 1
+        cfg.infer = cfg.infer - {"mode"}            # the profile says it: not inferred
     if profile.transfers_per_message is not None and not tpm_given and cfg.transfers_per_message is None:
         cfg.transfers_per_message = profile.transfers_per_message
-    if profile.bits_per_word != 8 and cfg.wordsize == 8:
+    if profile.bits_per_word != 8 and cfg.wordsize == 8 and ("wordsize" in cfg.infer or not cfg.infer):
         cfg.wordsize = profile.bits_per_word
+        cfg.infer = cfg.infer - {"wordsize"}
     return cfg
 
 

@@ -86,6 +86,9 @@ def to_dict(a: Analysis, *, transfers: bool = False, stalls=None, stall_rule=Non
             "inter_transfer_threshold_s": (a.inter_transfer_threshold * t
                                            if a.inter_transfer_threshold is not None else None),
             "context_switch": a.cfg.context_switch,
+            # where each setting came from: given / name / file / inferred / default (docs/inference.md)
+            "sources": {k: v.as_dict() for k, v in a.sources.items()},
+            "buses": [{"clk": b.clk, "cs": b.cs, "data": b.data} for b in a.buses],
         },
         "summary": {
             "transfers": a.n,

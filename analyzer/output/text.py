@@ -36,6 +36,10 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None
     lines.append(f"channels    clk={st['clk']} mosi={st['mosi'] or '–'} miso={st['miso'] or '–'} {cs}")
     lines.append(f"spi         mode {st['mode']} (CPOL={st['cpol']} CPHA={st['cpha']}), "
                  f"{st['wordsize']}-bit words, {st['bitorder'].upper()} first")
+    found = [k for k, v in st["sources"].items() if v["from"] == "inferred"
+             and not (k in ("mosi", "miso") and st[k] is None)]
+    if found:
+        lines.append(f"inferred    {', '.join(found)} from the signals (spigap detect: how, and how sure)")
     lines.append(f"resolution  {fmt_time(res)} (one sample): every time below is ±1 sample")
     for w in a.setting_warnings:            # a setting the signals contradict: before any number
         lines.append(f"CHECK       {w}")

@@ -1,0 +1,125 @@
+"""``spigap detect CAPTURE``: which wire is which, and the SPI settings, from the signals."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from analyzer.cli.common import (
+    CAPTURE_HELP,
+    add_capture_options,
+    add_output_options,
+    check_output_path,
+    config_from_args,
+    reader_options,
+    write_output,
+)
+
+ORDER = 15
+
+
+def add_subparser(sub) -> None:
+    p = sub.add_parser("detect", help="infer channel roles, SPI mode, CS polarity and word size from the signals",
+                       description="Read the start of a capture and say which channel is SCLK, CS, MOSI "
+                                   "and MISO, the SPI mode, CS polarity and word size, where each came "
+                                   "from (given, name, inferred, default) and how sure it is, every SPI "
+                                   "bus found, and the spigap and sigrok-cli command lines that use them "
+                                   "(docs/inference.md). Options pin what you know.")
+    p.add_argument("capture", help=CAPTURE_HELP)
+    add_capture_options(p)
+    add_output_options(p)
+    p.set_defaults(func=run)
+
+
+def sigrok_option_string(cfg) -> str:
+    """The sigrok spi decoder's options for ``cfg`` (sigrok-cli -P, PulseView's dialog)."""
+    parts = [f"{role}={name}" for role, name in (("clk", cfg.clk), ("mosi", cfg.mosi), ("miso", cfg.miso),
+                                                  ("cs", cfg.cs)) if name is not None]
+    parts += [f"cpol={cfg.cpol}", f"cpha={cfg.cpha}",
+              f"cs_polarity={'active-low' if cfg.cs_active_low else 'active-high'}",
+              f"wordsize={cfg.wordsize}", f"bitorder={'lsb' if cfg.lsb_first else 'msb'}-first"]
+    return "spi:" + ":".join(parts)
+
+
+def spigap_options(cfg) -> list[str]:
+    opts = [f"--{role}={name}" if name.startswith("-") else f"--{role} {shlex.quote(name)}"
+            for role, name in (("clk", cfg.clk), ("mosi", cfg.mosi), ("miso", cfg.miso), ("cs", cfg.cs))
+            if name is not None]
+    if cfg.cs is None:
+        opts.append("--no-cs")
+    opts += [f"--mode {cfg.mode}", f"--cs-polarity {'low' if cfg.cs_active_low else 'high'}",
+             f"--wordsize {cfg.wordsize}", f"--bitorder {'lsb' if cfg.lsb_first else 'msb'}"]
+    return opts
+
+
+def detect(path: str, args) -> dict:
+    from analyzer.core import infer
+    from analyzer.io import open_capture
+
+    cfg = config_from_args(args)
+    with open_capture(path, **reader_options(args)) as reader:
+        settled = infer.settle(reader, cfg)
+        out = settled.cfg
+        info = reader.info
+    with open_capture(path, **reader_options(args)) as reader:
+        buses = infer.all_buses(reader)
+    sources = settled.sources_dict()
+    values = {"clk": out.clk, "mosi": out.mosi, "miso": out.miso, "cs": out.cs, "mode": out.mode,
+              "cpol": out.cpol, "cpha": out.cpha, "cs_polarity": "low" if out.cs_active_low else "high",
+              "wordsize": out.wordsize, "bitorder": "lsb" if out.lsb_first else "msb"}
+    q = shlex.quote(path)
+    return {
+        "capture": {"path": path, "format": info.format, "channels": list(info.channels)},
+        "settings": values,
+        "sources": sources,
+        "buses": [{"clk": b.clk, "cs": b.cs, "cs_polarity": (None if b.cs_active is None else
+                                                               "low" if b.cs_active == 0 else "high"),
+                   "data": b.data, "analyzed": b.clk == out.clk} for b in buses],
+        "warnings": settled.warnings,
+        "commands": {"spigap": f"spigap analyze {q} " + " ".join(spigap_options(out)),
+                     "sigrok_cli": f"sigrok-cli -i {q} -P {shlex.quote(sigrok_option_string(out))} "
+                                   "-A spi=mosi-data:miso-data",
+                     "sigrok_decoder_options": sigrok_option_string(out)},
+    }
+
+
+def render_text(d: dict) -> str:
+    lines = [f"capture   {d['capture']['path']}  ({d['capture']['format']}; channels: "
+             f"{', '.join(d['capture']['channels'])})"]
+    for i, b in enumerate(d["buses"], 1):
+        cs = f"cs={b['cs']} (active {b['cs_polarity']})" if b["cs"] else "no CS"
+        lines.append(f"bus {i}     clk={b['clk']} {cs} data={','.join(b['data']) or '–'}"
+                     + ("   <- analyzed" if b["analyzed"] else ""))
+    if not d["buses"]:
+        lines.append("bus       none found in the signals (roles from names or options)")
+    lines.append("")
+    lines.append(f"{'setting':<12} {'value':<12} {'from':<9} {'conf':>5}  note")
+    show = {"clk": "clk", "cs": "cs", "mosi": "mosi", "miso": "miso", "mode": "mode",
+            "cs_polarity": "cs_polarity", "wordsize": "wordsize", "bitorder": "bitorder"}
+    for key, label in show.items():
+        src = d["sources"].get(key, {"from": "?", "confidence": 0, "note": ""})
+        v = d["settings"][key]
+        if key == "mode":
+            v = f"{v} (CPOL={d['settings']['cpol']} CPHA={d['settings']['cpha']})"
+        lines.append(f"{label:<12} {str(v if v is not None else '–'):<12} {src['from']:<9} "
+                     f"{src['confidence']:>5.2f}  {src['note']}")
+    for w in d["warnings"]:
+        lines.append(f"CHECK     {w}")
+    lines.append("")
+    lines.append(d["commands"]["spigap"])
+    lines.append(d["commands"]["sigrok_cli"])
+    lines.append(f"PulseView: add the SPI decoder with {d['commands']['sigrok_decoder_options']}")
+    return "\n".join(lines) + "\n"
+
+
+def run(args) -> int:
+    check_output_path(args.output)
+    if args.capture == "-":
+        from analyzer.errors import UsageError
+
+        raise UsageError("detect reads the capture twice (the settings, then every bus), which a pipe cannot give",
+                         path="<stdin>", hint="save the stream to a file, or use spigap analyze - (it infers too)")
+    d = detect(args.capture, args)
+    text = json.dumps(d, indent=1) + "\n" if args.format == "json" else render_text(d)
+    write_output(text, args.output)
+    return 0

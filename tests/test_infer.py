@@ -1,0 +1,261 @@
+"""Roles, mode, CS polarity and word size inferred from the signals (core/infer.py,
+docs/inference.md).
+
+Oracles: the real captures' documented channel maps (../shared/captures-real/
+README.md, checked there with sigrok-cli) — a capture analyzed with no options
+must give the same words on the same lines as with its documented map — and
+synthesized captures whose settings are known because we wrote them (the grid
+below; our writer is the only oracle there, the real captures are the
+independent one). The real sigrok-cli checks the command line `spigap detect`
+prints.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import REAL_CAPTURES, real
+
+from analyzer.api import SpiConfig, analyze_file
+from analyzer.cli import main
+from analyzer.core.config import INFERABLE
+from analyzer.synth import Scenario
+from analyzer.synth.scenario import tracks
+from analyzer.synth.srwriter import Track, write_sr
+
+SAMPLERATE = {"ad7920": 5e6}
+
+
+def words(a):
+    return (a.mosi.tolist() if a.cfg.mosi else None, a.miso.tolist() if a.cfg.miso else None)
+
+
+def documented(name):
+    file, cfg, _, rate = REAL_CAPTURES[name]
+    return analyze_file(real(file), SpiConfig(**cfg), samplerate=rate)
+
+
+# ------------------------------------------------------------ real captures
+@pytest.mark.parametrize("name", sorted(n for n in REAL_CAPTURES if n != "nrf24l01-uc"))
+def test_real_capture_with_no_options_decodes_like_its_documented_map(name):
+    file, cfg, _, rate = REAL_CAPTURES[name]
+    want = documented(name)
+    got = analyze_file(real(file), samplerate=rate)
+    for role in ("clk", "cs", "mosi", "miso"):
+        assert getattr(got.cfg, role) == getattr(want.cfg, role), (name, role, got.sources)
+    assert got.n == want.n
+    assert words(got) == words(want)
+
+
+def test_second_bus_is_reported_and_selected_by_one_name():
+    file, _, _, _ = REAL_CAPTURES["nrf24l01-uc"]
+    first = analyze_file(real(file))
+    assert first.cfg.clk == "rpi_CLK"
+    other = [w for w in first.warnings if "another SPI bus" in w]
+    assert other and "--clk uc_CLK" in other[0] and "--cs uc_CSN" in other[0]
+    uc = analyze_file(real(file), SpiConfig(clk="uc_CLK", infer=INFERABLE))
+    assert (uc.cfg.cs, uc.cfg.mosi, uc.cfg.miso) == ("uc_CSN", "uc_MOSI", "uc_MISO")
+    assert words(uc) == words(documented("nrf24l01-uc"))
+
+
+@pytest.mark.parametrize("name", ["adxl345", "enc28j60", "mrf24j40", "st25r3916", "nrf24l01-rpi", "ssi32"])
+def test_real_capture_with_names_stripped(name, tmp_path):
+    """Every channel renamed to its position: roles come from the signals alone."""
+    file, cfg, _, rate = REAL_CAPTURES[name]
+    want = documented(name)
+    from analyzer.io import open_capture
+
+    with open_capture(real(file)) as r:
+        chans = r.info.channels
+    mapping = ",".join(f"{c}={i}" for i, c in enumerate(chans))
+    got = analyze_file(real(file), samplerate=rate, channel_map=[mapping])
+    pos = {c: str(i) for i, c in enumerate(chans)}
+    for role in ("clk", "cs", "mosi", "miso"):
+        name_ = getattr(want.cfg, role)
+        assert getattr(got.cfg, role) == (pos[name_] if name_ else None), (role, got.sources)
+    assert words(got) == words(want)
+
+
+def test_mode_from_the_signals_where_the_readme_and_the_wires_differ():
+    # adxl345: SCLK idles high and the data switch on the falling (leading) edge: mode 3
+    a = analyze_file(real(REAL_CAPTURES["adxl345"][0]))
+    assert (a.cfg.cpol, a.cfg.cpha) == (1, 1)
+    assert a.sources["mode"].how == "inferred" and a.sources["mode"].confidence > 0.9
+    # st25r3916 and ade7758 are mode 1 per their READMEs
+    for name in ("st25r3916", "ade7758"):
+        a = analyze_file(real(REAL_CAPTURES[name][0]))
+        assert (a.cfg.cpol, a.cfg.cpha) == (0, 1), name
+
+
+# ------------------------------------------------------------ synthesized grid
+def _noise_tracks(rng, n_samples, samplerate):
+    """An IRQ line (short low pulses at random times), a reset line (released once),
+    a UART at 115200 Bd sending random bytes, and a constant channel."""
+    out = []
+    t = np.sort(rng.integers(0, n_samples - 200, 6))
+    out.append(Track("IRQ", np.repeat(t, 2) + np.tile([0, 100], len(t)), np.tile([0, 1], len(t)).astype(np.uint8), 1))
+    out.append(Track("RST", np.array([n_samples // 50]), np.array([1], np.uint8), 0))
+    bit = int(round(samplerate / 115200))
+    times, levels = [], []
+    pos = 1000
+    while pos + 11 * bit < n_samples:
+        byte = int(rng.integers(0, 256))
+        bits = [0] + [(byte >> k) & 1 for k in range(8)] + [1]
+        for k, b in enumerate(bits):
+            times.append(pos + k * bit)
+            levels.append(b)
+        pos += 10 * bit + int(rng.integers(0, 40 * bit))
+    out.append(Track("UART", np.array(times), np.array(levels, np.uint8), 1))
+    out.append(Track("VDD", np.array([0]), np.array([1], np.uint8), 1))
+    return out
+
+
+def synth_capture(path, *, mode=0, cs_polarity="low", wordsize=8, bitorder="msb", cs=True, noise=True,
+                  shuffle_seed=0, idle_clocks=1.0, words_per_transfer=3, window_words=None, mosi="counter",
+                  miso=(0, 5, 9)):
+    """A capture with unnamed channels ("0".."N-1") in shuffled order, optional noise
+    channels; returns (path, {role: channel name}, scenario). MOSI counts (varied
+    commands), MISO answers each command word with 0 (a peripheral's habit, the weak
+    evidence MOSI and MISO are told apart by)."""
+    sc = Scenario.from_toml(None, {"mode": mode, "cs_polarity": cs_polarity, "wordsize": wordsize,
+                                   "bitorder": bitorder, "messages": 40, "words_per_transfer": words_per_transfer,
+                                   "samplerate": "20MHz", "sclk": "1MHz", "idle_clocks": idle_clocks,
+                                   "cs_change": "12us", "context_switch": "30us", "transfers_per_message": 2,
+                                   "seed": 7, "mosi": mosi, "miso": list(miso) if isinstance(miso, tuple) else miso})
+    if window_words:
+        sc.window_words = window_words
+    tl = sc.timeline()
+    chans = dict(sc.channels)
+    if not cs:
+        chans["cs"] = None
+    n_samples = int(round(tl.end_time * sc.samplerate))
+    trs = tracks(tl, chans, sc.samplerate)
+    rng = np.random.default_rng(shuffle_seed)
+    if noise:
+        trs += _noise_tracks(rng, n_samples, sc.samplerate)
+    order = rng.permutation(len(trs))
+    trs = [trs[i] for i in order]
+    role_of = {v: k for k, v in chans.items() if v}
+    names = {}
+    renamed = []
+    for i, tr in enumerate(trs):
+        renamed.append(Track(str(i), tr.samples, tr.levels, tr.initial))
+        if tr.name in role_of:
+            names[role_of[tr.name]] = str(i)
+    write_sr(path, renamed, sc.samplerate, n_samples)
+    return path, names, sc
+
+
+GRID = [dict(mode=m, cs_polarity=p, wordsize=w)
+        for m in range(4) for p in ("low", "high") for w in (8, 9, 12, 16, 24, 32)]
+
+
+@pytest.mark.parametrize("case", GRID, ids=lambda c: f"mode{c['mode']}-cs{c['cs_polarity']}-w{c['wordsize']}")
+def test_synthesized_grid(case, tmp_path):
+    path, names, sc = synth_capture(tmp_path / "c.sr", **case, shuffle_seed=case["wordsize"] + case["mode"])
+    want = analyze_file(path, SpiConfig(cpol=sc.cpol, cpha=sc.cpha, cs_active_low=sc.cs_active_low,
+                                        wordsize=sc.wordsize, **names))
+    got = analyze_file(path)
+    assert {r: getattr(got.cfg, r) for r in ("clk", "cs", "mosi", "miso")} == \
+        {r: names.get(r) for r in ("clk", "cs", "mosi", "miso")}, got.sources
+    assert (got.cfg.cpol, got.cfg.cpha, got.cfg.cs_active_low, got.cfg.wordsize) == \
+        (sc.cpol, sc.cpha, sc.cs_active_low, sc.wordsize), got.sources
+    assert words(got) == words(want)
+
+
+def test_cs_less_bus_with_noise(tmp_path):
+    path, names, sc = synth_capture(tmp_path / "c.sr", mode=1, cs=False, idle_clocks=1.0)
+    got = analyze_file(path)
+    assert got.cfg.cs is None and got.cfg.clk == names["clk"]
+    assert got.sources["cs"].how == "inferred" and "no channel brackets" in got.sources["cs"].note
+    assert (got.cfg.cpol, got.cfg.cpha) == (0, 1)
+
+
+def test_lsb_first_is_not_guessed(tmp_path):
+    """Bit order cannot be seen on the wires: MSB is taken and said to be a default."""
+    path, names, sc = synth_capture(tmp_path / "c.sr", bitorder="lsb")
+    got = analyze_file(path)
+    assert got.cfg.lsb_first is False and got.sources["bitorder"].how == "default"
+    want = analyze_file(path, SpiConfig(lsb_first=True, **names))
+    assert words(got) != words(want)
+
+
+def test_word_size_without_pauses_is_a_stated_choice(tmp_path):
+    """3 x 12 bits back to back could be 4 x 9: the choice is reported with low confidence;
+    transfers of several lengths settle it."""
+    path, names, sc = synth_capture(tmp_path / "c.sr", wordsize=12, idle_clocks=0.0, words_per_transfer=3)
+    got = analyze_file(path)
+    assert got.sources["wordsize"].confidence < 0.75
+    assert any("wordsize" in w and "--wordsize" in w for w in got.warnings)
+    path, names, sc = synth_capture(tmp_path / "d.sr", wordsize=12, idle_clocks=0.0, window_words=[1, 2, 3])
+    got = analyze_file(path)
+    assert got.cfg.wordsize == 12
+
+
+def test_cpha_on_lines_that_never_change_is_the_stated_default(tmp_path):
+    path, names, sc = synth_capture(tmp_path / "c.sr", mode=2, mosi=[0], miso=(0,), noise=False)
+    # constant data lines are not data lines to the signals: they are named
+    got = analyze_file(path, SpiConfig(mosi=names["mosi"], miso=names["miso"], infer=INFERABLE))
+    assert got.cfg.cpol == 1
+    assert "default" in got.sources["mode"].note and got.sources["mode"].confidence < 0.75
+    assert any(w.startswith("mode ") and "--mode" in w for w in got.warnings)
+
+
+def test_given_settings_are_kept_and_reported_as_given(tmp_path):
+    path, names, sc = synth_capture(tmp_path / "c.sr", mode=3)
+    a = analyze_file(path, SpiConfig(cpol=0, cpha=0, **names))      # wrong on purpose
+    assert (a.cfg.cpol, a.cfg.cpha) == (0, 0)
+    assert a.sources["mode"].how == "given" and a.sources["clk"].how == "given"
+    assert a.setting_warnings and "--mode 3" in a.setting_warnings[0]
+
+
+def test_no_clock_at_all_is_one_clear_error(tmp_path, capsys):
+    p = tmp_path / "flat.sr"
+    write_sr(p, [Track("0", np.array([5]), np.array([1], np.uint8), 0),
+                 Track("1", np.array([0]), np.array([0], np.uint8), 0)], 1e6, 1000)
+    assert main(["analyze", str(p)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no SPI clock found" in err[0] and "--clk" in err[0]
+
+
+# ------------------------------------------------------------ the CLI
+def test_detect_prints_settings_and_command_lines_that_sigrok_accepts(tmp_path, capsys, sigrok_cli):
+    file = real(REAL_CAPTURES["adxl345"][0])
+    assert main(["detect", str(file), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["settings"]["clk"] == "0" and d["settings"]["mode"] == 3
+    assert d["sources"]["mode"]["from"] == "inferred"
+    assert [b["clk"] for b in d["buses"]] == ["0"]
+    # the sigrok-cli line runs and gives the words the analysis gives
+    opts = d["commands"]["sigrok_decoder_options"]
+    out = subprocess.run([sigrok_cli, "-i", str(file), "-P", opts, "-A", "spi=mosi-data"],
+                         capture_output=True, text=True, check=True, timeout=120)
+    assert "srd:" not in out.stderr
+    sig = [int(line.split()[-1], 16) for line in out.stdout.splitlines() if line.strip()]
+    assert sig == analyze_file(file).mosi.tolist()
+    # and the spigap line reproduces the inferred analysis with every setting given
+    argv = d["commands"]["spigap"].split()[1:]
+    assert main(argv + ["--format", "json"]) == 0
+    given = json.loads(capsys.readouterr().out)
+    assert all(v["from"] == "given" for k, v in given["settings"]["sources"].items() if k != "bitorder")
+
+
+def test_detect_lists_both_buses(capsys):
+    file = real(REAL_CAPTURES["nrf24l01-rpi"][0])
+    assert main(["detect", str(file)]) == 0
+    out = capsys.readouterr().out
+    assert "bus 1     clk=rpi_CLK cs=rpi_CSN" in out and "bus 2     clk=uc_CLK cs=uc_CSN" in out
+    assert "another SPI bus by its names (uc_*)" in out
+
+
+def test_batch_over_the_shared_captures_has_no_error_rows(tmp_path, capsys):
+    from conftest import REAL
+
+    out = tmp_path / "b.json"
+    rc = main(["batch", str(REAL), "-j", "1", "-q", "--format", "json", "-o", str(out)])
+    d = json.loads(out.read_text())
+    assert rc == 0 and d["summary"]["failed"] == 0, d["summary"]
+    assert d["summary"]["ok"] == len(list(REAL.glob("*.sr"))) + len(list(REAL.glob("*.dsl")))
