@@ -60,12 +60,12 @@ bounded digit counts, so nothing from the file can overflow a column.
 from __future__ import annotations
 
 import codecs
+import gc
 import os
 import re
 import shutil
 import subprocess
 import sys
-from array import array
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -95,16 +95,16 @@ _HEAD = re.compile(
     r"\s*(?:(.*?)-(\d{1,7})\s+(?:\(\s*[-\d]{1,8}\)\s+)?)?((?!))?"     # task, pid, (tgid), no tid
     r"(?:\[(\d{1,4})\]\s+)?"                                         # [cpu]
     r"(?:\S{1,6}\s+)??"                                              # latency flags (lazy: ts first)
-    r"(\d{1,12})\.(\d{1,12}):\s+"                                    # timestamp
+    r"(\d{1,12}\.(\d{1,12})):\s+"                                    # timestamp
     r"(?:([A-Za-z_][\w-]{0,63}):)?([A-Za-z_]\w{0,127}):(?:\s+|$)" + _TAIL)
 # the common case of the above, faster: TASK-PID [CPU] [FLAGS] TIMESTAMP: event: fields
 _FAST = re.compile(
-    r"\s*(.*?)-(\d{1,7})\s+((?!))?\[(\d{1,4})\]\s+(?:\S{1,6}\s+)?(\d{1,12})\.(\d{1,12}):\s+"
+    r"\s*(.*?)-(\d{1,7})\s+((?!))?\[(\d{1,4})\]\s+(?:\S{1,6}\s+)?(\d{1,12}\.(\d{1,12})):\s+"
     r"((?!))?([A-Za-z_]\w{0,127}):(?:\s+|$)" + _TAIL)
 # TASK PID[/TID] [CPU] TIMESTAMP: [period] subsystem:event: fields  (perf script)
 _PERF = re.compile(
     r"\s*(.*?)\s+(\d{1,7})(?:/(\d{1,7}))?\s+(?:\[(\d{1,4})\]\s+)?"
-    r"(\d{1,12})\.(\d{1,12}):\s+(?:\d{1,20}\s+)?"
+    r"(\d{1,12}\.(\d{1,12})):\s+(?:\d{1,20}\s+)?"
     r"([A-Za-z_][\w-]{0,63}):([A-Za-z_]\w{0,127}):(?:\s+|$)" + _TAIL)
 _FLAGS = re.compile(r"\[\d{1,4}\]\s+(\S{1,6})\s+\d{1,12}\.\d")
 _LOST = re.compile(r"\s*CPU:\s*(\d{1,4})\s*\[(?:LOST\s+(\d{1,18})\s+EVENTS|(\d{1,18})?\s*EVENTS DROPPED)\]")
@@ -154,21 +154,30 @@ def _fail(path: str, problem: str, hint: str | None = None) -> InputError:
     return InputError(problem, path=path, hint=hint)
 
 
+class _Codes(dict):
+    """A dict that computes a missing value once: columns are mapped through ``__getitem__``."""
+
+    def __init__(self, make):
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, key):
+        value = self[key] = self.make(key)
+        return value
+
+
+def _int_or(default: int, base: int = 10):
+    return lambda text: default if text is None else int(text, base)
+
+
 class _Builder:
-    """Columns grown row by row (array.array: 8 bytes a value, not a Python object)."""
+    """Columns built a batch of lines at a time (column-wise: map through caches, numpy)."""
+
+    BATCH = 1 << 15
 
     def __init__(self, path: str):
         self.path = path
-        self.ts = array("d")
-        self.cpu = array("h")
-        self.pid = array("i")
-        self.task = array("i")
-        self.event = array("i")
-        self.device = array("i")
-        self.ptr = array("Q")
-        self.length = array("q")
-        self.gpio = array("i")
-        self.value = array("b")
+        self.chunks: list[tuple[np.ndarray, ...]] = []
         self.payload: dict[int, tuple[bytes | None, bytes | None]] = {}
         self.events: list[str] = []
         self.event_ix: dict[str, int] = {}
@@ -176,9 +185,14 @@ class _Builder:
         self.device_ix: dict[tuple[str, str | None], int] = {}
         self.tasks: list[str] = []
         self.task_ix: dict[str, int] = {}
-        self.kinds: dict[tuple[str | None, str], tuple[int, str]] = {}
-        self.bad_fields = 0
+        self.decimals: set[int] = set()
+        self.n = 0
         self.bad_payload = 0
+        self.kinds = _Codes(self._kind)
+        self.codes = _Codes(self._code)
+        self.devs = _Codes(lambda k: -1 if k[0] is None else self.dev(*k))
+        self.task_codes = _Codes(self.task_code)
+        self.small = _Codes(_int_or(-1))        # cpu, pid, len=: few distinct values
 
     def ev(self, name: str) -> int:
         i = self.event_ix.get(name)
@@ -191,37 +205,104 @@ class _Builder:
         key = (bus, cs)
         i = self.device_ix.get(key)
         if i is None:
-            i = self.device_ix[key] = len(self.devices)
-            self.devices.append(sys.intern(f"spi{int(bus)}" + ("" if cs is None else f".{int(cs)}")))
+            name = f"spi{int(bus)}" + ("" if cs is None else f".{int(cs)}")
+            if name in self.devices:            # "spi01" and "spi1": one device
+                i = self.devices.index(name)
+            else:
+                i = len(self.devices)
+                self.devices.append(sys.intern(name))
+            self.device_ix[key] = i
         return i
 
-    def kind(self, sub: str | None, name: str) -> tuple[int, str]:
-        """(handler kind, full event name without argument) of a printed event name."""
-        key = (sub, name)
-        k = self.kinds.get(key)
-        if k is None:
-            if sub in (None, "spi") and name in _SPI_KINDS:
-                kind, base = _SPI_KINDS[name]
-                k = (kind, "spi:" + base)
-            elif name == "gpio_value" and sub in (None, "gpio"):
-                k = (K_GPIO, "gpio:gpio_value")
-            else:
-                k = (K_OTHER, f"{sub or subsystem_of(name)}:{name}")
-            self.kinds[key] = k
-        return k
+    def task_code(self, task: str | None) -> int:
+        if task is None:
+            return -1
+        task = task.strip()
+        i = self.task_ix.get(task)
+        if i is None:
+            i = self.task_ix[task] = len(self.tasks)
+            self.tasks.append(sys.intern(task))
+        return i
+
+    @staticmethod
+    def _kind(key: tuple[str | None, str]) -> tuple[int, str]:
+        """(handler kind, full event name without argument) of a printed (subsystem, event)."""
+        sub, name = key
+        if sub in (None, "spi") and name in _SPI_KINDS:
+            kind, base = _SPI_KINDS[name]
+            return kind, "spi:" + base
+        if name == "gpio_value" and sub in (None, "gpio"):
+            return K_GPIO, "gpio:gpio_value"
+        return K_OTHER, f"{sub or subsystem_of(name)}:{name}"
+
+    def _code(self, key: tuple[str | None, str, str | None]) -> int:
+        """Event code of (subsystem, event, activate|deactivate|None)."""
+        kind, full = self.kinds[key[:2]]
+        if kind == K_CS and key[2] is not None:
+            full = full + ":" + key[2]
+        return self.ev(full)
+
+    def add(self, batch: list[tuple]) -> None:
+        """Turn a batch of head-regex group tuples into column chunks."""
+        n = len(batch)
+        if not n:
+            return
+        (task, pid, tid, cpu, ts, frac, sub, name,
+         bus, cs, p, ln, frame, act, tx, rx, tail) = zip(*batch)
+        self.decimals.update(map(len, frac))
+        small = self.small.__getitem__
+        ts_c = np.fromiter(map(float, ts), np.float64, n)
+        cpu_c = np.fromiter(map(small, cpu), np.int16, n)
+        if any(tid):
+            pid = tuple(t or q for t, q in zip(tid, pid))
+        pid_c = np.fromiter(map(small, pid), np.int32, n)
+        task_c = np.fromiter(map(self.task_codes.__getitem__, task), np.int32, n)
+        kinds = self.kinds.__getitem__
+        kind = np.fromiter((k[0] for k in map(kinds, zip(sub, name))), np.int8, n)
+        event_c = np.fromiter(map(self.codes.__getitem__, zip(sub, name, act)), np.int32, n)
+        dev_c = np.fromiter(map(self.devs.__getitem__, zip(bus, cs)), np.int32, n)
+        has_cs = np.fromiter(map(bool, cs), bool, n)
+        len_c = np.fromiter(map(small, ln), np.int64, n)
+        ptr_c = np.zeros(n, np.uint64)
+        spi = (kind != K_OTHER) & (kind != K_GPIO)
+        other = ~spi
+        bad = spi & ((dev_c < 0) | (has_cs != (kind != K_CTRL)))
+        if bool(spi.any()):
+            has_ptr = np.fromiter(map(bool, p), bool, n) & ((kind == K_MSG) | (kind == K_DONE) | (kind == K_XFER))
+            if bool(has_ptr.any()):
+                ptr_c[has_ptr] = np.fromiter((int(p[i], 16) for i in np.flatnonzero(has_ptr)), np.uint64)
+            is_cs, is_x, is_done = kind == K_CS, kind == K_XFER, kind == K_DONE
+            bad |= is_cs & ~np.fromiter(map(bool, act), bool, n)
+            bad |= is_x & ~np.fromiter(map(bool, ln), bool, n)
+            bad |= is_done & ~np.fromiter(map(bool, frame), bool, n)
+            len_c[~(is_x | is_done)] = -1
+            for i in np.flatnonzero(is_x & ~bad).tolist():
+                if tx[i] is not None:
+                    self.payload[self.n + i] = (self._bytes(tx[i]), self._bytes(rx[i]))
+        dev_c[other | bad] = -1
+        len_c[other | bad] = -1
+        ptr_c[bad] = 0
+        gpio_c = np.full(n, -1, np.int32)
+        val_c = np.full(n, -1, np.int8)
+        for i in np.flatnonzero(kind == K_GPIO).tolist():
+            code, _d, _p, _l, gpio, value, _pl, ok = self.fields(K_GPIO, "gpio:gpio_value", tail[i])
+            event_c[i], gpio_c[i], val_c[i], bad[i] = code, gpio, value, not ok
+        self.chunks.append((ts_c, cpu_c, pid_c, task_c, event_c, dev_c, ptr_c, len_c, gpio_c, val_c, bad))
+        self.n += n
 
     def fields(self, kind: int, name: str, rest: str) -> tuple:
-        """(event code, device, ptr, length, gpio, value, payload) of one event's field text.
+        """(event code, device, ptr, length, gpio, value, payload, ok) of one event's field text.
 
         The slow path: wrapped entries (continuation lines) and gpio_value; the
-        one-line SPI events are read by the head regex's _TAIL in parse_lines.
+        one-line SPI events are read by the head regex's _TAIL in ``add``.
         """
         dev, ptr, length, gpio, value = -1, 0, -1, -1, -1
         payload = None
+        ok = True
         if kind == K_XFER:
             m = _XFER.match(rest)
             if m is None:
-                self.bad_fields += 1
+                ok = False
             else:
                 bus, cs, p, ln, tx, rx = m.groups()
                 dev, ptr, length = self.dev(bus, cs), int(p, 16), int(ln)
@@ -229,48 +310,35 @@ class _Builder:
                     payload = (self._bytes(tx), self._bytes(rx))
         elif kind == K_MSG or kind == K_DONE:
             m = _MSG.match(rest)
-            if m is None:
-                self.bad_fields += 1
+            if m is None or (kind == K_DONE and m.group(4) is None):
+                ok = False
             else:
                 bus, cs, p, actual, _frame = m.groups()
                 dev, ptr = self.dev(bus, cs), int(p, 16)
                 if kind == K_DONE:
-                    if actual is None:
-                        self.bad_fields += 1
-                    else:
-                        length = int(actual)
+                    length = int(actual)
         elif kind == K_CS:
             m = _CS.match(rest)
             if m is None:
-                self.bad_fields += 1
+                ok = False
             else:
                 dev = self.dev(m.group(1), m.group(2))
                 name = name + ":" + m.group(3)
         elif kind == K_CTRL or kind == K_DEV:
             m = _DEV.match(rest)
-            if m is None:
-                self.bad_fields += 1
+            if m is None or (m.group(2) is None) != (kind == K_CTRL):
+                ok = False
             else:
-                dev = self.dev(m.group(1), None if kind == K_CTRL else m.group(2))
+                dev = self.dev(m.group(1), m.group(2))
         elif kind == K_GPIO:
             m = _GPIO.match(rest)
             if m is None:
-                self.bad_fields += 1
+                ok = False
             else:
                 gpio, value = int(m.group(1)), int(m.group(3) != "0")
                 if m.group(2) == "get":
                     name = name + ":get"
-        return self.ev(name), dev, ptr, length, gpio, value, payload
-
-    def patch(self, row: int, kind: int, name: str, rest: str) -> None:
-        """Re-read the fields of row ``row`` from its whole (unwrapped) text."""
-        code, dev, ptr, length, gpio, value, payload = self.fields(kind, name, rest)
-        self.event[row], self.device[row], self.ptr[row], self.length[row] = code, dev, ptr, length
-        self.gpio[row], self.value[row] = gpio, value
-        if payload is None:
-            self.payload.pop(row, None)
-        else:
-            self.payload[row] = payload
+        return self.ev(name), dev, ptr, length, gpio, value, payload, ok
 
     def _bytes(self, text: str) -> bytes | None:
         text = text.strip()
@@ -281,50 +349,41 @@ class _Builder:
             return None
         return bytes.fromhex(text.replace("-", " "))
 
-    def task_code(self, task: str | None) -> int:
-        if task is None:
-            return -1
-        i = self.task_ix.get(task)
-        if i is None:
-            task = task.strip()
-            i = self.task_ix.get(task)
-            if i is None:
-                i = len(self.tasks)
-                self.tasks.append(sys.intern(task))
-                self.task_ix[task] = i
-        return i
-
 
 def parse_lines(lines: Iterable[str], *, path: str = "<lines>", fmt: str | None = None) -> Trace:
     """Parse ftrace text given as lines (any iterable: a file, a pipe, a list).
 
     ``fmt`` (``ftrace``, ``trace-cmd``, ``perf``) only sets ``Trace.source``;
     None detects it. Lines longer than MAX_LINE are the caller's to refuse
-    (``parse`` does). Memory: the columns (about 50 bytes an event) and the
-    payloads; the text is not kept.
+    (``parse`` does). Memory: the columns (about 50 bytes an event), the
+    payloads and one batch of lines; the text is not kept.
     """
     if fmt is not None and fmt not in FORMATS:
         raise UsageError(f"unknown trace format {fmt!r}; known: {', '.join(FORMATS)}")
+    # millions of short-lived tuples: the cyclic GC would rescan them all for nothing
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_lines(lines, path, fmt)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _parse_lines(lines: Iterable[str], path: str, fmt: str | None) -> Trace:
     b = _Builder(path)
     fast, head, perf = _FAST.match, _HEAD.match, _PERF.match
     lost_re, flags_re = _LOST.match, _FLAGS.search
-    ts_a, cpu_a, pid_a, task_a = b.ts.append, b.cpu.append, b.pid.append, b.task.append
-    ev_a, dev_a, ptr_a, len_a = b.event.append, b.device.append, b.ptr.append, b.length.append
-    gpio_a, val_a = b.gpio.append, b.value.append
-    payload = b.payload
-    task_ix, dev_ix, ev_ix = b.task_ix, b.device_ix, b.event_ix
-    kinds = b.kinds
-    to_bytes = b._bytes
     n_lines = n_skipped = lost = 0
     lost_unknown = 0
     n_perf = n_head = n_flags = 0
     tracecmd_header = ftrace_header = False
-    decs: set[int] = set()
+    batch: list[tuple] = []
+    add = batch.append
+    size = b.BATCH
     row = -1                    # the last event's row (continuation lines extend it)
     last_m: re.Match | None = None
-    last_kind, last_name = K_OTHER, ""
-    last_bad = 0                # 1 when the last event's fields were counted as bad
-    conts: list[str] = []
+    wrapped: dict[int, list] = {}   # row -> [(subsystem, event), its text, continuation lines...]
     for line in lines:
         n_lines += 1
         m = fast(line) or head(line)
@@ -349,9 +408,13 @@ def parse_lines(lines: Iterable[str], *, path: str = "<lines>", fmt: str | None 
                     else:
                         lost += int(count)
                     continue
-                if last_m is not None and len(conts) < MAX_CONTINUATION and len(s) <= MAX_CONT_CHARS:
-                    conts.append(s)
-                    continue
+                if last_m is not None and len(s) <= MAX_CONT_CHARS:
+                    parts = wrapped.get(row)
+                    if parts is None:
+                        parts = wrapped[row] = [last_m.group(7, 8), last_m.string[last_m.end(8) + 1:].strip()]
+                    if len(parts) <= MAX_CONTINUATION + 1:
+                        parts.append(s)
+                        continue
                 if not tracecmd_header and row < 0 and _TRACECMD_HEADER.match(s):
                     tracecmd_header = True
                 n_skipped += 1
@@ -359,114 +422,60 @@ def parse_lines(lines: Iterable[str], *, path: str = "<lines>", fmt: str | None 
             n_perf += 1
         else:
             n_head += 1
-        if conts:               # the previous entry was wrapped: read its whole text again
-            assert last_m is not None
-            b.bad_fields -= last_bad
-            b.patch(row, last_kind, last_name, " ".join([last_m.string[last_m.end(8) + 1:].strip(), *conts]))
-            conts = []
-        (task, pid, tid, cpu, sec, frac, sub, name,
-         bus, cs, p, ln, frame, act, tx, rx, tail) = m.groups()
+            if n_flags < 4 and flags_re(line) is not None:
+                n_flags += 1
         row += 1
-        decs.add(len(frac))
-        ts_a(float(sec + "." + frac))
-        cpu_a(-1 if cpu is None else int(cpu))
-        if tid is not None:
-            pid = tid
-        pid_a(-1 if pid is None else int(pid))
-        if task is None:
-            task_a(-1)
-        else:
-            t = task_ix.get(task)
-            task_a(b.task_code(task) if t is None else t)
-        k = kinds.get((sub, name))
-        if k is None:
-            k = b.kind(sub, name)
-        kind, full = k
-        last_m, last_kind, last_name = m, kind, full
-        bad0 = b.bad_fields
-        dev, ptr, length, gpio, value = -1, 0, -1, -1, -1
-        if kind != K_OTHER:
-            if kind == K_GPIO:
-                bad0 = b.bad_fields
-                code, dev, ptr, length, gpio, value, _ = b.fields(kind, full, tail)
-                last_bad = b.bad_fields - bad0
-                ev_a(code)
-                dev_a(dev)
-                ptr_a(ptr)
-                len_a(length)
-                gpio_a(gpio)
-                val_a(value)
-                continue
-            if bus is None or (cs is None) != (kind == K_CTRL):
-                b.bad_fields += 1
-            else:
-                d = dev_ix.get((bus, cs))
-                dev = b.dev(bus, cs) if d is None else d
-                if kind == K_CS:
-                    if act is None:
-                        b.bad_fields += 1
-                    else:
-                        full = full + ":" + act
-                elif kind == K_XFER or kind == K_MSG or kind == K_DONE:
-                    if p is not None:
-                        ptr = int(p, 16)
-                    if kind == K_XFER:
-                        if ln is None:
-                            b.bad_fields += 1
-                        else:
-                            length = int(ln)
-                        if tx is not None:
-                            payload[row] = (to_bytes(tx), to_bytes(rx))
-                    elif kind == K_DONE:
-                        if frame is None:
-                            b.bad_fields += 1
-                        else:
-                            length = int(ln)
-        code = ev_ix.get(full)
-        ev_a(b.ev(full) if code is None else code)
-        dev_a(dev)
-        ptr_a(ptr)
-        len_a(length)
-        gpio_a(gpio)
-        val_a(value)
-        last_bad = b.bad_fields - bad0
-        if n_flags < 4 and cpu is not None and flags_re(line) is not None:
-            n_flags += 1
-    if conts:
-        assert last_m is not None
-        b.bad_fields -= last_bad
-        b.patch(row, last_kind, last_name, " ".join([last_m.string[last_m.end(8) + 1:].strip(), *conts]))
+        last_m = m
+        add(m.groups())
+        if len(batch) >= size:
+            b.add(batch)
+            batch.clear()
+    b.add(batch)
+    batch.clear()
 
-    n = len(b.ts)
+    n = b.n
     if n == 0:
         what = f"{n_lines} lines, none an ftrace event" if n_lines else "empty"
         raise _fail(path, f"not a trace: {what}",
                     "expected the text of /sys/kernel/tracing/trace, trace_pipe, `trace-cmd report` "
                     "or `perf script`; check the file")
+    ts, cpu_c, pid_c, task_c, event_c, dev_c, ptr_c, len_c, gpio_c, val_c, bad = (
+        np.concatenate(c) if len(b.chunks) > 1 else c[0] for c in zip(*b.chunks))
+    b.chunks.clear()
+    # wrapped entries: read their whole text again (the slow path, a few rows)
+    for r, (key, *parts) in wrapped.items():
+        kind, full = b.kinds[key]
+        if kind == K_OTHER:
+            continue
+        code, dev, ptr, length, gpio, value, pl, ok = b.fields(kind, full, " ".join(parts))
+        event_c[r], dev_c[r], ptr_c[r], len_c[r], gpio_c[r], val_c[r], bad[r] = (
+            code, dev, ptr, length, gpio, value, not ok)
+        if pl is None:
+            b.payload.pop(r, None)
+        else:
+            b.payload[r] = pl
     if fmt is None:
         if n_perf > n_head:
             fmt = "perf"
-        elif tracecmd_header or (not ftrace_header and n_flags == 0 and b.task_ix):
+        elif tracecmd_header or (not ftrace_header and n_flags == 0 and b.tasks):
             fmt = "trace-cmd"
         else:
             fmt = "ftrace"
     warnings = []
-    if b.bad_fields:
-        warnings.append(f"{b.bad_fields} SPI/GPIO events whose fields do not read as the kernel "
+    n_bad = int(bad.sum())
+    if n_bad:
+        warnings.append(f"{n_bad} SPI/GPIO events whose fields do not read as the kernel "
                         "prints them (kept without device/pointer/length)")
     if b.bad_payload:
         warnings.append(f"{b.bad_payload} tx=/rx= fields that are not hex bytes (payload ignored)")
     if lost_unknown:
         warnings.append(f"{lost_unknown} 'EVENTS DROPPED' lines without a count (each counted as 1)")
-    dec_min, dec_max = min(decs), max(decs)
+    dec_min, dec_max = min(b.decimals), max(b.decimals)
     if dec_min != dec_max:
         warnings.append(f"timestamps printed with {dec_min} to {dec_max} decimals; resolution taken "
                         f"as the coarsest, 1e-{dec_min} s")
-    ts = np.frombuffer(b.ts, np.float64)
-    cols = [np.frombuffer(a, dt).copy() for a, dt in
-            ((b.cpu, np.int16), (b.pid, np.int32), (b.task, np.int32), (b.event, np.int32),
-             (b.device, np.int32), (b.ptr, np.uint64), (b.length, np.int64), (b.gpio, np.int32),
-             (b.value, np.int8))]
+    payload = b.payload
+    cols = [cpu_c, pid_c, task_c, event_c, dev_c, ptr_c, len_c, gpio_c, val_c]
     if n > 1 and bool(np.any(ts[1:] < ts[:-1])):
         order = np.argsort(ts, kind="stable")
         ts = ts[order]
@@ -474,8 +483,6 @@ def parse_lines(lines: Iterable[str], *, path: str = "<lines>", fmt: str | None 
         inv = np.empty(n, np.int64)
         inv[order] = np.arange(n)
         payload = {int(inv[r]): v for r, v in payload.items()}
-    else:
-        ts = ts.copy()
     cpu_c, pid_c, task_c, event_c, dev_c, ptr_c, len_c, gpio_c, val_c = cols
     return Trace(path=path, source=fmt, ts=ts, cpu=cpu_c, pid=pid_c, task=task_c, event=event_c,
                  device=dev_c, ptr=ptr_c, length=len_c, gpio=gpio_c, value=val_c,
