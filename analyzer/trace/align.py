@@ -523,8 +523,11 @@ def _refine_and_zero(al: Alignment, trace: tm.Trace, a: Analysis, device: str) -
     edges = bus_edges(a)
     if not a.has_cs:
         edges[tm.BUS_CS_ASSERT] = edges[tm.BUS_CS_DEASSERT] = np.full(a.n, np.nan)
-    xs, ys, groups = [], [], []
-    fwd, back = [], []
+    xs: list = []
+    ys: list = []
+    groups: list = []
+    fwd: list = []
+    back: list = []
     for g, (name, edge, sign, which) in enumerate(CAUSAL):
         rows = trace.rows(name, device)
         if not len(rows):
@@ -730,3 +733,36 @@ def align_userlog(log: tm.Trace, a: Analysis) -> list[UserlogReport]:
     if not out:
         raise InputError("no user:* column with enough timestamps to align", path=log.path)
     return out
+
+
+def spi_on_fit(trace: tm.Trace, a: Analysis, fit: Alignment, device: str | None = None) -> Alignment:
+    """The SPI windows of ``device`` (default: the one with most events) matched to the
+    capture's transfers on a fit found otherwise (``--sync-channel``): no search, the
+    same tolerance, so phases can be split on the sync channel's clock."""
+    devs = spi_devices(trace)
+    if device is None:
+        if not devs:
+            raise InputError("no spi_set_cs or spi_transfer_start events in the trace", path=trace.path,
+                             hint="enable them: echo 1 > /sys/kernel/tracing/events/spi/enable")
+        device = devs[0]
+    T, name, bus_name = _trace_side(trace, device)
+    if not a.has_cs:
+        bus_name = tm.BUS_FIRST_SCLK
+    B = _bus_side(a, anchor=bus_name)
+    tol = _tolerances(T, B, trace.resolution_s, a.tick_s)[-1]
+    # the SPI anchor precedes its edge by its latency: take it from the median residual first
+    p = fit.to_bus(T.t)
+    k = _nearest(B.t, p) if len(B.t) else np.empty(0, np.int64)
+    lat = float(np.median(B.t[k] - p)) if len(k) else 0.0
+    i, k, r = _match(T, B, np.arange(len(T.t)), fit.a + lat, fit.b, fit.t0, tol, None)
+    if len(i) < MIN_MATCHED:
+        raise InputError(f"on the --sync-channel fit only {len(i)} of {device}'s windows meet a transfer",
+                         path=trace.path, hint="is the capture's CS line the one of --spi-device?")
+    dev = np.abs(r - np.median(r))
+    return dataclasses.replace(
+        fit, method="spi", device=device, matched=len(i),
+        unmatched_trace=max(len(T.t) - len(i), 0), unmatched_bus=max(len(B.t) - len(i), 0),
+        residual_p50_s=float(np.percentile(dev, 50)), residual_p99_s=float(np.percentile(dev, 99)),
+        tolerance_s=tol, trace_rows=T.key[i], bus_index=B.key[k], residuals=r,
+        notes=fit.notes + [f"clock from --sync-channel ({fit.device}, {fit.matched} edges, residual p99 "
+                           f"{fit.residual_p99_s * 1e9:.0f} ns); {device}'s windows matched on it"])
