@@ -94,21 +94,21 @@ def events(a: Analysis, trace: tm.Trace | None, al: Alignment | None, *, capture
         c = int(trace.cpu[r])
         ti = int(trace.task[r])
         d = int(trace.device[r])
-        args: dict = {"task": trace.tasks[ti] if ti >= 0 else None, "pid": int(trace.pid[r]),
-                "trace_ts": float(trace.ts[r])}
+        kargs: dict = {"task": trace.tasks[ti] if ti >= 0 else None, "pid": int(trace.pid[r]),
+                         "trace_ts": float(trace.ts[r])}
         if d >= 0:
-            args["device"] = trace.devices[d]
+            kargs["device"] = trace.devices[d]
         if trace.length[r] >= 0:
-            args["len"] = int(trace.length[r])
+            kargs["len"] = int(trace.length[r])
         if trace.gpio[r] >= 0:
-            args["gpio"] = int(trace.gpio[r])
-            args["value"] = int(trace.value[r])
+            kargs["gpio"] = int(trace.gpio[r])
+            kargs["value"] = int(trace.value[r])
         p = trace.payload.get(r)
         if p is not None:
-            args["tx"] = p[0].hex("-") if p[0] else None
-            args["rx"] = p[1].hex("-") if p[1] else None
+            kargs["tx"] = p[0].hex("-") if p[0] else None
+            kargs["rx"] = p[1].hex("-") if p[1] else None
         yield {"ph": "i", "s": "t", "name": trace.events[int(trace.event[r])], "cat": "kernel",
-               "pid": KERNEL_PID, "tid": c + 1 if c >= 0 else 0, "ts": float(tb[r]) * us, "args": args}
+               "pid": KERNEL_PID, "tid": c + 1 if c >= 0 else 0, "ts": float(tb[r]) * us, "args": kargs}
 
 
 def _phase_slices(a: Analysis, trace: tm.Trace, al: Alignment, E: dict):
