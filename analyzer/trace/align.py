@@ -59,7 +59,7 @@ MIN_TRACE_FRACTION = 0.5   # of trace anchors inside the capture's time span
 MIN_BUS_FRACTION = 0.3     # of bus anchors inside the trace's time span
 MIN_PAYLOAD_AGREEMENT = 0.9
 MAX_SHIFTED_FIT = 0.8      # a one-window shift fitting this share as well: too regular to align
-FIT_SAMPLE = 3000          # Theil-Sen on at most this many pairs (it is O(n^2))
+FIT_SAMPLE = 1200          # Theil-Sen on at most this many pairs (it is O(n^2))
 
 
 @dataclasses.dataclass
@@ -112,12 +112,17 @@ class Alignment:
 
 
 # ---------------------------------------------------------------- the two sides
+PAYLOAD_BYTES = 8          # bytes of tx/MOSI compared per window
+
+
 @dataclasses.dataclass
 class _Side:
     t: np.ndarray              # seconds, sorted
     bits: np.ndarray           # int64, -1 unknown
     key: np.ndarray            # int64 index back into the source (trace row / bus transfer)
-    payload: list | None = None   # per anchor: bytes or None (trace: tx; bus: MOSI)
+    # first PAYLOAD_BYTES bytes per anchor (trace: tx; bus: MOSI) and how many are known (0: none)
+    pay: np.ndarray | None = None
+    pay_n: np.ndarray | None = None
 
 
 def _bus_side(a: Analysis, *, anchor: str) -> _Side:
@@ -131,15 +136,20 @@ def _bus_side(a: Analysis, *, anchor: str) -> _Side:
     return _Side(t=t[idx] * a.tick_s, bits=np.asarray(a.n_bits, np.int64)[idx], key=idx.astype(np.int64))
 
 
-def _bus_bytes(a: Analysis, k: int, n: int) -> bytes | None:
-    """The first ``n`` MOSI bytes of transfer k (8-bit words only), None when unknown."""
-    if a.cfg.wordsize != 8 or a.cfg.mosi is None:
+def _bus_payload(a: Analysis, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """First MOSI bytes of transfers ``idx`` (8-bit words only), as (matrix, count)."""
+    if a.cfg.wordsize != 8 or a.cfg.mosi is None or not len(a.mosi):
         return None
-    w = a.mosi[a.word_off[k]:min(a.word_off[k + 1], a.word_off[k] + n)]
     try:
-        return bytes(int(x) & 0xFF for x in w)
-    except (TypeError, ValueError):
+        words = np.asarray(a.mosi, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
         return None
+    off = np.asarray(a.word_off, np.int64)
+    n = np.minimum(off[idx + 1] - off[idx], PAYLOAD_BYTES)
+    j = off[idx][:, None] + np.arange(PAYLOAD_BYTES)[None, :]
+    valid = np.arange(PAYLOAD_BYTES)[None, :] < n[:, None]
+    m = np.where(valid, words[np.minimum(j, len(words) - 1)] & 0xFF, 0).astype(np.uint8)
+    return m, n.astype(np.int64)
 
 
 def spi_devices(trace: tm.Trace) -> list[str]:
@@ -179,14 +189,17 @@ def _trace_side(trace: tm.Trace, device: str) -> tuple[_Side, str, str]:
         # the first transfer of each window (for its payload)
         ws, first = np.unique(w[ok], return_index=True)
         first_start[ws] = starts[ok][first]
-    payload: list | None = None
+    pay = pay_n = None
     if trace.payload:
-        payload = [None] * len(anchors)
+        pay = np.zeros((len(anchors), PAYLOAD_BYTES), np.uint8)
+        pay_n = np.zeros(len(anchors), np.int64)
         for i in np.flatnonzero(first_start >= 0):
             p = trace.payload.get(int(first_start[i]))
             if p is not None and p[0]:
-                payload[i] = p[0]
-    return _Side(t=t, bits=bits, key=anchors.astype(np.int64), payload=payload), name, bus
+                b = p[0][:PAYLOAD_BYTES]
+                pay[i, :len(b)] = np.frombuffer(b, np.uint8)
+                pay_n[i] = len(b)
+    return _Side(t=t, bits=bits, key=anchors.astype(np.int64), pay=pay, pay_n=pay_n), name, bus
 
 
 # ---------------------------------------------------------------- matching
@@ -251,18 +264,28 @@ def _agreeing(found, T: _Side, B: _Side, tol0: float) -> list[tuple[int, int, in
     return best
 
 
+def _theil_sen(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Theil-Sen line (median of pairwise slopes, median intercept). Written out with
+    numpy rather than scipy.stats.theilslopes: importing scipy.stats alone costs
+    about 1.5 s, more than the whole fit."""
+    i, j = np.triu_indices(len(x), 1)
+    dx = x[j] - x[i]
+    ok = dx != 0
+    if not ok.any():
+        return 0.0, float(np.median(y))
+    slope = float(np.median((y[j] - y[i])[ok] / dx[ok]))
+    return slope, float(np.median(y - slope * x))
+
+
 def _fit(t: np.ndarray, y: np.ndarray, t0: float) -> tuple[float, float]:
     """Robust line y = a + b (t - t0): Theil-Sen on a bounded subsample, then
     least squares on the inliers (more efficient for the quantization noise)."""
-    from scipy.stats import theilslopes
-
     x = t - t0
     if len(x) < 2:
         return float(y[0] - x[0]) if len(x) else 0.0, 1.0
-    sel = np.linspace(0, len(x) - 1, min(len(x), FIT_SAMPLE)).round().astype(np.int64)
-    sel = np.unique(sel)
+    sel = np.unique(np.linspace(0, len(x) - 1, min(len(x), FIT_SAMPLE)).round().astype(np.int64))
     # fit y - x (the offset, slowly varying) for numerical headroom
-    slope, intercept, _, _ = theilslopes(y[sel] - x[sel], x[sel])
+    slope, intercept = _theil_sen(x[sel], (y - x)[sel])
     r = (y - x) - (intercept + slope * x)
     s = 1.4826 * float(np.median(np.abs(r - np.median(r)))) if len(r) else 0.0
     inl = np.abs(r - np.median(r)) <= max(3 * s, 1e-12)
@@ -271,8 +294,21 @@ def _fit(t: np.ndarray, y: np.ndarray, t0: float) -> tuple[float, float]:
     return float(intercept), float(1.0 + slope)
 
 
+def _payload_equal(T: _Side, B: _Side, i: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Per pair: 1 the bytes both sides know agree, 0 they differ, -1 nothing to compare."""
+    out = np.full(len(i), -1, np.int8)
+    if T.pay is None or B.pay is None or T.pay_n is None or B.pay_n is None or not len(i):
+        return out
+    n = np.minimum(T.pay_n[i], B.pay_n[k])
+    cmp = n > 0
+    cols = np.arange(PAYLOAD_BYTES)[None, :] < n[:, None]
+    eq = np.all((T.pay[i] == B.pay[k]) | ~cols, axis=1)
+    out[cmp] = eq[cmp].astype(np.int8)
+    return out
+
+
 def _match(T: _Side, B: _Side, idx: np.ndarray, a: float, b: float, t0: float, tol: float,
-           bus_payload) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+           use_payload: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(trace anchor indices, bus anchor indices, residuals) of the pairs within ``tol``,
     one trace anchor per bus anchor (the closest)."""
     if not len(idx):
@@ -284,13 +320,8 @@ def _match(T: _Side, B: _Side, idx: np.ndarray, a: float, b: float, t0: float, t
     ok = np.abs(r) <= tol
     lt = T.bits[idx]
     ok &= (lt < 0) | (B.bits[k] == lt)
-    if T.payload is not None and bus_payload is not None:
-        for q in np.flatnonzero(ok):
-            tx = T.payload[idx[q]]
-            if tx:
-                wire = bus_payload(int(B.key[k[q]]), len(tx))
-                if wire is not None and wire != tx[:len(wire)]:
-                    ok[q] = False
+    if use_payload:
+        ok &= _payload_equal(T, B, idx, k) != 0
     i, k, r = idx[ok], k[ok], r[ok]
     # one trace anchor per bus anchor: the closest
     o = np.lexsort((np.abs(r), k))
@@ -302,7 +333,7 @@ def _match(T: _Side, B: _Side, idx: np.ndarray, a: float, b: float, t0: float, t
     return i[o], k[o], r[o]
 
 
-def _grow(T: _Side, B: _Side, seeds, tol: float, bus_payload):
+def _grow(T: _Side, B: _Side, seeds, tol: float):
     """From the coarse pairings to a fit over the whole trace."""
     ti = np.array([s[0] for s in seeds], np.int64)
     bj = np.array([s[1] for s in seeds], np.int64)
@@ -318,16 +349,16 @@ def _grow(T: _Side, B: _Side, seeds, tol: float, bus_payload):
     while True:
         lo, hi = c_lo - span, c_hi + span
         idx = np.arange(np.searchsorted(T.t, lo), np.searchsorted(T.t, hi, side="right"))
-        i, k, r = _match(T, B, idx, a, b, t0, tol, bus_payload)
+        i, k, r = _match(T, B, idx, a, b, t0, tol)
         if len(i) >= 2:
             a, b = _fit(T.t[i], B.t[k], t0)
         if lo <= lo_t and hi >= hi_t:
             break
         span *= 4
-    i, k, r = _match(T, B, np.arange(len(T.t)), a, b, t0, tol, bus_payload)
+    i, k, r = _match(T, B, np.arange(len(T.t)), a, b, t0, tol)
     if len(i) >= 2:
         a, b = _fit(T.t[i], B.t[k], t0)
-        i, k, r = _match(T, B, np.arange(len(T.t)), a, b, t0, tol, bus_payload)
+        i, k, r = _match(T, B, np.arange(len(T.t)), a, b, t0, tol)
     return a, b, t0, i, k, r
 
 
@@ -378,7 +409,10 @@ def _align_device(trace: tm.Trace, a: Analysis, device: str) -> Alignment:
     if len(T.t) < MIN_MATCHED or len(B.t) < MIN_MATCHED:
         raise InputError(f"too few windows to align ({len(T.t)} {what}, {len(B.t)} on the bus; "
                          f"at least {MIN_MATCHED} each)", path=trace.path)
-    bus_payload = (lambda k, n: _bus_bytes(a, k, n)) if a.cfg.wordsize == 8 and a.cfg.mosi else None
+    if T.pay is not None:
+        bp = _bus_payload(a, B.key)
+        if bp is not None:
+            B.pay, B.pay_n = bp
     tols = _tolerances(T, B, trace.resolution_s, a.tick_s)
     seeds: list = []
     for tol in tols:
@@ -391,14 +425,14 @@ def _align_device(trace: tm.Trace, a: Analysis, device: str) -> Alignment:
                          "windows apart)", path=trace.path,
                          hint="check the pair of files; --spi-device picks the device; --sync-channel "
                               "aligns on a GPIO toggled by software instead")
-    al = _finish(trace, T, B, seeds, tol, bus_payload, method="spi", device=device, anchor=name,
+    al = _finish(trace, T, B, seeds, tol, method="spi", device=device, anchor=name,
                  bus_anchor=bus_name, what=what)
     _refine_and_zero(al, trace, a, device)
     return al
 
 
-def _finish(trace, T, B, seeds, tol, bus_payload, *, method, device, anchor, bus_anchor, what) -> Alignment:
-    av, bv, t0, i, k, r = _grow(T, B, seeds, tol, bus_payload)
+def _finish(trace, T, B, seeds, tol, *, method, device, anchor, bus_anchor, what) -> Alignment:
+    av, bv, t0, i, k, r = _grow(T, B, seeds, tol)
     n = len(i)
     # the overlap of the two recordings, on the bus clock
     p = av + bv * (T.t - t0)
@@ -414,16 +448,12 @@ def _finish(trace, T, B, seeds, tol, bus_payload, *, method, device, anchor, bus
     elif n < MIN_BUS_FRACTION * n_b:
         problem = f"only {n} of the capture's {n_b} transfers inside the trace match an event"
     payload_checked = payload_agree = 0
-    if problem is None and T.payload is not None and bus_payload is not None:
+    if problem is None and T.pay is not None and B.pay is not None:
         # payload agreement among the pairs that matched on time and length (checked without payload)
-        i2, k2, _ = _match(T, B, np.arange(len(T.t)), av, bv, t0, tol, None)
-        for ii, kk in zip(i2, k2):
-            tx = T.payload[ii]
-            if tx:
-                wire = bus_payload(int(B.key[kk]), len(tx))
-                if wire is not None:
-                    payload_checked += 1
-                    payload_agree += wire == tx[:len(wire)]
+        i2, k2, _ = _match(T, B, np.arange(len(T.t)), av, bv, t0, tol, use_payload=False)
+        eq = _payload_equal(T, B, i2, k2)
+        payload_checked = int(np.count_nonzero(eq >= 0))
+        payload_agree = int(np.count_nonzero(eq == 1))
         if payload_checked >= MIN_MATCHED and payload_agree < MIN_PAYLOAD_AGREEMENT * payload_checked:
             problem = (f"the traced tx bytes agree with MOSI in only {payload_agree} of {payload_checked} "
                        "windows matched by time")
@@ -436,7 +466,7 @@ def _finish(trace, T, B, seeds, tol, bus_payload, *, method, device, anchor, bus
             if okk.sum() < MIN_MATCHED:
                 continue
             d = float(np.median(B.t[ks[okk]] - B.t[k[okk]]))
-            i3, _, _ = _match(T, B, np.arange(len(T.t)), av + d, bv, t0, tol, bus_payload)
+            i3, _, _ = _match(T, B, np.arange(len(T.t)), av + d, bv, t0, tol)
             if len(i3) >= MAX_SHIFTED_FIT * n:
                 problem = (f"the traffic is too regular to align by its timing ({len(i3)} of {n} windows "
                            f"fit as well {'one window later' if shift > 0 else 'one window earlier'})")
@@ -627,7 +657,7 @@ def align_sync(trace: tm.Trace, a: Analysis, edges, channel: str) -> Alignment:
         if not seeds:
             continue
         try:
-            al = _finish(trace, T, B, seeds, tol, None, method="sync-channel", device=f"gpio{int(g)}",
+            al = _finish(trace, T, B, seeds, tol, method="sync-channel", device=f"gpio{int(g)}",
                          anchor=tm.GPIO_VALUE, bus_anchor=f"bus:{channel}", what=f"gpio {int(g)} changes")
         except InputError as e:
             err = err or e
@@ -723,7 +753,7 @@ def align_userlog(log: tm.Trace, a: Analysis) -> list[UserlogReport]:
         if not seeds:
             raise InputError(f"the {name} timestamps match no sequence of transfers in the capture",
                              path=log.path, hint="a log from another recording?")
-        al = _finish(log, T, B, seeds, tol, None, method="userlog", device=name, anchor=name,
+        al = _finish(log, T, B, seeds, tol, method="userlog", device=name, anchor=name,
                      bus_anchor=bus_name, what=f"{name} timestamps")
         al.zero_point = "fit (software time carries the median latency)"
         err = al.residuals
@@ -754,7 +784,7 @@ def spi_on_fit(trace: tm.Trace, a: Analysis, fit: Alignment, device: str | None 
     p = fit.to_bus(T.t)
     k = _nearest(B.t, p) if len(B.t) else np.empty(0, np.int64)
     lat = float(np.median(B.t[k] - p)) if len(k) else 0.0
-    i, k, r = _match(T, B, np.arange(len(T.t)), fit.a + lat, fit.b, fit.t0, tol, None)
+    i, k, r = _match(T, B, np.arange(len(T.t)), fit.a + lat, fit.b, fit.t0, tol)
     if len(i) < MIN_MATCHED:
         raise InputError(f"on the --sync-channel fit only {len(i)} of {device}'s windows meet a transfer",
                          path=trace.path, hint="is the capture's CS line the one of --spi-device?")
