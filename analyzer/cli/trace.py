@@ -12,6 +12,7 @@ import sys
 
 from analyzer.cli.common import (
     CAPTURE_HELP,
+    _time,
     add_capture_options,
     add_output_options,
     analyze_path,
@@ -20,6 +21,7 @@ from analyzer.cli.common import (
 )
 
 ORDER = 35
+
 MAX_TEXT_TRANSFERS = 50
 
 
@@ -46,6 +48,10 @@ def add_subparser(sub) -> None:
     t.add_argument("--sync-channel", metavar="NAME",
                    help="align on a GPIO toggled by software instead: the capture channel NAME and the trace's "
                         "gpio:gpio_value events of that pin")
+    t.add_argument("--cs-latency", type=_time, metavar="TIME",
+                   help="the spi_set_cs -> CS edge latency when it is known (a scope, a --sync-channel run, a "
+                        "profile), e.g. 1.5us: pins the clock offset's zero point, which the events alone only "
+                        "bracket (docs/trace.md)")
     t.add_argument("--perfetto", metavar="OUT.json",
                    help="also write the merged timeline as Chrome/Perfetto trace-event JSON (ui.perfetto.dev, "
                         "chrome://tracing)")
@@ -104,7 +110,7 @@ def compute(args) -> dict:
         if args.sync_channel:
             al = _align_sync(args, tr, a)
         else:
-            al = align.align_spi(tr, a, args.spi_device)
+            al = align.align_spi(tr, a, args.spi_device, cs_latency=args.cs_latency)
         out["alignment"] = al
         if al.method == "sync-channel" and align.spi_devices(tr):
             out["sync"] = al

@@ -36,8 +36,8 @@ docs/trace.md is the reference. In short:
   pin that is also captured) pins the zero point to the pin's edges instead.
 
 Bus times are seconds from the start of the capture; trace times are the
-trace's own clock. ``bus = a + b * (trace - t0)``; ``offset_s`` is bus minus
-trace time at ``t0`` (the first matched anchor) and ``drift_ppm`` = (b - 1) * 1e6.
+trace's own clock: ``bus = offset_s + (1 + drift_ppm * 1e-6) * trace`` (kept
+internally as ``a + b * (trace - t0)``, t0 the first matched anchor, for precision).
 """
 
 from __future__ import annotations
@@ -91,7 +91,8 @@ class Alignment:
 
     @property
     def offset_s(self) -> float:
-        return self.a - self.t0
+        """bus_time = offset_s + (1 + drift_ppm * 1e-6) * trace_time."""
+        return self.a - self.b * self.t0
 
     @property
     def drift_ppm(self) -> float:
@@ -371,22 +372,24 @@ def _tolerances(T: _Side, B: _Side, resolution: float, tick_s: float) -> list[fl
     return [t for t in tols if t < 0.45 * spacing] or [0.45 * spacing]
 
 
-def align_spi(trace: tm.Trace, a: Analysis, device: str | None = None) -> Alignment:
-    """Align a trace's SPI events with a capture; ``device`` None: the best-matching one."""
+def align_spi(trace: tm.Trace, a: Analysis, device: str | None = None, *,
+              cs_latency: float | None = None) -> Alignment:
+    """Align a trace's SPI events with a capture; ``device`` None: the best-matching one.
+    ``cs_latency``: the known spi_set_cs -> CS edge latency, which pins the zero point."""
     devs = spi_devices(trace)
     if device is not None:
         if device not in trace.devices:
             known = ", ".join(devs) or "none"
             raise UsageError(f"no events of {device} in the trace (SPI devices in it: {known})", path=trace.path,
                              hint="pick one with --spi-device")
-        return _align_device(trace, a, device)
+        return _align_device(trace, a, device, cs_latency)
     if not devs:
         raise InputError("no spi_set_cs or spi_transfer_start events in the trace", path=trace.path,
                          hint="enable them: echo 1 > /sys/kernel/tracing/events/spi/enable")
     best, err = None, None
     for d in devs:
         try:
-            al = _align_device(trace, a, d)
+            al = _align_device(trace, a, d, cs_latency)
         except InputError as e:
             err = err or e
             continue
@@ -400,7 +403,7 @@ def align_spi(trace: tm.Trace, a: Analysis, device: str | None = None) -> Alignm
     return best
 
 
-def _align_device(trace: tm.Trace, a: Analysis, device: str) -> Alignment:
+def _align_device(trace: tm.Trace, a: Analysis, device: str, cs_latency: float | None = None) -> Alignment:
     T, name, bus_name = _trace_side(trace, device)
     if not a.has_cs:
         bus_name = tm.BUS_FIRST_SCLK
@@ -427,7 +430,7 @@ def _align_device(trace: tm.Trace, a: Analysis, device: str) -> Alignment:
                               "aligns on a GPIO toggled by software instead")
     al = _finish(trace, T, B, seeds, tol, method="spi", device=device, anchor=name,
                  bus_anchor=bus_name, what=what)
-    _refine_and_zero(al, trace, a, device)
+    _refine_and_zero(al, trace, a, device, cs_latency)
     return al
 
 
@@ -547,7 +550,8 @@ CAUSAL = ((tm.SPI_SET_CS_ACTIVATE, tm.BUS_CS_ASSERT, 1, "first"),
           (tm.SPI_MESSAGE_DONE, tm.BUS_CS_DEASSERT, -1, "last"))
 
 
-def _refine_and_zero(al: Alignment, trace: tm.Trace, a: Analysis, device: str) -> None:
+def _refine_and_zero(al: Alignment, trace: tm.Trace, a: Analysis, device: str,
+                     cs_latency: float | None = None) -> None:
     """Refit the rate on every causal pair (one intercept per pair kind, one common
     slope), then put the zero point in the middle of the causality bracket."""
     edges = bus_edges(a)
@@ -606,6 +610,17 @@ def _refine_and_zero(al: Alignment, trace: tm.Trace, a: Analysis, device: str) -
                     (fwd if sign > 0 else back).append((y2 - tb)[ok] * sign)
     F = _low(np.concatenate(fwd)) if fwd else None
     K = _low(np.concatenate(back)) if back else None
+    if cs_latency is not None:
+        cs = [(edges[edge][k] - tb) for name, edge, sign, which in CAUSAL[:3:2]
+              for k, tb in [per_transfer(trace, al, a, name, device, which)] if len(k)]
+        lat = np.concatenate(cs) if cs else np.empty(0)
+        lat = lat[np.isfinite(lat)]
+        if len(lat) >= 3:
+            al.a += float(np.median(lat)) - cs_latency
+            al.zero_point = f"spi_set_cs -> CS edge latency given ({cs_latency * 1e6:.6g} us, median)"
+            al.offset_uncertainty_s = None
+            return
+        al.notes.append("--cs-latency: no spi_set_cs events matched to CS edges; the causal bracket is used")
     if F is None:
         return
     if K is None:
