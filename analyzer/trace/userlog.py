@@ -104,7 +104,7 @@ def parse(path, *, unit: str | None = None) -> Trace:
                     raise InputError(f"line {n_lines}: {cells[j][:40]!r} is not a number", path=path) from None
                 if not np.isfinite(v):
                     raise InputError(f"line {n_lines}: {cells[j][:40]!r} is not a finite number", path=path)
-                values[k].append(v * scale)
+                values[k].append(v / round(1 / scale))    # /1e9 rounds once, *1e-9 twice
     if header is None:
         raise InputError("empty: no header line", path=path,
                          hint="expected a header such as iteration,before_ns,after_ns")
