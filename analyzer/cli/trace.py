@@ -116,8 +116,8 @@ def compute(args) -> dict:
             out["sync"] = al
             al = out["alignment"] = align.spi_on_fit(tr, a, al, args.spi_device)
         if al.method == "spi":
-            out["grouping_note"] = phases.regroup_from_trace(tr, al, a)
-            out["phases"] = phases.split(tr, al, a)
+            out["phases"] = phases.run(tr, al, a)
+            out["grouping_note"] = out["phases"].grouping_note
     if args.userlog:
         from analyzer.trace import userlog
 

@@ -714,10 +714,10 @@ def granularity(ts: np.ndarray) -> float | None:
     if len(ts) < 2:
         return None
     x = np.asarray(ts, float) - float(ts[0])
+    tol = 1e-11 + 4e-16 * float(np.max(np.abs(ts)))       # float64 rounding of the readings
     for k in range(0, 10):
         q = 10.0 ** -k
-        f = x / q
-        if np.all(np.abs(f - np.round(f)) <= 1e-3 + np.abs(f) * 1e-12):
+        if np.all(np.abs(x - np.round(x / q) * q) <= tol):
             return q
     return None
 

@@ -13,7 +13,8 @@ spi:spi_set_cs:activate → bus:cs_assert``. Phases are keyed by (gap kind, from
 to) and described with the capture's statistics (n/min/p50/mean/p99/max/std).
 
 Events used as phase boundaries (``boundary_rows``): the aligned device's SPI
-events, its controller's (``spi_controller_busy/idle``), ``gpio:gpio_value``, and
+events, its controller's (``spi_controller_busy/idle``) that follow one of the
+device's own events (not another device's message), ``gpio:gpio_value``, and
 the system calls of the tasks that submit the device's messages. Interrupts and
 scheduler events vary from gap to gap; they stay on the Perfetto timeline but do
 not split phases.
@@ -95,7 +96,17 @@ def boundary_rows(trace: tm.Trace, device: str | None) -> np.ndarray:
     gpio = np.array([n.startswith("gpio:") for n in trace.events], bool)
     sysc = np.array([n.startswith("syscalls:") for n in trace.events], bool)
     ev_spi = spi[trace.event] if len(trace.events) else np.zeros(len(trace), bool)
-    keep = ev_spi & ((trace.device == dev) | (trace.device == ctl_i))
+    keep = ev_spi & (trace.device == dev)
+    # controller events (busy/idle) belong to the device whose SPI event precedes them:
+    # another device's message on the same controller does not split this device's phases
+    ctl_rows = np.flatnonzero(ev_spi & (trace.device == ctl_i))
+    if len(ctl_rows):
+        same_bus = np.array([d.split(".")[0] == ctl and "." in d for d in trace.devices], bool)
+        dev_rows = np.flatnonzero(ev_spi & (trace.device >= 0) & same_bus[np.maximum(trace.device, 0)])
+        prev = np.searchsorted(dev_rows, ctl_rows) - 1
+        ok = prev >= 0
+        ok[ok] = trace.device[dev_rows[prev[ok]]] == dev
+        keep[ctl_rows[ok]] = True
     if gpio.any():
         keep |= gpio[trace.event]
     if sysc.any():
@@ -233,3 +244,12 @@ def split(trace: tm.Trace, al: Alignment, a: Analysis) -> Phases:
         counts[str(kname)] = counts.get(str(kname), 0) + 1
     return Phases(phases=out, segments={kk: counts[kk] for kk in sorted(counts, key=lambda x: kind_idx.get(x, 99))},
                   grouping_note=None)
+
+
+def run(trace: tm.Trace, al: Alignment, a: Analysis) -> Phases:
+    """The trace's message boundaries applied to the grouping (``regroup_from_trace``),
+    then every gap split (``split``)."""
+    note = regroup_from_trace(trace, al, a)
+    res = split(trace, al, a)
+    res.grouping_note = note
+    return res
