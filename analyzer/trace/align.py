@@ -727,6 +727,12 @@ def align_userlog(log: tm.Trace, a: Analysis) -> list[UserlogReport]:
     deasserts (an 'after' column): its drift, and its error against the bus."""
     out = []
     tick = a.tick_s
+    if a.has_cs and a.grouping.ambiguous:
+        # one timestamp per call: which CS window starts a call must be known
+        raise InputError("the capture's message grouping is ambiguous, so which transfer starts each call "
+                         "is unknown", path=log.path,
+                         hint=f"settle it with {a.grouping.settle or '--transfers-per-message N --context-switch longer|shorter'}"
+                              " or give the kernel trace too (--ftrace)")
     for name in log.events:
         if not name.startswith("user:"):
             continue
