@@ -23,6 +23,7 @@ from analyzer.cli.common import (
 ORDER = 35
 
 MAX_TEXT_TRANSFERS = 50
+RARE = 0.05           # text: phases in fewer than 5 % of their kind's gaps are summarized
 
 
 def add_subparser(sub) -> None:
@@ -203,7 +204,7 @@ def render_text(result: dict, *, transfers: bool = False) -> str:
         lines += [
             "",
             f"alignment ({al.method}): {al.device}: {al.anchor} ↔ {al.bus_anchor}",
-            f"  offset {al.offset_s:.9f} s{unc} (bus minus trace time at trace {al.t0:.6f} s; zero point: "
+            f"  offset {al.offset_s:.9f} s{unc} (bus time = offset + (1 + drift) × trace time; zero point: "
             f"{al.zero_point})",
             f"  drift {al.drift_ppm:+.2f} ppm",
             f"  matched {al.matched}; unmatched {al.unmatched_trace} trace / {al.unmatched_bus} bus (where both "
@@ -228,12 +229,19 @@ def render_text(result: dict, *, transfers: bool = False) -> str:
         hdr = (f"{'gap':15s} {'from':26s} {'to':26s} {'n':>7s} {'min':>9s} {'p50':>9s} {'mean':>9s} {'p99':>9s} "
                f"{'max':>9s} {'std':>9s}")
         lines.append(hdr)
+        hidden = 0
         for p in ph.phases:
             s = p.stats
+            if s["n"] < RARE * ph.segments.get(p.gap, 0):
+                hidden += 1
+                continue
             lines.append(f"{p.gap:15s} {p.frm:26s} {p.to:26s} {s['n']:>7d} {fmt_time(s['min_s']):>9s} "
                          f"{fmt_time(s['p50_s']):>9s} {fmt_time(s['mean_s']):>9s} {fmt_time(s['p99_s']):>9s} "
                          f"{fmt_time(s['max_s']):>9s} {fmt_time(s['std_s']):>9s}")
         lines.append("gaps split: " + ", ".join(f"{k} {v}" for k, v in ph.segments.items()))
+        if hidden:
+            lines.append(f"({hidden} phase(s) seen in fewer than {RARE * 100:g} % of their gaps not shown: "
+                         "lost events, stray events; --format json lists them)")
     if result["userlog"] is not None:
         lines += ["", f"user-space log: {result['userlog_path']}"]
         for u in result["userlog"]:

@@ -234,7 +234,8 @@ def split(trace: tm.Trace, al: Alignment, a: Analysis) -> Phases:
             st = describe(dur[sel], 1.0)
             if sp == 2 and res_t > 10 * a.tick_s:
                 # both ends printed to res_t: the values sit on a grid; quantiles interpolated in the step
-                st["p50_s"], st["p99_s"] = (grouped_quantile(dur[sel], q, res_t * al.b) for q in (0.5, 0.99))
+                st["p50_s"], st["p99_s"] = (min(max(grouped_quantile(dur[sel], q, res_t * al.b), st["min_s"]),
+                                                st["max_s"]) for q in (0.5, 0.99))
             out.append(Phase(gap=str(kname), frm=name_list[int(f2[s0])], to=name_list[int(t2[s0])],
                              stats=_clean(st), resolution_s=float(res),
                              position=float(np.mean(pos[sel]))))
