@@ -149,3 +149,23 @@ def test_grouped_quantile_reads_through_the_timestamp_grid():
 def test_granularity():
     assert align.granularity(np.array([1.0, 1.000001, 1.000005])) == pytest.approx(1e-6)
     assert align.granularity(np.array([0.0, 0.5e-9 * 3])) is None
+
+
+def test_sync_channel(tmp_path):
+    """--sync-channel: gpio_value events against a captured pin. The CS line stands in for
+    the spare channel; the model traces the CS GPIO writes, which sit at 70 % of the way
+    from spi_set_cs to the edge, i.e. 0.3 × the set_cs latency before it."""
+    from analyzer.core.events import read_channel_edges
+    from analyzer.io import open_capture
+
+    a, tr, truth = pair(tmp_path, drift_ppm=-60, cs_gpio=17, seed=9)
+    with open_capture(a.info.path) as reader:
+        edges, _ = read_channel_edges(reader, ["CS"])
+    al = align.align_sync(tr, a, edges["CS"], "CS")
+    assert al.method == "sync-channel" and al.device == "gpio17"
+    assert abs(al.drift_ppm + 60) <= 2
+    t = tr.ts[len(tr) // 2]
+    err = float(al.to_bus(t) - truth_bus(truth, t))
+    assert abs(err - 0.3 * GPIO_CS) <= 0.15e-6, err      # the write's own latency is in the offset
+    spi = align.spi_on_fit(tr, a, al)
+    assert spi.method == "spi" and spi.matched >= a.n - 4 and spi.a == al.a
