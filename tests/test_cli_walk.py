@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
+from conftest import CAPTURES
 
 from analyzer.cli import build_parser, main
 from util import synth
@@ -30,6 +31,8 @@ BASE = {
     "decoders pvs": ["CAP", "--stack", "spi", "-o", "OUT/p.pvs", "--force"],
     "decoders install": ["--dest", "OUT/dec"],
     "decoders path": [],
+    # a (capture, trace) pair that aligns; its own capture instead of CAP
+    "trace": [str(CAPTURES / "trace-demo.sr"), "--ftrace", str(CAPTURES / "trace-demo.txt")],
 }
 # options whose run is not what this walk is about (timing whole benchmarks)
 # (and free text, where any value is valid)

@@ -75,7 +75,36 @@ def add_subparser(sub) -> None:
     g.add_argument("--seed", type=lambda t: count(t, lo=0), metavar="N", help="random seed")
     g.add_argument("--mosi", help="payload: counter, random, zero or words like '0x60 0 0'")
     g.add_argument("--miso", help="payload: counter, random, zero or words")
+    t = p.add_argument_group("kernel trace (analyzer/synth/kernel.py: the spidev spi_sync driver model)")
+    t.add_argument("--ftrace", metavar="OUT.txt", help="also write the matching ftrace text (truth: "
+                   "the --truth JSON's \"trace\" member)")
+    t.add_argument("--trace-format", choices=("trace", "trace_pipe", "trace-cmd", "perf"), default="trace",
+                   help="layout: /sys/kernel/tracing/trace, trace_pipe, trace-cmd report, perf script")
+    t.add_argument("--trace-ns", action="store_true", help="timestamps with 9 decimals (default: 6, µs)")
+    t.add_argument("--trace-drift-ppm", type=float, default=0.0, metavar="PPM",
+                   help="trace clock rate error: bus_time = offset + (1 + PPM*1e-6) * trace_time")
+    t.add_argument("--trace-offset", type=_as_time(), default=1000.0, metavar="TIME",
+                   help="trace clock reading at the capture's time 0 (default 1000s)")
+    t.add_argument("--trace-lost", type=fraction, default=0.0, metavar="P",
+                   help="share of events lost in ring-buffer overruns (bursts), e.g. 5%%")
+    t.add_argument("--trace-other", type=fraction, default=0.0, metavar="P",
+                   help="share of context switches with a message of another device (spi0.1)")
+    t.add_argument("--trace-noise", type=nonneg_float, default=0.0, metavar="HZ",
+                   help="scheduler events (sched_switch/wakeup) per second")
     p.set_defaults(func=run)
+
+
+def _as_time():
+    from analyzer.units import parse_time
+
+    def parse(text):
+        try:
+            return parse_time(text)
+        except ValueError as e:
+            import argparse
+
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return parse
 
 
 def parse_device(text: str) -> dict:
@@ -103,6 +132,7 @@ def run(args) -> int:
         raise UsageError("-o/--output FILE.sr is required")
     check_output_path(args.output)
     check_output_path(args.truth)
+    check_output_path(getattr(args, "ftrace", None))
 
     overrides = {}
     for flag, key in FLAGS.items():
@@ -117,7 +147,26 @@ def run(args) -> int:
     if args.device:
         overrides["device"] = parse_device(args.device)
     sc = scenario.Scenario.from_toml(args.config, overrides)
-    tl = scenario.write(sc, args.output, truth_path=args.truth)
+    ftrace_path = getattr(args, "ftrace", None)
+    tl = scenario.write(sc, args.output, truth_path=None if ftrace_path else args.truth)
+    if ftrace_path:
+        import json
+        from pathlib import Path
+
+        from analyzer.synth import kernel
+
+        t0 = round((sc.crop_start or 0.0) * sc.samplerate) / sc.samplerate
+        km = kernel.KernelModel(layout=args.trace_format, ns=args.trace_ns, drift_ppm=args.trace_drift_ppm,
+                                clock_start_s=args.trace_offset, lost=args.trace_lost,
+                                other_device=args.trace_other, noise_rate_hz=args.trace_noise,
+                                seed=sc.seed + 1)
+        trace_truth = kernel.write(tl, ftrace_path, km, t0=t0)
+        if args.truth:
+            truth = scenario.truth_json(tl, t0)
+            truth["trace"] = trace_truth
+            Path(args.truth).write_text(json.dumps(truth, indent=1))
+        print(f"wrote {ftrace_path}: {trace_truth['events_written']} events ({args.trace_format}, "
+              f"drift {args.trace_drift_ppm:g} ppm, {trace_truth['lost_events']} lost) (synthesized)")
     print(f"wrote {args.output}: {len(tl.cs_assert)} transfers, {tl.end_time * 1e3:.4g} ms at "
           f"{sc.samplerate / 1e6:g} MSa/s (synthesized)")
     return 0
