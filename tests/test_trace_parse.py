@@ -246,21 +246,19 @@ def test_fuzz_only_input_errors(parts):
     assert all(0 <= r < n for r in t.payload)
 
 
-def test_speed_1m_events(tmp_path):
-    """Measured, not asserted tightly (a shared machine): 1 M events in well under a minute."""
-    import time
-
+def test_200k_events_in_batches(tmp_path):
+    """A long trace parses whole across the parser's line batches (its speed is a benchmark,
+    BENCHMARKS.md, not a timed test)."""
     line = "     spidev-test-4242    [002] ..... {:.6f}: spi_transfer_start: spi0.0 000000008fcf1477 len=3 " \
            "tx=[60-00-00] rx=[00-00-00]\n"
     p = tmp_path / "big.txt"
     with open(p, "w") as f:
         for k in range(0, 200_000, 10_000):
             f.write("".join(line.format(1000 + 1e-6 * i) for i in range(k, k + 10_000)))
-    t0 = time.perf_counter()
     t = ftrace.parse(p)
-    dt = time.perf_counter() - t0
     assert len(t) == 200_000 and len(t.payload) == 200_000
-    assert dt < 10, f"200k events took {dt:.1f} s"
+    assert t.ts[0] == 1000.0 and abs(t.ts[-1] - (1000 + 1e-6 * 199_999)) < 1e-9
+    assert bool(np.all(np.diff(t.ts) > 0)) and t.resolution_s == 1e-6
 
 
 # ------------------------------------------------------------------ user-space logs
