@@ -13,6 +13,9 @@
  */
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "spigap_core.h"
 
@@ -47,17 +50,56 @@ int64_t spigap_scan(const uint8_t *data, int64_t n, int64_t unitsize, const uint
         m |= (uint64_t)mask[b] << (8 * b);
     if (unitsize == 1) {
         uint8_t pb = (uint8_t)p, mb = (uint8_t)m;
-        for (; i < n; i++) {
-            uint8_t v = data[i] & mb;
+        uint32_t lut[256];                   /* masked sample -> compact state */
+        for (int v = 0; v < 256; v++)
+            lut[v] = compact((uint64_t)(v & mb), bitpos, nbits);
+        if (n > 0) {                         /* the first sample against the one before the piece */
+            uint8_t v = data[0] & mb;
             if (v != pb) {
+                if (k >= cap)
+                    goto done1;
+                pos_out[k] = base;
+                val_out[k] = lut[v];
+                k++;
+            }
+            i = 1;
+        }
+#if defined(__SSE2__)
+        {
+            /* 16 samples at a time: each against the one before it (one unaligned
+               load shifted by a byte); set bits of the compare mask are changes */
+            const __m128i vm = _mm_set1_epi8((char)mb), zero = _mm_setzero_si128();
+            for (; i + 16 <= n; i += 16) {
+                __m128i cur = _mm_loadu_si128((const __m128i *)(data + i));
+                __m128i prv = _mm_loadu_si128((const __m128i *)(data + i - 1));
+                __m128i x = _mm_and_si128(_mm_xor_si128(cur, prv), vm);
+                unsigned bitsm = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, zero)) ^ 0xFFFFu;
+                while (bitsm) {
+                    int j = __builtin_ctz(bitsm);
+                    if (k >= cap) {
+                        i += j;
+                        goto done1;
+                    }
+                    pos_out[k] = base + i + j;
+                    val_out[k] = lut[data[i + j] & mb];
+                    k++;
+                    bitsm &= bitsm - 1;
+                }
+            }
+        }
+#endif
+        for (; i < n; i++) {
+            if (((data[i] ^ data[i - 1]) & mb) != 0) {
                 if (k >= cap)
                     break;
                 pos_out[k] = base + i;
-                val_out[k] = compact(v, bitpos, nbits);
+                val_out[k] = lut[data[i] & mb];
                 k++;
-                pb = v;
             }
         }
+    done1:
+        if (i > 0)
+            pb = data[i - 1] & mb;
         p = pb;
     } else {
         for (; i < n; i++) {
