@@ -3,9 +3,26 @@
 Python only moves buffers: the per-edge state machine runs in
 analyzer/native/spigap_core.c (definitions in docs/gaps.md). The numpy
 Framer is the fallback and the oracle it is tested against.
+
+Parallel framing (captures with a CS line): at a CS assert the framer's state
+starts afresh (every per-window and per-word field is reset; only the previous
+state and a few capture-wide minima/counters carry on). So in a long edge
+block, the entries from its first CS assert to its last one are framed by a
+fresh framer in a worker thread (the compiled call releases the GIL), while
+this thread frames the rest serially: the window carried in from the previous
+block up to the first assert, and the window still open from the last assert
+on. Outputs are put back in capture order and the carried fields merged
+(sums, minima), so the result is the serial framer's, field for field
+(tests/test_parallel.py checks it on random chunkings). Without CS a window
+starts after an idle time measured from the previous clock edge, so CS-less
+framing stays serial.
 """
 
 from __future__ import annotations
+
+import collections
+import concurrent.futures
+import os
 
 import numpy as np
 
@@ -19,10 +36,68 @@ WORD_CAP = 1 << 16
 OVF_CAP = 1 << 16
 HIST = 1 << 12
 BIG = np.iinfo(np.int64).max
+PAR_MIN = 1 << 15          # edges in a block before its middle is framed in a worker thread
+PAR_PENDING = 3            # blocks being framed in workers at once (bounds memory)
+WORKERS = min(2, os.cpu_count() or 1)
+
+
+class _Out:
+    """One framer's output buffers (an out_t) and the rows it produced so far, in order."""
+
+    def __init__(self, lib, ffi):
+        self.win = np.empty((WIN_CAP, lib.WIN_COLS), np.int64)
+        self.word = np.empty((WORD_CAP, 4), np.int64)
+        self.hist = np.zeros(HIST, np.int64)
+        self.ovf = np.empty(OVF_CAP, np.int64)
+        p = native.ptr
+        self.out = ffi.new("out_t *", {"win": p(self.win), "win_cap": WIN_CAP, "word": p(self.word),
+                                       "word_cap": WORD_CAP, "hist": p(self.hist), "hist_size": HIST,
+                                       "ovf": p(self.ovf), "ovf_cap": OVF_CAP})
+        self.win_parts: list[np.ndarray] = []
+        self.word_parts: list[np.ndarray] = []
+        self.ovf_parts: list[np.ndarray] = []
+
+    def flush(self):
+        o = self.out
+        if o.n_win:
+            self.win_parts.append(self.win[:o.n_win].copy())
+            o.n_win = 0
+        if o.n_word:
+            self.word_parts.append(self.word[:o.n_word].copy())
+            o.n_word = 0
+        if o.n_ovf:
+            self.ovf_parts.append(self.ovf[:o.n_ovf].copy())
+            o.n_ovf = 0
+
+    def rows(self):
+        """(window rows, word rows) produced since the last call, handed over."""
+        self.flush()
+        w, wd = self.win_parts, self.word_parts
+        self.win_parts, self.word_parts = [], []
+        return w, wd
+
+
+def _frame_all(lib, f, o: _Out, t: np.ndarray, s: np.ndarray) -> None:
+    done, n = 0, len(t)
+    while done < n:
+        done += lib.spigap_frame(f, o.out, native.ptr(t[done:]), native.ptr(s[done:], "uint32_t *"), n - done)
+        o.flush()
+
+
+def _frame_middle(lib, ffi, f, t: np.ndarray, s: np.ndarray):
+    """A worker thread's job: frame entries that start at a CS assert and end
+    before another one with the fresh framer ``f``; every window closes inside."""
+    o = _Out(lib, ffi)
+    _frame_all(lib, f, o, t, s)
+    nz = np.flatnonzero(o.hist)
+    # the rows and counts only: the output buffers go back to the allocator now
+    return (o.win_parts, o.word_parts, o.ovf_parts, (nz, o.hist[nz]),
+            (int(f.clk_outside), int(f.first_clk_outside), int(f.min_high), int(f.min_low)))
 
 
 class CFramer:
     engine = "c"
+    par_min = PAR_MIN
 
     def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float, wordsize: int | None = None):
         self.lib = native.library()
@@ -44,16 +119,19 @@ class CFramer:
         f.lsb_first = int(cfg.lsb_first)
         f.has_cs = int(self.has_cs)
         self.f = f
-        self.win = np.zeros((WIN_CAP, self.lib.WIN_COLS), np.int64)
-        self.word = np.zeros((WORD_CAP, 4), np.int64)
-        self.hist = np.zeros(HIST, np.int64)
-        self.ovf = np.zeros(OVF_CAP, np.int64)
-        p = native.ptr
-        self.out = self.ffi.new("out_t *", {"win": p(self.win), "win_cap": WIN_CAP, "word": p(self.word),
-                                            "word_cap": WORD_CAP, "hist": p(self.hist), "hist_size": HIST,
-                                            "ovf": p(self.ovf), "ovf_cap": OVF_CAP})
-        self._win_parts: list[np.ndarray] = []
-        self._word_parts: list[np.ndarray] = []
+        self.o = _Out(self.lib, self.ffi)
+        self.hist = self.o.hist
+        # output in capture order: (window rows, word rows) of the serial framer, or
+        # futures of middles framed in worker threads
+        self._segments: list = []
+        self._word_rest: list[np.ndarray] = []     # words of the window still open at the last take()
+        self._inflight: collections.deque = collections.deque()
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        # what the middles add to the capture-wide counters and minima (merged at take())
+        self._m_clk_outside = 0
+        self._m_first_outside = BIG
+        self._m_min_high = BIG
+        self._m_min_low = BIG
         self.spacing = SpacingCounter()
         self.initial_state: int | None = None
         self.idle_timeout: int | None = None
@@ -63,19 +141,22 @@ class CFramer:
     # the numpy Framer's public attributes
     @property
     def clk_outside_cs(self) -> int:
-        return int(self.f.clk_outside)
+        return int(self.f.clk_outside) + self._m_clk_outside
 
     @property
     def first_clk_outside(self) -> int | None:
-        return None if self.f.first_clk_outside < 0 else int(self.f.first_clk_outside)
+        v = min(int(self.f.first_clk_outside) if self.f.first_clk_outside >= 0 else BIG, self._m_first_outside)
+        return None if v == BIG else v
 
     @property
     def min_high(self) -> int | None:
-        return None if self.f.min_high == BIG else int(self.f.min_high)
+        v = min(int(self.f.min_high), self._m_min_high)
+        return None if v == BIG else v
 
     @property
     def min_low(self) -> int | None:
-        return None if self.f.min_low == BIG else int(self.f.min_low)
+        v = min(int(self.f.min_low), self._m_min_low)
+        return None if v == BIG else v
 
     def feed(self, block: EdgeBlock) -> None:
         if len(block) == 0:
@@ -105,24 +186,38 @@ class CFramer:
     def _run(self, t, s):
         t = np.ascontiguousarray(t, np.int64)
         s = np.ascontiguousarray(s, np.uint32)
-        done, n = 0, len(t)
-        while done < n:
-            used = self.lib.spigap_frame(self.f, self.out,
-                                         native.ptr(t[done:]), native.ptr(s[done:], "uint32_t *"), n - done)
-            done += used
-            self._flush()
+        n = len(t)
+        if self.has_cs and n >= self.par_min and WORKERS > 1:
+            ends = self.ffi.new("int64_t[2]")
+            self.lib.spigap_cs_asserts(native.ptr(s, "uint32_t *"), n, self.f.prev, self.f.b_cs,
+                                       self.f.active_level, ends, ends + 1)
+            first, last = int(ends[0]), int(ends[1])
+            if 0 <= first < last:
+                self._serial(t[:first], s[:first])          # closes the window carried in
+                assert not self.f.open                      # CS was inactive before the assert
+                mid = self.ffi.new("framer_t *")
+                self.ffi.memmove(mid, self.f, self.ffi.sizeof("framer_t"))   # the configuration
+                self.lib.spigap_frame_init(mid, int(s[first - 1]) if first else int(self.f.prev))
+                self._segments.append(self.o.rows())
+                if self._pool is None:
+                    self._pool = concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="spigap-frame")
+                fut = self._pool.submit(_frame_middle, self.lib, self.ffi, mid, t[first:last], s[first:last])
+                self._segments.append(fut)
+                self._inflight.append(fut)
+                while len(self._inflight) > PAR_PENDING:
+                    self._inflight.popleft().result()
+                # the serial framer goes on at the last assert, as if it had framed the middle
+                self.f.prev = int(s[last - 1])
+                self._serial(t[last:], s[last:])
+                return
+        self._serial(t, s)
 
-    def _flush(self):
-        o = self.out
-        if o.n_win:
-            self._win_parts.append(self.win[:o.n_win].copy())
-            o.n_win = 0
-        if o.n_word:
-            self._word_parts.append(self.word[:o.n_word].copy())
-            o.n_word = 0
-        if o.n_ovf:
-            self.spacing.add(self.ovf[:o.n_ovf].copy())
-            o.n_ovf = 0
+    def _serial(self, t, s):
+        _frame_all(self.lib, self.f, self.o, t, s)
+        if self.o.ovf_parts:
+            for part in self.o.ovf_parts:
+                self.spacing.add(part)
+            self.o.ovf_parts = []
 
     def pending_start(self) -> int | None:
         """Start tick of the first window not handed out yet (open, or not framed yet), else None."""
@@ -130,20 +225,49 @@ class CFramer:
             return int(self._buffered[0].ticks[0])
         return int(self.f.w_start) if self.f.open else None
 
+    def _collect(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Every output row so far, in capture order; the middles' counters merged."""
+        self._segments.append(self.o.rows())
+        for part in self.o.ovf_parts:
+            self.spacing.add(part)
+        self.o.ovf_parts = []
+        segments, self._segments = self._segments, []
+        self._inflight.clear()
+        wins: list[np.ndarray] = []
+        words: list[np.ndarray] = list(self._word_rest)
+        for seg in segments:
+            if isinstance(seg, concurrent.futures.Future):
+                win_parts, word_parts, ovf_parts, (nz, counts), (clk_out, first_out, mh, ml) = seg.result()
+                self._m_clk_outside += clk_out
+                if first_out >= 0:
+                    self._m_first_outside = min(self._m_first_outside, first_out)
+                self._m_min_high = min(self._m_min_high, mh)
+                self._m_min_low = min(self._m_min_low, ml)
+                self.hist[nz] += counts
+                for part in ovf_parts:
+                    self.spacing.add(part)
+                wins += win_parts
+                words += word_parts
+            else:
+                wins += seg[0]
+                words += seg[1]
+        return wins, words
+
     def take(self) -> dict:
         """The windows closed so far and their words, handed out once (the words
         of the window still open stay): keeps memory bounded when called as one feeds."""
-        self._flush()
+        wins, words = self._collect()
         nz = np.flatnonzero(self.hist)
         if len(nz):
             self.spacing.add_counts(nz.astype(np.int64), self.hist[nz])
             self.hist[:] = 0
         # one copy of the results at a time: concatenate, drop the parts, hand out column views
-        w = np.concatenate(self._win_parts) if self._win_parts else np.zeros((0, self.lib.WIN_COLS), np.int64)
-        self._win_parts = []
-        wd = np.concatenate(self._word_parts) if self._word_parts else np.zeros((0, 4), np.int64)
+        w = np.concatenate(wins) if wins else np.zeros((0, self.lib.WIN_COLS), np.int64)
+        del wins
+        wd = np.concatenate(words) if words else np.zeros((0, 4), np.int64)
+        del words
         n_own = int(w[:, 7].sum())
-        self._word_parts = [wd[n_own:]] if len(wd) > n_own else []
+        self._word_rest = [wd[n_own:]] if len(wd) > n_own else []
         wd = wd[:n_own]
         windows = {
             "start": w[:, 0], "end": w[:, 1], "partial_start": w[:, 2] != 0,
@@ -151,9 +275,9 @@ class CFramer:
             "n_bits": w[:, 6], "n_words": w[:, 7], "first_edge": w[:, 8],
             "last_edge": w[:, 9], "min_half": w[:, 10],
         }
-        words = {"mosi": wd[:, 0].view(np.uint64), "miso": wd[:, 1].view(np.uint64),
-                 "first": wd[:, 2], "last": wd[:, 3]}
-        return {"windows": windows, "words": words}
+        words_out = {"mosi": wd[:, 0].view(np.uint64), "miso": wd[:, 1].view(np.uint64),
+                     "first": wd[:, 2], "last": wd[:, 3]}
+        return {"windows": windows, "words": words_out}
 
     def finish(self, end_tick: int) -> dict:
         """The windows not taken yet, the one still open closed at ``end_tick``."""
@@ -162,5 +286,9 @@ class CFramer:
             self.lib.spigap_frame_init(self.f, 0)
         if not self.has_cs and self.idle_timeout is None:
             self._start_nocs()
-        self.lib.spigap_frame_finish(self.f, self.out, int(end_tick))
-        return self.take()
+        self.lib.spigap_frame_finish(self.f, self.o.out, int(end_tick))
+        out = self.take()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        return out
