@@ -55,6 +55,7 @@ from analyzer.io.base import CaptureReader
 RETAIN_TRANSFERS = 100_000     # up to this many transfers: the whole Analysis, with its arrays
 LEARN_TRANSFERS = RETAIN_TRANSFERS   # decisions (message structure, word-gap split) on this many
 STALL_KEEP = 1 << 16           # stall candidates kept per gap kind
+ROWS_AT_ONCE = 4096            # transfer rows formatted at a time
 HIST_KINDS = GAP_KINDS + ("idle",) + AMBIGUOUS_KINDS
 STORE_KINDS = stalls_mod.STALL_KINDS + AMBIGUOUS_KINDS
 
@@ -431,7 +432,8 @@ class _Runner:
         if self.rows is not None:
             from analyzer.output.jsonout import transfer_rows
 
-            self.rows(a, transfer_rows(a, skip, g0, msg0))
+            for k in range(skip, a.n, ROWS_AT_ONCE):
+                self.rows(a, transfer_rows(a, k, g0, msg0, stop=k + ROWS_AT_ONCE))
 
     def _result(self, end_tick: int) -> BoundedAnalysis:
         f = self.framer

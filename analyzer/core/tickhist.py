@@ -5,7 +5,7 @@ whole population: n, min, max and the mean are exact, and the percentiles are
 the very order statistics ``quantile.percentiles`` interpolates between
 (numpy's 'linear' rule), found by cumulative count instead of by sorting the
 expanded values. Memory is 16 bytes per *distinct* value (plus a buffer of
-``BUFFER`` recent values), not per gap.
+recent values no larger than the table or ``BUFFER``), not per gap.
 
 Bound: at most ``MAX_DISTINCT`` distinct values per histogram. A population
 spread wider than that (e.g. gaps from 1 µs to 10 s at 1 GHz, all different)
@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-BUFFER = 1 << 20          # values buffered before they are merged into the table
+BUFFER = 1 << 16          # values buffered (at least; or as many as the table holds) before a merge
 MAX_DISTINCT = 1 << 20    # distinct values kept per histogram before coarsening (16 MB)
 
 
@@ -53,7 +53,7 @@ class TickHistogram:
         self._hi = hi if self._hi is None else max(self._hi, hi)
         self._buf.append(v)
         self._nbuf += len(v)
-        if self._nbuf >= BUFFER:
+        if self._nbuf >= max(BUFFER, len(self._values)):     # merging costs O(table): amortized
             self._flush()
 
     def _flush(self) -> None:

@@ -7,17 +7,27 @@ run (Ctrl-C, a full disk, a killed process) never leaves a half-written report.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+from typing import Iterator, TextIO
 
 
 def write_text_atomic(path: str, text: str) -> None:
     """Write ``text`` to ``path`` atomically; raises OSError like ``open`` would."""
+    with atomic_stream(path) as f:
+        f.write(text)
+
+
+@contextlib.contextmanager
+def atomic_stream(path: str) -> Iterator[TextIO]:
+    """A text stream that becomes ``path`` when the block ends normally (written as it
+    goes, so a long output need not be held in memory); nothing when it raises."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w") as f:
-            f.write(text)
+            yield f
         try:
             mode = os.stat(path).st_mode & 0o7777   # keep an existing file's permissions
         except FileNotFoundError:

@@ -126,8 +126,8 @@ def json_rows(a, rows: list[dict]) -> list[dict]:
     return rows
 
 
-def transfer_rows(a: Analysis, skip: int = 0, index0: int = 0, message0: int = 0) -> list[dict]:
-    """One dict per transfer ``skip``.. of ``a``; ``index0``/``message0``: the capture's index and
+def transfer_rows(a: Analysis, skip: int = 0, index0: int = 0, message0: int = 0, stop: int | None = None) -> list[dict]:
+    """One dict per transfer ``skip``..``stop`` of ``a``; ``index0``/``message0``: the capture's index and
     message number of ``a``'s transfer 0 (core/bounded.py measures a capture batch by batch)."""
     t = a.tick_s
     rows = []
@@ -136,7 +136,7 @@ def transfer_rows(a: Analysis, skip: int = 0, index0: int = 0, message0: int = 0
     pair_gap = (a.pair_gap * t).tolist()
     pair_it = a.pair_inter_transfer.tolist()
     # one Python step per transfer: this is output formatting, not the hot path
-    for k in range(skip, a.n):
+    for k in range(skip, a.n if stop is None else min(stop, a.n)):
         w0, w1 = int(a.word_off[k]), int(a.word_off[k + 1])
         p0, p1 = int(a.pair_off[k]), int(a.pair_off[k + 1])
         kind = KIND_NAMES[int(a.gap_kind[k])]
