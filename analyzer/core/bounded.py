@@ -99,7 +99,8 @@ class _StallStore:
         if not self._parts:
             return np.empty(0, np.int64), np.empty(0), np.empty(0, np.int64)
         if len(self._parts) > 1:
-            self._parts = [tuple(np.concatenate(x) for x in zip(*self._parts))]   # type: ignore[misc]
+            at, v, tr = (np.concatenate(x) for x in zip(*self._parts))
+            self._parts = [(at, v, tr)]
         return self._parts[0]
 
 
@@ -409,10 +410,8 @@ class _Runner:
             if kind in ("class_a", "class_b") and not a.grouping.ambiguous:
                 continue
             s = stalls_mod.gap_series(a, kind)
-            if kind == "transfer_period":
-                keep = slice(None)      # the context's period: its successor only arrives now
-            else:
-                keep = s.transfer >= skip
+            # the context's period counts now: its successor only arrived in this batch
+            keep = s.transfer >= (0 if kind == "transfer_period" else skip)
             v = s.values[keep]
             if not len(v):
                 continue

@@ -107,7 +107,7 @@ def _gap_stats(v: np.ndarray | None, tick_s: float, hist: TickHistogram | None =
         if hist.n == 0:
             return {"n": 0, "p50_s": None, "p99_s": None, "max_s": None}
         p50, p99 = hist.percentiles([50, 99])
-        return {"n": hist.n, "p50_s": p50 * tick_s, "p99_s": p99 * tick_s, "max_s": float(hist.max) * tick_s}
+        return {"n": hist.n, "p50_s": p50 * tick_s, "p99_s": p99 * tick_s, "max_s": float(hist.max or 0) * tick_s}
     if v is None or len(v) == 0:
         return {"n": 0, "p50_s": None, "p99_s": None, "max_s": None}
     p50, p99 = percentiles(v, [50, 99])

@@ -222,7 +222,7 @@ def summary(a, stalls: list[Stall], rule: StallRule = StallRule(), kinds=None) -
     """Per kind: gaps searched, stalls, rate, median/threshold, time lost; plus totals (seconds)."""
     t = a.tick_s
     kinds = stall_kinds(a) if kinds is None else kinds
-    per = {}
+    per: dict[str, dict] = {}
     for kind in kinds:
         if not a.available(kind):
             continue
@@ -230,7 +230,7 @@ def summary(a, stalls: list[Stall], rule: StallRule = StallRule(), kinds=None) -
         if n == 0:
             continue
         mine = [s for s in stalls if s.kind == kind]
-        per[kind] = {
+        per[kind] = d = {
             "gaps": int(n),
             "stalls": len(mine),
             "rate": len(mine) / n,
@@ -241,12 +241,12 @@ def summary(a, stalls: list[Stall], rule: StallRule = StallRule(), kinds=None) -
             "longest_s": max((s.duration_s for s in mine), default=None),
         }
         if getattr(a, "bounded", False) and th is not None:
-            a.complete_stall_summary(kind, th, per[kind])   # more stalls than it kept: from its histogram
+            a.complete_stall_summary(kind, th, d)   # more stalls than it kept: from its histogram
     total = float(sum(s.excess_s for s in stalls))
     count = len(stalls)
-    if getattr(a, "bounded", False) and sum(p["stalls"] for p in per.values()) != count:
-        count = sum(p["stalls"] for p in per.values())
-        total = float(sum(p["excess_s"] for p in per.values()))
+    if getattr(a, "bounded", False) and sum(int(p["stalls"]) for p in per.values()) != count:
+        count = sum(int(p["stalls"]) for p in per.values())
+        total = float(sum(float(p["excess_s"]) for p in per.values()))
     span = a.end_tick * t
     return {
         "rule": rule.describe(),

@@ -143,6 +143,7 @@ class TickHistogram:
             return {"n": 0, "min_s": None, "p50_s": None, "mean_s": None, "p99_s": None, "max_s": None,
                     "std_s": None}
         values, counts = self.table()
+        assert self._lo is not None and self._hi is not None
         p50, p99 = self.percentiles([50, 99])
         mean = float(self._sum) / self._n           # as numpy: the (exact) float sum over n
         d = values.astype(float) - mean

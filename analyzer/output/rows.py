@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import json
 import tempfile
-from typing import TextIO
+from typing import Any, TextIO
 
 from analyzer.output import csvout
 from analyzer.output.jsonout import json_rows, to_dict, transfer_rows
@@ -30,7 +30,7 @@ class Output:
     def __init__(self, fmt: str, out: TextIO, *, transfers: bool):
         self.fmt, self.out, self.transfers = fmt, out, transfers
         self.head: list[dict] = []
-        self._csv = None
+        self._csv: Any = None
         self._spool: TextIO | None = None
         self._first = True
 
