@@ -63,11 +63,14 @@ RowSink = Callable[[analysis.Analysis, list], None]
 
 
 def run(reader: CaptureReader, cfg: SpiConfig, *, rows: RowSink | None = None,
-        retain: int = RETAIN_TRANSFERS, learn: int = LEARN_TRANSFERS):
+        retain: int | None = None, learn: int | None = None, stall_keep: int | None = None):
     """Analyze one opened capture: an ``analysis.Analysis`` (as ``analysis.run``) when it
     holds at most ``retain`` transfers, else a ``BoundedAnalysis``, whose transfer rows
-    went to ``rows(batch_analysis, rows)`` as they were measured."""
-    return _Runner(reader, cfg, rows, retain, max(learn, retain)).run()
+    went to ``rows(batch_analysis, rows)`` as they were measured. Defaults: the module's
+    ``RETAIN_TRANSFERS``, ``LEARN_TRANSFERS`` (at least ``retain``), ``STALL_KEEP``."""
+    retain = RETAIN_TRANSFERS if retain is None else retain
+    learn = max(LEARN_TRANSFERS if learn is None else learn, retain)
+    return _Runner(reader, cfg, rows, retain, learn, STALL_KEEP if stall_keep is None else stall_keep).run()
 
 
 # ------------------------------------------------------------------ stalls
@@ -259,7 +262,7 @@ def _period_of(kinds: np.ndarray) -> int | None:
 
 
 class _Runner:
-    def __init__(self, reader, cfg, rows, retain, learn):
+    def __init__(self, reader, cfg, rows, retain, learn, stall_keep):
         self.reader, self.rows, self.retain, self.learn = reader, rows, retain, learn
         self.info = reader.info
         self.tick_s = self.info.tick_s
@@ -273,7 +276,7 @@ class _Runner:
         self.result = None
         # bounded mode
         self.hists = {k: TickHistogram() for k in HIST_KINDS}
-        self.stores = {k: _StallStore() for k in STORE_KINDS}
+        self.stores = {k: _StallStore(stall_keep) for k in STORE_KINDS}
         self.counts = WarnCounts()
         self.evidence = settings_check.Evidence()
         self.n_words = 0
