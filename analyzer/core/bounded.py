@@ -59,14 +59,14 @@ ROWS_AT_ONCE = 4096            # transfer rows formatted at a time
 HIST_KINDS = GAP_KINDS + ("idle",) + AMBIGUOUS_KINDS
 STORE_KINDS = stalls_mod.STALL_KINDS + AMBIGUOUS_KINDS
 
-RowSink = Callable[[analysis.Analysis, list], None]
+RowSink = Callable[[analysis.Analysis, list], "bool | None"]
 
 
 def run(reader: CaptureReader, cfg: SpiConfig, *, rows: RowSink | None = None,
         retain: int | None = None, learn: int | None = None, stall_keep: int | None = None):
     """Analyze one opened capture: an ``analysis.Analysis`` (as ``analysis.run``) when it
     holds at most ``retain`` transfers, else a ``BoundedAnalysis``, whose transfer rows
-    went to ``rows(batch_analysis, rows)`` as they were measured. Defaults: the module's
+    went to ``rows(batch_analysis, rows)`` as they were measured (until it returns False). Defaults: the module's
     ``RETAIN_TRANSFERS``, ``LEARN_TRANSFERS`` (at least ``retain``), ``STALL_KEEP``."""
     retain = RETAIN_TRANSFERS if retain is None else retain
     learn = max(LEARN_TRANSFERS if learn is None else learn, retain)
@@ -435,7 +435,9 @@ class _Runner:
             from analyzer.output.jsonout import transfer_rows
 
             for k in range(skip, a.n, ROWS_AT_ONCE):
-                self.rows(a, transfer_rows(a, k, g0, msg0, stop=k + ROWS_AT_ONCE))
+                if self.rows(a, transfer_rows(a, k, g0, msg0, stop=k + ROWS_AT_ONCE)) is False:
+                    self.rows = None          # the sink has all it wants (text: the first 50)
+                    break
 
     def _result(self, end_tick: int) -> BoundedAnalysis:
         f = self.framer

@@ -40,8 +40,9 @@ class Output:
         return self.fmt in ("csv", "jsonl") or self.transfers
 
     # ------------------------------------------------------------ rows
-    def rows(self, a, rows: list[dict]) -> None:
-        """Rows of one batch (``a``: the batch's analysis, for the settings)."""
+    def rows(self, a, rows: list[dict]) -> bool:
+        """Rows of one batch (``a``: the batch's analysis, for the settings); False when no
+        more are wanted."""
         if self.fmt == "csv":
             if self._csv is None:
                 self._csv = csv.writer(self.out, lineterminator="\n")
@@ -60,6 +61,8 @@ class Output:
                 self._spool.write("\n".join("  " + line for line in json.dumps(r, indent=1).splitlines()))
         else:
             self.head += rows[:TEXT_ROWS - len(self.head)]
+            return len(self.head) < TEXT_ROWS
+        return True
 
     # ------------------------------------------------------------ the end
     def finish(self, a, *, stalls, stall_rule, events) -> None:
