@@ -218,10 +218,15 @@ def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None
                          hint="was the acquisition stopped before it started?")
     raw = framer.finish(end_tick)
     a = _measure(info, cfg, framer, raw, end_tick, truncated)
+    return settings_first(a, settled, prefix)
+
+
+def settings_first(a, settled, prefix, evidence=None):
+    """Put the settings' story at the top of ``a``'s warnings: given settings the signals
+    contradict, naming what fits (docs/gaps.md), then what inference could not settle
+    firmly (docs/inference.md); and record where each setting came from."""
     a.sources, a.buses = settled.sources, settled.buses
-    # given settings the signals contradict come first, naming what fits (docs/gaps.md);
-    # then what inference could not settle firmly (docs/inference.md)
-    a.setting_warnings = settings_check.contradictions(a, prefix, _bits(cfg)) + settled.warnings
+    a.setting_warnings = settings_check.contradictions(a, prefix, _bits(a.cfg), evidence) + settled.warnings
     a.warnings[:0] = a.setting_warnings
     return a
 

@@ -136,6 +136,8 @@ class BoundedAnalysis:
     last_message: int
     warnings: list = dataclasses.field(default_factory=list)
     setting_warnings: list = dataclasses.field(default_factory=list)
+    sources: dict = dataclasses.field(default_factory=dict)     # core/infer.py, as in Analysis
+    buses: list = dataclasses.field(default_factory=list)
     device: str | None = None
     labels: None = None
     bounded = True
@@ -266,7 +268,8 @@ class _Runner:
         self.reader, self.rows, self.retain, self.learn = reader, rows, retain, learn
         self.info = reader.info
         self.tick_s = self.info.tick_s
-        self.cfg, self.names, self.framer = analysis.prepare(reader, cfg)
+        self.settled, self.framer = analysis.prepare(reader, cfg)
+        self.cfg, self.names = self.settled.cfg, self.settled.names
         self.mcfg = self.cfg
         self.bits = analysis._bits(self.cfg)
         self.prefix = settings_check.Prefix()
@@ -295,7 +298,7 @@ class _Runner:
     def run(self):
         last_tick = 0
         try:
-            for block in self.reader.edges(self.names):
+            for block in self.settled.blocks:
                 self.framer.feed(block)
                 self.prefix.add(block.ticks, block.states)
                 last_tick = int(block.ticks[-1])
@@ -324,9 +327,7 @@ class _Runner:
             if end_tick is not None and self.learn_n <= self.retain:
                 # a capture that fits: analysis.run's very analysis
                 a = analysis._measure(self.info, self.cfg, self.framer, whole, end_tick, self.truncated)
-                a.setting_warnings = settings_check.contradictions(a, self.prefix, self.bits)
-                a.warnings[:0] = a.setting_warnings
-                self.result = a
+                self.result = analysis.settings_first(a, self.settled, self.prefix)
                 return
             self._decide(whole)
         elif n:
@@ -462,6 +463,4 @@ class _Runner:
                 w.append(f"{kind}: {h.n} gaps spread over more than {h.max_distinct} distinct values; their "
                          f"p50/p99/std are from bins of {1 << h.shift} samples (docs/gaps.md, 'Long captures')")
         b.warnings = w
-        b.setting_warnings = settings_check.contradictions(b, self.prefix, self.bits, self.evidence)
-        b.warnings[:0] = b.setting_warnings
-        return b
+        return analysis.settings_first(b, self.settled, self.prefix, self.evidence)
