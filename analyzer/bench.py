@@ -96,15 +96,15 @@ def _peak_rss_kb(pid: int) -> int | None:
     return None
 
 
-def run_measured(cmd: list[str], env: dict | None = None) -> tuple[int, bytes, bytes, float, float]:
-    """Run cmd; return (exit code, stdout, stderr, wall seconds, peak RSS MB of the
-    program itself, read from its VmHWM while it runs)."""
+def run_measured(cmd: list[str], env: dict | None = None, stdin=None) -> tuple[int, bytes, bytes, float, float]:
+    """Run cmd (``stdin``: a file or pipe to read); return (exit code, stdout, stderr, wall
+    seconds, peak RSS MB of the program itself, read from its VmHWM while it runs)."""
     import tempfile
     import threading
 
     with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out_file, stderr=err_file, env=env)
+        p = subprocess.Popen(cmd, stdin=stdin, stdout=out_file, stderr=err_file, env=env)
         peak = [0]
 
         def watch():                     # VmHWM only grows: the last reading is the peak

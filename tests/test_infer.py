@@ -212,6 +212,14 @@ def test_given_settings_are_kept_and_reported_as_given(tmp_path):
     assert a.setting_warnings and "--mode 3" in a.setting_warnings[0]
 
 
+def test_no_infer_keeps_the_defaults_and_says_so(capsys):
+    file = real(REAL_CAPTURES["adxl345"][0])
+    assert main(["analyze", str(file), "--no-infer", "--format", "json"]) == 0
+    st = json.loads(capsys.readouterr().out)["settings"]
+    assert (st["mode"], st["clk"]) == (0, "0")                  # roles still from the signals
+    assert st["sources"]["mode"]["from"] == "default" and st["sources"]["clk"]["from"] == "inferred"
+
+
 def test_no_clock_at_all_is_one_clear_error(tmp_path, capsys):
     p = tmp_path / "flat.sr"
     write_sr(p, [Track("0", np.array([5]), np.array([1], np.uint8), 0),

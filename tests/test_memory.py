@@ -17,3 +17,51 @@ def test_one_gigasample_capture_under_300_mb():
     assert code == 0, err.decode()
     assert 0 < peak_mb < 300, f"peak RSS {peak_mb:.0f} MB"
     assert b'"transfers": 182' in out
+
+
+# the samples of an .sr capture, written REPEAT times to stdout as raw unitsize-1 words
+_REPEAT = """
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+names = sorted((x for x in z.namelist() if x.startswith("logic-1-")), key=lambda s: int(s.rsplit("-", 1)[1]))
+data = b"".join(z.read(x) for x in names)
+for _ in range(int(sys.argv[2])):
+    sys.stdout.buffer.write(data)
+"""
+
+
+def _piped_peak(sr, repeat: int) -> tuple[float, dict]:
+    import json
+    import subprocess
+
+    feed = subprocess.Popen([sys.executable, "-c", _REPEAT, str(sr), str(repeat)], stdout=subprocess.PIPE)
+    try:
+        code, out, err, _, peak_mb = run_measured(
+            [sys.executable, "-m", "analyzer", "analyze", "-", "--input-format", "raw", "--samplerate", "50m",
+             "--unitsize", "1", "--channel-map", "0=SCLK,1=MOSI,2=MISO,3=CS", "--format", "json"],
+            stdin=feed.stdout)
+    finally:
+        feed.stdout.close()
+        feed.wait()
+    assert code == 0, err.decode()
+    return peak_mb, json.loads(out)
+
+
+def test_memory_does_not_grow_with_transfers(tmp_path):
+    """0.5 M and 2 M transfers (a 10 000-transfer MCP3008 capture fed 50 and 200 times through
+    a pipe): the same peak RSS give or take allocator noise; keeping every transfer's figures
+    (about 450 bytes each, the path for captures up to core/bounded.RETAIN_TRANSFERS) would
+    add some 700 MB. And the figures add up: 4x the transfers, words and messages."""
+    from analyzer.bench import DENSE
+    from analyzer.synth import Scenario, write
+
+    sr = tmp_path / "mcp3008-10k.sr"
+    write(Scenario.from_toml(None, {**DENSE, "messages": 1000}), sr, compresslevel=1)
+    small, d1 = _piped_peak(sr, 50)
+    big, d4 = _piped_peak(sr, 200)
+    assert d1["summary"]["transfers"] == 500_000 and d4["summary"]["transfers"] == 2_000_000
+    assert d4["summary"]["messages"] == 4 * d1["summary"]["messages"]
+    for d in (d1, d4):                  # one context switch between consecutive messages
+        assert d["gaps"]["context_switch"]["n"] == d["summary"]["messages"] - 1
+    assert big < 200, f"peak RSS {big:.0f} MB for 2 M transfers"
+    assert big - small < 25, f"peak RSS {small:.0f} MB for 0.5 M transfers, {big:.0f} MB for 2 M"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import contextlib
 import sys
 
 from analyzer.cli.common import (
@@ -14,10 +14,12 @@ from analyzer.cli.common import (
     add_stall_options,
     analyze_path,
     check_output_path,
+    config_from_args,
     measure_events,
+    reader_options,
     stall_rule_from_args,
-    write_output,
 )
+from analyzer.errors import UsageError
 
 ORDER = 10
 
@@ -34,18 +36,16 @@ def add_subparser(sub) -> None:
                              "decoder code (implies --transfers)")
     add_event_options(p)
     add_stall_options(p)
-    o = add_output_options(p, ("text", "json", "csv"))
+    o = add_output_options(p, ("text", "json", "csv", "jsonl"))
     o.add_argument("--transfers", action="store_true",
-                   help="include every transfer (text: the first 50; json: a 'transfers' list); "
-                        "implied by --device")
+                   help="include every transfer (text: the first 50; json: a 'transfers' list; csv and "
+                        "jsonl always have them); implied by --device")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     check_output_path(args.output)
     if args.event and args.capture == "-":
-        from analyzer.errors import UsageError
-
         raise UsageError("--event reads the capture a second time, which a pipe cannot give",
                          path="<stdin>", hint="save the stream to a file and analyze that")
     if args.device:
@@ -54,32 +54,74 @@ def run(args) -> int:
         devices.parse(args.device)          # a bad device name fails before the capture is read
         if devices.parse_spec(args.device).variant:
             devices.limits(args.device)     # and so does a variant that does not exist
-    a = analyze_path(args.capture, args)
-    if args.device:
-        a.device = args.device
-        a.labels = devices.labels(a, args.device)
-    from analyzer.core.stalls import find_stalls
+    from analyzer.output.rows import Output
 
-    rule = stall_rule_from_args(args)
-    stalls = find_stalls(a, rule)
-    events = measure_events(args.capture, a, args)
-    if args.format == "json":
-        from analyzer.output.jsonout import to_dict
+    transfers = args.transfers or bool(args.device)
+    with _output(args.output) as out:
+        o = Output(args.format, out, transfers=transfers)
+        if args.device or args.event:
+            # both need every transfer's figures (labels per transfer, latencies to each start)
+            a = analyze_path(args.capture, args)
+        else:
+            a = _analyze_bounded(args, o.rows if o.streams else None)
+        if args.device:
+            a.device = args.device
+            a.labels = devices.labels(a, args.device)
+        from analyzer.core.stalls import find_stalls
 
-        text = json.dumps(to_dict(a, transfers=args.transfers or bool(args.device), stalls=stalls,
-                                  stall_rule=rule, events=events), indent=1) + "\n"
-    elif args.format == "csv":
-        from analyzer.output import csvout
-
-        text = csvout.render(a)
-    else:
-        from analyzer.output import text as text_out
-
-        text = text_out.render(a, transfers=args.transfers or bool(args.device), stalls=stalls, stall_rule=rule,
-                      events=events)
-    write_output(text, args.output)
+        rule = stall_rule_from_args(args)
+        stalls = find_stalls(a, rule)
+        events = measure_events(args.capture, a, args)
+        o.finish(a, stalls=stalls, stall_rule=rule, events=events)
     if a.truncated:
         # the partial results are out; now say what went wrong, as an error
         print(f"spigap: error: {a.truncated}", file=sys.stderr)
         return 2
     return 0
+
+
+def _analyze_bounded(args, rows):
+    """The capture in memory that does not grow with its transfers (core/bounded.py)."""
+    from analyzer.core import bounded
+    from analyzer.io import open_capture
+
+    with open_capture(args.capture, **reader_options(args)) as reader:
+        return bounded.run(reader, config_from_args(args), rows=rows)
+
+
+@contextlib.contextmanager
+def _output(path: str | None):
+    """stdout, or a file that appears whole at the end (output/atomic.py)."""
+    if path in (None, "-"):
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    from analyzer.output.atomic import open_atomic
+
+    try:
+        stream = open_atomic(path)
+        f = stream.__enter__()
+    except OSError as e:
+        raise UsageError(f"cannot write: {e.strerror or e}", path=path) from None
+    try:
+        yield _Writer(f, path)
+    except BaseException:
+        stream.__exit__(*sys.exc_info())
+        raise
+    try:
+        stream.__exit__(None, None, None)
+    except OSError as e:
+        raise UsageError(f"cannot write: {e.strerror or e}", path=path) from None
+
+
+class _Writer:
+    """A file whose write errors (a full disk) are the user's one-line error, not a traceback."""
+
+    def __init__(self, f, path: str):
+        self.f, self.path = f, path
+
+    def write(self, text: str) -> int:
+        try:
+            return self.f.write(text)
+        except OSError as e:
+            raise UsageError(f"cannot write: {e.strerror or e}", path=self.path) from None

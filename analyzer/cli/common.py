@@ -347,16 +347,19 @@ def config_from_args(args, profile=None) -> SpiConfig:
     if args.no_cs and args.cs:
         raise UsageError("--no-cs and --cs contradict each other")
     # settings the command line leaves out are inferred from the signals (core/infer.py)
-    infer = set() if getattr(args, "no_infer", False) else {
-        k for k, given in (("mode", args.mode is not None or args.cpol is not None or args.cpha is not None),
-                           ("cs_polarity", args.cs_polarity is not None), ("wordsize", args.wordsize is not None),
-                           ("bitorder", args.bitorder is not None)) if not given}
+    missing = {k for k, given in (("mode", args.mode is not None or args.cpol is not None or args.cpha is not None),
+                                  ("cs_polarity", args.cs_polarity is not None),
+                                  ("wordsize", args.wordsize is not None),
+                                  ("bitorder", args.bitorder is not None)) if not given}
+    no_infer = getattr(args, "no_infer", False)
+    infer, assumed = (set(), missing) if no_infer else (missing, set())
     cfg = SpiConfig(cpol=cpol, cpha=cpha, cs_active_low=args.cs_polarity != "high",
                     wordsize=args.wordsize or 8, lsb_first=args.bitorder == "lsb", clk=args.clk,
                     mosi=args.mosi, miso=args.miso, cs=args.cs, no_cs=args.no_cs,
                     idle_timeout_s=args.idle_timeout, inter_transfer_gap_s=args.inter_transfer_gap,
                     transfers_per_message=args.transfers_per_message,
-                    context_switch=getattr(args, "context_switch", None), infer=frozenset(infer))
+                    context_switch=getattr(args, "context_switch", None), infer=frozenset(infer),
+                    assumed=frozenset(assumed))
     if getattr(args, "device", None):
         from analyzer import devices
 

@@ -19,7 +19,7 @@ from analyzer.core.config import SpiConfig
 from analyzer.core.framing import make_framer
 from analyzer.core.gaprules import defs as gapdefs
 from analyzer.core.gaprules import split as split_two
-from analyzer.core.quantile import percentiles
+from analyzer.core.quantile import median, percentiles
 from analyzer.errors import CaptureTruncated, InputError
 from analyzer.io.base import CaptureInfo, CaptureReader
 
@@ -169,6 +169,23 @@ class Analysis:
             return None
         return float((len(s) - 1) / ((s[-1] - s[0]) * self.tick_s))
 
+    def n_partial(self) -> int:
+        return int(np.count_nonzero(self.partial_start | self.partial_end))
+
+    def n_words_total(self) -> int:
+        return int(len(self.mosi))
+
+    def idle_clocks_p50(self) -> float | None:
+        ic = self.idle_clocks()
+        if not len(ic):
+            return None
+        x = float(median(ic))
+        return None if math.isnan(x) else x
+
+    def describe_kind(self, kind: str) -> dict:
+        """describe() of one gap kind (core/bounded.py gives the same from histograms)."""
+        return describe(self.gap_values(kind), self.tick_s)
+
     def n_messages(self) -> int | None:
         """Messages in the capture; None when the grouping is ambiguous (no message is known)."""
         if self.n == 0:
@@ -201,10 +218,15 @@ def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None
                          hint="was the acquisition stopped before it started?")
     raw = framer.finish(end_tick)
     a = _measure(info, cfg, framer, raw, end_tick, truncated)
+    return settings_first(a, settled, prefix)
+
+
+def settings_first(a, settled, prefix, evidence=None):
+    """Put the settings' story at the top of ``a``'s warnings: given settings the signals
+    contradict, naming what fits (docs/gaps.md), then what inference could not settle
+    firmly (docs/inference.md); and record where each setting came from."""
     a.sources, a.buses = settled.sources, settled.buses
-    # given settings the signals contradict come first, naming what fits (docs/gaps.md);
-    # then what inference could not settle firmly (docs/inference.md)
-    a.setting_warnings = settings_check.contradictions(a, prefix, _bits(cfg)) + settled.warnings
+    a.setting_warnings = settings_check.contradictions(a, prefix, _bits(a.cfg), evidence) + settled.warnings
     a.warnings[:0] = a.setting_warnings
     return a
 
@@ -261,20 +283,9 @@ def _measure(info, cfg, framer, raw, end_tick, truncated, grouping=None) -> Anal
     else:
         pair_gap = np.empty(0, np.int64)
     warnings = list(info.warnings)
-    if cfg.inter_transfer_gap_s is not None:
-        thr = cfg.inter_transfer_gap_s / info.tick_s
-        wg_note = "given (--inter-transfer-gap)"
-    elif len(pair_gap):
-        # two populations only where there really are two (docs/gaps.md)
-        sp = split_two(pair_gap, "linear", _ticks_per_sample(info))
-        thr = gapdefs.inter_transfer_threshold(sp)
-        wg_note = sp.note
-        if sp.verdict == "unclear":
-            warnings.append(f"word gaps: {sp.note}; all are counted as inter-byte "
-                            "(give --inter-transfer-gap TIME to split them)")
-    else:
-        thr = None
-        wg_note = "no word gaps"
+    thr, wg_note, wg_warning = word_gap_split(info, cfg, pair_gap)
+    if wg_warning:
+        warnings.append(wg_warning)
     pair_it = pair_gap > thr if thr is not None else np.zeros(len(pair_gap), bool)
 
     # message grouping from the CS-inactive gaps
@@ -315,6 +326,21 @@ def _measure(info, cfg, framer, raw, end_tick, truncated, grouping=None) -> Anal
     return a
 
 
+def word_gap_split(info: CaptureInfo, cfg: SpiConfig, pair_gap: np.ndarray) -> tuple[float | None, str, str | None]:
+    """(inter-transfer threshold in ticks or None, how the word gaps were split, a warning or None)."""
+    if cfg.inter_transfer_gap_s is not None:
+        return cfg.inter_transfer_gap_s / info.tick_s, "given (--inter-transfer-gap)", None
+    if not len(pair_gap):
+        return None, "no word gaps", None
+    # two populations only where there really are two (docs/gaps.md)
+    sp = split_two(pair_gap, "linear", _ticks_per_sample(info))
+    warning = None
+    if sp.verdict == "unclear":
+        warning = (f"word gaps: {sp.note}; all are counted as inter-byte "
+                   "(give --inter-transfer-gap TIME to split them)")
+    return gapdefs.inter_transfer_threshold(sp), sp.note, warning
+
+
 def regroup(a: Analysis, grp: grouping_mod.Grouping) -> Analysis:
     """Apply another message grouping to an analysis (e.g. ``grouping.from_boundaries``
     with the message boundaries of a kernel trace): gap kinds and message numbers follow it."""
@@ -337,10 +363,45 @@ def _ticks_per_sample(info: CaptureInfo) -> float:
     return max(1.0, round(1.0 / (info.samplerate_hz * info.tick_s)))
 
 
+@dataclasses.dataclass
+class WarnCounts:
+    """What the end-of-analysis warnings count (adds up batch by batch, core/bounded.py)."""
+
+    n: int = 0
+    bad_clk: int = 0                   # complete-start transfers with SCLK off its idle level at CS assert
+    first_bad_clk: int | None = None   # start tick of the first
+    trailing: int = 0                  # complete transfers with bits that do not fill a word
+    partial: int = 0
+
+    @classmethod
+    def of(cls, a: Analysis, skip: int = 0) -> "WarnCounts":
+        """The counts of transfers ``skip``.. of ``a``."""
+        ps, pe = a.partial_start[skip:], a.partial_end[skip:]
+        bad = np.flatnonzero(~a.clk_ok[skip:] & ~ps) if a.has_cs else np.empty(0, int)
+        trailing = a.n_bits[skip:] % a.cfg.wordsize
+        return cls(n=a.n - skip, bad_clk=len(bad),
+                   first_bad_clk=int(a.start[skip + bad[0]]) if len(bad) else None,
+                   trailing=int(np.count_nonzero(trailing[~ps & ~pe])),
+                   partial=int(np.count_nonzero(ps | pe)))
+
+    def add(self, o: "WarnCounts") -> None:
+        if self.first_bad_clk is None:
+            self.first_bad_clk = o.first_bad_clk
+        self.n += o.n
+        self.bad_clk += o.bad_clk
+        self.trailing += o.trailing
+        self.partial += o.partial
+
+
 def _warn(a: Analysis, framer) -> None:
-    w = a.warnings
+    a.warnings += warning_lines(a, WarnCounts.of(a), framer.first_clk_outside)
+
+
+def warning_lines(a, c: WarnCounts, first_clk_outside) -> list[str]:
+    """The framing warnings of an analysis (``a``: Analysis or bounded.BoundedAnalysis)."""
+    w: list[str] = []
     t = a.tick_s
-    if a.n == 0:
+    if c.n == 0:
         w.append("no transfers found: check the channel mapping (--clk/--cs), --cs-polarity and --mode")
     if a.period_ticks is not None and a.period_ticks < MIN_SAMPLES_PER_PERIOD:
         sclk_hz = 1.0 / (a.period_ticks * t)
@@ -349,17 +410,14 @@ def _warn(a: Analysis, framer) -> None:
                  f"({t * 1e9:.3g} ns); sample at ≥ {MIN_SAMPLES_PER_PERIOD}× SCLK")
     if a.clk_outside_cs:
         w.append(f"{a.clk_outside_cs} SCLK edge(s) while CS was inactive (first at "
-                 f"{framer.first_clk_outside * t * 1e6:.6g} µs)")
-    bad = np.flatnonzero(~a.clk_ok & ~a.partial_start) if a.has_cs else np.empty(0, int)
-    if len(bad):
+                 f"{first_clk_outside * t * 1e6:.6g} µs)")
+    if c.bad_clk:
         w.append(f"SCLK was not at its idle level (CPOL={a.cfg.cpol}) when CS was asserted in "
-                 f"{len(bad)} transfer(s) (first at {a.start[bad[0]] * t * 1e6:.6g} µs): check --mode")
-    trailing = a.n_bits % a.cfg.wordsize
-    nt = int(np.count_nonzero(trailing[~a.partial_start & ~a.partial_end]))
-    if nt:
-        w.append(f"{nt} transfer(s) end with bits that do not fill a {a.cfg.wordsize}-bit word "
+                 f"{c.bad_clk} transfer(s) (first at {c.first_bad_clk * t * 1e6:.6g} µs): check --mode")
+    if c.trailing:
+        w.append(f"{c.trailing} transfer(s) end with bits that do not fill a {a.cfg.wordsize}-bit word "
                  "(check --wordsize)")
-    np_ = int(np.count_nonzero(a.partial_start | a.partial_end))
-    if np_:
-        w.append(f"{np_} partial transfer(s): CS already active at the start or still active at the "
+    if c.partial:
+        w.append(f"{c.partial} partial transfer(s): CS already active at the start or still active at the "
                  "end of the capture; counted, but without the cut-off figures")
+    return w

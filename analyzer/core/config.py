@@ -76,6 +76,7 @@ class SpiConfig:
     # SpiConfig built in code (its values are taken as given); the CLI lists what the
     # command line leaves out, analyze_file() without a config infers everything.
     infer: frozenset = frozenset()
+    assumed: frozenset = frozenset()           # settings left at their defaults by --no-infer (reported so)
 
     def __post_init__(self):
         if self.cpol not in (0, 1) or self.cpha not in (0, 1):

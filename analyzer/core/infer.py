@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -48,8 +49,10 @@ from analyzer.core import config as config_mod
 from analyzer.core.config import SpiConfig
 from analyzer.errors import CaptureTruncated, UsageError
 from analyzer.io.base import EdgeBlock
+from analyzer.io.stdin import STDIN_PATH
 
 PREFIX_ENTRIES = 1 << 17      # edge-stream entries inferred from (bounded memory, one pass)
+LIVE_PREFIX_S = 2.0           # on a pipe: at most this long waiting for them
 MAX_CHANNELS = 32             # an edge stream packs at most 32 channels
 MIN_CLOCK_CHANGES = 16
 REGULAR = 0.6                 # share of change pairs spanning one period for a clock
@@ -132,7 +135,9 @@ def settle(reader, cfg: SpiConfig) -> Settled:
         elif role == "cs" and cfg.no_cs:
             sources[role] = Source("given", 1.0, "--no-cs")
     for s in SETTINGS:
-        if s not in cfg.infer:
+        if s in cfg.assumed:
+            sources[s] = Source("default", 1.0, "--no-infer: the default")
+        elif s not in cfg.infer:
             sources[s] = Source("given")
     unresolved = [r for r in ROLES if r not in sources]
     # roles the names leave open are worth inferring only if some channel is not assigned yet
@@ -153,24 +158,27 @@ def settle(reader, cfg: SpiConfig) -> Settled:
         warnings.append(f"the capture has {len(channels)} channels; roles were looked for among the "
                         f"first {MAX_CHANNELS} (name the others with --clk/--mosi/--miso/--cs)")
     it = reader.edges(request)
-    prefix, pending, ev = read_prefix(it, request)
+    prefix, pending, ev = read_prefix(it, request, live=info.path == STDIN_PATH)
     out, buses = _infer(named, cfg, sources, ev, need_roles, warnings, info)
     names = _role_names(out)
     blocks = _stream(prefix, it, pending, request, names)
     return Settled(out, names, blocks, sources, buses, warnings)
 
 
-def read_prefix(it: Iterator[EdgeBlock], names: list[str]):
+def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False):
     """(blocks, a CaptureTruncated to raise after them or None, Evidence) of the
-    first PREFIX_ENTRIES entries of an edge stream (whole blocks)."""
+    first PREFIX_ENTRIES entries of an edge stream (whole blocks). ``live`` (a
+    pipe): also stop after LIVE_PREFIX_S of waiting, so a slow live stream is
+    not held back (spigap monitor prints its first interval soon)."""
     prefix: list[EdgeBlock] = []
     n = 0
     pending: BaseException | None = None
+    t0 = time.monotonic()
     try:
         for b in it:
             prefix.append(b)
             n += len(b)
-            if n >= PREFIX_ENTRIES:
+            if n >= PREFIX_ENTRIES or (live and time.monotonic() - t0 >= LIVE_PREFIX_S):
                 break
     except CaptureTruncated as e:
         pending = e
@@ -217,16 +225,25 @@ def _role_names(cfg: SpiConfig, allow_missing: bool = False) -> list[str]:
 
 def _finish_roles(named: SpiConfig, sources: dict[str, Source], info) -> SpiConfig:
     """Roles from names only (nothing to infer): the old errors when they do not suffice."""
-    if named.clk is None:
-        raise UsageError(f"no clock channel found; the capture has: {', '.join(info.channels)}",
-                         path=info.path, hint="name it with --clk")
-    if named.mosi is None and named.miso is None:
-        raise UsageError(f"no MOSI or MISO channel found; the capture has: {', '.join(info.channels)}",
-                         path=info.path, hint="name them with --mosi/--miso")
+    _check_roles(named, info)
     for role in ROLES:
         sources.setdefault(role, Source("name", 1.0, "no channel has this role's name") if role != "cs"
                            else Source("name", 1.0, "no channel is named like a CS: framed without CS"))
     return named
+
+
+def _check_roles(cfg: SpiConfig, info) -> None:
+    """A clock, a data line, and no channel in two roles: else one error line naming the option."""
+    if cfg.clk is None:
+        raise UsageError(f"no clock channel found; the capture has: {', '.join(info.channels)}",
+                         path=info.path, hint="name it with --clk")
+    if cfg.mosi is None and cfg.miso is None:
+        raise UsageError(f"no MOSI or MISO channel found; the capture has: {', '.join(info.channels)}",
+                         path=info.path, hint="name them with --mosi/--miso")
+    used = [n for n in (cfg.clk, cfg.mosi, cfg.miso, cfg.cs) if n is not None]
+    if len(set(used)) != len(used):
+        raise UsageError(f"one channel is mapped to two roles: clk={cfg.clk} mosi={cfg.mosi} "
+                         f"miso={cfg.miso} cs={cfg.cs}", path=info.path)
 
 
 def _stream(prefix: list[EdgeBlock], rest: Iterator[EdgeBlock], pending: BaseException | None,
@@ -502,7 +519,7 @@ def _idle_level(ev: Evidence, clk: str, cs: str | None = None, active: int | Non
 # ---------------------------------------------------------------- the settings
 def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evidence, need_roles: bool,
            warnings: list[str], info) -> tuple[SpiConfig, list[Bus]]:
-    out = dataclasses.replace(named, infer=frozenset())
+    out = dataclasses.replace(named, infer=frozenset(), assumed=frozenset())
     buses: list[Bus] = []
     if need_roles:
         fixed = {getattr(named, r) for r in ROLES} - {None}
@@ -540,16 +557,7 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                 warnings.append(f"the capture holds another SPI bus (clk={b.clk}"
                                 f"{f' cs={b.cs}' if b.cs else ''} data={','.join(b.data) or '–'}); "
                                 f"this analysis is of clk={out.clk}; select the other with {opts}")
-    if out.clk is None:
-        raise UsageError(f"no clock channel found; the capture has: {', '.join(info.channels)}",
-                         path=info.path, hint="name it with --clk")
-    if out.mosi is None and out.miso is None:
-        raise UsageError(f"no MOSI or MISO channel found; the capture has: {', '.join(info.channels)}",
-                         path=info.path, hint="name them with --mosi/--miso")
-    used = [n for n in (out.clk, out.mosi, out.miso, out.cs) if n is not None]
-    if len(set(used)) != len(used):
-        raise UsageError(f"one channel is mapped to two roles: clk={out.clk} mosi={out.mosi} "
-                         f"miso={out.miso} cs={out.cs}", path=info.path)
+    _check_roles(out, info)
     if "cs" not in sources:
         sources["cs"] = Source("name", 1.0, "no channel is named like a CS: framed without CS")
     for role in ("mosi", "miso"):

@@ -43,6 +43,7 @@ import numpy as np
 from analyzer.core import analysis, grouping as grouping_mod, stalls as stalls_mod
 from analyzer.core.config import SpiConfig
 from analyzer.core.quantile import percentiles
+from analyzer.core.tickhist import TickHistogram
 from analyzer.errors import CaptureTruncated, UsageError
 from analyzer.io.base import CaptureReader
 from analyzer.units import parse_time
@@ -101,48 +102,12 @@ def parse_alert(text: str) -> Alert:
 
 
 # ------------------------------------------------------------- histograms
-class TickHistogram:
-    """Exact counts of integer tick values (one entry per distinct value)."""
-
-    def __init__(self):
-        self.values = np.empty(0, np.int64)
-        self.counts = np.empty(0, np.int64)
-
-    def add(self, v: np.ndarray) -> None:
-        if len(v) == 0:
-            return
-        u, c = np.unique(np.asarray(v).astype(np.int64), return_counts=True)
-        allv = np.concatenate([self.values, u])
-        u2, inv = np.unique(allv, return_inverse=True)
-        self.values = u2
-        self.counts = np.bincount(inv, weights=np.concatenate([self.counts, c]), minlength=len(u2)).astype(np.int64)
-
-    @property
-    def n(self) -> int:
-        return int(self.counts.sum())
-
-    def percentiles(self, qs) -> list[float]:
-        """numpy's 'linear' percentiles of the counted values (quantile.percentiles on
-        the expanded values, without expanding them: order statistic i is the value
-        whose cumulative count first exceeds i)."""
-        cum = np.cumsum(self.counts)
-        n = int(cum[-1])
-        out = []
-        for q in qs:
-            r = q / 100.0 * (n - 1)
-            lo = int(math.floor(r))
-            hi = min(lo + 1, n - 1)
-            a, b = self.values[np.searchsorted(cum, [lo, hi], side="right")]
-            out.append(float(a + (r - lo) * (b - a)))
-        return out
-
-
 def _gap_stats(v: np.ndarray | None, tick_s: float, hist: TickHistogram | None = None) -> dict:
     if hist is not None:
         if hist.n == 0:
             return {"n": 0, "p50_s": None, "p99_s": None, "max_s": None}
         p50, p99 = hist.percentiles([50, 99])
-        return {"n": hist.n, "p50_s": p50 * tick_s, "p99_s": p99 * tick_s, "max_s": float(hist.values[-1]) * tick_s}
+        return {"n": hist.n, "p50_s": p50 * tick_s, "p99_s": p99 * tick_s, "max_s": float(hist.max or 0) * tick_s}
     if v is None or len(v) == 0:
         return {"n": 0, "p50_s": None, "p99_s": None, "max_s": None}
     p50, p99 = percentiles(v, [50, 99])

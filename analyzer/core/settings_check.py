@@ -98,16 +98,45 @@ def cpha_evidence(t: np.ndarray, s: np.ndarray, bits: dict[str, int], sample_on_
     return bad, same, good
 
 
-def contradictions(a, prefix: Prefix, bits: dict[str, int]) -> list[str]:
+class Evidence:
+    """What the checks count over the transfers; adds up batch by batch (core/bounded.py)."""
+
+    def __init__(self, a=None, skip: int = 0):
+        self.n = self.bits = self.complete = self.wrong_cpol = self.whole = self.trailing = self.gcd = 0
+        if a is None or a.n <= skip:
+            return
+        complete = ~a.partial_start[skip:] & ~a.partial_end[skip:]
+        self.n = a.n - skip
+        self.bits = int(a.n_bits[skip:].sum())
+        self.complete = int(complete.sum())
+        self.wrong_cpol = int((~a.clk_ok[skip:] & complete).sum())
+        nb = a.n_bits[skip:][complete].astype(np.int64)
+        nb = nb[nb > 0]
+        self.whole = len(nb)                                   # complete transfers with bits
+        self.trailing = int((nb % a.cfg.wordsize != 0).sum())
+        for v in np.unique(nb).tolist():
+            self.gcd = math.gcd(self.gcd, int(v))
+
+    def add(self, o: "Evidence") -> None:
+        self.n += o.n
+        self.bits += o.bits
+        self.complete += o.complete
+        self.wrong_cpol += o.wrong_cpol
+        self.whole += o.whole
+        self.trailing += o.trailing
+        self.gcd = math.gcd(self.gcd, o.gcd)
+
+
+def contradictions(a, prefix: Prefix, bits: dict[str, int], ev: Evidence | None = None) -> list[str]:
     """Warnings for given settings the signals contradict, each naming the
     setting that fits better. ``a``: the Analysis; ``bits``: role -> bit of the
-    prefix's states."""
+    prefix's states; ``ev``: the transfers' evidence when ``a`` holds no arrays."""
     cfg = a.cfg
     out: list[str] = []
-    complete = ~a.partial_start & ~a.partial_end
-    n_complete = int(complete.sum())
+    ev = ev if ev is not None else Evidence(a)
+    n_complete = ev.complete
     # CS polarity: SCLK should run inside the windows
-    inside = 2 * int(a.n_bits.sum()) if a.n else 0
+    inside = 2 * ev.bits
     if a.has_cs and a.clk_outside_cs >= 16 and a.clk_outside_cs >= MAJORITY * (a.clk_outside_cs + inside):
         given, other = ("low", "high") if cfg.cs_active_low else ("high", "low")
         out.append(f"--cs-polarity {given} contradicts the signals: {a.clk_outside_cs} SCLK edges fall while CS "
@@ -116,8 +145,7 @@ def contradictions(a, prefix: Prefix, bits: dict[str, int]) -> list[str]:
     cpol, cpha = cfg.cpol, cfg.cpha
     # CPOL: SCLK at its idle level at CS assert
     if a.has_cs and n_complete >= MIN_TRANSFERS:
-        wrong = int((~a.clk_ok & complete).sum())
-        if wrong >= MAJORITY * n_complete:
+        if ev.wrong_cpol >= MAJORITY * n_complete:
             cpol = 1 - cfg.cpol
     # CPHA: data changes on the shifting edge
     t, s = prefix.arrays()
@@ -138,19 +166,15 @@ def contradictions(a, prefix: Prefix, bits: dict[str, int]) -> list[str]:
                    f"({'; '.join(why)}); --mode {_mode(cpol, cpha)} (CPOL={cpol} CPHA={cpha}) fits them better")
     # word size: complete transfers are whole words
     if n_complete >= MIN_TRANSFERS:
-        nb = a.n_bits[complete].astype(np.int64)
-        nb = nb[nb > 0]
-        trailing = int((nb % cfg.wordsize != 0).sum())
-        if len(nb) >= MIN_TRANSFERS and trailing >= MAJORITY * len(nb):
-            g = 0
-            for v in np.unique(nb).tolist():
-                g = math.gcd(g, int(v))
+        trailing = ev.trailing
+        if ev.whole >= MIN_TRANSFERS and trailing >= MAJORITY * ev.whole:
+            g = ev.gcd
             if g > 1 and g != cfg.wordsize:
                 # the usual word sizes that divide every transfer, the smallest first (8 for byte streams)
                 usual = [w for w in COMMON_WORDSIZES if g % w == 0]
                 best = usual[0] if usual else g
                 alt = f" (so does any divisor of {g})" if best != g else ""
-                out.append(f"--wordsize {cfg.wordsize} contradicts the signals: {trailing} of {len(nb)} complete "
+                out.append(f"--wordsize {cfg.wordsize} contradicts the signals: {trailing} of {ev.whole} complete "
                            f"transfers end with bits that do not fill a word, and every transfer's clock count "
                            f"is a multiple of {g}; --wordsize {best} fits them{alt}")
     return out

@@ -136,8 +136,31 @@ def threshold(values: np.ndarray, rule: StallRule) -> tuple[float, float] | None
     if len(v) < rule.min_count:
         return None
     med = float(median(v))
-    sigma = ROBUST_SIGMA_PER_MAD * float(median(np.abs(v - med)))
+    return limit(med, float(median(np.abs(v - med))), rule)
+
+
+def limit(med: float, mad: float, rule: StallRule) -> tuple[float, float]:
+    """(median, stall threshold) from the median and the median absolute deviation (ticks)."""
+    sigma = ROBUST_SIGMA_PER_MAD * mad
     return med, med + max(rule.k * sigma, rule.rel * abs(med), rule.min_samples)
+
+
+def candidates(a, kind: str, rule: StallRule) -> tuple[GapSeries, tuple[float, float] | None]:
+    """The gaps of ``kind`` that may be stalls, and (median, threshold) or None: every gap of
+    an Analysis; a bounded analysis (core/bounded.py) keeps only the longest ones."""
+    if getattr(a, "bounded", False):
+        return a.stall_candidates(kind, rule)
+    s = gap_series(a, kind)
+    return s, threshold(s.values, rule)
+
+
+def count_threshold(a, kind: str, rule: StallRule) -> tuple[int, tuple[float, float] | None]:
+    """(gaps of ``kind``, (median, threshold) or None)."""
+    if getattr(a, "bounded", False):
+        return a.stall_count_threshold(kind, rule)
+    v = a.gap_values(kind)
+    v = v[~np.isnan(v)]
+    return len(v), (threshold(v, rule) if len(v) else None)
 
 
 def stall_mask(values: np.ndarray, rule: StallRule = StallRule()) -> tuple[np.ndarray, float | None, float | None]:
@@ -156,7 +179,7 @@ def stall_kinds(a: Analysis) -> tuple:
     return STALL_KINDS + AMBIGUOUS_KINDS if a.grouping.ambiguous else STALL_KINDS
 
 
-def find_stalls(a: Analysis, rule: StallRule = StallRule(), kinds=None) -> list[Stall]:
+def find_stalls(a, rule: StallRule = StallRule(), kinds=None) -> list[Stall]:
     """Every stall in the capture, in time order (see the module doc for the rule)."""
     t = a.tick_s
     kinds = stall_kinds(a) if kinds is None else kinds
@@ -164,9 +187,12 @@ def find_stalls(a: Analysis, rule: StallRule = StallRule(), kinds=None) -> list[
     for kind in kinds:
         if not a.available(kind):
             continue
-        s = gap_series(a, kind)
-        mask, med, thr = stall_mask(s.values, rule)
-        if med is None or not mask.any():
+        s, th = candidates(a, kind, rule)
+        if th is None:
+            continue
+        med, thr = th
+        mask = s.values > thr
+        if not mask.any():
             continue
         k = int(mask.sum())
         out_at.append(s.at[mask])
@@ -192,46 +218,50 @@ def find_stalls(a: Analysis, rule: StallRule = StallRule(), kinds=None) -> list[
                                              meds.tolist(), thrs.tolist())]
 
 
-def summary(a: Analysis, stalls: list[Stall], rule: StallRule = StallRule(), kinds=None) -> dict:
+def summary(a, stalls: list[Stall], rule: StallRule = StallRule(), kinds=None) -> dict:
     """Per kind: gaps searched, stalls, rate, median/threshold, time lost; plus totals (seconds)."""
     t = a.tick_s
     kinds = stall_kinds(a) if kinds is None else kinds
-    per = {}
+    per: dict[str, dict] = {}
     for kind in kinds:
         if not a.available(kind):
             continue
-        v = a.gap_values(kind)
-        v = v[~np.isnan(v)]
-        if len(v) == 0:
+        n, th = count_threshold(a, kind, rule)
+        if n == 0:
             continue
-        th = threshold(v, rule)
         mine = [s for s in stalls if s.kind == kind]
-        per[kind] = {
-            "gaps": int(len(v)),
+        per[kind] = d = {
+            "gaps": int(n),
             "stalls": len(mine),
-            "rate": len(mine) / len(v),
+            "rate": len(mine) / n,
             "median_s": th[0] * t if th else None,
             "threshold_s": th[1] * t if th else None,
             "searched": th is not None,
             "excess_s": float(sum(s.excess_s for s in mine)),
             "longest_s": max((s.duration_s for s in mine), default=None),
         }
+        if getattr(a, "bounded", False) and th is not None:
+            a.complete_stall_summary(kind, th, d)   # more stalls than it kept: from its histogram
     total = float(sum(s.excess_s for s in stalls))
+    count = len(stalls)
+    if getattr(a, "bounded", False) and sum(int(p["stalls"]) for p in per.values()) != count:
+        count = sum(int(p["stalls"]) for p in per.values())
+        total = float(sum(float(p["excess_s"]) for p in per.values()))
     span = a.end_tick * t
     return {
         "rule": rule.describe(),
         "resolution_s": t,
-        "count": len(stalls),
+        "count": count,
         "excess_s": total,
         "excess_fraction": total / span if span > 0 else None,
         "kinds": per,
     }
 
 
-def to_dict(a: Analysis, stalls: list[Stall], rule: StallRule = StallRule(), *, limit: int | None = None) -> dict:
+def to_dict(a, stalls: list[Stall], rule: StallRule = StallRule(), *, limit: int | None = None) -> dict:
     """JSON block: the summary plus the stalls (the first ``limit`` if given)."""
     d = summary(a, stalls, rule)
     shown = stalls if limit is None else stalls[:limit]
     d["stalls"] = [s.to_dict() for s in shown]
-    d["stalls_omitted"] = len(stalls) - len(shown)
+    d["stalls_omitted"] = d["count"] - len(shown)
     return d

@@ -24,18 +24,26 @@ def _num(x):
     return "" if x is None else repr(x)
 
 
+def header(a) -> list[str]:
+    return COLUMNS + (["device"] if a.labels is not None else [])
+
+
+def row(r: dict, wordsize: int, labelled: bool) -> list:
+    """The CSV row of one transfer row (jsonout.transfer_rows)."""
+    return ([r["index"], _num(r["start_s"]), _num(r["end_s"]), int(r["partial"]), r["bits"],
+             len(r["mosi"] if r["mosi"] is not None else r["miso"] or []),
+             _hex(r["mosi"], wordsize), _hex(r["miso"], wordsize), _num(r["cs_setup_s"]),
+             _num(r["cs_hold_s"]), _num(max(r["inter_byte_s"]) if r["inter_byte_s"] else None),
+             ";".join(repr(g) for g in r["inter_byte_s"]),
+             ";".join(repr(g) for g in r["inter_transfer_s"]),
+             _num(r["gap_before_s"]), r["gap_before_kind"] or "", r["message"]]
+            + ([r["device"]] if labelled else []))
+
+
 def render(a: Analysis) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS + (["device"] if a.labels is not None else []))
-    ws = a.cfg.wordsize
+    w.writerow(header(a))
     for r in transfer_rows(a):
-        w.writerow([r["index"], _num(r["start_s"]), _num(r["end_s"]), int(r["partial"]), r["bits"],
-                    len(r["mosi"] if r["mosi"] is not None else r["miso"] or []),
-                    _hex(r["mosi"], ws), _hex(r["miso"], ws), _num(r["cs_setup_s"]),
-                    _num(r["cs_hold_s"]), _num(max(r["inter_byte_s"]) if r["inter_byte_s"] else None),
-                    ";".join(repr(g) for g in r["inter_byte_s"]),
-                    ";".join(repr(g) for g in r["inter_transfer_s"]),
-                    _num(r["gap_before_s"]), r["gap_before_kind"] or "", r["message"]]
-                   + ([r["device"]] if a.labels is not None else []))
+        w.writerow(row(r, a.cfg.wordsize, a.labels is not None))
     return buf.getvalue()

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from analyzer import __version__
-from analyzer.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, KIND_NAMES, Analysis, describe
+from analyzer.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, KIND_NAMES, Analysis
 from analyzer.core.gaprules import defs as gapdefs
-from analyzer.core.quantile import median
 
 SCHEMA = 1
 
@@ -29,17 +26,17 @@ def _f(x):
 def gap_stats(a: Analysis) -> dict:
     out = {}
     for kind in GAP_KINDS:
-        d = describe(a.gap_values(kind), a.tick_s)
+        d = a.describe_kind(kind)
         d["available"] = a.available(kind)
         out[kind] = d
     if not a.has_cs:
-        d = describe(a.gap_values("idle"), a.tick_s)
+        d = a.describe_kind("idle")
         d["available"] = True
         out["idle"] = d
     if a.grouping.ambiguous:
         # which kind is the context switch is unknown: both keep their statistics
         for kind, rel in zip(AMBIGUOUS_KINDS, ("shorter", "longer")):
-            d = describe(a.gap_values(kind), a.tick_s)
+            d = a.describe_kind(kind)
             d["available"] = True
             d["label"] = gapdefs.AMBIGUOUS
             d["relation"] = rel
@@ -54,14 +51,13 @@ def grouping_dict(g) -> dict:
             "ambiguous": g.ambiguous, "settle": g.settle}
 
 
-def to_dict(a: Analysis, *, transfers: bool = False, stalls=None, stall_rule=None, events=None) -> dict:
+def to_dict(a, *, transfers: bool = False, stalls=None, stall_rule=None, events=None) -> dict:
     """The JSON document. ``stalls``: a list from core.stalls.find_stalls (found with the
     default rule when None); ``events``: a core.events.EventReport (--event)."""
     from analyzer.core import stalls as stalls_mod
 
     info = a.info
     t = a.tick_s
-    ic = a.idle_clocks()
     g = a.grouping
     d = {
         "spigap": __version__,
@@ -92,8 +88,8 @@ def to_dict(a: Analysis, *, transfers: bool = False, stalls=None, stall_rule=Non
         },
         "summary": {
             "transfers": a.n,
-            "partial_transfers": int(np.count_nonzero(a.partial_start | a.partial_end)),
-            "words": int(len(a.mosi)),
+            "partial_transfers": a.n_partial(),
+            "words": a.n_words_total(),
             "messages": a.n_messages(),
             "transfers_per_message": g.transfers_per_message,
             "grouping": grouping_dict(g),
@@ -103,7 +99,7 @@ def to_dict(a: Analysis, *, transfers: bool = False, stalls=None, stall_rule=Non
             "samples_per_sclk_period": a.period_ticks,
             "sclk_min_high_s": a.min_high * t if a.min_high is not None else None,
             "sclk_min_low_s": a.min_low * t if a.min_low is not None else None,
-            "idle_clocks_p50": _f(median(ic)) if len(ic) else None,
+            "idle_clocks_p50": a.idle_clocks_p50(),
             "transfer_rate_hz": a.transfer_rate_hz(),
             "sclk_edges_outside_cs": a.clk_outside_cs,
             "device": a.device,
@@ -117,19 +113,25 @@ def to_dict(a: Analysis, *, transfers: bool = False, stalls=None, stall_rule=Non
     if events is not None:
         d["events"] = events.to_dict()
     if transfers:
-        rows = transfer_rows(a)
-        d["transfers"] = rows
-        if a.cfg.wordsize > 64:
-            # words above 64 bits: hex strings (JSON numbers lose precision above 2**53)
-            width = (a.cfg.wordsize + 3) // 4
-            for r in rows:
-                for line in ("mosi", "miso"):
-                    if r[line] is not None:
-                        r[line] = [f"0x{v:0{width}X}" for v in r[line]]
+        d["transfers"] = json_rows(a, transfer_rows(a))
     return d
 
 
-def transfer_rows(a: Analysis) -> list[dict]:
+def json_rows(a, rows: list[dict]) -> list[dict]:
+    """Transfer rows as JSON gives them: words above 64 bits as hex strings (JSON
+    numbers lose precision above 2**53)."""
+    if a.cfg.wordsize > 64:
+        width = (a.cfg.wordsize + 3) // 4
+        for r in rows:
+            for line in ("mosi", "miso"):
+                if r[line] is not None:
+                    r[line] = [f"0x{v:0{width}X}" for v in r[line]]
+    return rows
+
+
+def transfer_rows(a: Analysis, skip: int = 0, index0: int = 0, message0: int = 0, stop: int | None = None) -> list[dict]:
+    """One dict per transfer ``skip``..``stop`` of ``a``; ``index0``/``message0``: the capture's index and
+    message number of ``a``'s transfer 0 (core/bounded.py measures a capture batch by batch)."""
     t = a.tick_s
     rows = []
     mosi_ok, miso_ok = a.cfg.mosi is not None, a.cfg.miso is not None
@@ -137,12 +139,12 @@ def transfer_rows(a: Analysis) -> list[dict]:
     pair_gap = (a.pair_gap * t).tolist()
     pair_it = a.pair_inter_transfer.tolist()
     # one Python step per transfer: this is output formatting, not the hot path
-    for k in range(a.n):
+    for k in range(skip, a.n if stop is None else min(stop, a.n)):
         w0, w1 = int(a.word_off[k]), int(a.word_off[k + 1])
         p0, p1 = int(a.pair_off[k]), int(a.pair_off[k + 1])
         kind = KIND_NAMES[int(a.gap_kind[k])]
         rows.append({
-            "index": k,
+            "index": index0 + k,
             "start_s": float(a.start[k]) * t,
             "end_s": float(a.end[k]) * t,
             "partial": bool(a.partial_start[k] or a.partial_end[k]),
@@ -157,7 +159,7 @@ def transfer_rows(a: Analysis) -> list[dict]:
             "inter_transfer_s": [g for g, it in zip(pair_gap[p0:p1], pair_it[p0:p1]) if it],
             "gap_before_s": _f(a.gap_before[k] * t),
             "gap_before_kind": kind,
-            "message": int(a.message[k]),
+            "message": message0 + int(a.message[k]),
         })
         if a.labels is not None:
             rows[-1]["device"] = a.labels[k]

@@ -22,7 +22,8 @@ ROW_LABEL = {
 
 
 def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None, stall_rule=None,
-           events=None) -> str:
+           events=None, rows: list | None = None) -> str:
+    """``rows``: the first transfer rows, when ``a`` does not hold them (core/bounded.py)."""
     d = to_dict(a, stalls=stalls, stall_rule=stall_rule, events=events)
     cap, s, st = d["capture"], d["summary"], d["settings"]
     res = d["resolution_s"]
@@ -101,7 +102,7 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None
                      f"{'gap before':>11s} {'kind':14s} {what}")
         from analyzer.output.jsonout import transfer_rows
 
-        for r in transfer_rows(a)[:limit]:
+        for r in (rows if rows is not None else transfer_rows(a))[:limit]:
             mo = " ".join(f"{v:02X}" for v in r["mosi"]) if r["mosi"] is not None else "–"
             mi = " ".join(f"{v:02X}" for v in r["miso"]) if r["miso"] is not None else "–"
             content = r["device"] if "device" in r else f"{mo} / {mi}"

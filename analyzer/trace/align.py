@@ -363,6 +363,16 @@ def _grow(T: _Side, B: _Side, seeds, tol: float):
     return a, b, t0, i, k, r
 
 
+def _seeds(T, B, resolution_s: float, tick_s: float) -> tuple[list, float]:
+    """Coarse matches at the tightest tolerance that gives any: (seeds, tolerance)."""
+    tol = 0.0
+    for tol in _tolerances(T, B, resolution_s, tick_s):
+        seeds = _coarse(T, B, tol)
+        if seeds:
+            return seeds, tol
+    return [], tol
+
+
 def _tolerances(T: _Side, B: _Side, resolution: float, tick_s: float) -> list[float]:
     """Tight to loose, each below half the typical spacing of bus anchors."""
     gaps = np.diff(B.t)
@@ -416,12 +426,7 @@ def _align_device(trace: tm.Trace, a: Analysis, device: str, cs_latency: float |
         bp = _bus_payload(a, B.key)
         if bp is not None:
             B.pay, B.pay_n = bp
-    tols = _tolerances(T, B, trace.resolution_s, a.tick_s)
-    seeds: list = []
-    for tol in tols:
-        seeds = _coarse(T, B, tol)
-        if seeds:
-            break
+    seeds, tol = _seeds(T, B, trace.resolution_s, a.tick_s)
     if not seeds:
         raise InputError(f"no consistent match between the trace's {what} and the capture's transfers "
                          "(a trace from another recording, another device, or traffic too regular to tell "
@@ -663,12 +668,7 @@ def align_sync(trace: tm.Trace, a: Analysis, edges, channel: str) -> Alignment:
         T = _Side(t=trace.ts[r], bits=v, key=r.astype(np.int64))
         if len(T.t) < MIN_MATCHED:
             continue
-        tols = _tolerances(T, B, trace.resolution_s, a.tick_s)
-        seeds: list = []
-        for tol in tols:
-            seeds = _coarse(T, B, tol)
-            if seeds:
-                break
+        seeds, tol = _seeds(T, B, trace.resolution_s, a.tick_s)
         if not seeds:
             continue
         try:

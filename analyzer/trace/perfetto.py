@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 import numpy as np
 
@@ -143,24 +142,15 @@ def _phase_slices(a: Analysis, trace: tm.Trace, al: Alignment, E: dict):
 
 
 def write(path: str, a: Analysis, trace: tm.Trace | None, al: Alignment | None, *, capture_name: str) -> int:
-    """Write the JSON trace atomically; returns the number of events."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    """Write the JSON trace atomically (streamed, output/atomic.py); returns the number of events."""
+    from analyzer.output.atomic import open_atomic
+
     n = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write('{"displayTimeUnit": "ns", "otherData": {"clock": "bus (capture) time, us from its start"},\n'
-                     ' "traceEvents": [\n')
-            for ev in events(a, trace, al, capture_name=capture_name):
-                fh.write((",\n" if n else "") + json.dumps(ev, ensure_ascii=False, allow_nan=False))
-                n += 1
-            fh.write("\n]}\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with open_atomic(path) as fh:
+        fh.write('{"displayTimeUnit": "ns", "otherData": {"clock": "bus (capture) time, us from its start"},\n'
+                 ' "traceEvents": [\n')
+        for ev in events(a, trace, al, capture_name=capture_name):
+            fh.write((",\n" if n else "") + json.dumps(ev, ensure_ascii=False, allow_nan=False))
+            n += 1
+        fh.write("\n]}\n")
     return n

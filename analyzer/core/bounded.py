@@ -1,0 +1,466 @@
+"""``spigap analyze`` in memory that does not grow with the number of transfers.
+
+``analysis.run`` keeps every transfer's figures in arrays (about 450 bytes per
+transfer with the framer's output). That is what ``check``, ``compare``,
+``report``, ``batch`` and ``--device``/``--event`` work on, and it is what this
+module returns too while a capture holds at most ``RETAIN_TRANSFERS``
+transfers: the very same ``Analysis``, the same numbers.
+
+A longer capture is measured batch by batch, the way ``spigap monitor`` does
+(``framer.take()`` hands out the windows closed so far; each batch is measured
+by ``analysis._measure`` with the last window of the previous batch in front,
+so the gap before its first transfer is known), and nothing per transfer is
+kept:
+
+* gap statistics: one exact histogram of tick values per gap kind
+  (``core/tickhist.py``): n, min, max, mean, p50 and p99 are those of
+  ``describe()`` on the whole array (std to rounding);
+* decisions that need a population are made once, on the first
+  ``LEARN_TRANSFERS`` transfers (exactly as ``analysis.run`` makes them on
+  the whole capture when it holds no more): the message structure (the
+  pattern search looks at the first 16 384 gaps anyway; the structure is then
+  carried on by the gap index, a split by length by the same threshold) and
+  the inter-byte / inter-transfer threshold of word gaps (unless given);
+* stalls: the stall threshold of each kind comes from its whole-capture
+  histogram (median and MAD are exact); the gaps that can exceed it are the
+  longest ones, kept in a store of at most ``STALL_KEEP`` per kind (when a
+  kind has more stalls than that, counts and time lost come from the
+  histogram and the list holds the longest; a warning says so);
+* counts (transfers, partial ones, words, messages, the rate, warnings,
+  the settings check) add up batch by batch;
+* per-transfer rows (``--transfers``, CSV, JSON lines) go to ``rows`` as each
+  batch is measured, never collected.
+
+docs/gaps.md, "Long captures", says the same for users.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import numpy as np
+
+from analyzer.core import analysis, grouping as grouping_mod, settings_check
+from analyzer.core import stalls as stalls_mod
+from analyzer.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, WarnCounts
+from analyzer.core.config import SpiConfig
+from analyzer.core.gaprules import defs as gapdefs
+from analyzer.core.gaprules import split
+from analyzer.core.tickhist import TickHistogram
+from analyzer.errors import CaptureTruncated, InputError
+from analyzer.io.base import CaptureReader
+
+RETAIN_TRANSFERS = 100_000     # up to this many transfers: the whole Analysis, with its arrays
+LEARN_TRANSFERS = RETAIN_TRANSFERS   # decisions (message structure, word-gap split) on this many
+STALL_KEEP = 1 << 16           # stall candidates kept per gap kind
+ROWS_AT_ONCE = 4096            # transfer rows formatted at a time
+HIST_KINDS = GAP_KINDS + ("idle",) + AMBIGUOUS_KINDS
+STORE_KINDS = stalls_mod.STALL_KINDS + AMBIGUOUS_KINDS
+
+RowSink = Callable[[analysis.Analysis, list], "bool | None"]
+
+
+def run(reader: CaptureReader, cfg: SpiConfig, *, rows: RowSink | None = None,
+        retain: int | None = None, learn: int | None = None, stall_keep: int | None = None):
+    """Analyze one opened capture: an ``analysis.Analysis`` (as ``analysis.run``) when it
+    holds at most ``retain`` transfers, else a ``BoundedAnalysis``, whose transfer rows
+    went to ``rows(batch_analysis, rows)`` as they were measured (until it returns False). Defaults: the module's
+    ``RETAIN_TRANSFERS``, ``LEARN_TRANSFERS`` (at least ``retain``), ``STALL_KEEP``."""
+    retain = RETAIN_TRANSFERS if retain is None else retain
+    learn = max(LEARN_TRANSFERS if learn is None else learn, retain)
+    return _Runner(reader, cfg, rows, retain, learn, STALL_KEEP if stall_keep is None else stall_keep).run()
+
+
+# ------------------------------------------------------------------ stalls
+class _StallStore:
+    """The longest gaps of one kind, in time order: every gap above ``cutoff`` (raised as
+    the store fills, so at most ``cap`` entries are held)."""
+
+    def __init__(self, cap: int = STALL_KEEP):
+        self.cap = cap
+        self.cutoff = -math.inf
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._n = 0
+
+    def add(self, at: np.ndarray, v: np.ndarray, tr: np.ndarray) -> None:
+        keep = v > self.cutoff
+        if not keep.any():
+            return
+        self._parts.append((at[keep], v[keep], tr[keep]))
+        self._n += int(keep.sum())
+        if self._n > self.cap:
+            at, v, tr = self.arrays()
+            k = len(v) - self.cap // 2
+            self.cutoff = max(self.cutoff, float(np.partition(v, k)[k]))
+            keep = v > self.cutoff
+            self._parts = [(at[keep], v[keep], tr[keep])]
+            self._n = int(keep.sum())
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if not self._parts:
+            return np.empty(0, np.int64), np.empty(0), np.empty(0, np.int64)
+        if len(self._parts) > 1:
+            at, v, tr = (np.concatenate(x) for x in zip(*self._parts))
+            self._parts = [(at, v, tr)]
+        return self._parts[0]
+
+
+# ------------------------------------------------------------------ result
+@dataclasses.dataclass
+class BoundedAnalysis:
+    """An analysis without per-transfer arrays: what ``--format json`` and the text
+    report show, from histograms and counts (the output modules call the same methods
+    on an ``Analysis``)."""
+
+    info: object
+    cfg: SpiConfig
+    tick_s: float
+    end_tick: int
+    truncated: str | None
+    grouping: grouping_mod.Grouping
+    period_ticks: float | None
+    inter_transfer_threshold: float | None
+    word_gaps_note: str
+    idle_timeout_ticks: int | None
+    engine: str
+    clk_outside_cs: int
+    min_high: int | None
+    min_low: int | None
+    hists: dict
+    stores: dict
+    counts: WarnCounts
+    n_words: int
+    starts: tuple          # (count, first, last) of the starts of transfers with a real start
+    last_message: int
+    warnings: list = dataclasses.field(default_factory=list)
+    setting_warnings: list = dataclasses.field(default_factory=list)
+    sources: dict = dataclasses.field(default_factory=dict)     # core/infer.py, as in Analysis
+    buses: list = dataclasses.field(default_factory=list)
+    device: str | None = None
+    labels: None = None
+    bounded = True
+
+    @property
+    def n(self) -> int:
+        return self.counts.n
+
+    @property
+    def has_cs(self) -> bool:
+        return self.cfg.cs is not None
+
+    @property
+    def sclk_hz(self) -> float | None:
+        return 1.0 / (self.period_ticks * self.tick_s) if self.period_ticks else None
+
+    def available(self, kind: str) -> bool:
+        if kind in ("cs_setup", "cs_hold", "cs_change", "context_switch"):
+            return self.has_cs
+        return True
+
+    def n_partial(self) -> int:
+        return self.counts.partial
+
+    def n_words_total(self) -> int:
+        return self.n_words
+
+    def n_messages(self) -> int | None:
+        if self.n == 0:
+            return 0
+        if self.grouping.ambiguous:
+            return None
+        return self.last_message + 1
+
+    def transfer_rate_hz(self) -> float | None:
+        cnt, first, last = self.starts
+        if cnt < 2 or last == first:
+            return None
+        return float((cnt - 1) / ((last - first) * self.tick_s))
+
+    def describe_kind(self, kind: str) -> dict:
+        return self.hists[kind].describe(self.tick_s)
+
+    def idle_clocks_p50(self) -> float | None:
+        """The median of ``Analysis.idle_clocks()``: (gap - T/2) / T rises with the gap, so its
+        middle order statistics are those of the inter-byte gaps."""
+        h = self.hists["inter_byte"]
+        if not self.period_ticks or h.n == 0:
+            return None
+        n = h.n
+        values, counts = h.table()
+        cum = np.cumsum(counts)
+        hi = n // 2
+        idx = np.searchsorted(cum, [hi - 1, hi] if n % 2 == 0 else [hi], side="right")
+        ic = gapdefs.idle_clocks(values[idx].astype(float), self.period_ticks)
+        x = float(ic[0]) if n % 2 else float((ic[0] + ic[1]) / 2)
+        return None if math.isnan(x) else x
+
+    # ---------------------------------------------------------- stalls
+    def stall_count_threshold(self, kind: str, rule: stalls_mod.StallRule):
+        h = self.hists.get(kind)
+        if h is None or h.n == 0:
+            return 0, None
+        if h.n < rule.min_count:
+            return h.n, None
+        med = h.median()
+        return h.n, stalls_mod.limit(med, h.mad(med), rule)
+
+    def stall_candidates(self, kind: str, rule: stalls_mod.StallRule):
+        _, th = self.stall_count_threshold(kind, rule)
+        store = self.stores.get(kind)
+        at, v, tr = store.arrays() if store is not None else (np.empty(0, np.int64), np.empty(0),
+                                                               np.empty(0, np.int64))
+        return stalls_mod.GapSeries(kind, at, v, tr), th
+
+    def stall_list_complete(self, kind: str, th) -> bool:
+        """Every gap above the threshold is in the store."""
+        store = self.stores.get(kind)
+        return store is None or th is None or th[1] >= store.cutoff
+
+    def complete_stall_summary(self, kind: str, th, d: dict) -> None:
+        """A kind with more stalls than the store holds: counts, time lost and the longest
+        from the histogram (the list has the longest ones)."""
+        if self.stall_list_complete(kind, th):
+            return
+        med, thr = th
+        h = self.hists[kind]
+        k, total = h.sum_above(thr)
+        d["stalls"] = k
+        d["rate"] = k / h.n
+        d["excess_s"] = (total - k * med) * self.tick_s
+        d["longest_s"] = float(h.max) * self.tick_s if k else None
+
+
+# ------------------------------------------------------------------ the run
+def _concat(parts: list[dict]) -> dict:
+    if len(parts) == 1:
+        return parts[0]
+    return {sect: {k: np.concatenate([p[sect][k] for p in parts]) for k in parts[0][sect]}
+            for sect in ("windows", "words")}
+
+
+def _tail(raw: dict) -> dict:
+    """The last window of a batch with its words (the context of the next batch)."""
+    w, wd = raw["windows"], raw["words"]
+    nw = int(w["n_words"][-1])
+    return {"windows": {k: v[-1:] for k, v in w.items()},
+            "words": {k: (v[len(v) - nw:] if nw else v[:0]) for k, v in wd.items()}}
+
+
+def _period_of(kinds: np.ndarray) -> int | None:
+    """The smallest p with kinds[i] == kinds[i % p] for all i, or None."""
+    n = len(kinds)
+    if n == 0:
+        return None
+    head = kinds[:64]
+    for p in range(1, max(n // 2, 1) + 1):
+        m = min(len(head), n - p)
+        if m > 0 and not np.array_equal(kinds[p:p + m], head[:m]):
+            continue
+        if np.array_equal(kinds[p:], kinds[:n - p]):
+            return p
+    return None
+
+
+class _Runner:
+    def __init__(self, reader, cfg, rows, retain, learn, stall_keep):
+        self.reader, self.rows, self.retain, self.learn = reader, rows, retain, learn
+        self.info = reader.info
+        self.tick_s = self.info.tick_s
+        self.settled, self.framer = analysis.prepare(reader, cfg)
+        self.cfg, self.names = self.settled.cfg, self.settled.names
+        self.mcfg = self.cfg
+        self.bits = analysis._bits(self.cfg)
+        self.prefix = settings_check.Prefix()
+        self.parts: list[dict] | None = []
+        self.learn_n = 0
+        self.truncated: str | None = None
+        self.result = None
+        # bounded mode
+        self.hists = {k: TickHistogram() for k in HIST_KINDS}
+        self.stores = {k: _StallStore(stall_keep) for k in STORE_KINDS}
+        self.counts = WarnCounts()
+        self.evidence = settings_check.Evidence()
+        self.n_words = 0
+        self.starts = [0, None, None]
+        self.context: dict | None = None
+        self.n_done = 0
+        self.last_message = 0
+        self.grouping: grouping_mod.Grouping | None = None
+        self.period: int | None = None
+        self.by_length: float | None = None
+        self.thr: float | None = None
+        self.wg_note = "no word gaps"
+        self.wg_warning: str | None = None
+        self.fallback_note: str | None = None
+
+    def run(self):
+        last_tick = 0
+        try:
+            for block in self.settled.blocks:
+                self.framer.feed(block)
+                self.prefix.add(block.ticks, block.states)
+                last_tick = int(block.ticks[-1])
+                self._batch(self.framer.take(), None)
+        except CaptureTruncated as e:
+            self.truncated = str(e)
+        reader = self.reader
+        end_tick = reader.end_tick if reader.end_tick is not None else last_tick + 1
+        if end_tick <= 0 and self.truncated is None:
+            raise InputError("the capture holds no samples", path=self.info.path,
+                             hint="was the acquisition stopped before it started?")
+        self._batch(self.framer.finish(end_tick), end_tick)
+        return self.result if self.result is not None else self._result(end_tick)
+
+    # ---------------------------------------------------------- batches
+    def _batch(self, raw: dict, end_tick: int | None) -> None:
+        n = len(raw["windows"]["start"])
+        if self.parts is not None:
+            if n or not self.parts:
+                self.parts.append(raw)
+                self.learn_n += n
+            if end_tick is None and self.learn_n <= self.learn:
+                return
+            whole = _concat(self.parts)
+            self.parts = None
+            if end_tick is not None and self.learn_n <= self.retain:
+                # a capture that fits: analysis.run's very analysis
+                a = analysis._measure(self.info, self.cfg, self.framer, whole, end_tick, self.truncated)
+                self.result = analysis.settings_first(a, self.settled, self.prefix)
+                return
+            self._decide(whole)
+        elif n:
+            self._measure(raw)
+
+    def _decide(self, raw: dict) -> None:
+        """Measure the first batch and fix what needs a population: grouping, word-gap split."""
+        a = analysis._measure(self.info, self.cfg, self.framer, raw, self._end_guess(raw), None)
+        self.grouping = a.grouping
+        self.thr, self.wg_note, self.wg_warning = analysis.word_gap_split(self.info, self.cfg, a.pair_gap)
+        if self.thr is not None and self.cfg.inter_transfer_gap_s is None:
+            self.mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=self.thr * self.tick_s)
+        if self.cfg.cs is not None and a.n > 1:
+            g = self.grouping
+            if g.structure == "by length":
+                gaps = a.gap_before[1:]
+                self.by_length = split(gaps[:grouping_mod.WINDOW] if len(gaps) > grouping_mod.WINDOW else gaps,
+                                       "log", analysis._ticks_per_sample(self.info)).threshold
+            else:
+                self.period = _period_of(g.kinds)
+        self._take(a, 0, 0, 0)
+        if a.n:
+            self.context = _tail(raw)
+        self.n_done = a.n
+
+    def _end_guess(self, raw: dict) -> int:
+        e = raw["windows"]["end"]
+        return int(e[-1]) + 1 if len(e) else 0
+
+    def _kinds(self, gaps: np.ndarray, g0: int) -> grouping_mod.Grouping:
+        g = self.grouping
+        assert g is not None
+        n = len(gaps)
+        if self.by_length is not None:
+            lab = gaps > self.by_length
+            cs = self.cfg.context_switch
+            if cs in ("longer", "shorter"):
+                ends = lab if cs == "longer" else ~lab
+                kinds = np.where(ends, grouping_mod.CONTEXT_SWITCH, grouping_mod.CS_CHANGE)
+            else:
+                kinds = np.where(lab, grouping_mod.CLASS_B, grouping_mod.CLASS_A)
+        elif self.period is not None:
+            kinds = g.kinds[(g0 + np.arange(n)) % self.period]
+        elif len(g.kinds) == 0:
+            kinds = np.full(n, grouping_mod.CONTEXT_SWITCH)
+        else:
+            # not seen: every structure analyze infers is periodic or by length
+            self.fallback_note = ("the message structure of the capture's start does not repeat: later "
+                                  "batches were grouped on their own gaps")
+            return grouping_mod.infer(gaps, resolution=analysis._ticks_per_sample(self.info),
+                                      context_switch=self.cfg.context_switch,
+                                      device_lengths=self.cfg.message_lengths)
+        return dataclasses.replace(g, kinds=np.asarray(kinds, np.int8))
+
+    def _measure(self, raw: dict) -> None:
+        ctx = self.context
+        batch = _concat([ctx, raw]) if ctx is not None else raw
+        skip = 1 if ctx is not None else 0
+        g0 = self.n_done - skip                     # capture index of the batch's transfer 0
+        grp = None
+        if self.cfg.cs is not None:
+            w = batch["windows"]
+            grp = self._kinds((w["start"][1:] - w["end"][:-1]).astype(float), g0)
+        a = analysis._measure(self.info, self.mcfg, self.framer, batch, self._end_guess(batch), None,
+                              grouping=grp)
+        if self.thr is not None:
+            # the threshold itself (through seconds and back it may not give the same ticks)
+            a.inter_transfer_threshold = self.thr
+            a.pair_inter_transfer = a.pair_gap > self.thr
+        elif a.inter_transfer_threshold is not None:
+            # the first batches had no word gaps: the first that has some splits them
+            self.thr, self.wg_note, self.wg_warning = analysis.word_gap_split(self.info, self.cfg, a.pair_gap)
+            self.mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=self.thr * self.tick_s)
+        self._take(a, skip, g0, self.last_message if ctx is not None else 0)
+        self.context = _tail(raw)
+        self.n_done += len(raw["windows"]["start"])
+
+    def _take(self, a: analysis.Analysis, skip: int, g0: int, msg0: int) -> None:
+        """Add transfers ``skip``.. of ``a`` (capture index ``g0`` + k) to the histograms,
+        stall stores, counts and rows."""
+        if a.n <= skip:
+            return
+        for kind in HIST_KINDS:
+            if kind in ("class_a", "class_b") and not a.grouping.ambiguous:
+                continue
+            s = stalls_mod.gap_series(a, kind)
+            # the context's period counts now: its successor only arrived in this batch
+            keep = s.transfer >= (0 if kind == "transfer_period" else skip)
+            v = s.values[keep]
+            if not len(v):
+                continue
+            self.hists[kind].add(v)
+            if kind in self.stores:
+                self.stores[kind].add(s.at[keep], v, s.transfer[keep] + g0)
+        self.counts.add(WarnCounts.of(a, skip))
+        self.evidence.add(settings_check.Evidence(a, skip))
+        self.n_words += int(a.n_words[skip:].sum())
+        st = a.start[skip:][~a.partial_start[skip:]]
+        if len(st):
+            self.starts[0] += len(st)
+            if self.starts[1] is None:
+                self.starts[1] = int(st[0])
+            self.starts[2] = int(st[-1])
+        self.last_message = msg0 + int(a.message[-1])
+        if self.rows is not None:
+            from analyzer.output.jsonout import transfer_rows
+
+            for k in range(skip, a.n, ROWS_AT_ONCE):
+                if self.rows(a, transfer_rows(a, k, g0, msg0, stop=k + ROWS_AT_ONCE)) is False:
+                    self.rows = None          # the sink has all it wants (text: the first 50)
+                    break
+
+    def _result(self, end_tick: int) -> BoundedAnalysis:
+        f = self.framer
+        grp = self.grouping
+        if grp is None:      # cannot happen: a bounded run measured a first batch
+            raise AssertionError("no grouping")
+        if self.fallback_note:
+            grp = dataclasses.replace(grp, note=grp.note + "; " + self.fallback_note)
+        b = BoundedAnalysis(
+            info=self.info, cfg=self.cfg, tick_s=self.tick_s, end_tick=end_tick, truncated=self.truncated,
+            grouping=grp, period_ticks=f.spacing.central_mean(), inter_transfer_threshold=self.thr,
+            word_gaps_note=self.wg_note, idle_timeout_ticks=f.idle_timeout, engine=f.engine,
+            clk_outside_cs=f.clk_outside_cs, min_high=f.min_high, min_low=f.min_low, hists=self.hists,
+            stores=self.stores, counts=self.counts, n_words=self.n_words, starts=tuple(self.starts),
+            last_message=self.last_message)
+        w = list(self.info.warnings)
+        if self.wg_warning:
+            w.append(self.wg_warning)
+        w += analysis.warning_lines(b, self.counts, f.first_clk_outside)
+        for kind, h in self.hists.items():
+            if not h.exact:
+                w.append(f"{kind}: {h.n} gaps spread over more than {h.max_distinct} distinct values; their "
+                         f"p50/p99/std are from bins of {1 << h.shift} samples (docs/gaps.md, 'Long captures')")
+        b.warnings = w
+        return analysis.settings_first(b, self.settled, self.prefix, self.evidence)
