@@ -48,6 +48,10 @@ WHOLE_MEMBER_BYTES = 16 << 20  # members up to this size are inflated in one wor
 SCAN_BYTES = 4 << 20           # change detection works on sub-pieces of this size
 IN_FLIGHT = 3                  # pieces being inflated/scanned at once
 WORKERS = min(2, os.cpu_count() or 1)
+SAME_RATIO = 16                # members compressed at least this much are remembered for reuse ...
+SAME_MAX_BYTES = 1 << 20       # ... when their compressed bytes are at most this long,
+SAME_KEEP = 4                  # ... this many at a time,
+SAME_MAX_CHANGES = 1 << 16     # ... while their changes are at most this many
 
 _SIZE_RE = re.compile(r"^\s*(\d+)(\.\d+)?\s*([kKmMgGtT]?)")
 
@@ -272,10 +276,30 @@ class SrReader(ZipMembers, CaptureReader):
         ``base`` is each piece's first sample, so the scan writes absolute positions
         (a whole member's size is known from the zip directory and checked)."""
         base = 0
+        # Identical members (long idle stretches make sigrok write the same chunk
+        # again and again: 88 of the enc28j60 capture's 98) inflate to the same
+        # samples, so their changes are those of the first one, shifted. Only
+        # highly compressible members are remembered, a few at a time, and only
+        # while their changes are few: memory stays bounded.
+        same: collections.OrderedDict = collections.OrderedDict()
         for m in self._logic:
             data_off = self._data_offset(m)
             if m.usize and m.usize <= WHOLE_MEMBER_BYTES and m.crc is not None:
-                yield pool.submit(_whole_member_job, self._fd, m, data_off, us, masks, bits, base, self._size)
+                key = (m.crc, m.usize, m.csize, m.method)
+                if m.csize * SAME_RATIO <= m.usize and m.csize <= SAME_MAX_BYTES:
+                    comp = _read_member(self._fd, m, data_off, self._size)
+                    hit = same.get(key)
+                    if hit is not None and hit[0] == comp and not _too_big(hit[1]):
+                        yield _Same(hit[1], base - hit[2], m, comp, us, masks, bits, base)
+                    else:
+                        fut = pool.submit(_inflate_scan, m, comp, us, masks, bits, base)
+                        same[key] = (comp, fut, base)
+                        same.move_to_end(key)
+                        while len(same) > SAME_KEEP:
+                            same.popitem(last=False)
+                        yield fut
+                else:
+                    yield pool.submit(_whole_member_job, self._fd, m, data_off, us, masks, bits, base, self._size)
                 base += m.usize // us
                 continue
             try:
@@ -410,8 +434,40 @@ class SrReader(ZipMembers, CaptureReader):
             self._fd = None
 
 
+class _Same:
+    """A member whose compressed bytes (and CRC and size) are those of an earlier
+    one: its changes are the earlier member's, moved by ``delta`` samples. Should
+    the earlier one have failed, this member is read on its own (so the message
+    names it)."""
+
+    def __init__(self, fut, delta, m, comp, us, masks, bits, base):
+        self.fut, self.delta = fut, delta
+        self.args = (m, comp, us, masks, bits, base)
+
+    def result(self) -> PieceChanges:
+        try:
+            pc = self.fut.result()
+        except _Damaged:
+            return _inflate_scan(*self.args)
+        return PieceChanges(pc.pos + self.delta, pc.values, pc.first, pc.last, pc.n)
+
+
+def _too_big(fut) -> bool:
+    """A remembered member whose changes are many is not kept for reuse."""
+    if not fut.done() or fut.exception() is not None:
+        return False
+    return len(fut.result().pos) > SAME_MAX_CHANGES
+
+
+def _read_member(fd, m: _Member, data_off, file_size) -> bytes:
+    return os.pread(fd, min(m.csize, max(file_size - data_off, 0)), data_off)
+
+
 def _whole_member_job(fd, m: _Member, data_off, us, masks, bits, base, file_size) -> PieceChanges:
-    comp = os.pread(fd, min(m.csize, max(file_size - data_off, 0)), data_off)
+    return _inflate_scan(m, _read_member(fd, m, data_off, file_size), us, masks, bits, base)
+
+
+def _inflate_scan(m: _Member, comp: bytes, us, masks, bits, base) -> PieceChanges:
     if len(comp) < m.csize:
         raise _Damaged(f"chunk {m.name} is cut short ({len(comp)} of {m.csize} bytes)")
     try:

@@ -268,8 +268,14 @@ void spigap_frame_init(framer_t *f, int64_t initial_state)
 }
 
 /* Consume entries until the outputs could overflow; returns entries consumed. */
-int64_t spigap_frame(framer_t *f, out_t *o, const int64_t *ticks, const uint32_t *states, int64_t n)
+int64_t spigap_frame(framer_t *fp, out_t *op, const int64_t *ticks, const uint32_t *states, int64_t n)
 {
+    /* work on local copies: their addresses do not escape, so the compiler can keep
+       the fields in registers (the output rows are int64_t too and could alias them) */
+    framer_t fl = *fp;
+    out_t ol = *op;
+    framer_t *f = &fl;
+    out_t *o = &ol;
     int64_t i = 0;
     for (; i < n; i++) {
         if (o->win_cap - o->n_win < 2 || o->word_cap - o->n_word < 2 || o->ovf_cap - o->n_ovf < 2 * NSPACE)
@@ -306,6 +312,8 @@ int64_t spigap_frame(framer_t *f, out_t *o, const int64_t *ticks, const uint32_t
             f->last_clk = t;
         }
     }
+    *fp = fl;
+    *op = ol;
     return i;
 }
 
