@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from analyzer import native
+from analyzer.io.base import EdgeBlock
 
 pytestmark = pytest.mark.skipif(native.library() is None, reason=f"compiled core unavailable: {native.status()}")
 
@@ -84,3 +85,84 @@ def test_scan_matches_a_plain_loop(unitsize, seed):
         got = _scan_c(data, unitsize, mask, bits, prev, cap)
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), cap
         assert got[2] == want[2], cap
+
+
+# ------------------------------------------------------------------ framing
+
+def _stream(rng, n, p_cs, clk_share):
+    """A random edge stream: states (bit 0 SCLK, 1 CS, 2 MOSI, 3 MISO) that change at
+    every entry, CS toggling with probability ``p_cs`` per entry, SCLK in most changes;
+    clock edges outside CS, CS and SCLK in the same sample, idle stretches all occur."""
+    ticks = np.cumsum(rng.choice([1, 1, 2, 3, 7, 14, 5000], size=n, p=[.3, .2, .2, .1, .1, .09, .01]))
+    ticks = np.concatenate([[0], ticks]).astype(np.int64)
+    flips = np.where(rng.random(n) < clk_share, 1, 0)
+    flips |= np.where(rng.random(n) < p_cs, 2, 0)
+    flips |= rng.integers(0, 4, n) << 2                 # data lines change now and then
+    flips[flips == 0] = 1
+    states = np.bitwise_xor.accumulate(np.concatenate([[rng.integers(0, 16)], flips])).astype(np.uint32)
+    return ticks, states
+
+
+def _chunks(rng, ticks, states):
+    """The stream cut at random places: single entries, cuts right at CS edges, long blocks."""
+    n = len(ticks)
+    cuts = set(rng.integers(1, n, size=int(rng.integers(0, 12))).tolist())
+    cs_edges = np.flatnonzero(np.diff(states & 2)) + 1
+    if len(cs_edges):
+        cuts |= set(rng.choice(cs_edges, size=min(3, len(cs_edges)), replace=False).tolist())
+        cuts |= {int(c) + 1 for c in rng.choice(cs_edges, size=min(2, len(cs_edges)), replace=False) if c + 1 < n}
+    edges = [0, *sorted(cuts), n]
+    return [EdgeBlock(ticks[a:b], states[a:b]) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def _run(framer, blocks, take_every):
+    outs = []
+    for i, b in enumerate(blocks):
+        framer.feed(b)
+        if take_every and i % take_every == 0:
+            outs.append(framer.take())
+    end = int(blocks[-1].ticks[-1]) + 3
+    outs.append(framer.finish(end))
+    merged = {part: {k: np.concatenate([o[part][k] for o in outs]) for k in outs[-1][part]}
+              for part in ("windows", "words")}
+    extra = (framer.clk_outside_cs, framer.first_clk_outside, framer.min_high, framer.min_low,
+             framer.spacing.values.tolist(), framer.spacing.counts.tolist())
+    return merged, extra
+
+
+def _same(a, b):
+    for part in ("windows", "words"):
+        assert a[0][part].keys() == b[0][part].keys()
+        for k in a[0][part]:
+            assert np.array_equal(a[0][part][k], b[0][part][k]), (part, k)
+    assert a[1] == b[1]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_parallel_framing_equals_serial(seed, monkeypatch):
+    from analyzer.core import cframer
+    from analyzer.core.config import SpiConfig
+    from analyzer.core.framing import Framer
+
+    rng = np.random.default_rng(seed)
+    monkeypatch.setattr(cframer, "WORKERS", int(rng.integers(2, 5)))   # cut the middles 2-4 ways
+    ws = int(rng.choice([1, 3, 8, 12, 64]))
+    cfg = SpiConfig(cpol=int(rng.integers(0, 2)), cpha=int(rng.integers(0, 2)), wordsize=ws,
+                    lsb_first=bool(rng.integers(0, 2)), cs_active_low=bool(rng.integers(0, 2)))
+    bits = {"clk": 0, "cs": 1, "mosi": 2, "miso": 3}
+    ticks, states = _stream(rng, int(rng.integers(2000, 20000)), float(rng.choice([0.002, 0.02, 0.2])),
+                            float(rng.choice([0.6, 0.95])))
+    blocks = _chunks(rng, ticks, states)
+    take_every = int(rng.choice([0, 1, 3]))      # analysis.run takes once; bounded/monitor after every block
+
+    serial = cframer.CFramer(cfg, bits, 1e-8)
+    serial.par_min = 1 << 62
+    want = _run(serial, [EdgeBlock(ticks, states)], 0)
+    _same(want, _run(Framer(cfg, bits, 1e-8), blocks, take_every))            # the numpy oracle
+    par = cframer.CFramer(cfg, bits, 1e-8)
+    par.par_min = 1                               # every block's middle goes to the workers
+    got = _run(par, blocks, take_every)
+    _same(want, got)
+    assert par._pool is None                      # finish() shut the workers down
+    if len(want[0]["windows"]["start"]) > 4:
+        assert par.n_parallel > 0, "no middle was framed in a worker"

@@ -37,22 +37,22 @@ OVF_CAP = 1 << 16
 HIST = 1 << 12
 BIG = np.iinfo(np.int64).max
 PAR_MIN = 1 << 15          # edges in a block before its middle is framed in a worker thread
-PAR_PENDING = 3            # blocks being framed in workers at once (bounds memory)
 WORKERS = min(2, os.cpu_count() or 1)
+PAR_PENDING = 2 * WORKERS  # middles being framed in workers at once (bounds memory)
 
 
 class _Out:
     """One framer's output buffers (an out_t) and the rows it produced so far, in order."""
 
-    def __init__(self, lib, ffi):
-        self.win = np.empty((WIN_CAP, lib.WIN_COLS), np.int64)
-        self.word = np.empty((WORD_CAP, 4), np.int64)
+    def __init__(self, lib, ffi, win_cap=WIN_CAP, word_cap=WORD_CAP, ovf_cap=OVF_CAP):
+        self.win = np.empty((win_cap, lib.WIN_COLS), np.int64)
+        self.word = np.empty((word_cap, 4), np.int64)
         self.hist = np.zeros(HIST, np.int64)
-        self.ovf = np.empty(OVF_CAP, np.int64)
+        self.ovf = np.empty(ovf_cap, np.int64)
         p = native.ptr
-        self.out = ffi.new("out_t *", {"win": p(self.win), "win_cap": WIN_CAP, "word": p(self.word),
-                                       "word_cap": WORD_CAP, "hist": p(self.hist), "hist_size": HIST,
-                                       "ovf": p(self.ovf), "ovf_cap": OVF_CAP})
+        self.out = ffi.new("out_t *", {"win": p(self.win), "win_cap": win_cap, "word": p(self.word),
+                                       "word_cap": word_cap, "hist": p(self.hist), "hist_size": HIST,
+                                       "ovf": p(self.ovf), "ovf_cap": ovf_cap})
         self.win_parts: list[np.ndarray] = []
         self.word_parts: list[np.ndarray] = []
         self.ovf_parts: list[np.ndarray] = []
@@ -86,12 +86,19 @@ def _frame_all(lib, f, o: _Out, t: np.ndarray, s: np.ndarray) -> None:
 
 def _frame_middle(lib, ffi, f, t: np.ndarray, s: np.ndarray):
     """A worker thread's job: frame entries that start at a CS assert and end
-    before another one with the fresh framer ``f``; every window closes inside."""
-    o = _Out(lib, ffi)
-    _frame_all(lib, f, o, t, s)
+    before another one with the fresh framer ``f``; every window closes inside.
+
+    The output buffers are as large as n entries can ever fill (a window needs
+    two entries, a word or a spacing at least one), so one call frames them all
+    and the rows are handed out as views, uncopied; pages never written are
+    never touched."""
+    n = len(t)
+    o = _Out(lib, ffi, n // 2 + 3, n + 3, n + 2 * lib.NSPACE + 1)
+    used = lib.spigap_frame(f, o.out, native.ptr(t), native.ptr(s, "uint32_t *"), n)
+    assert used == n
+    c = o.out
     nz = np.flatnonzero(o.hist)
-    # the rows and counts only: the output buffers go back to the allocator now
-    return (o.win_parts, o.word_parts, o.ovf_parts, (nz, o.hist[nz]),
+    return (o.win[:c.n_win], o.word[:c.n_word], o.ovf[:c.n_ovf], (nz, o.hist[nz]),
             (int(f.clk_outside), int(f.first_clk_outside), int(f.min_high), int(f.min_low)))
 
 
@@ -127,6 +134,7 @@ class CFramer:
         self._word_rest: list[np.ndarray] = []     # words of the window still open at the last take()
         self._inflight: collections.deque = collections.deque()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self.n_parallel = 0                        # middles framed in worker threads
         # what the middles add to the capture-wide counters and minima (merged at take())
         self._m_clk_outside = 0
         self._m_first_outside = BIG
@@ -188,26 +196,38 @@ class CFramer:
         s = np.ascontiguousarray(s, np.uint32)
         n = len(t)
         if self.has_cs and n >= self.par_min and WORKERS > 1:
-            ends = self.ffi.new("int64_t[2]")
-            self.lib.spigap_cs_asserts(native.ptr(s, "uint32_t *"), n, self.f.prev, self.f.b_cs,
-                                       self.f.active_level, ends, ends + 1)
-            first, last = int(ends[0]), int(ends[1])
+            f, sp = self.f, native.ptr(s, "uint32_t *")
+            prev0 = int(f.prev)
+
+            def assert_at(i, step):
+                return int(self.lib.spigap_next_assert(sp, n, prev0, f.b_cs, f.active_level, i, step))
+
+            first, last = assert_at(0, 1), assert_at(n - 1, -1)
             if 0 <= first < last:
+                # cut [first, last) at CS asserts into one middle per worker
+                cuts = [first]
+                for k in range(1, WORKERS):
+                    c = assert_at(first + k * (last - first) // WORKERS, 1)
+                    if cuts[-1] < c < last:
+                        cuts.append(c)
+                cuts.append(last)
                 self._serial(t[:first], s[:first])          # closes the window carried in
-                assert not self.f.open                      # CS was inactive before the assert
-                mid = self.ffi.new("framer_t *")
-                self.ffi.memmove(mid, self.f, self.ffi.sizeof("framer_t"))   # the configuration
-                self.lib.spigap_frame_init(mid, int(s[first - 1]) if first else int(self.f.prev))
+                assert not f.open                           # CS was inactive before the assert
                 self._segments.append(self.o.rows())
                 if self._pool is None:
                     self._pool = concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="spigap-frame")
-                fut = self._pool.submit(_frame_middle, self.lib, self.ffi, mid, t[first:last], s[first:last])
-                self._segments.append(fut)
-                self._inflight.append(fut)
+                for a, b in zip(cuts[:-1], cuts[1:]):
+                    mid = self.ffi.new("framer_t *")
+                    self.ffi.memmove(mid, f, self.ffi.sizeof("framer_t"))   # the configuration
+                    self.lib.spigap_frame_init(mid, int(s[a - 1]) if a else prev0)
+                    fut = self._pool.submit(_frame_middle, self.lib, self.ffi, mid, t[a:b], s[a:b])
+                    self._segments.append(fut)
+                    self._inflight.append(fut)
+                    self.n_parallel += 1
                 while len(self._inflight) > PAR_PENDING:
                     self._inflight.popleft().result()
-                # the serial framer goes on at the last assert, as if it had framed the middle
-                self.f.prev = int(s[last - 1])
+                # the serial framer goes on at the last assert, as if it had framed the middles
+                f.prev = int(s[last - 1])
                 self._serial(t[last:], s[last:])
                 return
         self._serial(t, s)
@@ -237,17 +257,16 @@ class CFramer:
         words: list[np.ndarray] = list(self._word_rest)
         for seg in segments:
             if isinstance(seg, concurrent.futures.Future):
-                win_parts, word_parts, ovf_parts, (nz, counts), (clk_out, first_out, mh, ml) = seg.result()
+                win_rows, word_rows, ovf, (nz, counts), (clk_out, first_out, mh, ml) = seg.result()
                 self._m_clk_outside += clk_out
                 if first_out >= 0:
                     self._m_first_outside = min(self._m_first_outside, first_out)
                 self._m_min_high = min(self._m_min_high, mh)
                 self._m_min_low = min(self._m_min_low, ml)
                 self.hist[nz] += counts
-                for part in ovf_parts:
-                    self.spacing.add(part)
-                wins += win_parts
-                words += word_parts
+                self.spacing.add(ovf)
+                wins.append(win_rows)
+                words.append(word_rows)
             else:
                 wins += seg[0]
                 words += seg[1]

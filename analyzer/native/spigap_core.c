@@ -328,34 +328,23 @@ void spigap_frame_finish(framer_t *f, out_t *o, int64_t end_tick)
 }
 
 /*
- * Where a framer's state starts afresh: the first and the last entry i of
- * `states` at which CS goes active (states[i] active, the state before it,
- * states[i-1] or `prev` for i = 0, inactive); -1 when there is none. At such an
- * entry a window opens and every per-window and per-word field is reset, so the
- * entries from the first to the last of them can be framed by another framer
- * (in another thread) and give what the serial framer would (analyzer/core/cframer.py).
+ * Where a framer's state starts afresh: the entry i of `states` nearest to
+ * `from` (looking forward when step > 0, backward otherwise) at which CS goes
+ * active: states[i] active, the state before it (states[i-1], or `prev` for
+ * i = 0) inactive; -1 when there is none. At such an entry a window opens and
+ * every per-window and per-word field is reset, so the entries between two of
+ * them can be framed by a fresh framer, in another thread, with the serial
+ * framer's results (analyzer/core/cframer.py).
  */
-void spigap_cs_asserts(const uint32_t *states, int64_t n, int64_t prev, int64_t b_cs, int64_t active_level,
-                       int64_t *first, int64_t *last)
+int64_t spigap_next_assert(const uint32_t *states, int64_t n, int64_t prev, int64_t b_cs, int64_t active_level,
+                           int64_t from, int64_t step)
 {
-    int64_t a = -1, z = -1;
     uint32_t act = (uint32_t)active_level;
-    for (int64_t i = 0; i < n; i++) {
+    step = step > 0 ? 1 : -1;
+    for (int64_t i = from; i >= 0 && i < n; i += step) {
         uint32_t before = i ? states[i - 1] : (uint32_t)prev;
-        if (((states[i] >> b_cs) & 1u) == act && ((before >> b_cs) & 1u) != act) {
-            a = i;
-            break;
-        }
+        if (((states[i] >> b_cs) & 1u) == act && ((before >> b_cs) & 1u) != act)
+            return i;
     }
-    if (a >= 0) {
-        for (int64_t i = n - 1; i >= a; i--) {
-            uint32_t before = i ? states[i - 1] : (uint32_t)prev;
-            if (((states[i] >> b_cs) & 1u) == act && ((before >> b_cs) & 1u) != act) {
-                z = i;
-                break;
-            }
-        }
-    }
-    *first = a;
-    *last = z;
+    return -1;
 }

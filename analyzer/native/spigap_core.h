@@ -42,5 +42,5 @@ int64_t spigap_scan(const uint8_t *data, int64_t n, int64_t unitsize, const uint
 void spigap_frame_init(framer_t *f, int64_t initial_state);
 int64_t spigap_frame(framer_t *f, out_t *o, const int64_t *ticks, const uint32_t *states, int64_t n);
 void spigap_frame_finish(framer_t *f, out_t *o, int64_t end_tick);
-void spigap_cs_asserts(const uint32_t *states, int64_t n, int64_t prev, int64_t b_cs, int64_t active_level,
-                       int64_t *first, int64_t *last);
+int64_t spigap_next_assert(const uint32_t *states, int64_t n, int64_t prev, int64_t b_cs, int64_t active_level,
+                           int64_t from, int64_t step);
