@@ -166,3 +166,73 @@ def test_parallel_framing_equals_serial(seed, monkeypatch):
     assert par._pool is None                      # finish() shut the workers down
     if len(want[0]["windows"]["start"]) > 4:
         assert par.n_parallel > 0, "no middle was framed in a worker"
+
+
+# ------------------------------------------------------- repeated .sr members
+
+METADATA = """[global]
+sigrok version=0.5.2
+
+[device 1]
+capturefile=logic-1
+total probes=4
+samplerate=1 MHz
+total analog=0
+probe1=SCLK
+probe2=MOSI
+probe3=MISO
+probe4=CS
+unitsize=1
+"""
+
+
+def _edges(path, channels=("SCLK", "CS", "MOSI", "MISO")):
+    from analyzer.io import open_capture
+
+    with open_capture(path) as r:
+        blocks = list(r.edges(list(channels)))
+        end = r.end_tick
+    return np.concatenate([b.ticks for b in blocks]), np.concatenate([b.states for b in blocks]), end
+
+
+@pytest.mark.parametrize("max_changes", [1 << 16, 100])
+def test_repeated_members_reuse_their_changes(tmp_path, monkeypatch, max_changes):
+    """Members whose compressed bytes repeat (idle stretches, a steady clock) give the
+    edges of reading every member on its own: the reuse moves the earlier member's
+    changes; a repeat right after a different level gets the entry at its start."""
+    import zipfile
+
+    from analyzer.io import sr as srmod
+
+    size = 1 << 16
+    idle = np.full(size, 0b1000, np.uint8)                             # CS high (inactive), rest low
+    other = np.full(size, 0b0110, np.uint8)                            # another constant level
+    clock = np.where((np.arange(size) // 3) % 2 == 1, 0b0001, 0).astype(np.uint8)  # SCLK, CS active
+    noisy = np.random.default_rng(3).integers(0, 16, size, dtype=np.uint8)
+    members = [idle, idle, idle, clock, clock, other, idle, clock, noisy, idle, clock, clock]
+    path = tmp_path / "repeats.sr"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("version", "2")
+        z.writestr("metadata", METADATA)
+        for i, m in enumerate(members, 1):
+            z.writestr(f"logic-1-{i}", m.tobytes())
+    monkeypatch.setattr(srmod, "SAME_MAX_CHANGES", max_changes)
+    reused = []
+    real_same = srmod._Same
+
+    def counting(*a):
+        reused.append(a[2].name)
+        return real_same(*a)
+
+    monkeypatch.setattr(srmod, "_Same", counting)
+    got = _edges(path)
+    with monkeypatch.context() as m:
+        m.setattr(srmod, "SAME_RATIO", 1 << 40)                       # nothing is remembered
+        want = _edges(path)
+        with native.use_engine("numpy"):                              # and the numpy scan
+            want_np = _edges(path)
+    for w in (want, want_np):
+        assert np.array_equal(got[0], w[0]) and np.array_equal(got[1], w[1]) and got[2] == w[2]
+    # idle repeats are always reused (whether the clock's are depends on whether its first
+    # copy is still being read when a repeat comes: both ways give the same edges)
+    assert {"logic-1-2", "logic-1-3", "logic-1-10"} <= set(reused)

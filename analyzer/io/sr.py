@@ -283,13 +283,15 @@ class SrReader(ZipMembers, CaptureReader):
         # while their changes are few: memory stays bounded.
         same: collections.OrderedDict = collections.OrderedDict()
         for m in self._logic:
+            for key in [k for k, v in same.items() if _too_big(v[1])]:
+                del same[key]
             data_off = self._data_offset(m)
             if m.usize and m.usize <= WHOLE_MEMBER_BYTES and m.crc is not None:
                 key = (m.crc, m.usize, m.csize, m.method)
                 if m.csize * SAME_RATIO <= m.usize and m.csize <= SAME_MAX_BYTES:
                     comp = _read_member(self._fd, m, data_off, self._size)
                     hit = same.get(key)
-                    if hit is not None and hit[0] == comp and not _too_big(hit[1]):
+                    if hit is not None and hit[0] == comp:
                         yield _Same(hit[1], base - hit[2], m, comp, us, masks, bits, base)
                     else:
                         fut = pool.submit(_inflate_scan, m, comp, us, masks, bits, base)
