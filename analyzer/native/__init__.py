@@ -120,8 +120,11 @@ def scan(buf, unitsize: int, masks: dict[int, int], bits: list[int], base: int =
         parts_pos.append(pos[:k[0]])
         parts_val.append(val[:k[0]])
         done += used
-    pos = np.concatenate(parts_pos) if parts_pos else np.empty(0, np.int64)
-    val = np.concatenate(parts_val) if parts_val else np.empty(0, np.uint32)
+    if len(parts_pos) == 1:               # the usual case: hand out the views, uncopied
+        pos, val = parts_pos[0], parts_val[0]
+    else:
+        pos = np.concatenate(parts_pos) if parts_pos else np.empty(0, np.int64)
+        val = np.concatenate(parts_val) if parts_val else np.empty(0, np.uint32)
     last = int(val[-1]) if len(val) else first
     return PieceChanges(pos, val, first, last, n)
 
