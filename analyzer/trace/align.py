@@ -81,7 +81,7 @@ class Alignment:
     tolerance_s: float            # the match tolerance used
     zero_point: str               # how the offset's zero was fixed (docs/trace.md)
     offset_uncertainty_s: float | None
-    payload_checked: int = 0      # matched windows whose traced tx bytes were compared with MOSI
+    payload_checked: int = 0      # matched windows whose traced tx/rx bytes were compared with MOSI/MISO
     payload_agree: int = 0
     # matched pairs: trace anchor row (index into the Trace) -> bus transfer index
     trace_rows: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, np.int64), repr=False)
