@@ -218,8 +218,9 @@ def _trace_bytes(trace: tm.Trace, rows: np.ndarray, which: int) -> tuple[np.ndar
     n = np.zeros(len(rows), np.int64)
     for i in np.flatnonzero(rows >= 0):
         p = trace.payload.get(int(rows[i]))
-        if p is not None and p[which]:
-            b = p[which][:PAYLOAD_BYTES]
+        raw = p[which] if p is not None else None
+        if raw:
+            b = raw[:PAYLOAD_BYTES]
             pay[i, :len(b)] = np.frombuffer(b, np.uint8)
             n[i] = len(b)
     return pay, n
