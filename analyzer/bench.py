@@ -1,4 +1,5 @@
-"""Side-by-side benchmark: ``spigap analyze`` vs ``sigrok-cli -P spi`` on the same captures.
+"""Side-by-side benchmark: ``spigap analyze`` vs ``sigrok-cli -P spi`` on the same captures;
+and the trace path (``spigap trace``: parse + align a ~1 M-event ftrace) beside its capture's analysis.
 
 Both are timed as whole processes (wall clock, start-up included), as a user
 would run them, in the same run on the same machine; peak RSS comes from
@@ -190,6 +191,79 @@ def run(samples: float = 20e6, big_samples: float = 200e6, real: pathlib.Path | 
         rows.append(Row(f"real {real.name}", rn, t, m, st, sm, "1 GHz, mostly idle, 98 chunks",
                         inproc_s=in_process(real)))
     return rows
+
+
+# ------------------------------------------------------------------ the trace path (spigap trace)
+# spidev spi_sync messages with irregular context switches (what makes windows identifiable),
+# 11 trace events per message (analyzer/synth/kernel.py), plus scheduler noise
+TRACE_SCEN = {"samplerate": "50MHz", "sclk": "8MHz", "words_per_transfer": 4, "transfers_per_message": 1,
+              "mosi": "random", "miso": "random", "cs_setup": "2.4us", "cs_hold": "1.9us", "idle_clocks": 0,
+              "context_switch": "20us", "sigma": {"context_switch": "4us"}, "lead": "10us", "tail": "10us",
+              "seed": 5, "channels": {"clk": "SCLK", "mosi": "MOSI", "miso": "MISO", "cs": "CS"}}
+
+
+@dataclasses.dataclass
+class TraceRow:
+    events: int
+    transfers: int
+    analyze_s: float        # the capture's analysis (analyze_file), for scale
+    parse_s: float          # ftrace text -> Trace
+    align_s: float          # matching + clock fit
+    phases_s: float         # gaps split into phases
+    matched: int
+    drift_ppm: float
+    true_drift_ppm: float
+
+    @property
+    def parse_align_s(self) -> float:
+        return self.parse_s + self.align_s
+
+
+def trace_pair(events: float, log=print) -> tuple[pathlib.Path, pathlib.Path]:
+    """A capture and its ~``events``-event trace (40 ppm drift, 1 % lost), synthesized once."""
+    messages = max(100, int(events / 11.5))
+    cap = cache_dir() / f"trace-{messages}msg.sr"
+    txt = cap.with_suffix(".txt")
+    if not (cap.exists() and txt.exists()):
+        log(f"bench: synthesizing {cap.name} + {txt.name} (once; cached in {cap.parent})")
+        code = ("import sys, json; from analyzer.synth import Scenario, write, kernel; "
+                "sc = Scenario.from_toml(None, json.loads(sys.argv[1])); tl = write(sc, sys.argv[2] + '.tmp', "
+                "compresslevel=1); kernel.write(tl, sys.argv[3] + '.tmp', kernel.KernelModel(drift_ppm=40, "
+                "lost=0.01, noise_rate_hz=2000))")
+        subprocess.run([sys.executable, "-c", code, json.dumps({**TRACE_SCEN, "messages": messages}), str(cap),
+                        str(txt)], check=True)
+        pathlib.Path(str(cap) + ".tmp").replace(cap)
+        pathlib.Path(str(txt) + ".tmp").replace(txt)
+    return cap, txt
+
+
+def trace_case(events: float = 1e6, log=print) -> TraceRow:
+    """Parse + align (+ phases) of a ~1 M-event trace, timed in a fresh process beside the
+    capture's analysis (imports excluded: each step is warm-up free numpy work)."""
+    cap, txt = trace_pair(events, log)
+    log(f"bench: {txt.name}: parse, align, phases ...")
+    code = ("import sys, time, json; from analyzer.api import analyze_file; "
+            "from analyzer.trace import ftrace, align, phases\n"
+            "t = time.perf_counter(); a = analyze_file(sys.argv[1]); ta = time.perf_counter() - t\n"
+            "t = time.perf_counter(); tr = ftrace.parse(sys.argv[2]); tp = time.perf_counter() - t\n"
+            "t = time.perf_counter(); al = align.align_spi(tr, a); tl = time.perf_counter() - t\n"
+            "t = time.perf_counter(); ph = phases.run(tr, al, a); tph = time.perf_counter() - t\n"
+            "print(json.dumps([len(tr), a.n, ta, tp, tl, tph, al.matched, al.drift_ppm]))")
+    out = subprocess.run([sys.executable, "-c", code, str(cap), str(txt)], capture_output=True, text=True,
+                         env=_child_env(), check=True)
+    ev, n, ta, tp, tl, tph, matched, drift = json.loads(out.stdout.strip().splitlines()[-1])
+    return TraceRow(ev, n, ta, tp, tl, tph, matched, drift, 40.0)
+
+
+def render_trace(r: TraceRow, fmt: str = "text") -> str:
+    if fmt == "markdown":
+        return ("| trace events | transfers | capture analysis | parse | align | parse + align | phases | matched "
+                "| drift (truth 40 ppm) |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                f"| {r.events} | {r.transfers} | {r.analyze_s:.2f} s | {r.parse_s:.2f} s | {r.align_s:.2f} s | "
+                f"{r.parse_align_s:.2f} s | {r.phases_s:.2f} s | {r.matched} | {r.drift_ppm:+.2f} ppm |\n")
+    return (f"trace: {r.events} events, {r.transfers} transfers: capture analysis {r.analyze_s:.2f} s; parse "
+            f"{r.parse_s:.2f} s + align {r.align_s:.2f} s = {r.parse_align_s:.2f} s; phases {r.phases_s:.2f} s; "
+            f"matched {r.matched}, drift {r.drift_ppm:+.2f} ppm (truth 40)\n")
 
 
 def machine() -> str:

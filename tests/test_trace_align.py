@@ -102,9 +102,24 @@ def test_too_regular_traffic_is_refused(tmp_path):
     scen = dict(messages=200, transfers_per_message=1, context_switch=40e-6, mosi="counter",
                 sigma={"context_switch": 0.0})
     scen["mosi"] = "0x55"
+    scen["miso"] = "0xAA"       # traced rx bytes are matched with MISO too: identical on both lines
     a, tr, _ = pair(tmp_path, scen=scen, jitter=0.0, seed=1)
     with pytest.raises(InputError):
         align.align_spi(tr, a)
+
+
+def test_regular_timing_is_aligned_by_the_rx_bytes(tmp_path):
+    """The same timing, but the device answers differently each time (an ADC's samples):
+    the traced rx bytes (spi_transfer_stop) against MISO tell the windows apart."""
+    scen = dict(messages=200, transfers_per_message=1, context_switch=40e-6, mosi="0x55", miso="random",
+                sigma={"context_switch": 0.0})
+    a, tr, truth = pair(tmp_path, scen=scen, jitter=0.0, seed=1, drift_ppm=30)
+    al = align.align_spi(tr, a)
+    assert al.matched >= 195 and al.payload_agree == al.payload_checked >= 195
+    t = tr.ts[al.trace_rows]
+    err = al.to_bus(t) - truth_bus(truth, t)
+    assert abs(np.median(err)) < 3e-6            # not one window (≈ 50 µs) off
+    assert np.ptp(err) < 0.3e-6
 
 
 def test_trace_starting_late_and_ending_early(tmp_path):

@@ -182,6 +182,30 @@ def test_layouts_read_to_the_same_events(tmp_path, timeline):
     assert {"Web Content", "my-app-x", "kworker/u8:2", "<idle>"} <= set(ref.tasks)
 
 
+@pytest.mark.parametrize("name", ["trace5", "pipe-wrapped", "trace-cmd-t", "perf"])
+def test_two_halves_read_like_one_pass(tmp_path, timeline, monkeypatch, name):
+    """A long trace is parsed in two processes (ftrace._parse_two): cut where an entry starts,
+    codes re-interned, rows renumbered -- the same Trace as one pass, in every layout."""
+    km = kernel.KernelModel(drift_ppm=80, other_device=0.3, noise_rate_hz=20000, cs_gpio=5, lost=0.02,
+                            **VARIANTS[name])
+    p = tmp_path / f"{name}.txt"
+    kernel.write(timeline, p, km)
+    monkeypatch.setattr(ftrace, "PARALLEL_BYTES", 1 << 30)
+    one = ftrace.parse(p)
+    monkeypatch.setattr(ftrace, "PARALLEL_BYTES", 1)
+    cut = ftrace._cut(str(p), ftrace.MAX_LINE)
+    assert cut is not None and 0 < cut < p.stat().st_size
+    two = ftrace._parse_two(str(p), None, ftrace.MAX_LINE, cut)
+    assert ftrace.parse(p).ts.tolist() == two.ts.tolist()          # parse() takes the two-process path
+    assert _names(two) == _names(one) and _devs(two) == _devs(one)
+    for col in ("ts", "cpu", "pid", "ptr", "length", "gpio", "value"):
+        assert getattr(two, col).tolist() == getattr(one, col).tolist(), col
+    assert [two.tasks[i] for i in two.task] == [one.tasks[i] for i in one.task]
+    assert two.payload == one.payload
+    assert (two.source, two.resolution_s, two.lost_events, two.n_lines, two.n_skipped, two.warnings) == \
+        (one.source, one.resolution_s, one.lost_events, one.n_lines, one.n_skipped, one.warnings)
+
+
 def test_lost_events(tmp_path, timeline):
     for layout in ("trace", "trace-cmd"):
         t, truth = _load(tmp_path, timeline, f"lost-{layout}", layout=layout, lost=0.05)

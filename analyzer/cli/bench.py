@@ -41,6 +41,9 @@ def add_subparser(sub) -> None:
     p.add_argument("--real", metavar="CAPTURE.sr",
                    help="also time a real capture (e.g. ../shared/captures-real/"
                         "spi__enc28j60__enc28j60-init-and-ping.sr)")
+    p.add_argument("--trace-events", type=_big_samples, default=1e6, metavar="N",
+                   help="also time the trace path: parse + align (+ phases) a synthesized ftrace of about N "
+                        "events beside its capture's analysis (default 1e6; 0 to skip)")
     p.add_argument("--repeat", type=count, default=3, metavar="N", help="spigap runs per capture (median is reported)")
     p.add_argument("--no-sigrok", action="store_true", help="skip sigrok-cli")
     p.add_argument("--sigrok-big", action="store_true",
@@ -60,5 +63,9 @@ def run(args) -> int:
         raise UsageError(f"no such capture: {real}")
     rows = bench.run(args.samples, args.big_samples, real, args.repeat, not args.no_sigrok,
                      args.sigrok_big, log=lambda m: print(m, file=sys.stderr))
-    write_output(bench.render(rows, args.format), args.output)
+    text = bench.render(rows, args.format)
+    if args.trace_events:
+        text += "\n" + bench.render_trace(bench.trace_case(args.trace_events, log=lambda m: print(m, file=sys.stderr)),
+                                          args.format)
+    write_output(text, args.output)
     return 0

@@ -4,13 +4,15 @@ One spelling per concept on every subcommand (docs/cli.md): the capture and
 SPI options (``add_capture_options``), ``--device NAME[@VARIANT][:KEY=VALUE,...]``
 (``add_device_option``), extra channels as ``--event CHANNEL:EDGE``
 (``add_event_options``), stalls (``add_stall_options``), statistics
-(``add_stats_options``), a profile (``add_profile_options``) and the output as
+(``add_stats_options``), a profile (``add_profile_options``), kernel traces
+(``add_trace_options``: ``--ftrace``, ``--before-ftrace``/``--after-ftrace``,
+``--spi-device``, ``--cs-latency``) and the output as
 ``--format`` + ``-o`` (``add_output_options``). Adding an option to a concept is
 one line in its group here; a subcommand adds a whole concept with one call.
 
 Also the helpers the subcommands share (so no subcommand imports another):
 ``config_from_args``, ``reader_options``, ``analyze_path``, ``load_captures``,
-``stall_rule_from_args``, ``settings_from_args``, ``write_output``.
+``stall_rule_from_args``, ``settings_from_args``, ``attach_traces``, ``write_output``.
 """
 
 from __future__ import annotations
@@ -322,6 +324,49 @@ def add_check_options(p, *, use: str) -> argparse._ArgumentGroup:
                    help="margin a PASS needs, as a fraction of the tolerance band's half-width or of "
                         "a one-sided bound (default 0.1 = 10%%)")
     return g
+
+
+def add_trace_options(p, *, ftrace: str | None = None, pairs: bool = False) -> argparse._ArgumentGroup:
+    """Kernel traces beside the captures (docs/trace.md). ``ftrace``: "one" (``--ftrace FILE``,
+    spigap trace) or "many" (``--ftrace FILE...``, one per positional capture, in order);
+    ``pairs``: ``--before-ftrace``/``--after-ftrace`` paired with ``--before``/``--after``."""
+    t = p.add_argument_group("kernel trace (docs/trace.md)")
+    what = ("kernel trace as text (trace, trace_pipe, trace-cmd report, perf script) or a trace-cmd "
+            "trace.dat (converted with trace-cmd when it is installed)")
+    if ftrace == "one":
+        t.add_argument("--ftrace", metavar="FILE", help=what)
+    elif ftrace == "many":
+        t.add_argument("--ftrace", nargs="+", default=[], metavar="FILE",
+                       help=f"{what}: one per capture, in the captures' order; adds the phase section")
+    if pairs:
+        t.add_argument("--before-ftrace", nargs="+", default=[], metavar="FILE",
+                       help="the --before captures' kernel traces, one per capture in the same order: "
+                            "compares every gap's kernel phases too")
+        t.add_argument("--after-ftrace", nargs="+", default=[], metavar="FILE",
+                       help="the --after captures' kernel traces, one per capture in the same order")
+    t.add_argument("--spi-device", metavar="spiB.C",
+                   help="the traced SPI device that is on the capture's CS line, e.g. spi0.0 (default: the one "
+                        "whose traffic matches the capture)")
+    t.add_argument("--cs-latency", type=_time, metavar="TIME",
+                   help="the spi_set_cs -> CS edge latency when it is known (a scope, a --sync-channel run, a "
+                        "profile), e.g. 1.5us: pins the clock offset's zero point, which the events alone only "
+                        "bracket (docs/trace.md)")
+    return t
+
+
+def attach_traces(caps, traces, args, *, option: str, captures: str) -> None:
+    """Align ``traces`` (paths) with ``caps`` (stats.compare.Capture, same order) and split
+    their gaps into phases (``capture.traced``). ``option``/``captures`` name the options in
+    the error when the counts differ."""
+    if not traces:
+        return
+    if len(traces) != len(caps):
+        raise UsageError(f"{option} gives {len(traces)} trace(s) for {len(caps)} {captures} capture(s): "
+                         f"give one trace per capture, in the same order")
+    from analyzer.trace import pair
+
+    for c, path in zip(caps, traces):
+        c.traced = pair.load(path, c.analysis, device=args.spi_device, cs_latency=args.cs_latency)
 
 
 def add_output_options(p, formats=("text", "json"), *, output_help: str = "write here instead of stdout"):

@@ -12,6 +12,8 @@ from analyzer.cli.common import (
     add_profile_options,
     add_stall_options,
     add_stats_options,
+    add_trace_options,
+    attach_traces,
     check_output_path,
     config_from_args,
     load_captures,
@@ -29,9 +31,11 @@ def add_subparser(sub) -> None:
                                    "period and rate, stalls and extra-channel latencies, with "
                                    "block-bootstrap intervals, block rank tests (Holm-corrected) and "
                                    "a verdict per metric; attributes the change of the transfer "
-                                   "period to the gap kinds.",
+                                   "period to the gap kinds; with each capture's kernel trace "
+                                   "(--before-ftrace/--after-ftrace) the same for every kernel phase "
+                                   "of every gap (docs/trace.md).",
                        usage="%(prog)s --before CAPTURE [CAPTURE ...] --after CAPTURE [CAPTURE ...] "
-                             "[options]")
+                             "[--before-ftrace FILE ... --after-ftrace FILE ...] [options]")
     p.add_argument("--before", nargs="+", required=True, metavar="CAPTURE",
                    help="baseline capture file(s), any format spigap reads")
     p.add_argument("--after", nargs="+", required=True, metavar="CAPTURE", help="capture(s) after the change")
@@ -41,6 +45,7 @@ def add_subparser(sub) -> None:
     add_event_options(p)
     add_stats_options(p)
     add_stall_options(p)
+    add_trace_options(p, pairs=True)
     o = add_output_options(p, ("text", "json"))
     o.add_argument("--fail-on", choices=("regression", "change", "never"), default="never",
                    help="exit 1 on any regression (or any significant change); default never")
@@ -50,7 +55,14 @@ def add_subparser(sub) -> None:
 def run(args) -> int:
     from analyzer.stats.compare import compare
 
+    from analyzer.errors import UsageError
+
     check_output_path(args.output)
+    if bool(args.before_ftrace) != bool(args.after_ftrace):
+        raise UsageError("--before-ftrace and --after-ftrace go together: phases are compared between "
+                         "traced captures on both sides")
+    if (args.spi_device or args.cs_latency is not None) and not args.before_ftrace:
+        raise UsageError("--spi-device and --cs-latency apply to the traces: give --before-ftrace/--after-ftrace")
     settings = settings_from_args(args)
     prof = None
     if args.profile:
@@ -60,6 +72,8 @@ def run(args) -> int:
     cfg = config_from_args(args, prof)
     before = load_captures(args.before, args, cfg=cfg)
     after = load_captures(args.after, args, cfg=cfg)
+    attach_traces(before, args.before_ftrace, args, option="--before-ftrace", captures="--before")
+    attach_traces(after, args.after_ftrace, args, option="--after-ftrace", captures="--after")
     cmp = compare(before, after, settings)
     if args.format == "json":
         from analyzer.stats.output import to_dict

@@ -11,6 +11,8 @@ from analyzer.cli.common import (
     add_event_options,
     add_stall_options,
     add_stats_options,
+    add_trace_options,
+    attach_traces,
     check_output_path,
     config_from_args,
     load_captures,
@@ -31,7 +33,9 @@ def add_subparser(sub) -> None:
                                    "kind and of the transfer period (linear and log count), a timeline "
                                    "of the gaps, transfers per second, extra-channel latencies "
                                    "(--event) and the check verdicts (--profile); with --before/--after "
-                                   "also the comparison (spigap compare) with overlays.")
+                                   "also the comparison (spigap compare) with overlays; with kernel traces "
+                                   "(--ftrace, --before-ftrace/--after-ftrace) a phase section per capture "
+                                   "and the phases before vs after.")
     p.add_argument("captures", nargs="*", metavar="CAPTURE", help=CAPTURE_HELP + "; repeatable")
     p.add_argument("--before", nargs="+", default=[], metavar="CAPTURE", help="baseline capture(s) to compare")
     p.add_argument("--after", nargs="+", default=[], metavar="CAPTURE", help="capture(s) after the change")
@@ -40,6 +44,7 @@ def add_subparser(sub) -> None:
     add_event_options(p)
     add_stats_options(p)
     add_stall_options(p)
+    add_trace_options(p, ftrace="many", pairs=True)
     o = p.add_argument_group("output")
     o.add_argument("--format", choices=("html",), default="html",
                    help="output format: html, one self-contained file with the plots inline (the only one)")
@@ -90,6 +95,17 @@ def run(args) -> int:
     check, cfg = _checker(args)
     # analyze every capture once, with the profile's settings when --profile is given
     caps = {c.path: c for c in load_captures(paths, args, cfg=cfg)}
+    if bool(args.before_ftrace) != bool(args.after_ftrace):
+        raise UsageError("--before-ftrace and --after-ftrace go together")
+    if (args.spi_device or args.cs_latency is not None) and not (args.ftrace or args.before_ftrace):
+        raise UsageError("--spi-device and --cs-latency apply to the traces: give --ftrace or "
+                         "--before-ftrace/--after-ftrace")
+    attach_traces([caps[str(p)] for p in args.captures], args.ftrace, args, option="--ftrace",
+                  captures="positional")
+    attach_traces([caps[str(p)] for p in args.before], args.before_ftrace, args, option="--before-ftrace",
+                  captures="--before")
+    attach_traces([caps[str(p)] for p in args.after], args.after_ftrace, args, option="--after-ftrace",
+                  captures="--after")
     title = args.title or ("spigap report: " + ", ".join(paths[:3]) + (" …" if len(paths) > 3 else ""))
     rep = Report(title, stall_rule=stall_rule_from_args(args))
     for p in paths:

@@ -159,7 +159,7 @@ def run(args) -> int:
         km = kernel.KernelModel(layout=args.trace_format, ns=args.trace_ns, drift_ppm=args.trace_drift_ppm,
                                 clock_start_s=args.trace_offset, lost=args.trace_lost,
                                 other_device=args.trace_other, noise_rate_hz=args.trace_noise,
-                                seed=sc.seed + 1)
+                                seed=sc.seed + 1, **kernel.model_options(sc.kernel))
         trace_truth = kernel.write(tl, ftrace_path, km, t0=t0)
         if args.truth:
             truth = scenario.truth_json(tl, t0)

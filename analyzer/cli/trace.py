@@ -12,9 +12,9 @@ import sys
 
 from analyzer.cli.common import (
     CAPTURE_HELP,
-    _time,
     add_capture_options,
     add_output_options,
+    add_trace_options,
     analyze_path,
     check_output_path,
     write_output,
@@ -36,23 +36,13 @@ def add_subparser(sub) -> None:
                                    "consecutive events on the merged timeline (docs/trace.md).")
     p.add_argument("capture", help=CAPTURE_HELP)
     add_capture_options(p)
-    t = p.add_argument_group("trace")
-    t.add_argument("--ftrace", metavar="FILE",
-                   help="kernel trace as text (trace, trace_pipe, trace-cmd report, perf script) or a trace-cmd "
-                        "trace.dat (converted with trace-cmd when it is installed)")
+    t = add_trace_options(p, ftrace="one")
     t.add_argument("--userlog", metavar="FILE",
                    help="user-space timestamp log (CSV, e.g. perf_counter_ns before/after each xfer2): aligned "
                         "too, its error against the bus reported")
-    t.add_argument("--spi-device", metavar="spiB.C",
-                   help="the traced SPI device that is on the capture's CS line, e.g. spi0.0 (default: the one "
-                        "whose traffic matches the capture)")
     t.add_argument("--sync-channel", metavar="NAME",
                    help="align on a GPIO toggled by software instead: the capture channel NAME and the trace's "
                         "gpio:gpio_value events of that pin")
-    t.add_argument("--cs-latency", type=_time, metavar="TIME",
-                   help="the spi_set_cs -> CS edge latency when it is known (a scope, a --sync-channel run, a "
-                        "profile), e.g. 1.5us: pins the clock offset's zero point, which the events alone only "
-                        "bracket (docs/trace.md)")
     t.add_argument("--perfetto", metavar="OUT.json",
                    help="also write the merged timeline as Chrome/Perfetto trace-event JSON (ui.perfetto.dev, "
                         "chrome://tracing)")
@@ -213,7 +203,7 @@ def render_text(result: dict, *, transfers: bool = False) -> str:
             f"(tolerance {fmt_time(al.tolerance_s)})",
         ]
         if al.payload_checked:
-            lines.append(f"  payload: traced tx bytes equal MOSI in {al.payload_agree} of {al.payload_checked} "
+            lines.append(f"  payload: traced tx/rx bytes equal MOSI/MISO in {al.payload_agree} of {al.payload_checked} "
                          "windows")
         for n in al.notes:
             lines.append(f"  note: {n}")

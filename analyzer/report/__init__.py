@@ -11,8 +11,10 @@ Sections per capture (HTML ids in brackets, ``N`` = capture number): summary
 (capture-N-summary), gap statistics (capture-N-gaps), stalls (capture-N-stalls),
 extra channels (capture-N-events, with --event), check verdicts
 (capture-N-check, with --profile), histograms (capture-N-histograms),
-timeline of gaps (capture-N-timeline), transfers per second (capture-N-rate).
-Comparison: "compare" (table, attribution, overlays).
+timeline of gaps (capture-N-timeline), transfers per second (capture-N-rate),
+kernel phases (capture-N-phases, when the capture has a trace: ``Capture.traced``).
+Comparison: "compare" (table, attribution, kernel phases "compare-phases" with
+traces on both sides, overlays).
 """
 
 from __future__ import annotations
@@ -63,6 +65,14 @@ def fmt_time(seconds, digits: int = 4) -> str:
     if seconds is not None and not isinstance(seconds, str) and abs(seconds) < 1e-15:
         seconds = 0.0
     return _fmt_time(seconds, digits)
+
+
+def _phase_groups(phases) -> list[tuple[str, list[tuple[str, str, float]]]]:
+    """Phases grouped by gap kind, in order: [(kind, [(from, to, p50_s), ...]), ...]."""
+    out: dict[str, list] = {}
+    for p in phases:
+        out.setdefault(p.gap, []).append((p.frm, p.to, p.stats["p50_s"] or 0.0))
+    return list(out.items())
 
 
 def _e(x) -> str:
@@ -233,7 +243,47 @@ class Report:
         starts = a.start[~a.partial_start] * t
         fig = plots.rate([("transfers", starts)], a.end_tick * t, "transfers per second over the capture")
         H.append(self._img(fig, f"{stem}-rate.png", "transfers per second"))
+        if cap.traced is not None:
+            H.append(self._phases_html(cap, sid, stem))
         self.sections.append((sid, cap.path, "\n".join(H)))
+
+    def _phases_html(self, cap, sid, stem) -> str:
+        """The kernel trace's phases of every gap: alignment, table, stacked medians, timeline."""
+        from analyzer.report import plots
+
+        tc = cap.traced
+        al, tr = tc.alignment, tc.trace
+        H = [f'<h3 id="{sid}-phases">Kernel phases (trace <code>{_e(tc.path)}</code>)</h3>']
+        unc = f" ± {fmt_time(al.offset_uncertainty_s)}" if al.offset_uncertainty_s is not None else ""
+        H.append(f"<p>{_e(len(tr))} events ({_e(tr.source)}, timestamps to {_e(fmt_time(tr.resolution_s))}); "
+                 f"{_e(al.device)}: {_e(al.anchor)} ↔ {_e(al.bus_anchor)}, matched {al.matched}, unmatched "
+                 f"{al.unmatched_trace} trace / {al.unmatched_bus} bus; drift {al.drift_ppm:+.2f} ppm; offset zero "
+                 f"point: {_e(al.zero_point)}{_e(unc)}. Method: docs/trace.md.</p>")
+        if tc.grouping_note:
+            H.append(f"<p class='note'>Grouping: {_e(tc.grouping_note)}</p>")
+        rows = []
+        for p in tc.common():
+            st = p.stats
+            rows.append([p.gap, p.frm, p.to, st["n"]] + [fmt_time(st[k]) for k in
+                                                          ("min_s", "p50_s", "mean_s", "p99_s", "max_s", "std_s")]
+                        + [fmt_time(p.resolution_s)])
+        H.append(_table(["gap", "from", "to", "n", "min", "p50", "mean", "p99", "max", "std", "resolution"], rows,
+                        left=3))
+        hidden = len(tc.phases.phases) - len(tc.common())
+        H.append("<p class='note'>Each phase lies between consecutive events on the merged timeline (bus edges "
+                 "and kernel events on the bus clock); resolution: one sample between bus edges, the trace's "
+                 "timestamp step between events, both summed across"
+                 + (f"; {hidden} phase(s) seen in fewer than 5 % of their gaps (lost or stray events) not shown"
+                    if hidden else "") + ".</p>")
+        groups = _phase_groups(tc.common())
+        if groups:
+            fig = plots.phase_bars([(g, ph) for g, ph in groups], "phase medians per gap kind (in order inside "
+                                   "the gap)")
+            H.append(self._img(fig, f"{stem}-phases.png", "phase medians per gap kind"))
+        fig = plots.phase_timeline(cap.analysis, tc, f"{os.path.basename(cap.path)} + "
+                                   f"{os.path.basename(tc.path)}: transfers, gaps split into phases, kernel events")
+        H.append(self._img(fig, f"{stem}-phase-timeline.png", "merged timeline: bus, phases, kernel events"))
+        return "\n".join(H)
 
     def _events_html(self, cap, sid, stem) -> str:
         from analyzer.report import plots
@@ -357,6 +407,8 @@ class Report:
             H.append(_table(["part", "before", "after", "Δ", f"{conf} CI", "share", "usual cause"], rows))
             fig = plots.attribution(at, "change of each part of the mean transfer period (after − before)")
             H.append(self._img(fig, "compare-attribution.png", "attribution of the transfer period change"))
+        if cmp.phases is not None:
+            H.append(self._phase_compare_html(cmp, conf))
         H.append('<h3 id="compare-overlays">Before vs after</h3>')
         res = max(c.analysis.tick_s for c in cmp.before + cmp.after)
         for kind in HIST_KINDS:
@@ -378,6 +430,38 @@ class Report:
         fig = plots.rate(series, span, "transfers per second: first before vs first after capture")
         H.append(self._img(fig, "compare-rate.png", "transfers per second before vs after"))
         self.sections.append(("compare", "Comparison: before vs after", "\n".join(H)))
+
+    def _phase_compare_html(self, cmp, conf) -> str:
+        from analyzer.report import plots
+        from analyzer.stats.output import fmt_ci, fmt_p, fmt_signed_time
+
+        H = ['<h3 id="compare-phases">Kernel phases: which one moved</h3>']
+        rows = []
+        for r in cmp.phases:
+            m = r.metric
+            if not m.tests:
+                rows.append([r.gap, r.frm, r.to, f"{m.before.get('n', 0)}/{m.after.get('n', 0)}", "", "", "",
+                             f"{m.verdict} ({m.note})"])
+                continue
+            d = m.deltas["p50"]
+            rows.append([r.gap, r.frm, r.to, f"{m.before['n']}/{m.after['n']}",
+                         f"{fmt_time(m.before['p50'])} → {fmt_time(m.after['p50'])}",
+                         f"{fmt_signed_time(d['delta'])} {fmt_ci(d['ci'])}", fmt_p(m.test("level").p_holm),
+                         _verdict_cell(m.verdict)])
+        H.append(_table(["gap", "from", "to", "n", "p50 before → after", f"Δp50 [{conf} CI]", "p (Holm)",
+                         "verdict"], rows, left=3))
+        H.append("<p class='note'>The same statistics as the gaps (block rank test, block bootstrap, one Holm "
+                 "family with them); a phase's change counts when at least 2 × its resolution (the trace's "
+                 "timestamp step where a kernel event bounds it).</p>")
+        groups = []
+        for kind in dict.fromkeys(r.gap for r in cmp.phases):
+            for side in ("before", "after"):
+                ph = [(r.frm, r.to, getattr(r.metric, side).get("p50") or 0.0) for r in cmp.phases if r.gap == kind]
+                groups.append((f"{kind} {side}", ph))
+        if groups:
+            fig = plots.phase_bars(groups, "phase medians, before vs after (p50 of each phase, stacked in order)")
+            H.append(self._img(fig, "compare-phases.png", "phase medians before vs after"))
+        return "\n".join(H)
 
     # ------------------------------------------------------------ output
     def html(self) -> str:

@@ -332,3 +332,133 @@ def attribution(att: dict, title: str):
     ax.grid(alpha=0.3, axis="x")
     ax.set_title(title, fontsize=10)
     return fig
+
+
+# ------------------------------------------------------------ kernel phases (spigap trace)
+def _short(name: str) -> str:
+    """'spi:spi_set_cs:activate' -> 'set_cs:activate', 'syscalls:sys_exit_ioctl' -> 'sys_exit_ioctl'."""
+    sub, _, rest = name.partition(":")
+    rest = rest.removeprefix("spi_") if sub == "spi" else rest
+    return f"{sub}:{rest}" if sub == "bus" else rest
+
+
+def _phase_colors(keys: list) -> dict:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab20"]
+    return {k: cmap(i % 20) for i, k in enumerate(keys)}
+
+
+def phase_bars(groups: list[tuple[str, list[tuple[str, str, float]]]], title: str):
+    """Stacked horizontal bars of phase medians: one bar per (label, [(from, to, p50_s), ...])
+    in the phases' order inside the gap (e.g. 'context_switch before', 'context_switch after')."""
+    keys: list = []
+    for _, phases in groups:
+        keys += [(f, t) for f, t, _ in phases if (f, t) not in keys]
+    colors = _phase_colors(keys)
+    top = max((sum(v for _, _, v in ph) for _, ph in groups), default=0.0)
+    unit, sc = time_unit(top or 1e-6)
+    fig = figure(10, 1.0 + 0.45 * len(groups) + 0.22 * len(keys))
+    ax = fig.subplots()
+    for y, (label, phases) in enumerate(groups):
+        left = 0.0
+        for f, t, v in phases:
+            ax.barh(y, v / sc, left=left / sc, color=colors[(f, t)], edgecolor="white", lw=0.5)
+            if v > 0.06 * top:
+                ax.text((left + v / 2) / sc, y, _fmt(v), ha="center", va="center", fontsize=7)
+            left += v
+    ax.set_yticks(range(len(groups)), [g[0] for g in groups], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{unit} (sum of the phase medians)")
+    ax.grid(axis="x", alpha=0.3)
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(color=colors[k], label=f"{_short(k[0])} → {_short(k[1])}") for k in keys],
+              fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+def phase_timeline(a, traced, title: str, *, windows: int = 2):
+    """The merged timeline over a few CS windows: transfers (bus), every gap split into its
+    phases (bus edges and kernel events in time order) and the kernel events, on the bus clock."""
+    from analyzer.trace import model as tm
+    from analyzer.trace.align import bus_edges
+    from analyzer.trace.phases import EDGE_NAMES, boundary_rows
+
+    al, tr = traced.alignment, traced.trace
+    edges = bus_edges(a)
+    matched = np.sort(al.bus_index)
+    # the first run of `windows` consecutive matched transfers with complete edges
+    first = int(matched[0]) if len(matched) else 0
+    for k in matched:
+        k = int(k)
+        rng_ = np.arange(k, min(k + windows + 1, a.n))
+        if len(rng_) == windows + 1 and np.isin(rng_, matched).all() and all(
+                np.isfinite(edges[n][rng_]).all() for n in EDGE_NAMES):
+            first = k
+            break
+    ks = np.arange(first, min(first + windows, a.n))
+    t_lo = float(np.nanmin(edges[tm.BUS_CS_ASSERT][ks]))
+    t_hi = float(np.nanmax(edges[tm.BUS_CS_DEASSERT][ks]))
+    nxt = first + windows
+    if nxt < a.n and np.isfinite(edges[tm.BUS_CS_ASSERT][nxt]):
+        t_hi = float(edges[tm.BUS_CS_ASSERT][nxt])
+    pad = 0.03 * (t_hi - t_lo)
+    t_lo -= pad
+    t_hi += pad
+    rows = boundary_rows(tr, al.device)
+    tb = al.to_bus(tr.ts[rows])
+    sel = (tb >= t_lo) & (tb <= t_hi)
+    ev_t, ev_n = tb[sel], [tr.events[int(c)] for c in tr.event[rows[sel]]]
+    # other events (IRQ, scheduler) on the timeline too, not splitting phases
+    allb = al.to_bus(tr.ts)
+    other = np.flatnonzero((allb >= t_lo) & (allb <= t_hi))
+    other = np.setdiff1d(other, rows)
+    items = [(float(edges[n][k]), n) for k in range(max(first - 1, 0), min(nxt + 1, a.n)) for n in EDGE_NAMES
+             if np.isfinite(edges[n][k])]
+    items += list(zip(ev_t.tolist(), ev_n))
+    items = sorted((t, n) for t, n in items if t_lo <= t <= t_hi)
+    keys: list = []
+    segs = []
+    for (t0, n0), (t1, n1) in zip(items[:-1], items[1:]):
+        if n0 == tm.BUS_FIRST_SCLK and n1 == tm.BUS_LAST_SCLK:
+            continue            # the clocked part: drawn as the transfer
+        segs.append((t0, t1, (n0, n1)))
+        if (n0, n1) not in keys:
+            keys.append((n0, n1))
+    colors = _phase_colors(keys)
+    unit, sc = time_unit(t_hi - t_lo)
+    fig = figure(12, 4.6)
+    ax = fig.subplots()
+    x = lambda t: (t - t_lo) / sc  # noqa: E731
+    # bus: CS active windows, clocked parts
+    for k in range(max(first - 1, 0), min(nxt + 1, a.n)):
+        s, e = edges[tm.BUS_CS_ASSERT][k], edges[tm.BUS_CS_DEASSERT][k]
+        f, last = edges[tm.BUS_FIRST_SCLK][k], edges[tm.BUS_LAST_SCLK][k]
+        if np.isfinite(s) and np.isfinite(e):
+            ax.barh(2, x(e) - x(s), left=x(s), height=0.5, color="#dddddd", edgecolor="#888888")
+        if np.isfinite(f) and np.isfinite(last):
+            ax.barh(2, x(last) - x(f), left=x(f), height=0.5, color="#555555")
+            ax.text(x((f + last) / 2), 2, f"#{k} {int(a.n_bits[k])} bit", ha="center", va="center",
+                    fontsize=7, color="white")
+    # phases
+    for t0, t1, key in segs:
+        ax.barh(1, x(t1) - x(t0), left=x(t0), height=0.5, color=colors[key], edgecolor="white", lw=0.5)
+    # kernel events
+    for i, (t, n) in enumerate(zip(ev_t, ev_n)):
+        ax.plot([x(t)] * 2, [-0.25, 0.25], color="k", lw=0.8)
+        ax.text(x(t), -0.3 - 0.22 * (i % 3), _short(n), fontsize=6.5, ha="center", va="top")
+    for r in other:
+        ax.plot([x(allb[r])] * 2, [-0.2, 0.2], color="#aaaaaa", lw=0.6)
+    ax.set_yticks([0, 1, 2], ["kernel events", "phases", "bus (CS active,\nclocked)"], fontsize=8)
+    ax.set_ylim(-1.1, 2.5)
+    ax.set_xlim(0, x(t_hi))
+    ax.set_xlabel(f"{unit} on the bus clock (from {_fmt(t_lo)} into the capture)")
+    ax.grid(axis="x", alpha=0.3)
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(color=colors[k], label=f"{_short(k[0])} → {_short(k[1])}") for k in keys],
+              fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_title(title, fontsize=10)
+    return fig

@@ -44,6 +44,7 @@ from analyzer.stats import resample
 
 if TYPE_CHECKING:
     from analyzer.core.events import EventReport
+    from analyzer.trace.pair import TracedCapture
 
 TIME_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
               "idle", "transfer_duration", "transfer_period")
@@ -116,6 +117,7 @@ class Capture:
     analysis: Analysis
     events: EventReport | None = None
     _stalls: list | None = None
+    traced: TracedCapture | None = None     # its kernel trace, aligned and split into phases
 
     def stalls(self, rule: StallRule) -> list:
         if self._stalls is None:
@@ -189,6 +191,7 @@ class Comparison:
     attribution: dict | None
     notes: list[str]
     n_tests: int
+    phases: list[PhaseResult] | None = None     # with (capture, trace) pairs: every common phase compared
 
     @property
     def regressions(self) -> list[MetricResult]:
@@ -208,6 +211,19 @@ class Comparison:
 
     def metric(self, name: str) -> MetricResult | None:
         return next((m for m in self.metrics if m.name == name), None)
+
+
+@dataclasses.dataclass
+class PhaseResult:
+    """One phase (gap kind, from event, to event) before vs after: the gap statistics' MetricResult."""
+
+    gap: str
+    frm: str
+    to: str
+    metric: MetricResult
+
+    def to_dict(self) -> dict:
+        return {"gap": self.gap, "from": self.frm, "to": self.to, **self.metric.to_dict()}
 
 
 def _f(x):
@@ -562,11 +578,16 @@ def compare(before: list[Capture], after: list[Capture], settings: Settings = Se
                 return np.empty(0) if v is None else v * c.events.tick_s
             metrics.append(time_metric(f"event:{name}", name, [ser(c) for c in before],
                                         [ser(c) for c in after], res, st, rng))
-    # Holm over every test that produced a p-value
-    tests = [t for m in metrics for t in m.tests if t.p is not None]
+    # kernel phases, with (capture, trace) pairs on both sides
+    phase_results = _phase_metrics(before, after, st, rng) if any(c.traced for c in before) and any(
+        c.traced for c in after) else None
+    if any(c.traced for c in before + after) and phase_results is None:
+        notes.append("kernel traces were given for one side only: no phase comparison")
+    # Holm over every test that produced a p-value (the phases' too: one family)
+    tests = [t for m in metrics + [r.metric for r in phase_results or []] for t in m.tests if t.p is not None]
     for t, p in zip(tests, _holm([t.p for t in tests if t.p is not None])):
         t.p_holm = p
-    for m in metrics:
+    for m in metrics + [r.metric for r in phase_results or []]:
         if m.verdict in ("not comparable", "insufficient data"):
             continue
         _decide(m, st)
@@ -574,4 +595,47 @@ def compare(before: list[Capture], after: list[Capture], settings: Settings = Se
     if len(before) == 1 or len(after) == 1:
         notes.append("one capture on a side: the intervals cover the variation within a capture, not "
                      "between runs or boots; give several captures per side (--before A B ...) to include it")
-    return Comparison(st, before, after, metrics, attribution, notes, len(tests))
+    if phase_results is not None and (any(c.traced is None for c in before + after)):
+        notes.append("phases compared over the captures that have a trace only")
+    return Comparison(st, before, after, metrics, attribution, notes, len(tests), phase_results)
+
+
+def _phase_metrics(before: list[Capture], after: list[Capture], st: Settings, rng) -> list[PhaseResult]:
+    """Every phase seen in at least 5 % of its gap kind's gaps on a side (``pair.RARE``;
+    rarer ones come from lost or stray events), compared like a gap kind: its durations per
+    capture in time order, the phase's resolution (one sample between bus edges, the trace's
+    timestamp step between events) as the resolution. Order: the gap kinds', then the
+    phases' order inside the gap."""
+    from analyzer.trace.phases import KIND_ORDER
+
+    keys: dict[tuple[str, str, str], tuple[float, float]] = {}     # key -> (position, resolution)
+    for c in before + after:
+        if c.traced is None:
+            continue
+        for p in c.traced.common():
+            pos, res = keys.get((p.gap, p.frm, p.to), (p.position, 0.0))
+            keys[(p.gap, p.frm, p.to)] = (pos, max(res, p.resolution_s))
+
+    def series(caps, key):
+        out = []
+        for c in caps:
+            if c.traced is None:
+                continue
+            ph = next((p for p in c.traced.phases.phases if (p.gap, p.frm, p.to) == key), None)
+            v = np.asarray(ph.values, float) if ph is not None and ph.values is not None else np.empty(0)
+            step = c.traced.trace.resolution_s
+            if not key[1].startswith("bus:") and not key[2].startswith("bus:") and step > 10 * c.analysis.tick_s:
+                # two trace timestamps: the duration is a whole number of timestamp steps; the
+                # clock-rate correction (ppm of it) is not information, only a spurious difference
+                v = np.round(v / step) * step
+            out.append(v)
+        return out
+
+    order = sorted(keys, key=lambda k: (KIND_ORDER.index(k[0]) if k[0] in KIND_ORDER else 99, keys[k][0]))
+    out = []
+    for key in order:
+        gap, frm, to = key
+        m = time_metric(f"phase:{gap}:{frm}->{to}", f"{gap}: {frm} → {to}", series(before, key),
+                        series(after, key), keys[key][1], st, rng)
+        out.append(PhaseResult(gap, frm, to, m))
+    return out

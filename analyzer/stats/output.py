@@ -62,6 +62,11 @@ def to_dict(cmp: Comparison, *, stall_limit: int = 50) -> dict:
         "improvements": [m.name for m in cmp.improvements],
         "notes": list(cmp.notes),
     }
+    if cmp.phases is not None:
+        d["traces"] = {side: [c.traced.summary() if c.traced is not None else None for c in caps]
+                       for side, caps in (("before", cmp.before), ("after", cmp.after))}
+        d["phases"] = [r.to_dict() for r in cmp.phases]
+        d["moved_phases"] = [r.metric.name for r in cmp.phases if r.metric.verdict in ("regression", "improvement")]
     if any(c.events is not None for c in cmp.before + cmp.after):
         d["events"] = {"before": [events_block(c) for c in cmp.before],
                        "after": [events_block(c) for c in cmp.after]}
@@ -159,6 +164,8 @@ def render_text(cmp: Comparison) -> str:
         sd = f"{fmt_time(m.before['std'])} → {fmt_time(m.after['std'])}"
         L.append(f"{m.label[:23]:24s}{sp:>26s}  {fmt_signed_time(t.delta) + ' ' + fmt_ci(t.ci):>30s}{sd:>26s}"
                  f"{fmt_p(t.p_holm):>10s}  {_verdict(t.verdict)}")
+    if cmp.phases is not None:
+        L += [""] + _phase_text(cmp, conf)
     at = cmp.attribution
     if at:
         L.append("")
@@ -202,6 +209,51 @@ def render_text(cmp: Comparison) -> str:
         if m.verdict in ("not comparable",):
             L.append(f"note    {m.label}: not comparable ({m.note})")
     return "\n".join(L) + "\n"
+
+
+def _phase_text(cmp: Comparison, conf: str) -> list[str]:
+    """The phases of every gap (kernel traces on the bus clock), one row each, and which moved."""
+    from analyzer.units import fmt_time as ft
+
+    L = []
+    for side, caps in (("before", cmp.before), ("after", cmp.after)):
+        for c in caps:
+            if c.traced is None:
+                continue
+            al = c.traced.alignment
+            unc = f" ± {ft(al.offset_uncertainty_s)}" if al.offset_uncertainty_s is not None else ""
+            L.append(f"trace   {side:7s}{c.traced.path}: matched {al.matched} of {c.analysis.n} transfers, drift "
+                     f"{al.drift_ppm:+.2f} ppm, offset zero point: {al.zero_point}{unc}")
+    res = {c.traced.trace.resolution_s for c in cmp.before + cmp.after if c.traced is not None}
+    L.append(f"phases (kernel events on the bus clock, docs/trace.md); resolution: one sample between bus edges, "
+             f"the trace's timestamp step ({', '.join(ft(r) for r in sorted(res))}) between events, both summed "
+             f"across; a change counts when significant and ≥ max({cmp.settings.min_rel_effect * 100:g} % of the "
+             "before p50, 2 × the phase's resolution)")
+    head = (f"{'gap':15s} {'from':26s} {'to':26s}{'n before/after':>15s}  {'p50 before → after':>24s}  "
+            f"{'Δp50 [' + conf + ' CI]':>30s}{'p (Holm)':>10s}  verdict")
+    L.append(head)
+    L.append("-" * len(head))
+    for r in cmp.phases or []:
+        m = r.metric
+        lead = f"{r.gap:15s} {r.frm:26s} {r.to:26s}"
+        if m.verdict in ("not comparable", "insufficient data"):
+            L.append(f"{lead}{m.before.get('n', 0):>7d}/{m.after.get('n', 0):<7d}  {m.verdict} ({m.note})")
+            continue
+        t = m.test("level")
+        d = m.deltas["p50"]
+        p50 = f"{fmt_time(m.before['p50'])} → {fmt_time(m.after['p50'])}"
+        L.append(f"{lead}{m.before['n']:>7d}/{m.after['n']:<7d}  {p50:>24s}  "
+                 f"{fmt_signed_time(d['delta']) + ' ' + fmt_ci(d['ci']):>30s}"
+                 f"{fmt_p(t.p_holm) if t else '–':>10s}  {_verdict(m.verdict)}")
+    moved = [r for r in cmp.phases or [] if r.metric.verdict in ("regression", "improvement")]
+    if moved:
+        for r in moved:
+            d = r.metric.deltas["p50"]
+            L.append(f"→ moved: {r.gap}: {r.frm} → {r.to}: p50 {fmt_signed_time(d['delta'])} {fmt_ci(d['ci'])} "
+                     f"({_verdict(r.metric.verdict)})")
+    else:
+        L.append("→ no phase moved significantly")
+    return L
 
 
 def _permille(r) -> str:

@@ -63,7 +63,7 @@ CHAINS = {
                        ("spi:spi_transfer_start", "bus:first_sclk", "transfer_start_to_sclk")],
     "cs_hold": [("bus:last_sclk", "spi:spi_transfer_stop", None),
                 ("spi:spi_transfer_stop", "spi:spi_set_cs:deactivate", "transfer_stop_to_set_cs"),
-                ("spi:spi_set_cs:deactivate", "bus:cs_deassert", "gpio_cs_latency")],
+                ("spi:spi_set_cs:deactivate", "bus:cs_deassert", "gpio_cs_off_latency")],
     "cs_change": [("bus:cs_deassert", "spi:spi_set_cs:activate", None),
                   ("spi:spi_set_cs:activate", "bus:cs_assert", "gpio_cs_latency")],
     "context_switch": [("bus:cs_deassert", "spi:spi_message_done", "deassert_to_done"),
@@ -82,7 +82,8 @@ CHAINS = {
 class KernelModel:
     """Nominal latencies (s, bus time) of the spidev spi_sync path, and the trace's clock and layout."""
 
-    gpio_cs_latency: float = 1.5e-6          # spi_set_cs tracepoint -> CS edge (GPIO CS)
+    gpio_cs_latency: float = 1.5e-6          # spi_set_cs activate tracepoint -> CS assert (GPIO CS)
+    gpio_cs_off_latency: float = 1.5e-6      # spi_set_cs deactivate tracepoint -> CS deassert
     transfer_start_to_sclk: float = 0.8e-6
     sclk_to_transfer_stop: float = 1.0e-6    # inter_transfer only (cs_hold: the remainder)
     transfer_stop_to_set_cs: float = 0.2e-6
@@ -139,7 +140,27 @@ class KernelModel:
         return -self.clock_start_s * (1 + self.drift_ppm * 1e-6)
 
 
-_LATENCIES = [k for chain in CHAINS.values() for _, _, k in chain if k]
+_LATENCIES = list(dict.fromkeys(k for chain in CHAINS.values() for _, _, k in chain if k))
+LATENCY_KEYS = tuple(_LATENCIES)     # the nominal latencies a recipe's [kernel] table may set
+
+
+def model_options(table: dict | None) -> dict:
+    """KernelModel keyword arguments from a scenario's ``[kernel]`` table: latencies as
+    times ("1.2us") and ``jitter`` as a share; anything else is refused."""
+    from analyzer.units import parse_time
+
+    out: dict = {}
+    for key, value in (table or {}).items():
+        try:
+            if key in LATENCY_KEYS:
+                out[key] = parse_time(value)
+            elif key == "jitter":
+                out[key] = float(value)
+            else:
+                raise UsageError(f"unknown [kernel] key {key!r}; known: {', '.join(LATENCY_KEYS)}, jitter")
+        except (ValueError, TypeError) as e:
+            raise UsageError(f"[kernel] {key}: {e}") from None
+    return out
 
 
 def _dev(name: str) -> tuple[int, int]:

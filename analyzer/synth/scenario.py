@@ -39,6 +39,10 @@ Example (all times accept units: 1.6us, 250ns, 10e-6; rates: 3.6MHz)::
     name = "mcp3008-adc"          # see analyzer/synth/devices (spigap synth --list-devices)
     channel = 3                   # ... plus that generator's own options
 
+    [kernel]                      # optional: the driver model of 'spigap synth --ftrace'
+    gpio_cs_latency = "1.5us"     # spi_set_cs activate -> CS assert (analyzer/synth/kernel.py,
+    jitter = 0.1                  # KernelModel: every latency; jitter = sigma as a share of each)
+
     [jitter]
     sigma = "20ns"                # normal spread on every gap, or a table per gap kind
     stall_probability = 0.001     # chance that a gap gets an extra stall ...
@@ -103,6 +107,7 @@ class Scenario:
     stall_kinds: tuple = ("cs_change", "context_switch")
     source: str = ""
     device: dict | None = None
+    kernel: dict | None = None        # [kernel]: the trace's driver model (synth --ftrace; kernel.model_options)
 
     @property
     def shape(self) -> SpiShape:
@@ -127,6 +132,7 @@ class Scenario:
                 raise UsageError(f"not valid TOML: {e}", path=str(path)) from None
         flat = {}
         device = data.pop("device", None)
+        kernel_table = data.pop("kernel", None)
         for section, values in data.items():
             if not isinstance(values, dict):
                 flat[section] = values
@@ -139,6 +145,13 @@ class Scenario:
         sc = cls()
         sc.source = text
         sc.device = dict(device) if device else None
+        if kernel_table is not None:
+            from analyzer.synth.kernel import model_options
+
+            if not isinstance(kernel_table, dict):
+                raise UsageError("[kernel] must be a table of latencies", path=str(path) if path else None)
+            model_options(kernel_table)          # refuse unknown keys when the recipe is read
+            sc.kernel = dict(kernel_table)
         for key, value in flat.items():
             sc._set(key, value)
         sc._check()

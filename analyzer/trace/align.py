@@ -81,7 +81,7 @@ class Alignment:
     tolerance_s: float            # the match tolerance used
     zero_point: str               # how the offset's zero was fixed (docs/trace.md)
     offset_uncertainty_s: float | None
-    payload_checked: int = 0      # matched windows whose traced tx bytes were compared with MOSI
+    payload_checked: int = 0      # matched windows whose traced tx/rx bytes were compared with MOSI/MISO
     payload_agree: int = 0
     # matched pairs: trace anchor row (index into the Trace) -> bus transfer index
     trace_rows: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, np.int64), repr=False)
@@ -124,6 +124,9 @@ class _Side:
     # first PAYLOAD_BYTES bytes per anchor (trace: tx; bus: MOSI) and how many are known (0: none)
     pay: np.ndarray | None = None
     pay_n: np.ndarray | None = None
+    # the same for rx (trace: spi_transfer_stop's rx; bus: MISO)
+    rpay: np.ndarray | None = None
+    rpay_n: np.ndarray | None = None
 
 
 def _bus_side(a: Analysis, *, anchor: str) -> _Side:
@@ -137,12 +140,13 @@ def _bus_side(a: Analysis, *, anchor: str) -> _Side:
     return _Side(t=t[idx] * a.tick_s, bits=np.asarray(a.n_bits, np.int64)[idx], key=idx.astype(np.int64))
 
 
-def _bus_payload(a: Analysis, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """First MOSI bytes of transfers ``idx`` (8-bit words only), as (matrix, count)."""
-    if a.cfg.wordsize != 8 or a.cfg.mosi is None or not len(a.mosi):
+def _bus_payload(a: Analysis, idx: np.ndarray, line: str = "mosi") -> tuple[np.ndarray, np.ndarray] | None:
+    """First MOSI (or MISO) bytes of transfers ``idx`` (8-bit words only), as (matrix, count)."""
+    data = a.mosi if line == "mosi" else a.miso
+    if a.cfg.wordsize != 8 or getattr(a.cfg, line) is None or data is None or not len(data):
         return None
     try:
-        words = np.asarray(a.mosi, dtype=np.int64)
+        words = np.asarray(data, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
         return None
     off = np.asarray(a.word_off, np.int64)
@@ -190,17 +194,36 @@ def _trace_side(trace: tm.Trace, device: str) -> tuple[_Side, str, str]:
         # the first transfer of each window (for its payload)
         ws, first = np.unique(w[ok], return_index=True)
         first_start[ws] = starts[ok][first]
-    pay = pay_n = None
+    first_stop = np.full(len(anchors), -1, np.int64)
+    stops = trace.rows(tm.SPI_TRANSFER_STOP, device)
+    if len(stops) and trace.payload:
+        # rx is filled in by the time of spi_transfer_stop: the window's first stop carries it
+        w = np.searchsorted(anchors, stops, side="right") - 1
+        ok = w >= 0
+        ws, first = np.unique(w[ok], return_index=True)
+        first_stop[ws] = stops[ok][first]
+    pay = pay_n = rpay = rpay_n = None
     if trace.payload:
-        pay = np.zeros((len(anchors), PAYLOAD_BYTES), np.uint8)
-        pay_n = np.zeros(len(anchors), np.int64)
-        for i in np.flatnonzero(first_start >= 0):
-            p = trace.payload.get(int(first_start[i]))
-            if p is not None and p[0]:
-                b = p[0][:PAYLOAD_BYTES]
-                pay[i, :len(b)] = np.frombuffer(b, np.uint8)
-                pay_n[i] = len(b)
-    return _Side(t=t, bits=bits, key=anchors.astype(np.int64), pay=pay, pay_n=pay_n), name, bus
+        pay, pay_n = _trace_bytes(trace, first_start, 0)
+        rpay, rpay_n = _trace_bytes(trace, first_stop, 1)
+        if not rpay_n.any():
+            rpay = rpay_n = None
+    return _Side(t=t, bits=bits, key=anchors.astype(np.int64), pay=pay, pay_n=pay_n, rpay=rpay,
+                 rpay_n=rpay_n), name, bus
+
+
+def _trace_bytes(trace: tm.Trace, rows: np.ndarray, which: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first PAYLOAD_BYTES tx (``which`` 0) or rx (1) bytes printed by each row (-1: none)."""
+    pay = np.zeros((len(rows), PAYLOAD_BYTES), np.uint8)
+    n = np.zeros(len(rows), np.int64)
+    for i in np.flatnonzero(rows >= 0):
+        p = trace.payload.get(int(rows[i]))
+        raw = p[which] if p is not None else None
+        if raw:
+            b = raw[:PAYLOAD_BYTES]
+            pay[i, :len(b)] = np.frombuffer(b, np.uint8)
+            n[i] = len(b)
+    return pay, n
 
 
 # ---------------------------------------------------------------- matching
@@ -226,6 +249,7 @@ def _coarse(T: _Side, B: _Side, tol0: float) -> list[tuple[int, int, int]]:
     for i in order:
         i = int(i)
         cand = np.flatnonzero(B.bits == T.bits[i]) if T.bits[i] >= 0 else np.arange(nB)
+        cand = cand[_payload_equal(T, B, np.full(len(cand), i), cand) != 0]       # traced bytes, where known
         fails = np.zeros(len(cand), np.int64)
         for s in range(1, steps + 1):
             if not len(cand):
@@ -236,6 +260,7 @@ def _coarse(T: _Side, B: _Side, tol0: float) -> list[tuple[int, int, int]]:
             ok = np.abs(B.t[k] - tgt) <= tol0 + MAX_DRIFT_PPM * 1e-6 * dt
             if T.bits[i + s] >= 0:
                 ok &= B.bits[k] == T.bits[i + s]
+            ok &= _payload_equal(T, B, np.full(len(k), i + s), k) != 0
             fails += ~ok
             keep = fails <= 2 + s // 5
             cand, fails = cand[keep], fails[keep]
@@ -296,15 +321,19 @@ def _fit(t: np.ndarray, y: np.ndarray, t0: float) -> tuple[float, float]:
 
 
 def _payload_equal(T: _Side, B: _Side, i: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Per pair: 1 the bytes both sides know agree, 0 they differ, -1 nothing to compare."""
+    """Per pair: 1 the bytes both sides know (tx/MOSI, rx/MISO) agree, 0 they differ,
+    -1 nothing to compare."""
     out = np.full(len(i), -1, np.int8)
-    if T.pay is None or B.pay is None or T.pay_n is None or B.pay_n is None or not len(i):
+    if not len(i):
         return out
-    n = np.minimum(T.pay_n[i], B.pay_n[k])
-    cmp = n > 0
-    cols = np.arange(PAYLOAD_BYTES)[None, :] < n[:, None]
-    eq = np.all((T.pay[i] == B.pay[k]) | ~cols, axis=1)
-    out[cmp] = eq[cmp].astype(np.int8)
+    for tp, tn, bp, bn in ((T.pay, T.pay_n, B.pay, B.pay_n), (T.rpay, T.rpay_n, B.rpay, B.rpay_n)):
+        if tp is None or bp is None or tn is None or bn is None:
+            continue
+        n = np.minimum(tn[i], bn[k])
+        cmp = n > 0
+        cols = np.arange(PAYLOAD_BYTES)[None, :] < n[:, None]
+        eq = np.all((tp[i] == bp[k]) | ~cols, axis=1)
+        out[cmp] = np.where(out[cmp] == 0, 0, eq[cmp].astype(np.int8))
     return out
 
 
@@ -426,6 +455,10 @@ def _align_device(trace: tm.Trace, a: Analysis, device: str, cs_latency: float |
         bp = _bus_payload(a, B.key)
         if bp is not None:
             B.pay, B.pay_n = bp
+    if T.rpay is not None:
+        bp = _bus_payload(a, B.key, "miso")
+        if bp is not None:
+            B.rpay, B.rpay_n = bp
     seeds, tol = _seeds(T, B, trace.resolution_s, a.tick_s)
     if not seeds:
         raise InputError(f"no consistent match between the trace's {what} and the capture's transfers "
@@ -456,14 +489,14 @@ def _finish(trace, T, B, seeds, tol, *, method, device, anchor, bus_anchor, what
     elif n < MIN_BUS_FRACTION * n_b:
         problem = f"only {n} of the capture's {n_b} transfers inside the trace match an event"
     payload_checked = payload_agree = 0
-    if problem is None and T.pay is not None and B.pay is not None:
+    if problem is None and ((T.pay is not None and B.pay is not None) or (T.rpay is not None and B.rpay is not None)):
         # payload agreement among the pairs that matched on time and length (checked without payload)
         i2, k2, _ = _match(T, B, np.arange(len(T.t)), av, bv, t0, tol, use_payload=False)
         eq = _payload_equal(T, B, i2, k2)
         payload_checked = int(np.count_nonzero(eq >= 0))
         payload_agree = int(np.count_nonzero(eq == 1))
         if payload_checked >= MIN_MATCHED and payload_agree < MIN_PAYLOAD_AGREEMENT * payload_checked:
-            problem = (f"the traced tx bytes agree with MOSI in only {payload_agree} of {payload_checked} "
+            problem = (f"the traced tx/rx bytes agree with MOSI/MISO in only {payload_agree} of {payload_checked} "
                        "windows matched by time")
     if problem is None:
         # too regular: the offsets that pair each anchor with the window after or before

@@ -364,13 +364,13 @@ def parse_lines(lines: Iterable[str], *, path: str = "<lines>", fmt: str | None 
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse_lines(lines, path, fmt)
+        return _finish([_parse_lines(lines, path, fmt)], path, fmt)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _parse_lines(lines: Iterable[str], path: str, fmt: str | None) -> Trace:
+def _parse_lines(lines: Iterable[str], path: str, fmt: str | None) -> "_Part":
     b = _Builder(path)
     fast, head, perf = _FAST.match, _HEAD.match, _PERF.match
     lost_re, flags_re = _LOST.match, _FLAGS.search
@@ -435,10 +435,9 @@ def _parse_lines(lines: Iterable[str], path: str, fmt: str | None) -> Trace:
 
     n = b.n
     if n == 0:
-        what = f"{n_lines} lines, none an ftrace event" if n_lines else "empty"
-        raise _fail(path, f"not a trace: {what}",
-                    "expected the text of /sys/kernel/tracing/trace, trace_pipe, `trace-cmd report` "
-                    "or `perf script`; check the file")
+        return _Part(None, b, dict(n_lines=n_lines, n_skipped=n_skipped, lost=lost, lost_unknown=lost_unknown,
+                                   n_perf=n_perf, n_head=n_head, n_flags=n_flags,
+                                   tracecmd_header=tracecmd_header, ftrace_header=ftrace_header))
     ts, cpu_c, pid_c, task_c, event_c, dev_c, ptr_c, len_c, gpio_c, val_c, bad = (
         np.concatenate(c) if len(b.chunks) > 1 else c[0] for c in zip(*b.chunks))
     b.chunks.clear()
@@ -454,10 +453,65 @@ def _parse_lines(lines: Iterable[str], path: str, fmt: str | None) -> Trace:
             b.payload.pop(r, None)
         else:
             b.payload[r] = pl
+    cols = (ts, cpu_c, pid_c, task_c, event_c, dev_c, ptr_c, len_c, gpio_c, val_c, bad)
+    return _Part(cols, b, dict(n_lines=n_lines, n_skipped=n_skipped, lost=lost, lost_unknown=lost_unknown,
+                               n_perf=n_perf, n_head=n_head, n_flags=n_flags,
+                               tracecmd_header=tracecmd_header, ftrace_header=ftrace_header))
+
+
+class _Part:
+    """The columns and counters of one stretch of a trace file (``_finish`` joins them).
+    ``cols`` None: the stretch held no event."""
+
+    def __init__(self, cols, b: "_Builder", counts: dict):
+        self.cols = cols
+        self.payload = b.payload
+        self.events, self.devices, self.tasks = b.events, b.devices, b.tasks
+        self.decimals = b.decimals
+        self.bad_payload = b.bad_payload
+        self.counts = counts
+
+
+def _remap(codes: np.ndarray, names: list[str], into: list[str]) -> np.ndarray:
+    """``codes`` (indices into ``names``, -1 none) as indices into ``into`` (extended)."""
+    table = np.empty(len(names) + 1, np.int64)
+    table[-1] = -1
+    for i, name in enumerate(names):
+        if name not in into:
+            into.append(name)
+        table[i] = into.index(name)
+    return table[codes].astype(codes.dtype)
+
+
+def _finish(parts: list[_Part], path: str, fmt: str | None) -> Trace:
+    """One Trace from the parts of a file, in file order: codes re-interned, rows
+    renumbered, counters summed, the layout detected, then sorted by time."""
+    c: dict = {k: sum(p.counts[k] for p in parts) for k in parts[0].counts}
+    full = [p for p in parts if p.cols is not None]
+    if not full:
+        n_lines = c["n_lines"]
+        what = f"{n_lines} lines, none an ftrace event" if n_lines else "empty"
+        raise _fail(path, f"not a trace: {what}",
+                    "expected the text of /sys/kernel/tracing/trace, trace_pipe, `trace-cmd report` "
+                    "or `perf script`; check the file")
+    events, devices, tasks = list(full[0].events), list(full[0].devices), list(full[0].tasks)
+    cols_list, payload, offset = [], {}, 0
+    for k, p in enumerate(full):
+        ts_, cpu_, pid_, task_, event_, dev_, ptr_, len_, gpio_, val_, bad_ = p.cols
+        if k:
+            event_ = _remap(event_, p.events, events)
+            dev_ = _remap(dev_, p.devices, devices)
+            task_ = _remap(task_, p.tasks, tasks)
+        cols_list.append((ts_, cpu_, pid_, task_, event_, dev_, ptr_, len_, gpio_, val_, bad_))
+        payload.update({r + offset: v for r, v in p.payload.items()} if offset else p.payload)
+        offset += len(ts_)
+    ts, cpu_c, pid_c, task_c, event_c, dev_c, ptr_c, len_c, gpio_c, val_c, bad = (
+        np.concatenate(col) if len(cols_list) > 1 else col[0] for col in zip(*cols_list))
+    n = len(ts)
     if fmt is None:
-        if n_perf > n_head:
+        if c["n_perf"] > c["n_head"]:
             fmt = "perf"
-        elif tracecmd_header or (not ftrace_header and n_flags == 0 and b.tasks):
+        elif c["tracecmd_header"] or (not c["ftrace_header"] and c["n_flags"] == 0 and tasks):
             fmt = "trace-cmd"
         else:
             fmt = "ftrace"
@@ -466,33 +520,35 @@ def _parse_lines(lines: Iterable[str], path: str, fmt: str | None) -> Trace:
     if n_bad:
         warnings.append(f"{n_bad} SPI/GPIO events whose fields do not read as the kernel "
                         "prints them (kept without device/pointer/length)")
-    if b.bad_payload:
-        warnings.append(f"{b.bad_payload} tx=/rx= fields that are not hex bytes (payload ignored)")
-    if lost_unknown:
-        warnings.append(f"{lost_unknown} 'EVENTS DROPPED' lines without a count (each counted as 1)")
-    dec_min, dec_max = min(b.decimals), max(b.decimals)
+    bad_payload = sum(p.bad_payload for p in parts)
+    if bad_payload:
+        warnings.append(f"{bad_payload} tx=/rx= fields that are not hex bytes (payload ignored)")
+    if c["lost_unknown"]:
+        warnings.append(f"{c['lost_unknown']} 'EVENTS DROPPED' lines without a count (each counted as 1)")
+    decimals = set().union(*(p.decimals for p in full))
+    dec_min, dec_max = min(decimals), max(decimals)
     if dec_min != dec_max:
         warnings.append(f"timestamps printed with {dec_min} to {dec_max} decimals; resolution taken "
                         f"as the coarsest, 1e-{dec_min} s")
-    payload = b.payload
     cols = [cpu_c, pid_c, task_c, event_c, dev_c, ptr_c, len_c, gpio_c, val_c]
     if n > 1 and bool(np.any(ts[1:] < ts[:-1])):
         order = np.argsort(ts, kind="stable")
         ts = ts[order]
-        cols = [c[order] for c in cols]
+        cols = [col[order] for col in cols]
         inv = np.empty(n, np.int64)
         inv[order] = np.arange(n)
         payload = {int(inv[r]): v for r, v in payload.items()}
     cpu_c, pid_c, task_c, event_c, dev_c, ptr_c, len_c, gpio_c, val_c = cols
     return Trace(path=path, source=fmt, ts=ts, cpu=cpu_c, pid=pid_c, task=task_c, event=event_c,
                  device=dev_c, ptr=ptr_c, length=len_c, gpio=gpio_c, value=val_c,
-                 events=b.events, devices=b.devices, tasks=b.tasks, payload=payload,
-                 resolution_s=10.0 ** -dec_min, n_lines=n_lines, n_skipped=n_skipped,
-                 lost_events=lost, warnings=warnings)
+                 events=events, devices=devices, tasks=tasks, payload=payload,
+                 resolution_s=10.0 ** -dec_min, n_lines=c["n_lines"], n_skipped=c["n_skipped"],
+                 lost_events=c["lost"], warnings=warnings)
 
 
-def read_lines(path: str, *, max_line: int = MAX_LINE) -> Iterator[str]:
-    """The lines of a text file, read in chunks, each line bounded by ``max_line`` bytes.
+def read_lines(path: str, *, max_line: int = MAX_LINE, start: int = 0, stop: int | None = None) -> Iterator[str]:
+    """The lines of a text file, read in chunks, each line bounded by ``max_line`` bytes;
+    ``start``/``stop``: only that byte range (both at line starts).
 
     Binary data (a NUL byte) or a longer line is an InputError naming the file.
     """
@@ -501,12 +557,16 @@ def read_lines(path: str, *, max_line: int = MAX_LINE) -> Iterator[str]:
     with open_errors(path):
         f = open(path, "rb")
     with f:
+        f.seek(start)
+        left = None if stop is None else stop - start
         dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
         tail = ""
         line_no = 0
         while True:
             try:
-                chunk = f.read(CHUNK)
+                chunk = f.read(CHUNK if left is None else min(CHUNK, left))
+                if left is not None:
+                    left -= len(chunk)
             except OSError as e:
                 raise _fail(path, f"cannot read: {e.strerror}") from None
             if b"\0" in chunk:
@@ -552,7 +612,73 @@ def parse(path, *, fmt: str | None = None, max_line: int = MAX_LINE) -> Trace:
                     f"convert it first: perf script -i {path} > trace.txt")
     if head.startswith(DAT_MAGIC):
         return _parse_dat(path, fmt)
+    if fmt is not None and fmt not in FORMATS:
+        raise UsageError(f"unknown trace format {fmt!r}; known: {', '.join(FORMATS)}")
+    cut = _cut(path, max_line) if _two_cores() else None
+    if cut is not None:
+        import concurrent.futures.process
+
+        try:
+            return _parse_two(path, fmt, max_line, cut)
+        except (InputError, OSError, concurrent.futures.process.BrokenProcessPool):
+            pass            # in one process: a bad line said with its line number, no fork needed
     return parse_lines(read_lines(path, max_line=max_line), path=path, fmt=fmt)
+
+
+# A long trace is parsed in two processes, each a half of the file (the regex work is
+# per line and holds the GIL, so threads would not help). Why not compiled: the layouts
+# differ per tool and version (module docstring); Python's re reads them all in one
+# place, and two cores halve its cost.
+PARALLEL_BYTES = 8 << 20        # files at least this long are parsed in two halves
+CUT_SEARCH = 1 << 20            # bytes searched past the middle for a line that starts an entry
+
+
+def _two_cores() -> bool:
+    import multiprocessing
+
+    return (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _cut(path: str, max_line: int) -> int | None:
+    """A byte offset near the middle where a line starts an entry (so no wrapped entry is
+    split), or None for a short file or none found within CUT_SEARCH bytes."""
+    size = os.path.getsize(path)
+    if size < PARALLEL_BYTES:
+        return None
+    with open(path, "rb") as f:
+        f.seek(size // 2)
+        data = f.read(CUT_SEARCH)
+    pos = data.find(b"\n") + 1
+    while 0 < pos < len(data):
+        end = data.find(b"\n", pos)
+        if end < 0:
+            return None
+        line = data[pos:end].decode("utf-8", "replace")
+        if _FAST.match(line) or _HEAD.match(line) or _PERF.match(line):
+            return size // 2 + pos
+        pos = end + 1
+    return None
+
+
+def _part_of(path: str, fmt: str | None, max_line: int, start: int, stop: int | None) -> _Part:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_lines(read_lines(path, max_line=max_line, start=start, stop=stop), path, fmt)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _parse_two(path: str, fmt: str | None, max_line: int, cut: int) -> Trace:
+    import concurrent.futures
+    import multiprocessing
+
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as ex:
+        second = ex.submit(_part_of, path, fmt, max_line, cut, None)
+        first = _part_of(path, fmt, max_line, 0, cut)
+        parts = [first, second.result()]
+    return _finish(parts, path, fmt)
 
 
 def _parse_dat(path: str, fmt: str | None) -> Trace:

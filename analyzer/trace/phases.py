@@ -49,6 +49,7 @@ class Phase:
     stats: dict                 # describe(): n, min_s, p50_s, mean_s, p99_s, max_s, std_s
     resolution_s: float
     position: float             # mean place of the phase's start inside its gap, 0..1 (row order)
+    values: np.ndarray | None = dataclasses.field(default=None, repr=False)   # durations (s), time order
 
     def to_dict(self) -> dict:
         return {"gap": self.gap, "from": self.frm, "to": self.to, **self.stats, "resolution_s": self.resolution_s}
@@ -238,7 +239,7 @@ def split(trace: tm.Trace, al: Alignment, a: Analysis) -> Phases:
                                                 st["max_s"]) for q in (0.5, 0.99))
             out.append(Phase(gap=str(kname), frm=name_list[int(f2[s0])], to=name_list[int(t2[s0])],
                              stats=_clean(st), resolution_s=float(res),
-                             position=float(np.mean(pos[sel]))))
+                             position=float(np.mean(pos[sel])), values=dur[sel]))
     out.sort(key=lambda p: (kind_idx.get(p.gap, len(KIND_ORDER)), p.position, -p.stats["n"]))
     counts: dict[str, int] = {}
     for kname in kind_names[qs]:
