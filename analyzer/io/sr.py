@@ -11,6 +11,9 @@ Analog channels are thresholded with hysteresis (analyzer/io/threshold.py,
 Streaming: members are inflated piece by piece on a small thread pool (ISA-L
 and numpy release the GIL), at most a few pieces in flight, so peak memory
 does not depend on capture length. Edge state is carried across pieces.
+A member whose compressed bytes, CRC and size repeat those of a recent one
+(sigrok writes the same chunk again and again over idle stretches) is not
+inflated again: its changes are the earlier member's, moved.
 """
 
 from __future__ import annotations
