@@ -120,7 +120,9 @@ def scan(buf, unitsize: int, masks: dict[int, int], bits: list[int], base: int =
         parts_pos.append(pos[:k[0]])
         parts_val.append(val[:k[0]])
         done += used
-    if len(parts_pos) == 1:               # the usual case: hand out the views, uncopied
+    if len(parts_pos) == 1 and 2 * len(parts_pos[0]) >= cap:
+        # a dense piece: hand out the views, uncopied (a sparse one is copied below,
+        # so that a few changes do not hold on to a buffer sized for many)
         pos, val = parts_pos[0], parts_val[0]
     else:
         pos = np.concatenate(parts_pos) if parts_pos else np.empty(0, np.int64)
