@@ -7,15 +7,17 @@ Framer is the fallback and the oracle it is tested against.
 Parallel framing (captures with a CS line): at a CS assert the framer's state
 starts afresh (every per-window and per-word field is reset; only the previous
 state and a few capture-wide minima/counters carry on). So in a long edge
-block, the entries from its first CS assert to its last one are framed by a
-fresh framer in a worker thread (the compiled call releases the GIL), while
-this thread frames the rest serially: the window carried in from the previous
-block up to the first assert, and the window still open from the last assert
-on. Outputs are put back in capture order and the carried fields merged
-(sums, minima), so the result is the serial framer's, field for field
-(tests/test_parallel.py checks it on random chunkings). Without CS a window
-starts after an idle time measured from the previous clock edge, so CS-less
-framing stays serial.
+block, the entries from its first CS assert to its last one are cut at CS
+asserts into "middles", each framed by a fresh framer: one per worker thread
+(the compiled call releases the GIL) and one in the calling thread, which
+would otherwise wait. The calling thread frames the rest serially: the window
+carried in from the previous block up to the first assert, and the window
+still open from the last assert on. Outputs are put back in capture order and
+the carried fields merged (sums, minima), so the result is the serial
+framer's, field for field (tests/test_parallel.py checks it on random
+chunkings), and ``take()`` still hands out every window closed in the blocks
+fed so far. Without CS a window starts after an idle time measured from the
+previous clock edge, so CS-less framing stays serial.
 """
 
 from __future__ import annotations
@@ -204,10 +206,12 @@ class CFramer:
 
             first, last = assert_at(0, 1), assert_at(n - 1, -1)
             if 0 <= first < last:
-                # cut [first, last) at CS asserts into one middle per worker
+                # cut [first, last) at CS asserts into one middle per worker and one
+                # that this thread frames itself instead of waiting
+                parts = WORKERS + 1
                 cuts = [first]
-                for k in range(1, WORKERS):
-                    c = assert_at(first + k * (last - first) // WORKERS, 1)
+                for k in range(1, parts):
+                    c = assert_at(first + k * (last - first) // parts, 1)
                     if cuts[-1] < c < last:
                         cuts.append(c)
                 cuts.append(last)
@@ -216,14 +220,22 @@ class CFramer:
                 self._segments.append(self.o.rows())
                 if self._pool is None:
                     self._pool = concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="spigap-frame")
+                jobs = []
                 for a, b in zip(cuts[:-1], cuts[1:]):
                     mid = self.ffi.new("framer_t *")
                     self.ffi.memmove(mid, f, self.ffi.sizeof("framer_t"))   # the configuration
                     self.lib.spigap_frame_init(mid, int(s[a - 1]) if a else prev0)
-                    fut = self._pool.submit(_frame_middle, self.lib, self.ffi, mid, t[a:b], s[a:b])
+                    jobs.append((mid, t[a:b], s[a:b]))
+                mine = jobs.pop() if len(jobs) > 1 else None     # the last, framed here
+                for job in jobs:
+                    fut = self._pool.submit(_frame_middle, self.lib, self.ffi, *job)
                     self._segments.append(fut)
                     self._inflight.append(fut)
                     self.n_parallel += 1
+                if mine is not None:
+                    done: concurrent.futures.Future = concurrent.futures.Future()
+                    done.set_result(_frame_middle(self.lib, self.ffi, *mine))
+                    self._segments.append(done)
                 while len(self._inflight) > PAR_PENDING:
                     self._inflight.popleft().result()
                 # the serial framer goes on at the last assert, as if it had framed the middles
