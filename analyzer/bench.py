@@ -318,3 +318,114 @@ def _mb(x):
 
 def _x(x):
     return "–" if x is None else f"{x:.0f}×"
+
+
+# ------------------------------------------------------------------ stages
+
+@dataclasses.dataclass
+class StageRow:
+    name: str
+    samples: int
+    edges: int
+    inflate_s: float          # CPU seconds on one core, best of the repeats
+    scan_s: float
+    frame_s: float            # the serial compiled framer (Python calls included)
+    stream_s: float           # wall: reader + framer as analyze runs them (threads), no statistics
+    analysis_s: float         # wall: analyze_file() warm, in process
+    startup_s: float          # wall: a fresh interpreter importing `spigap analyze`
+
+
+def stages(path, roles: dict[str, str], repeat: int = 3) -> StageRow:
+    """Where the time of one .sr capture goes: inflate, change scan and framing
+    each on one core (thread CPU time, one pass member by member, nothing kept),
+    then the streaming part as analyze runs it (2 threads inflate and scan, the
+    framer's middles on worker threads), the whole in-process analysis and the
+    interpreter start-up."""
+    import numpy as np
+
+    from analyzer import native
+    from analyzer.api import analyze_file
+    from analyzer.core.cframer import CFramer
+    from analyzer.core.config import SpiConfig
+    from analyzer.core.framing import make_framer
+    from analyzer.io import inflate, open_capture, sr
+    from analyzer.io.base import EdgeBlock
+    from analyzer.io.changes import masks_for
+
+    names = [roles["clk"], roles["cs"], roles["mosi"], roles["miso"]]
+    cfg = SpiConfig(clk=names[0], cs=names[1], mosi=names[2], miso=names[3])
+    bits_of = {"clk": 0, "cs": 1, "mosi": 2, "miso": 3}
+    best = {"inflate": 1e9, "scan": 1e9, "frame": 1e9, "stream": 1e9, "analysis": 1e9, "startup": 1e9}
+    n_samples = n_edges = 0
+    clock = time.thread_time
+    for _ in range(repeat):
+        acc = {"inflate": 0.0, "scan": 0.0, "frame": 0.0}
+        with open_capture(path) as r:
+            assert isinstance(r, sr.SrReader)
+            bits = [r._bit_of[n] for n in names]
+            masks = masks_for(bits)
+            framer = CFramer(cfg, bits_of, r.info.tick_s)
+            framer.par_min = 1 << 62                    # serial: one core
+            base, prev, n_edges = 0, None, 0
+            for m in r._logic:
+                comp = sr._read_member(r._fd, m, r._data_offset(m), r._size)
+                t0 = clock()
+                raw = inflate.decompress_limited(comp, m.usize)
+                t1 = clock()
+                pc = native.scan(raw, r.unitsize, masks, bits, base) if native.library() else \
+                    sr.scan_piece_numpy(raw, r.unitsize, masks, bits, base)
+                t2 = clock()
+                ticks, states = pc.pos, pc.values
+                if prev is None or pc.first != prev:
+                    ticks = np.concatenate([[base], ticks]).astype(np.int64)
+                    states = np.concatenate([np.array([pc.first], np.uint32), states])
+                t3 = clock()
+                framer.feed(EdgeBlock(ticks, states))
+                acc["frame"] += clock() - t3
+                acc["inflate"] += t1 - t0
+                acc["scan"] += t2 - t1
+                n_edges += len(ticks)
+                base += pc.n
+                prev = pc.last
+                del raw
+            t3 = clock()
+            framer.finish(base)
+            acc["frame"] += clock() - t3
+            n_samples = base
+        for k, v in acc.items():
+            best[k] = min(best[k], v)
+        t0 = time.perf_counter()
+        with open_capture(path) as r:
+            f = make_framer(cfg, bits_of, r.info.tick_s)
+            for block in r.edges(names):
+                f.feed(block)
+            f.finish(r.end_tick)
+        best["stream"] = min(best["stream"], time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        analyze_file(path)
+        best["analysis"] = min(best["analysis"], time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import analyzer.cli.analyze"], check=True, env=_child_env())
+        best["startup"] = min(best["startup"], time.perf_counter() - t0)
+    return StageRow(pathlib.Path(path).name, n_samples, n_edges, best["inflate"], best["scan"], best["frame"],
+                    best["stream"], best["analysis"], best["startup"])
+
+
+def render_stages(rows: list[StageRow], fmt: str = "text") -> str:
+    head = (f"where the time goes ({machine()}): inflate, scan and frame are CPU seconds on one core "
+            "(best of the repeats); streaming (reader + framer on their threads), analysis "
+            "(analyze_file, warm) and start-up are wall clock")
+    cols = ["capture", "samples", "edges", "inflate", "scan", "frame", "streaming", "analysis", "start-up"]
+    lines = []
+    for r in rows:
+        def rate(s, n=r.samples):
+            return f"{s:.3f} s ({n / s / 1e6:.0f} M/s)" if s > 0 else "–"
+        lines.append([r.name, f"{r.samples / 1e6:.1f} M", f"{r.edges / 1e6:.2f} M", rate(r.inflate_s),
+                      rate(r.scan_s), rate(r.frame_s, r.edges), rate(r.stream_s), rate(r.analysis_s),
+                      f"{r.startup_s:.3f} s"])
+    if fmt == "markdown":
+        out = [head, "", "| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
+        out += ["| " + " | ".join(row) + " |" for row in lines]
+        return "\n".join(out) + "\n"
+    return "\n".join([head] + ["  ".join(f"{c:>18s}" for c in cols)] +
+                     ["  ".join(f"{c:>18s}" for c in row) for row in lines]) + "\n"

@@ -48,6 +48,9 @@ def add_subparser(sub) -> None:
     p.add_argument("--no-sigrok", action="store_true", help="skip sigrok-cli")
     p.add_argument("--sigrok-big", action="store_true",
                    help="also run sigrok-cli on the large capture (about a minute)")
+    p.add_argument("--stages", action="store_true",
+                   help="instead: where the time goes on the large capture (and --real): inflate, change scan "
+                        "and framing on one core, streaming, analysis and start-up")
     add_output_options(p, ("text", "markdown"))
     p.set_defaults(func=run)
 
@@ -61,6 +64,20 @@ def run(args) -> int:
         from analyzer.errors import UsageError
 
         raise UsageError(f"no such capture: {real}")
+    if args.stages:
+        def log(m):
+            print(m, file=sys.stderr)
+
+        cases = [(bench.dense_capture(args.big_samples or args.samples, log)[0],
+                  {"clk": "SCLK", "cs": "CS", "mosi": "MOSI", "miso": "MISO"})]
+        if real is not None:
+            cases.append((real, {"clk": "CLK", "cs": "CS", "mosi": "MOSI", "miso": "MISO"}))
+        srows = []
+        for path, roles in cases:
+            log(f"bench: stages of {path.name} ...")
+            srows.append(bench.stages(path, roles, args.repeat))
+        write_output(bench.render_stages(srows, args.format), args.output)
+        return 0
     rows = bench.run(args.samples, args.big_samples, real, args.repeat, not args.no_sigrok,
                      args.sigrok_big, log=lambda m: print(m, file=sys.stderr))
     text = bench.render(rows, args.format)
