@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import os
+import threading
 
 import numpy as np
 
@@ -86,21 +87,24 @@ def _frame_all(lib, f, o: _Out, t: np.ndarray, s: np.ndarray) -> None:
         o.flush()
 
 
+_local = threading.local()      # each thread's output buffers for middles, reused
+
+
 def _frame_middle(lib, ffi, f, t: np.ndarray, s: np.ndarray):
     """A worker thread's job: frame entries that start at a CS assert and end
     before another one with the fresh framer ``f``; every window closes inside.
-
-    The output buffers are as large as n entries can ever fill (a window needs
-    two entries, a word or a spacing at least one), so one call frames them all
-    and the rows are handed out as views, uncopied; pages never written are
-    never touched."""
-    n = len(t)
-    o = _Out(lib, ffi, n // 2 + 3, n + 3, n + 2 * lib.NSPACE + 1)
-    used = lib.spigap_frame(f, o.out, native.ptr(t), native.ptr(s, "uint32_t *"), n)
-    assert used == n
-    c = o.out
+    Returns the rows (copied out of this thread's buffers), the spacing
+    histogram's non-zero counts and the counters and minima to merge."""
+    o = getattr(_local, "out", None)
+    if o is None:
+        o = _local.out = _Out(lib, ffi)
+    _frame_all(lib, f, o, t, s)
     nz = np.flatnonzero(o.hist)
-    return (o.win[:c.n_win], o.word[:c.n_word], o.ovf[:c.n_ovf], (nz, o.hist[nz]),
+    counts = o.hist[nz].copy()
+    o.hist[nz] = 0
+    win, word, ovf = o.win_parts, o.word_parts, o.ovf_parts
+    o.win_parts, o.word_parts, o.ovf_parts = [], [], []
+    return (win, word, ovf, (nz, counts),
             (int(f.clk_outside), int(f.first_clk_outside), int(f.min_high), int(f.min_low)))
 
 
@@ -269,16 +273,17 @@ class CFramer:
         words: list[np.ndarray] = list(self._word_rest)
         for seg in segments:
             if isinstance(seg, concurrent.futures.Future):
-                win_rows, word_rows, ovf, (nz, counts), (clk_out, first_out, mh, ml) = seg.result()
+                win_parts, word_parts, ovf_parts, (nz, counts), (clk_out, first_out, mh, ml) = seg.result()
                 self._m_clk_outside += clk_out
                 if first_out >= 0:
                     self._m_first_outside = min(self._m_first_outside, first_out)
                 self._m_min_high = min(self._m_min_high, mh)
                 self._m_min_low = min(self._m_min_low, ml)
                 self.hist[nz] += counts
-                self.spacing.add(ovf)
-                wins.append(win_rows)
-                words.append(word_rows)
+                for part in ovf_parts:
+                    self.spacing.add(part)
+                wins += win_parts
+                words += word_parts
             else:
                 wins += seg[0]
                 words += seg[1]
