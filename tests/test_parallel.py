@@ -236,3 +236,33 @@ def test_repeated_members_reuse_their_changes(tmp_path, monkeypatch, max_changes
     # idle repeats are always reused (whether the clock's are depends on whether its first
     # copy is still being read when a repeat comes: both ways give the same edges)
     assert {"logic-1-2", "logic-1-3", "logic-1-10"} <= set(reused)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_parallel_framing_of_words_above_64_bits(seed, monkeypatch):
+    """152-bit words are framed as chunk words and joined (core/bigwords.py): the
+    parallel middles give the same words as the serial framer and the numpy one."""
+    from analyzer.core import cframer
+    from analyzer.core.config import SpiConfig
+    from analyzer.core.framing import make_framer
+
+    rng = np.random.default_rng(100 + seed)
+    monkeypatch.setattr(cframer, "WORKERS", 2)
+    cfg = SpiConfig(wordsize=152, cpha=int(rng.integers(0, 2)), lsb_first=bool(rng.integers(0, 2)))
+    bits = {"clk": 0, "cs": 1, "mosi": 2, "miso": 3}
+    ticks, states = _stream(rng, 30000, 0.004, 0.97)         # windows of a few hundred clock edges
+    blocks = _chunks(rng, ticks, states)
+    results = []
+    for par_min in (1 << 62, 1):
+        fr = make_framer(cfg, bits, 1e-8)
+        fr.inner.par_min = par_min
+        results.append(_run(fr, blocks, 1))
+        assert (fr.inner.n_parallel > 0) == (par_min == 1)
+    with native.use_engine("numpy"):
+        results.append(_run(make_framer(cfg, bits, 1e-8), blocks, 1))
+    assert sum(results[0][0]["windows"]["n_words"]) > 10
+    for r in results[1:]:
+        for part in ("windows", "words"):
+            for k in results[0][0][part]:
+                assert list(results[0][0][part][k]) == list(r[0][part][k]), (part, k)
+        assert r[1] == results[0][1]
