@@ -123,8 +123,16 @@ int64_t spigap_scan(const uint8_t *data, int64_t n, int64_t unitsize, const uint
 
 /* ---------------------------------------------------------------- framer */
 
+/* The per-edge helpers are inlined into spigap_frame, so the framer state it
+   copies to a local can live in registers (a call would make its address escape). */
+#if defined(__GNUC__)
+#define HOT static inline __attribute__((always_inline))
+#else
+#define HOT static inline
+#endif
 
-static void add_spacing(out_t *o, int64_t v)
+
+HOT void add_spacing(out_t *o, int64_t v)
 {
     if (v >= 0 && v < o->hist_size)
         o->hist[v]++;
@@ -132,7 +140,7 @@ static void add_spacing(out_t *o, int64_t v)
         o->ovf[o->n_ovf++] = v;
 }
 
-static void new_word(framer_t *f, int64_t word, int64_t t)
+HOT void new_word(framer_t *f, int64_t word, int64_t t)
 {
     f->cw = word;
     f->c_first = t;
@@ -146,7 +154,7 @@ static void new_word(framer_t *f, int64_t word, int64_t t)
     f->c_n_space = 0;
 }
 
-static void emit_word(framer_t *f, out_t *o)
+HOT void emit_word(framer_t *f, out_t *o)
 {
     int64_t *r = o->word + 4 * o->n_word++;
     r[0] = f->c_mosi;
@@ -163,7 +171,7 @@ static void emit_word(framer_t *f, out_t *o)
     f->cw = -1;
 }
 
-static void open_window(framer_t *f, int64_t t, int64_t clk_ok, int64_t partial)
+HOT void open_window(framer_t *f, int64_t t, int64_t clk_ok, int64_t partial)
 {
     f->open = 1;
     f->w_start = t;
@@ -179,7 +187,7 @@ static void open_window(framer_t *f, int64_t t, int64_t clk_ok, int64_t partial)
     f->cw = -1;
 }
 
-static void close_window(framer_t *f, out_t *o, int64_t end, int64_t partial_end)
+HOT void close_window(framer_t *f, out_t *o, int64_t end, int64_t partial_end)
 {
     if (f->cw >= 0 && f->c_samp == f->ws)
         emit_word(f, o);
@@ -199,7 +207,7 @@ static void close_window(framer_t *f, out_t *o, int64_t end, int64_t partial_end
     f->cw = -1;
 }
 
-static void clock_edge(framer_t *f, out_t *o, int64_t t, int64_t s)
+HOT void clock_edge(framer_t *f, out_t *o, int64_t t, int64_t s)
 {
     int64_t level = (s >> f->b_clk) & 1;
     int64_t samp = level == f->samp_level;
