@@ -299,6 +299,30 @@ def rate(series: list[tuple], span_s: float, title: str, *, window_s: float | No
     return fig
 
 
+def block_rate(t_mid: np.ndarray, rates: np.ndarray, mean: float | None, span_s: float, title: str,
+               ylabel="transfers/s"):
+    """Transfers per second inside each sampled block of a long capture (one point per
+    block of consecutive transfers, at its middle), with the whole capture's mean."""
+    from matplotlib.ticker import FuncFormatter
+
+    fig = figure(10, 3.4)
+    ax = fig.subplots()
+    t_unit, t_sc = time_unit(span_s)
+    ax.plot(np.asarray(t_mid) / t_sc, rates, ".", color=BEFORE, ms=3, label="inside each sampled block")
+    if mean:
+        ax.axhline(mean, color=BEFORE, lw=0.8, ls="--", label=f"{_rate(mean)} over the capture")
+    top = max(float(np.max(rates)) if len(rates) else 0.0, mean or 0.0)
+    ax.set_ylim(0, top * 1.15 if top > 0 else 1)
+    ax.set_xlim(0, span_s / t_sc)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: _rate(y).replace("/s", "")))
+    ax.set_xlabel(f"capture time ({t_unit})")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    fig.legend(fontsize=8, loc="outside lower center", ncol=2)
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
 def _rate(x):
     from analyzer.units import fmt_rate
 
