@@ -42,7 +42,7 @@ from typing import Callable
 
 import numpy as np
 
-from analyzer.core import analysis, grouping as grouping_mod, settings_check
+from analyzer.core import analysis, grouping as grouping_mod, monitor, settings_check
 from analyzer.core import stalls as stalls_mod
 from analyzer.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, WarnCounts
 from analyzer.core.config import SpiConfig
@@ -309,19 +309,6 @@ class BoundedAnalysis:
 
 
 # ------------------------------------------------------------------ the run
-def _concat(parts: list[dict]) -> dict:
-    if len(parts) == 1:
-        return parts[0]
-    return {sect: {k: np.concatenate([p[sect][k] for p in parts]) for k in parts[0][sect]}
-            for sect in ("windows", "words")}
-
-
-def _tail(raw: dict) -> dict:
-    """The last window of a batch with its words (the context of the next batch)."""
-    w, wd = raw["windows"], raw["words"]
-    nw = int(w["n_words"][-1])
-    return {"windows": {k: v[-1:] for k, v in w.items()},
-            "words": {k: (v[len(v) - nw:] if nw else v[:0]) for k, v in wd.items()}}
 
 
 def _period_of(kinds: np.ndarray) -> int | None:
@@ -399,7 +386,7 @@ class _Runner:
                 self.learn_n += n
             if end_tick is None and self.learn_n <= self.learn:
                 return
-            whole = _concat(self.parts)
+            whole = monitor.concat_raw(self.parts)
             self.parts = None
             if end_tick is not None and self.learn_n <= self.retain:
                 # a capture that fits: analysis.run's very analysis
@@ -427,7 +414,7 @@ class _Runner:
                 self.period = _period_of(g.kinds)
         self._take(a, 0, 0, 0)
         if a.n:
-            self.context = _tail(raw)
+            self.context = monitor.raw_tail(raw)
         self.n_done = a.n
 
     def _end_guess(self, raw: dict) -> int:
@@ -461,7 +448,7 @@ class _Runner:
 
     def _measure(self, raw: dict) -> None:
         ctx = self.context
-        batch = _concat([ctx, raw]) if ctx is not None else raw
+        batch = monitor.concat_raw([ctx, raw]) if ctx is not None else raw
         skip = 1 if ctx is not None else 0
         g0 = self.n_done - skip                     # capture index of the batch's transfer 0
         grp = None
@@ -479,7 +466,7 @@ class _Runner:
             self.thr, self.wg_note, self.wg_warning = analysis.word_gap_split(self.info, self.cfg, a.pair_gap)
             self.mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=self.thr * self.tick_s)
         self._take(a, skip, g0, self.last_message if ctx is not None else 0)
-        self.context = _tail(raw)
+        self.context = monitor.raw_tail(raw)
         self.n_done += len(raw["windows"]["start"])
 
     def _take(self, a: analysis.Analysis, skip: int, g0: int, msg0: int) -> None:
