@@ -205,11 +205,11 @@ def render_text(results) -> str:
     if base:
         lines.append(f"captures in {base}{os.sep}")
     w = max([len("capture"), *map(len, names)])
-    head = f"{'capture':<{w}}  {'status':<9}" + "".join(f"{h:>11}" for h, _ in TEXT_COLUMNS)
+    head = f"{'capture':<{w}}  {'status':<9}" + "".join(f" {h:>10}" for h, _ in TEXT_COLUMNS)
     lines.append(head)
     lines.append("-" * len(head))
     for name, r in zip(names, results):
-        cells = "".join(f"{fmt_metric(m, metric_value(r, m)) if r.get('analysis') else '':>11}"
+        cells = "".join(f" {fmt_metric(m, metric_value(r, m)) if r.get('analysis') else '':>10}"
                         for _, m in TEXT_COLUMNS)
         lines.append(f"{name:<{w}}  {r['status']:<9}{cells}".rstrip())
     problems = [(name, r) for name, r in zip(names, results) if r["status"] != OK]

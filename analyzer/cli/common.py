@@ -425,13 +425,19 @@ def reader_options(args) -> dict:
             "deglitch": getattr(args, "deglitch", None), "unitsize": getattr(args, "unitsize", None)}
 
 
-def analyze_path(path, args, cfg=None):
-    """Open and analyze one capture with the CLI's options; returns the Analysis."""
+def analyze_path(path, args, cfg=None, *, sample: bool = False):
+    """Open and analyze one capture with the CLI's options; returns the Analysis.
+    ``sample``: past core/bounded.py's RETAIN_TRANSFERS, a systematic sample of the
+    transfers in bounded memory (with the capture's totals in ``.sample``)."""
     from analyzer.core import analysis
     from analyzer.io import open_capture
 
     cfg = cfg if cfg is not None else config_from_args(args)
     with open_capture(path, **reader_options(args)) as reader:
+        if sample:
+            from analyzer.core import bounded
+
+            return bounded.run(reader, cfg, sample=True)
         return analysis.run(reader, cfg)
 
 
@@ -453,16 +459,19 @@ def measure_events(path, a, args):
         return measure(reader, a, specs)
 
 
-def load_captures(paths, args, *, cfg=None):
+def load_captures(paths, args, *, cfg=None, traces: bool = False):
     """Analyze each path (and measure --event channels); returns stats.compare.Capture objects.
 
-    ``cfg``: the SpiConfig to use (default: from the capture options)."""
+    ``cfg``: the SpiConfig to use (default: from the capture options). Long captures are
+    a systematic sample of their transfers (bounded memory, docs/compare-and-report.md),
+    except with --event or kernel traces (``traces``), which pair every transfer."""
     from analyzer.stats.compare import Capture
 
     cfg = cfg if cfg is not None else config_from_args(args)
+    sample = not traces and not event_specs(args)
     out = []
     for path in paths:
-        a = analyze_path(path, args, cfg)
+        a = analyze_path(path, args, cfg, sample=sample)
         out.append(Capture(str(path), a, measure_events(path, a, args)))
     return out
 

@@ -70,8 +70,9 @@ def run(args) -> int:
 
         prof = load_profile(args.profile)
     cfg = config_from_args(args, prof)
-    before = load_captures(args.before, args, cfg=cfg)
-    after = load_captures(args.after, args, cfg=cfg)
+    traced = bool(args.before_ftrace)
+    before = load_captures(args.before, args, cfg=cfg, traces=traced)
+    after = load_captures(args.after, args, cfg=cfg, traces=traced)
     attach_traces(before, args.before_ftrace, args, option="--before-ftrace", captures="--before")
     attach_traces(after, args.after_ftrace, args, option="--after-ftrace", captures="--after")
     cmp = compare(before, after, settings)

@@ -94,7 +94,8 @@ def run(args) -> int:
     check_output_path(args.output)
     check, cfg = _checker(args)
     # analyze every capture once, with the profile's settings when --profile is given
-    caps = {c.path: c for c in load_captures(paths, args, cfg=cfg)}
+    caps = {c.path: c for c in load_captures(paths, args, cfg=cfg,
+                                             traces=bool(args.ftrace or args.before_ftrace))}
     if bool(args.before_ftrace) != bool(args.after_ftrace):
         raise UsageError("--before-ftrace and --after-ftrace go together")
     if (args.spi_device or args.cs_latency is not None) and not (args.ftrace or args.before_ftrace):

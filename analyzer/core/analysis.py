@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -100,6 +100,12 @@ class Analysis:
     # where each setting came from (core/infer.py Source), and every SPI bus the signals show
     sources: dict = dataclasses.field(default_factory=dict)
     buses: list = dataclasses.field(default_factory=list)
+    # a systematic sample of a long capture (core/bounded.py; compare, report): blocks of
+    # consecutive transfers. ``breaks`` marks each block's first transfer (the gap before it
+    # and the period into it are not in the sample); ``sample`` holds the whole capture's
+    # totals (transfers, messages, rate) and how it was sampled. None: every transfer.
+    breaks: np.ndarray | None = None
+    sample: dict | None = None
 
     # -------------------------------------------------------------- helpers
     @property
@@ -125,6 +131,8 @@ class Analysis:
             return np.empty(0)
         p = np.diff(self.start).astype(float)
         p[self.partial_start[:-1]] = np.nan
+        if self.breaks is not None:
+            p[self.breaks[1:]] = np.nan          # into the first transfer of a sampled block
         return p
 
     def gap_values(self, kind: str) -> np.ndarray:
@@ -164,6 +172,8 @@ class Analysis:
         return gapdefs.idle_clocks(self.gap_values("inter_byte"), self.period_ticks)
 
     def transfer_rate_hz(self) -> float | None:
+        if self.sample is not None:
+            return self.sample["transfer_rate_hz"]
         s = self.start[~self.partial_start]
         if len(s) < 2 or s[-1] == s[0]:
             return None
@@ -192,7 +202,47 @@ class Analysis:
             return 0
         if self.grouping.ambiguous:
             return None
+        if self.sample is not None:
+            return self.sample["messages"]
         return int(self.message[-1]) + 1
+
+
+PER_TRANSFER = ("start", "end", "partial_start", "partial_end", "n_bits", "n_words", "first_edge", "last_edge",
+                "clk_ok", "min_half", "cs_setup", "cs_hold", "duration", "gap_before", "gap_kind", "message")
+PER_WORD = ("mosi", "miso", "word_first", "word_last")
+PER_PAIR = ("pair_gap", "pair_inter_transfer")
+
+
+def take(a: Analysis, k0: int, k1: int, message_offset: int = 0) -> Analysis:
+    """Transfers k0..k1-1 of ``a`` as an Analysis of their own (words and word gaps with
+    them; message numbers shifted by ``message_offset``)."""
+    w0, w1 = int(a.word_off[k0]), int(a.word_off[k1])
+    p0, p1 = int(a.pair_off[k0]), int(a.pair_off[k1])
+    cut: dict[str, Any] = {f: getattr(a, f)[k0:k1] for f in PER_TRANSFER}
+    cut["message"] = cut["message"] + message_offset
+    cut.update({f: getattr(a, f)[w0:w1] for f in PER_WORD})
+    cut.update({f: getattr(a, f)[p0:p1] for f in PER_PAIR})
+    return dataclasses.replace(a, **cut, word_off=a.word_off[k0:k1 + 1] - w0, pair_off=a.pair_off[k0:k1 + 1] - p0,
+                               labels=None, warnings=list(a.warnings))
+
+
+def join(parts: list[Analysis]) -> Analysis:
+    """Analyses of consecutive stretches as one (``take``'s inverse); the first part's
+    capture-wide fields (settings, grouping, warnings) are kept."""
+    first = parts[0]
+    cat: dict[str, Any] = {f: np.concatenate([getattr(p, f) for p in parts])
+                           for f in PER_TRANSFER + PER_WORD + PER_PAIR}
+
+    def offsets(name: str) -> np.ndarray:
+        out = [np.zeros(1, np.int64)]
+        base = 0
+        for p in parts:
+            off = getattr(p, name)
+            out.append(off[1:] + base)
+            base += int(off[-1])
+        return np.concatenate(out)
+
+    return dataclasses.replace(first, **cat, word_off=offsets("word_off"), pair_off=offsets("pair_off"))
 
 
 def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None] | None = None) -> Analysis:

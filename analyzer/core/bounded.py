@@ -42,7 +42,7 @@ from typing import Callable
 
 import numpy as np
 
-from analyzer.core import analysis, grouping as grouping_mod, settings_check
+from analyzer.core import analysis, grouping as grouping_mod, monitor, settings_check
 from analyzer.core import stalls as stalls_mod
 from analyzer.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, WarnCounts
 from analyzer.core.config import SpiConfig
@@ -60,17 +60,93 @@ HIST_KINDS = GAP_KINDS + ("idle",) + AMBIGUOUS_KINDS
 STORE_KINDS = stalls_mod.STALL_KINDS + AMBIGUOUS_KINDS
 
 RowSink = Callable[[analysis.Analysis, list], "bool | None"]
+SAMPLE_BLOCK = 1000            # consecutive transfers per block of a sampled capture (compare, report)
 
 
 def run(reader: CaptureReader, cfg: SpiConfig, *, rows: RowSink | None = None,
-        retain: int | None = None, learn: int | None = None, stall_keep: int | None = None):
+        retain: int | None = None, learn: int | None = None, stall_keep: int | None = None,
+        sample: bool = False, block: int = SAMPLE_BLOCK):
     """Analyze one opened capture: an ``analysis.Analysis`` (as ``analysis.run``) when it
     holds at most ``retain`` transfers, else a ``BoundedAnalysis``, whose transfer rows
     went to ``rows(batch_analysis, rows)`` as they were measured (until it returns False). Defaults: the module's
-    ``RETAIN_TRANSFERS``, ``LEARN_TRANSFERS`` (at least ``retain``), ``STALL_KEEP``."""
+    ``RETAIN_TRANSFERS``, ``LEARN_TRANSFERS`` (at least ``retain``), ``STALL_KEEP``.
+
+    ``sample``: above ``retain`` transfers, an ``Analysis`` of a systematic sample instead
+    (``Sampler``: blocks of ``block`` consecutive transfers, at most ``retain`` in all),
+    with the whole capture's totals in ``.sample``: what compare and report work on."""
     retain = RETAIN_TRANSFERS if retain is None else retain
     learn = max(LEARN_TRANSFERS if learn is None else learn, retain)
-    return _Runner(reader, cfg, rows, retain, learn, STALL_KEEP if stall_keep is None else stall_keep).run()
+    runner = _Runner(reader, cfg, rows, retain, learn, STALL_KEEP if stall_keep is None else stall_keep)
+    if sample:
+        runner.sampler = Sampler(retain, block)
+    return runner.run()
+
+
+class Sampler:
+    """A systematic sample of blocks of consecutive transfers in bounded memory.
+
+    Block b (transfers b·block .. b·block + block - 1 of the capture) is kept while
+    b is a multiple of ``stride``; when more than ``cap`` transfers are kept, the
+    stride doubles and every other kept block goes (so the sample stays evenly
+    spread over the whole capture, whatever its length, and never exceeds ``cap``
+    transfers plus one batch). Inside a block every figure is exact; the gap
+    before each block's first transfer and the period into it are left out
+    (``Analysis.breaks``), as their neighbour is not in the sample. The block
+    bootstrap of compare then resamples blocks of consecutive values inside these
+    blocks (its block length is far below ``block``), docs/compare-and-report.md.
+    """
+
+    def __init__(self, cap: int, block: int):
+        self.cap = max(cap, block)
+        self.block = block
+        self.stride = 1
+        self.pieces: list[tuple[int, bool, analysis.Analysis]] = []     # (block, starts it, piece)
+        self.kept = 0
+
+    def add(self, a: analysis.Analysis, skip: int, g0: int, msg0: int) -> None:
+        if a.n <= skip:
+            return
+        g = g0 + np.arange(skip, a.n)
+        blk = g // self.block
+        keep = blk % self.stride == 0
+        if not keep.any():
+            return
+        # runs of kept transfers, cut where a block starts
+        k = np.flatnonzero(keep) + skip
+        cuts = np.flatnonzero((np.diff(k) != 1) | ((g0 + k[1:]) % self.block == 0)) + 1
+        for run in np.split(k, cuts):
+            k0, k1 = int(run[0]), int(run[-1]) + 1
+            piece = analysis.take(a, k0, k1, msg0)
+            self.pieces.append((int((g0 + k0) // self.block), (g0 + k0) % self.block == 0, piece))
+            self.kept += k1 - k0
+        while self.kept > self.cap:
+            self.stride *= 2
+            self.pieces = [p for p in self.pieces if p[0] % self.stride == 0]
+            self.kept = sum(p[2].n for p in self.pieces)
+
+    def analysis(self, b: "BoundedAnalysis") -> analysis.Analysis:
+        """The sample as one Analysis, with the whole capture's figures from ``b``."""
+        a = analysis.join([p[2] for p in self.pieces])
+        breaks = np.zeros(a.n, bool)
+        at = np.cumsum([0] + [p[2].n for p in self.pieces[:-1]])
+        breaks[at[[p[1] for p in self.pieces]]] = True
+        a.gap_before = a.gap_before.copy()
+        a.gap_kind = a.gap_kind.copy()
+        a.gap_before[breaks] = np.nan
+        a.gap_kind[breaks] = analysis.KIND_NONE
+        a.breaks = breaks
+        a.sample = {"transfers": b.n, "sampled": a.n, "block": self.block, "stride": self.stride,
+                    "messages": b.n_messages(), "transfer_rate_hz": b.transfer_rate_hz(),
+                    "method": f"systematic sample: blocks of {self.block} consecutive transfers, one in "
+                              f"every {self.stride}"}
+        for f in ("info", "cfg", "tick_s", "end_tick", "truncated", "grouping", "period_ticks",
+                  "inter_transfer_threshold", "word_gaps_note", "idle_timeout_ticks", "engine",
+                  "clk_outside_cs", "min_high", "min_low", "warnings", "setting_warnings", "sources", "buses"):
+            setattr(a, f, getattr(b, f))
+        a.warnings = list(b.warnings) + [
+            f"statistics from a systematic sample of {a.n} of the capture's {b.n} transfers (blocks of "
+            f"{self.block} consecutive transfers, one in every {self.stride}; docs/compare-and-report.md)"]
+        return a
 
 
 # ------------------------------------------------------------------ stalls
@@ -233,19 +309,6 @@ class BoundedAnalysis:
 
 
 # ------------------------------------------------------------------ the run
-def _concat(parts: list[dict]) -> dict:
-    if len(parts) == 1:
-        return parts[0]
-    return {sect: {k: np.concatenate([p[sect][k] for p in parts]) for k in parts[0][sect]}
-            for sect in ("windows", "words")}
-
-
-def _tail(raw: dict) -> dict:
-    """The last window of a batch with its words (the context of the next batch)."""
-    w, wd = raw["windows"], raw["words"]
-    nw = int(w["n_words"][-1])
-    return {"windows": {k: v[-1:] for k, v in w.items()},
-            "words": {k: (v[len(v) - nw:] if nw else v[:0]) for k, v in wd.items()}}
 
 
 def _period_of(kinds: np.ndarray) -> int | None:
@@ -294,6 +357,7 @@ class _Runner:
         self.wg_note = "no word gaps"
         self.wg_warning: str | None = None
         self.fallback_note: str | None = None
+        self.sampler: Sampler | None = None
 
     def run(self):
         last_tick = 0
@@ -322,7 +386,7 @@ class _Runner:
                 self.learn_n += n
             if end_tick is None and self.learn_n <= self.learn:
                 return
-            whole = _concat(self.parts)
+            whole = monitor.concat_raw(self.parts)
             self.parts = None
             if end_tick is not None and self.learn_n <= self.retain:
                 # a capture that fits: analysis.run's very analysis
@@ -350,7 +414,7 @@ class _Runner:
                 self.period = _period_of(g.kinds)
         self._take(a, 0, 0, 0)
         if a.n:
-            self.context = _tail(raw)
+            self.context = monitor.raw_tail(raw)
         self.n_done = a.n
 
     def _end_guess(self, raw: dict) -> int:
@@ -384,7 +448,7 @@ class _Runner:
 
     def _measure(self, raw: dict) -> None:
         ctx = self.context
-        batch = _concat([ctx, raw]) if ctx is not None else raw
+        batch = monitor.concat_raw([ctx, raw]) if ctx is not None else raw
         skip = 1 if ctx is not None else 0
         g0 = self.n_done - skip                     # capture index of the batch's transfer 0
         grp = None
@@ -402,7 +466,7 @@ class _Runner:
             self.thr, self.wg_note, self.wg_warning = analysis.word_gap_split(self.info, self.cfg, a.pair_gap)
             self.mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=self.thr * self.tick_s)
         self._take(a, skip, g0, self.last_message if ctx is not None else 0)
-        self.context = _tail(raw)
+        self.context = monitor.raw_tail(raw)
         self.n_done += len(raw["windows"]["start"])
 
     def _take(self, a: analysis.Analysis, skip: int, g0: int, msg0: int) -> None:
@@ -422,6 +486,8 @@ class _Runner:
             self.hists[kind].add(v)
             if kind in self.stores:
                 self.stores[kind].add(s.at[keep], v, s.transfer[keep] + g0)
+        if self.sampler is not None:
+            self.sampler.add(a, skip, g0, msg0)
         self.counts.add(WarnCounts.of(a, skip))
         self.evidence.add(settings_check.Evidence(a, skip))
         self.n_words += int(a.n_words[skip:].sum())
@@ -440,7 +506,7 @@ class _Runner:
                     self.rows = None          # the sink has all it wants (text: the first 50)
                     break
 
-    def _result(self, end_tick: int) -> BoundedAnalysis:
+    def _result(self, end_tick: int) -> "BoundedAnalysis | analysis.Analysis":
         f = self.framer
         grp = self.grouping
         if grp is None:      # cannot happen: a bounded run measured a first batch
@@ -463,4 +529,5 @@ class _Runner:
                 w.append(f"{kind}: {h.n} gaps spread over more than {h.max_distinct} distinct values; their "
                          f"p50/p99/std are from bins of {1 << h.shift} samples (docs/gaps.md, 'Long captures')")
         b.warnings = w
-        return analysis.settings_first(b, self.settled, self.prefix, self.evidence)
+        b = analysis.settings_first(b, self.settled, self.prefix, self.evidence)
+        return self.sampler.analysis(b) if self.sampler is not None else b

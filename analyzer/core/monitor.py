@@ -115,14 +115,15 @@ def _gap_stats(v: np.ndarray | None, tick_s: float, hist: TickHistogram | None =
 
 
 # --------------------------------------------------------------- batches
-def _concat(parts: list[dict]) -> dict:
+def concat_raw(parts: list[dict]) -> dict:
+    """Framer outputs (``framer.take()``) of consecutive batches as one."""
     if len(parts) == 1:
         return parts[0]
     return {sect: {k: np.concatenate([p[sect][k] for p in parts]) for k in parts[0][sect]}
             for sect in ("windows", "words")}
 
 
-def _tail(raw: dict) -> dict:
+def raw_tail(raw: dict) -> dict:
     """The last window of a batch with its words (the context of the next batch)."""
     w, wd = raw["windows"], raw["words"]
     nw = int(w["n_words"][-1])
@@ -215,7 +216,7 @@ class Monitor:
                                               (frontier >= self.iv_ticks and self._learn_n >= MIN_BASELINE)):
                 return
             parts, self._learn = self._learn, None
-            self._baseline(_concat(parts) if parts else None)
+            self._baseline(concat_raw(parts) if parts else None)
         elif n:
             self._measure(raw)
         if last_tick is not None:
@@ -247,7 +248,7 @@ class Monitor:
                 self.baseline_kinds.append(kind)
         self.on_baseline(self)
         self._distribute(a, 0)
-        self._context = _tail(raw)
+        self._context = raw_tail(raw)
         self._n_done = a.n
 
     def _end_guess(self, raw: dict) -> int:
@@ -255,7 +256,7 @@ class Monitor:
 
     def _measure(self, raw: dict) -> None:
         ctx = self._context
-        batch = _concat([ctx, raw]) if ctx is not None else raw
+        batch = concat_raw([ctx, raw]) if ctx is not None else raw
         g0 = self._n_done - (1 if ctx is not None else 0)        # global index of the batch's first transfer
         grp = None
         if self.cfg.cs is not None:
@@ -273,7 +274,7 @@ class Monitor:
             # the baseline had no word pairs: the first batch that has some sets the threshold
             self._mcfg = dataclasses.replace(self._mcfg, inter_transfer_gap_s=a.inter_transfer_threshold * self.tick_s)
         self._distribute(a, 1 if ctx is not None else 0)
-        self._context = _tail(raw)
+        self._context = raw_tail(raw)
         self._n_done += len(raw["windows"]["start"])
 
     def _distribute(self, a: analysis.Analysis, skip: int) -> None:

@@ -160,7 +160,9 @@ class Report:
             ["SPI", f"mode {a.cfg.mode}, {a.cfg.wordsize}-bit words"],
             ["SCLK", f"{fmt_freq(a.sclk_hz)} (T = {fmt_time(a.period_ticks * t)})" if a.sclk_hz else "–"],
             ["transfers", f"{a.n} ({int(np.count_nonzero(a.partial_start | a.partial_end))} partial), "
-                          f"{len(a.mosi)} words"],
+                          f"{len(a.mosi)} words" if a.sample is None else
+                          f"{a.sample['transfers']}; the figures below are from {a.n} of them, a "
+                          f"{a.sample['method']} (bounded memory, docs/compare-and-report.md)"],
             ["messages", ("ambiguous" if g.ambiguous else
                           f"{a.n_messages()} × {g.transfers_per_message} transfer(s)" if g.transfers_per_message
                           else f"{a.n_messages()} of {'+'.join(map(str, g.lengths))} transfers")
@@ -240,8 +242,19 @@ class Report:
         H.append(self._img(fig, f"{stem}-timeline.png", "timeline of gaps"))
         # rate
         H.append(f'<h3 id="{sid}-rate">Transfers per second</h3>')
-        starts = a.start[~a.partial_start] * t
-        fig = plots.rate([("transfers", starts)], a.end_tick * t, "transfers per second over the capture")
+        if a.sample is not None:
+            blocks = np.split(np.arange(a.n), np.flatnonzero(a.breaks)[1:])
+            mids, rates = [], []
+            for b in blocks:
+                s0, s1 = a.start[b[0]], a.start[b[-1]]
+                if len(b) > 1 and s1 > s0:
+                    mids.append((s0 + s1) / 2 * t)
+                    rates.append((len(b) - 1) / ((s1 - s0) * t))
+            fig = plots.block_rate(np.array(mids), np.array(rates), rate, a.end_tick * t,
+                                   "transfers per second over the capture (sampled blocks)")
+        else:
+            starts = a.start[~a.partial_start] * t
+            fig = plots.rate([("transfers", starts)], a.end_tick * t, "transfers per second over the capture")
         H.append(self._img(fig, f"{stem}-rate.png", "transfers per second"))
         if cap.traced is not None:
             H.append(self._phases_html(cap, sid, stem))

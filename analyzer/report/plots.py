@@ -271,8 +271,6 @@ def rate(series: list[tuple], span_s: float, title: str, *, window_s: float | No
 
     ``series``: (label, event times in s) or (label, times, own span in s) when the series come
     from captures of different lengths; ``span_s`` is the x range."""
-    from matplotlib.ticker import FuncFormatter
-
     fig = figure(10, 3.4)
     ax = fig.subplots()
     t_unit, t_sc = time_unit(span_s)
@@ -288,15 +286,37 @@ def rate(series: list[tuple], span_s: float, title: str, *, window_s: float | No
         ax.stairs(r, edges / t_sc, baseline=None, color=color, lw=1.2, label=f"{label}: {_rate(mean)} over the capture")
         ax.axhline(mean, color=color, lw=0.8, ls="--")
         top = max(top, float(r.max()) if len(r) else 0.0)
+    return _rate_axes(fig, ax, top, span_s, f"capture time ({t_unit}); window {_fmt(window_s)}", ylabel, title)
+
+
+def _rate_axes(fig, ax, top: float, span_s: float, xlabel: str, ylabel: str, title: str):
+    """The common frame of the rate plots: y from 0 in rate units, x over the capture."""
+    from matplotlib.ticker import FuncFormatter
+
+    _, t_sc = time_unit(span_s)
     ax.set_ylim(0, top * 1.15 if top > 0 else 1)
     ax.set_xlim(0, span_s / t_sc)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: _rate(y).replace("/s", "")))
-    ax.set_xlabel(f"capture time ({t_unit}); window {_fmt(window_s)}")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     fig.legend(fontsize=8, loc="outside lower center", ncol=2)
     ax.set_title(title, fontsize=10)
     return fig
+
+
+def block_rate(t_mid: np.ndarray, rates: np.ndarray, mean: float | None, span_s: float, title: str,
+               ylabel="transfers/s"):
+    """Transfers per second inside each sampled block of a long capture (one point per
+    block of consecutive transfers, at its middle), with the whole capture's mean."""
+    fig = figure(10, 3.4)
+    ax = fig.subplots()
+    t_unit, t_sc = time_unit(span_s)
+    ax.plot(np.asarray(t_mid) / t_sc, rates, ".", color=BEFORE, ms=3, label="inside each sampled block")
+    if mean:
+        ax.axhline(mean, color=BEFORE, lw=0.8, ls="--", label=f"{_rate(mean)} over the capture")
+    top = max(float(np.max(rates)) if len(rates) else 0.0, mean or 0.0)
+    return _rate_axes(fig, ax, top, span_s, f"capture time ({t_unit})", ylabel, title)
 
 
 def _rate(x):

@@ -22,9 +22,12 @@ def fmt_time(seconds, digits: int = 4) -> str:
 
 def _capture_row(c) -> dict:
     a = c.analysis
-    return {"path": c.path, "transfers": a.n, "duration_s": a.end_tick * a.tick_s,
+    return {"path": c.path, "transfers": a.n if a.sample is None else a.sample["transfers"],
+            "duration_s": a.end_tick * a.tick_s,
             "resolution_s": a.tick_s, "samplerate_hz": a.info.samplerate_hz,
-            "transfers_per_message": a.grouping.transfers_per_message, "truncated": a.truncated}
+            "transfers_per_message": a.grouping.transfers_per_message, "truncated": a.truncated,
+            # a long capture's statistics come from a systematic sample (docs/compare-and-report.md)
+            "sample": None if a.sample is None else {k: a.sample[k] for k in ("sampled", "block", "stride", "method")}}
 
 
 def to_dict(cmp: Comparison, *, stall_limit: int = 50) -> dict:
@@ -116,8 +119,10 @@ def render_text(cmp: Comparison) -> str:
     for side, caps in (("before", cmp.before), ("after", cmp.after)):
         for c in caps:
             a = c.analysis
-            L.append(f"  {side:7s}{c.path}: {a.n} transfers, {fmt_time(a.end_tick * a.tick_s)}"
-                     + (f", PARTIAL ({a.truncated})" if a.truncated else ""))
+            L.append(f"  {side:7s}{c.path}: {a.n if a.sample is None else a.sample['transfers']} transfers, "
+                     f"{fmt_time(a.end_tick * a.tick_s)}"
+                     + (f", PARTIAL ({a.truncated})" if a.truncated else "")
+                     + (f"; statistics from {a.n} of them, a {a.sample['method']}" if a.sample else ""))
     conf = f"{st.confidence * 100:g} %"
     L.append(f"  method: Mann-Whitney U on blocks of consecutive values (level: block medians, jitter: "
              f"block robust σ), Holm over {cmp.n_tests} tests at α = {st.alpha:g}; {conf} block-bootstrap "
