@@ -354,6 +354,7 @@ class _Runner:
         self.period: int | None = None
         self.by_length: float | None = None
         self.thr: float | None = None
+        self.split_fixed = False          # the word-gap split is decided (threshold or none)
         self.wg_note = "no word gaps"
         self.wg_warning: str | None = None
         self.fallback_note: str | None = None
@@ -404,6 +405,9 @@ class _Runner:
         self.thr, self.wg_note, self.wg_warning = analysis.word_gap_split(self.info, self.cfg, a.pair_gap)
         if self.thr is not None and self.cfg.inter_transfer_gap_s is None:
             self.mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=self.thr * self.tick_s)
+        # decided on these word gaps, as analysis.run decides once for a whole capture: one
+        # population (no threshold) stays one for the later batches
+        self.split_fixed = len(a.pair_gap) > 0
         if self.cfg.cs is not None and a.n > 1:
             g = self.grouping
             if g.structure == "by length":
@@ -455,9 +459,14 @@ class _Runner:
         if self.cfg.cs is not None:
             w = batch["windows"]
             grp = self._kinds((w["start"][1:] - w["end"][:-1]).astype(float), g0)
-        a = analysis._measure(self.info, self.mcfg, self.framer, batch, self._end_guess(batch), None,
+        mcfg = self.mcfg
+        if self.thr is None and self.split_fixed:
+            mcfg = dataclasses.replace(mcfg, inter_transfer_gap_s=math.inf)     # no second population
+        a = analysis._measure(self.info, mcfg, self.framer, batch, self._end_guess(batch), None,
                               grouping=grp)
-        if self.thr is not None:
+        if self.thr is None and self.split_fixed:
+            a.inter_transfer_threshold = None
+        elif self.thr is not None:
             # the threshold itself (through seconds and back it may not give the same ticks)
             a.inter_transfer_threshold = self.thr
             a.pair_inter_transfer = a.pair_gap > self.thr
