@@ -390,13 +390,7 @@ def phase_bars(groups: list[tuple[str, list[tuple[str, str, float]]]], title: st
     ax.set_yticks(range(len(groups)), [g[0] for g in groups], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel(f"{unit} (sum of the phase medians)")
-    ax.grid(axis="x", alpha=0.3)
-    from matplotlib.patches import Patch
-
-    ax.legend(handles=[Patch(color=colors[k], label=f"{_short(k[0])} → {_short(k[1])}") for k in keys],
-              fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    ax.set_title(title, fontsize=10)
-    return fig
+    return _phase_frame(fig, ax, colors, keys, title, 7)
 
 
 def phase_timeline(a, traced, title: str, *, windows: int = 2):
@@ -475,10 +469,15 @@ def phase_timeline(a, traced, title: str, *, windows: int = 2):
     ax.set_ylim(-1.1, 2.5)
     ax.set_xlim(0, x(t_hi))
     ax.set_xlabel(f"{unit} on the bus clock (from {_fmt(t_lo)} into the capture)")
-    ax.grid(axis="x", alpha=0.3)
+    return _phase_frame(fig, ax, colors, keys, title, 6.5)
+
+
+def _phase_frame(fig, ax, colors: dict, keys: list, title: str, fontsize: float):
+    """The common end of the phase plots: x grid, one legend entry per phase (from → to)."""
     from matplotlib.patches import Patch
 
+    ax.grid(axis="x", alpha=0.3)
     ax.legend(handles=[Patch(color=colors[k], label=f"{_short(k[0])} → {_short(k[1])}") for k in keys],
-              fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+              fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_title(title, fontsize=10)
     return fig
