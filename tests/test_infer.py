@@ -267,3 +267,52 @@ def test_batch_over_the_shared_captures_has_no_error_rows(tmp_path, capsys):
     d = json.loads(out.read_text())
     assert rc == 0 and d["summary"]["failed"] == 0, d["summary"]
     assert d["summary"]["ok"] == len(list(REAL.glob("*.sr"))) + len(list(REAL.glob("*.dsl")))
+
+
+# ------------------------------------------------------------ any signals: an answer or one clear error
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def random_tracks(draw):
+    n_ch = draw(st.integers(1, 6))
+    n_samples = draw(st.integers(8, 4000))
+    out = []
+    for i in range(n_ch):
+        kind = draw(st.sampled_from(["const", "random", "clock", "burst"]))
+        if kind == "const":
+            s = np.array([0])
+        elif kind == "random":
+            s = np.array(sorted(set(draw(st.lists(st.integers(0, n_samples - 1), max_size=200)))))
+        elif kind == "clock":
+            half = draw(st.integers(1, 20))
+            s = np.arange(0, n_samples, half)
+        else:
+            half = draw(st.integers(1, 5))
+            starts = sorted(set(draw(st.lists(st.integers(0, n_samples - 1), min_size=1, max_size=20))))
+            s = np.unique(np.concatenate([st0 + np.arange(0, 16 * half, half) for st0 in starts]))
+            s = s[s < n_samples]
+        if not len(s):
+            s = np.array([0])
+        levels = (np.arange(len(s)) + draw(st.integers(0, 1))) % 2
+        out.append(Track(str(i), s, levels.astype(np.uint8), int(levels[0] ^ 1)))
+    return out, n_samples
+
+
+@settings(max_examples=80)
+@given(random_tracks())
+def test_any_signals_give_an_analysis_or_one_clear_error(tmp_path_factory, case):
+    """Inference never ends in an internal error, whatever the wires do."""
+    from analyzer.errors import SpigapError
+
+    trs, n = case
+    p = tmp_path_factory.mktemp("any") / "c.sr"
+    write_sr(p, trs, 1e6, n)
+    try:
+        a = analyze_file(p)
+    except SpigapError as e:
+        assert "\n" not in str(e)
+        return
+    assert a.cfg.clk is not None and (a.cfg.mosi or a.cfg.miso)
+    assert set(a.sources) >= {"clk", "cs", "mosi", "miso", "mode", "cs_polarity", "wordsize", "bitorder"}
