@@ -18,6 +18,8 @@ import subprocess
 import numpy as np
 import pytest
 from conftest import REAL_CAPTURES, real
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analyzer.api import SpiConfig, analyze_file
 from analyzer.cli import main
@@ -270,8 +272,6 @@ def test_batch_over_the_shared_captures_has_no_error_rows(tmp_path, capsys):
 
 
 # ------------------------------------------------------------ any signals: an answer or one clear error
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
 @st.composite
