@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 import time
 from collections.abc import Iterator
 
@@ -47,6 +46,7 @@ import numpy as np
 
 from analyzer.core import config as config_mod
 from analyzer.core.config import SpiConfig
+from analyzer.core.settings_check import COMMON_WORDSIZES
 from analyzer.errors import CaptureTruncated, UsageError
 from analyzer.io.base import EdgeBlock
 from analyzer.io.stdin import STDIN_PATH
@@ -60,7 +60,6 @@ ON_CLOCK = 0.7                # share of a line's changes on a clock's edges to 
 BRACKET = 0.98                # share of SCLK edges at the CS active level
 DATA_EDGE = 0.75              # share of a data line's changes after one kind of clock edge
 LOW_CONFIDENCE = 0.75         # below this a setting is a warning naming its option
-COMMON_WORDSIZES = (8, 9, 10, 12, 16, 24, 32, 40, 48, 64)
 ROLES = ("clk", "mosi", "miso", "cs")
 SETTINGS = ("mode", "cs_polarity", "wordsize", "bitorder")
 ROLE_OPTION = {"clk": "--clk", "mosi": "--mosi", "miso": "--miso", "cs": "--cs"}
@@ -139,13 +138,9 @@ def settle(reader, cfg: SpiConfig) -> Settled:
             sources[s] = Source("default", 1.0, "--no-infer: the default")
         elif s not in cfg.infer:
             sources[s] = Source("given")
-    unresolved = [r for r in ROLES if r not in sources]
     # roles the names leave open are worth inferring only if some channel is not assigned yet
     assigned = {getattr(named, r) for r in ROLES} - {None}
-    free = [c for c in channels if c not in assigned]
-    need_roles = bool(unresolved) and bool(free) and (
-        named.clk is None or (named.mosi is None and named.miso is None) or "cs" in unresolved
-        or "mosi" in unresolved or "miso" in unresolved)
+    need_roles = any(r not in sources for r in ROLES) and any(c not in assigned for c in channels)
     if not need_roles and not cfg.infer:
         out = _finish_roles(named, sources, info)
         names = _role_names(out)
@@ -153,7 +148,7 @@ def settle(reader, cfg: SpiConfig) -> Settled:
 
     request = channels[:MAX_CHANNELS] if need_roles else _role_names(_finish_roles(named, sources, info))
     if need_roles and len(channels) > MAX_CHANNELS:
-        request = _role_names(named, allow_missing=True)
+        request = _role_names(named)
         request += [c for c in channels if c not in request][:MAX_CHANNELS - len(request)]
         warnings.append(f"the capture has {len(channels)} channels; roles were looked for among the "
                         f"first {MAX_CHANNELS} (name the others with --clk/--mosi/--miso/--cs)")
@@ -219,7 +214,7 @@ def _by_bus_prefix(named: SpiConfig, cfg: SpiConfig, channels: list[str], warnin
     return out
 
 
-def _role_names(cfg: SpiConfig, allow_missing: bool = False) -> list[str]:
+def _role_names(cfg: SpiConfig) -> list[str]:
     return [n for n in (cfg.clk, cfg.cs, cfg.mosi, cfg.miso) if n is not None]
 
 
@@ -250,15 +245,13 @@ def _stream(prefix: list[EdgeBlock], rest: Iterator[EdgeBlock], pending: BaseExc
             request: list[str], names: list[str]) -> Iterator[EdgeBlock]:
     """The prefix then the rest of the stream, with the states of ``request``'s
     channels re-packed as ``names`` (entries where none of them changes dropped)."""
+    blocks = itertools.chain(prefix, _then_raise(rest, pending))
     if request == names:
-        yield from prefix
-        if pending is not None:
-            raise pending
-        yield from rest
+        yield from blocks
         return
     src = [request.index(n) for n in names]
     last = None
-    for b in itertools.chain(prefix, _then_raise(rest, pending)):
+    for b in blocks:
         ns = np.zeros(len(b), np.uint32)
         for j, k in enumerate(src):
             ns |= ((b.states >> np.uint32(k)) & np.uint32(1)) << np.uint32(j)
@@ -285,6 +278,7 @@ class Evidence:
         self.end = int(t[-1]) + 1 if len(t) else 1
         self.level = {}
         self.changes = {}
+        self.clock: dict[str, tuple[float, float]] = {}     # clock_score of each channel, once
         for j, name in enumerate(names):
             lv = ((s >> np.uint32(j)) & 1).astype(np.int8)
             self.level[name] = lv
@@ -301,7 +295,12 @@ def clock_score(ev: Evidence, name: str) -> tuple[float, float]:
     LTC2422 capture runs two clock rates inside one transfer); a data line's runs
     are random multiples of the bit time; a CS alternates a short window and a
     long gap (a steady conversion rate makes its "periods" alike, not its phases)."""
-    ct = ev.ticks(name)
+    if name not in ev.clock:
+        ev.clock[name] = _clock_score(ev.ticks(name))
+    return ev.clock[name]
+
+
+def _clock_score(ct: np.ndarray) -> tuple[float, float]:
     if len(ct) < MIN_CLOCK_CHANGES:
         return 0.0, 0.0
     d = np.diff(ct).astype(float)
@@ -318,11 +317,16 @@ def _on_edges(ev: Evidence, line: str, clk: str, half: float) -> float:
     lt, ct = ev.ticks(line), ev.ticks(clk)
     if not len(lt) or not len(ct):
         return 0.0
-    j = np.searchsorted(ct, lt)
-    prev = ct[np.clip(j - 1, 0, len(ct) - 1)]
-    nxt = ct[np.clip(j, 0, len(ct) - 1)]
+    _, prev, nxt = _around(ct, lt)
     dist = np.minimum(np.abs(lt - prev), np.abs(nxt - lt))
     return float(np.mean(dist <= max(1.0, half / 2)))
+
+
+def _around(ct: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(insertion index, the clock change before, the one at or after) of each time in
+    ``t`` among the sorted change ticks ``ct`` (clipped to the first/last change)."""
+    j = np.searchsorted(ct, t)
+    return j, ct[np.clip(j - 1, 0, len(ct) - 1)], ct[np.clip(j, 0, len(ct) - 1)]
 
 
 def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
@@ -453,17 +457,13 @@ def _data_line(ev: Evidence, name: str, clk: str, cs: str | None, active: int | 
     inside = _inside(ev, ch, clk, cs, active, half)
     if inside.sum() < max(2, 0.3 * len(ch)):
         return False
-    t = ev.t[ch[inside]]
-    lead, trail = _after_edge(ev, t, clk, half, _idle_level(ev, clk, cs, active))
+    j, off = _in_cycle(ev, ev.t[ch[inside]], clk, half)
+    lead, trail = _lead_trail(ev, clk, j, _idle_level(ev, clk, cs, active))
     if lead + trail < 2 or max(lead, trail) < DATA_EDGE * (lead + trail):
         return False
     # and soon after it: of the changes inside a clock cycle (not those at a window's start,
     # before its first edge), most within half a period (an IRQ toggles anywhere in the cycle)
-    ct = ev.ticks(clk)
-    j = np.searchsorted(ct, t, side="right") - 1
-    off = t - ct[np.maximum(j, 0)]
-    cyc = (j >= 0) & (off < 2 * max(1.0, half))
-    return int(cyc.sum()) >= 2 and float(np.mean(off[cyc] <= max(1.0, half))) >= DATA_EDGE
+    return float(np.mean(off <= max(1.0, half))) >= DATA_EDGE
 
 
 def _inside(ev: Evidence, idx: np.ndarray, clk: str, cs: str | None, active: int | None,
@@ -473,27 +473,27 @@ def _inside(ev: Evidence, idx: np.ndarray, clk: str, cs: str | None, active: int
     if cs is not None and active is not None:
         return ev.level[cs][idx] == active
     ct = ev.ticks(clk)
-    j = np.searchsorted(ct, t)
-    prev = ct[np.clip(j - 1, 0, len(ct) - 1)]
-    nxt = ct[np.clip(j, 0, len(ct) - 1)]
+    j, prev, nxt = _around(ct, t)
     return (j > 0) & (j < len(ct)) & (nxt - prev <= 4 * max(half, 1))
 
 
-def _after_edge(ev: Evidence, times: np.ndarray, clk: str, half: float, idle: int) -> tuple[int, int]:
-    """Changes at ``times`` counted by the clock edge at or before them that is at most
-    one period earlier: (after a leading edge, after a trailing edge). Leading = the
-    edge away from the idle level, taken here as the level SCLK has most while quiet."""
-    ci = ev.changes[clk]
-    if not len(ci) or not len(times):
-        return 0, 0
-    ct = ev.t[ci]
-    new_level = ev.level[clk][ci]
-    # the edge at or before the change: data lines switch on (or just after) the
-    # shifting edge, often in the very sample of it at low sample rates
+def _in_cycle(ev: Evidence, times: np.ndarray, clk: str, half: float) -> tuple[np.ndarray, np.ndarray]:
+    """(index of the clock change at or before, ticks since it) of the ``times`` that fall
+    less than one clock period after a clock edge. At or before: data lines switch on (or
+    just after) the shifting edge, often in the very sample of it at low sample rates."""
+    ct = ev.ticks(clk)
+    if not len(ct) or not len(times):
+        return np.empty(0, np.int64), np.empty(0, np.int64)
     j = np.searchsorted(ct, times, side="right") - 1
-    ok = (j >= 0)
-    ok[ok] &= times[ok] - ct[j[ok]] < 2 * max(half, 1)
-    leading = new_level[j[ok]] != idle
+    off = times - ct[np.maximum(j, 0)]
+    ok = (j >= 0) & (off < 2 * max(half, 1))
+    return j[ok], off[ok]
+
+
+def _lead_trail(ev: Evidence, clk: str, j: np.ndarray, idle: int) -> tuple[int, int]:
+    """Of the clock changes ``j`` (indices into its changes): (leading, trailing) ones.
+    Leading = the edge away from the idle level."""
+    leading = ev.level[clk][ev.changes[clk][j]] != idle
     return int(leading.sum()), int((~leading).sum())
 
 
@@ -680,20 +680,26 @@ def first_words(ev: Evidence, line: str, out: SpiConfig, bus: Bus, bits: int = 8
     leading = ev.level[clk][ci] != out.cpol
     sampling = ci[leading] if out.cpha == 0 else ci[~leading]
     st = ev.t[sampling]
+    windowed = bus.cs is not None and bus.cs_active is not None
     if bus.cs is not None and bus.cs_active is not None:
-        starts, _ = _cs_windows(ev, bus.cs, bus.cs_active)
+        starts, ends = _cs_windows(ev, bus.cs, bus.cs_active)
     else:
-        ct = ev.t[ci]
-        gap = np.flatnonzero(np.diff(ct) > 8 * max(half_of(ev, clk), 1))
-        starts = np.concatenate([[ct[0] - 1], ct[gap + 1] - 1])
+        starts, ends = _bursts(ev, clk)
     first = np.searchsorted(st, starts, side="right")
     ok = first + bits <= len(st)
-    if bus.cs is not None and bus.cs_active is not None:
-        _, ends = _cs_windows(ev, bus.cs, bus.cs_active)
+    if windowed:            # inside its CS window (bursts: from the burst's start on)
         ok &= st[np.minimum(first + bits - 1, len(st) - 1)] < ends
     idx = first[ok][:, None] + np.arange(bits)[None, :]
     vals = ev.level[line][sampling[idx]].astype(np.int64)
     return (vals << np.arange(bits - 1, -1, -1)[None, :]).sum(axis=1)
+
+
+def _bursts(ev: Evidence, clk: str) -> tuple[np.ndarray, np.ndarray]:
+    """Without a CS: (start, end) ticks around each SCLK burst, bursts split where SCLK
+    pauses for more than eight half periods (a tick before the first edge, after the last)."""
+    ct = ev.ticks(clk)
+    gap = np.flatnonzero(np.diff(ct) > 8 * max(half_of(ev, clk), 1))
+    return (np.concatenate([[ct[0]], ct[gap + 1]]) - 1, np.concatenate([ct[gap], [ct[-1]]]) + 1)
 
 
 def half_of(ev: Evidence, clk: str) -> float:
@@ -728,7 +734,7 @@ def _infer_settings(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], 
                     continue
                 ch = ev.changes[d]
                 inside = _inside(ev, ch, clk, cs if cs in ev.level else None, active, half)
-                a, b = _after_edge(ev, ev.t[ch[inside]], clk, half, idle)
+                a, b = _lead_trail(ev, clk, _in_cycle(ev, ev.t[ch[inside]], clk, half)[0], idle)
                 lead += a
                 trail += b
             total = lead + trail
@@ -776,10 +782,7 @@ def _wordsize(ev: Evidence, out: SpiConfig, active: int | None) -> tuple[int | N
         ok = (starts > 0) & (ends < ev.end)
         starts, ends = starts[ok], ends[ok]
     else:
-        _, half = clock_score(ev, clk)
-        gap = np.flatnonzero(np.diff(ct) > 8 * max(half, 1))
-        starts = np.concatenate([[ct[0]], ct[gap + 1]]) - 1
-        ends = np.concatenate([ct[gap], [ct[-1]]]) + 1
+        starts, ends = _bursts(ev, clk)
         starts, ends = starts[1:-1], ends[1:-1]      # the first and last burst may be cut
     if not len(starts):
         return None, 0.0, "no complete transfer in the prefix"
@@ -789,9 +792,7 @@ def _wordsize(ev: Evidence, out: SpiConfig, active: int | None) -> tuple[int | N
     bits = bits[bits > 0]
     if not len(bits):
         return None, 0.0, "no clock cycle inside the windows"
-    g = 0
-    for v in np.unique(bits).tolist():
-        g = math.gcd(g, int(v))
+    g = int(np.gcd.reduce(bits))
     # pauses inside windows: bit counts before a clock cycle that starts late
     d = np.diff(lt)
     period = float(np.median(d)) if len(d) else 0.0
@@ -804,9 +805,7 @@ def _wordsize(ev: Evidence, out: SpiConfig, active: int | None) -> tuple[int | N
             first = a[np.clip(w_of[ok], 0, len(a) - 1)]
             pause_at = (late[ok] - first).tolist()
     if pause_at:
-        pg = 0
-        for v in pause_at:
-            pg = math.gcd(pg, int(v))
+        pg = int(np.gcd.reduce(pause_at))
         if pg > 1 and g % pg == 0 and len(pause_at) >= 2:
             return min(pg, 1024), 0.95, f"the clock pauses every {pg} bits inside transfers"
     if g >= 1 and g % 8 == 0:
