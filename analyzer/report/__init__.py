@@ -159,8 +159,8 @@ class Report:
                          f"cs={a.cfg.cs or '– (framed by SCLK idle time)'}"],
             ["SPI", f"mode {a.cfg.mode}, {a.cfg.wordsize}-bit words"],
             ["SCLK", f"{fmt_freq(a.sclk_hz)} (T = {fmt_time(a.period_ticks * t)})" if a.sclk_hz else "–"],
-            ["transfers", f"{a.n} ({int(np.count_nonzero(a.partial_start | a.partial_end))} partial), "
-                          f"{len(a.mosi)} words" if a.sample is None else
+            ["transfers", f"{a.n} ({a.n_partial()} partial), "
+                          f"{a.n_words_total()} words" if a.sample is None else
                           f"{a.sample['transfers']}; the figures below are from {a.n} of them, a "
                           f"{a.sample['method']} (bounded memory, docs/compare-and-report.md)"],
             ["messages", ("ambiguous" if g.ambiguous else
