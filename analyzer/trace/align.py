@@ -43,6 +43,8 @@ internally as ``a + b * (trace - t0)``, t0 the first matched anchor, for precisi
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -392,6 +394,22 @@ def _grow(T: _Side, B: _Side, seeds, tol: float):
     return a, b, t0, i, k, r
 
 
+def _best_of(attempts: Iterable[Callable[[], "Alignment | None"]]) -> tuple["Alignment | None", InputError | None]:
+    """(the alignment that matched most windows, the first refusal): each attempt aligns
+    one candidate (a device, a GPIO), gives None when it has nothing to try, or refuses."""
+    best: Alignment | None = None
+    err: InputError | None = None
+    for attempt in attempts:
+        try:
+            al = attempt()
+        except InputError as e:
+            err = err or e
+            continue
+        if al is not None and (best is None or al.matched > best.matched):
+            best = al
+    return best, err
+
+
 def _seeds(T, B, resolution_s: float, tick_s: float) -> tuple[list, float]:
     """Coarse matches at the tightest tolerance that gives any: (seeds, tolerance)."""
     tol = 0.0
@@ -425,15 +443,7 @@ def align_spi(trace: tm.Trace, a: Analysis, device: str | None = None, *,
     if not devs:
         raise InputError("no spi_set_cs or spi_transfer_start events in the trace", path=trace.path,
                          hint="enable them: echo 1 > /sys/kernel/tracing/events/spi/enable")
-    best, err = None, None
-    for d in devs:
-        try:
-            al = _align_device(trace, a, d, cs_latency)
-        except InputError as e:
-            err = err or e
-            continue
-        if best is None or al.matched > best.matched:
-            best = al
+    best, err = _best_of(functools.partial(_align_device, trace, a, d, cs_latency) for d in devs)
     if best is None:
         assert err is not None
         raise err
@@ -689,9 +699,8 @@ def align_sync(trace: tm.Trace, a: Analysis, edges, channel: str) -> Alignment:
     if len(B.t) < MIN_MATCHED:
         raise InputError(f"channel {channel} has {len(B.t)} edges, too few to align on (at least {MIN_MATCHED})",
                          path=a.info.path)
-    best, err = None, None
-    gpios = np.unique(trace.gpio[rows])
-    for g in gpios:
+
+    def attempt(g) -> Alignment | None:
         r = rows[trace.gpio[rows] == g]
         v = trace.value[r].astype(np.int64)
         # a write of the level the pin already has is no edge
@@ -700,18 +709,14 @@ def align_sync(trace: tm.Trace, a: Analysis, edges, channel: str) -> Alignment:
         r, v = r[change], v[change]
         T = _Side(t=trace.ts[r], bits=v, key=r.astype(np.int64))
         if len(T.t) < MIN_MATCHED:
-            continue
+            return None
         seeds, tol = _seeds(T, B, trace.resolution_s, a.tick_s)
         if not seeds:
-            continue
-        try:
-            al = _finish(trace, T, B, seeds, tol, method="sync-channel", device=f"gpio{int(g)}",
-                         anchor=tm.GPIO_VALUE, bus_anchor=f"bus:{channel}", what=f"gpio {int(g)} changes")
-        except InputError as e:
-            err = err or e
-            continue
-        if best is None or al.matched > best.matched:
-            best = al
+            return None
+        return _finish(trace, T, B, seeds, tol, method="sync-channel", device=f"gpio{int(g)}",
+                       anchor=tm.GPIO_VALUE, bus_anchor=f"bus:{channel}", what=f"gpio {int(g)} changes")
+
+    best, err = _best_of(functools.partial(attempt, g) for g in np.unique(trace.gpio[rows]))
     if best is None:
         if err is not None:
             raise err
