@@ -48,8 +48,30 @@ def describe(values: np.ndarray, tick_s: float) -> dict:
             "max_s": float(v.max()) * tick_s, "std_s": float(v.std()) * tick_s}
 
 
+class CaptureFigures:
+    """What an Analysis and core/bounded.py's BoundedAnalysis both derive from their
+    settings (``cfg``) and clock period (``period_ticks``, ``tick_s``)."""
+
+    cfg: SpiConfig
+    tick_s: float
+    period_ticks: float | None
+
+    @property
+    def has_cs(self) -> bool:
+        return self.cfg.cs is not None
+
+    @property
+    def sclk_hz(self) -> float | None:
+        return 1.0 / (self.period_ticks * self.tick_s) if self.period_ticks else None
+
+    def available(self, kind: str) -> bool:
+        if kind in ("cs_setup", "cs_hold", "cs_change", "context_switch"):
+            return self.has_cs
+        return True
+
+
 @dataclasses.dataclass
-class Analysis:
+class Analysis(CaptureFigures):
     info: CaptureInfo
     cfg: SpiConfig
     tick_s: float
@@ -112,14 +134,6 @@ class Analysis:
     def n(self) -> int:
         return len(self.start)
 
-    @property
-    def has_cs(self) -> bool:
-        return self.cfg.cs is not None
-
-    @property
-    def sclk_hz(self) -> float | None:
-        return 1.0 / (self.period_ticks * self.tick_s) if self.period_ticks else None
-
     def seconds(self, ticks) -> float | None:
         if ticks is None or (isinstance(ticks, float) and math.isnan(ticks)):
             return None
@@ -159,11 +173,6 @@ class Analysis:
         if kind == "transfer_period":
             return self.period()
         raise KeyError(kind)
-
-    def available(self, kind: str) -> bool:
-        if kind in ("cs_setup", "cs_hold", "cs_change", "context_switch"):
-            return self.has_cs
-        return True
 
     def idle_clocks(self) -> np.ndarray:
         """Idle SCLK periods in each inter-byte gap: (gap - T/2) / T."""

@@ -185,7 +185,7 @@ class _StallStore:
 
 # ------------------------------------------------------------------ result
 @dataclasses.dataclass
-class BoundedAnalysis:
+class BoundedAnalysis(analysis.CaptureFigures):
     """An analysis without per-transfer arrays: what ``--format json`` and the text
     report show, from histograms and counts (the output modules call the same methods
     on an ``Analysis``)."""
@@ -221,19 +221,6 @@ class BoundedAnalysis:
     @property
     def n(self) -> int:
         return self.counts.n
-
-    @property
-    def has_cs(self) -> bool:
-        return self.cfg.cs is not None
-
-    @property
-    def sclk_hz(self) -> float | None:
-        return 1.0 / (self.period_ticks * self.tick_s) if self.period_ticks else None
-
-    def available(self, kind: str) -> bool:
-        if kind in ("cs_setup", "cs_hold", "cs_change", "context_switch"):
-            return self.has_cs
-        return True
 
     def n_partial(self) -> int:
         return self.counts.partial
