@@ -60,6 +60,7 @@ bounded digit counts, so nothing from the file can overflow a column.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gc
 import os
 import re
@@ -358,13 +359,23 @@ def parse_lines(lines: Iterable[str], *, path: str = "<lines>", fmt: str | None 
     (``parse`` does). Memory: the columns (about 50 bytes an event), the
     payloads and one batch of lines; the text is not kept.
     """
+    _check_format(fmt)
+    with _no_gc():
+        return _finish([_parse_lines(lines, path, fmt)], path, fmt)
+
+
+def _check_format(fmt: str | None) -> None:
     if fmt is not None and fmt not in FORMATS:
         raise UsageError(f"unknown trace format {fmt!r}; known: {', '.join(FORMATS)}")
-    # millions of short-lived tuples: the cyclic GC would rescan them all for nothing
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """Millions of short-lived tuples: the cyclic GC would rescan them all for nothing."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _finish([_parse_lines(lines, path, fmt)], path, fmt)
+        yield
     finally:
         if was_enabled:
             gc.enable()
@@ -612,8 +623,7 @@ def parse(path, *, fmt: str | None = None, max_line: int = MAX_LINE) -> Trace:
                     f"convert it first: perf script -i {path} > trace.txt")
     if head.startswith(DAT_MAGIC):
         return _parse_dat(path, fmt)
-    if fmt is not None and fmt not in FORMATS:
-        raise UsageError(f"unknown trace format {fmt!r}; known: {', '.join(FORMATS)}")
+    _check_format(fmt)
     cut = _cut(path, max_line) if _two_cores() else None
     if cut is not None:
         import concurrent.futures.process
@@ -661,13 +671,8 @@ def _cut(path: str, max_line: int) -> int | None:
 
 
 def _part_of(path: str, fmt: str | None, max_line: int, start: int, stop: int | None) -> _Part:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _no_gc():
         return _parse_lines(read_lines(path, max_line=max_line, start=start, stop=stop), path, fmt)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _parse_two(path: str, fmt: str | None, max_line: int, cut: int) -> Trace:
