@@ -276,14 +276,10 @@ def gaps_signal(args):
 
 def spi_gaps_values(a) -> dict:
     """The spi_gaps decoder options that make it label every gap as the analysis ``a`` did."""
-    from analyzer.sigrok import paths
+    from analyzer.sigrok import paths, pdinfo
 
     g = paths.load_decoder_module("spi_gaps", "gapdefs")
-    cfg = a.cfg
-    values = {
-        "cs_polarity": "active-low" if cfg.cs_active_low else "active-high",
-        "cpol": cfg.cpol, "cpha": cfg.cpha, "wordsize": cfg.wordsize,
-    }
+    values = pdinfo.spi_options(a.cfg)         # its bitorder is no spi_gaps option: not written
     grp = a.grouping
     if grp.ambiguous:
         pass                    # roles unknown: the decoder shows plain "CS high" gaps

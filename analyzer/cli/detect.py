@@ -33,11 +33,11 @@ def add_subparser(sub) -> None:
 
 def sigrok_option_string(cfg) -> str:
     """The sigrok spi decoder's options for ``cfg`` (sigrok-cli -P, PulseView's dialog)."""
+    from analyzer.sigrok.pdinfo import spi_options
+
     parts = [f"{role}={name}" for role, name in (("clk", cfg.clk), ("mosi", cfg.mosi), ("miso", cfg.miso),
                                                   ("cs", cfg.cs)) if name is not None]
-    parts += [f"cpol={cfg.cpol}", f"cpha={cfg.cpha}",
-              f"cs_polarity={'active-low' if cfg.cs_active_low else 'active-high'}",
-              f"wordsize={cfg.wordsize}", f"bitorder={'lsb' if cfg.lsb_first else 'msb'}-first"]
+    parts += [f"{k}={v}" for k, v in spi_options(cfg).items()]
     return "spi:" + ":".join(parts)
 
 

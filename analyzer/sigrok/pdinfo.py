@@ -17,6 +17,14 @@ import types
 from analyzer.errors import UsageError
 from analyzer.sigrok import paths
 
+def spi_options(cfg) -> dict:
+    """The SPI settings of a SpiConfig as sigrok's spi decoder options (spi_gaps shares
+    their names; it has no bitorder): for sigrok-cli -P, PulseView's dialog and .pvs files."""
+    return {"cpol": cfg.cpol, "cpha": cfg.cpha,
+            "cs_polarity": "active-low" if cfg.cs_active_low else "active-high",
+            "wordsize": cfg.wordsize, "bitorder": "lsb-first" if cfg.lsb_first else "msb-first"}
+
+
 # GVariant type strings libsigrokdecode uses for option values (decoder.c / util.c)
 GVARIANT_TYPE = {str: "s", int: "x", float: "d"}
 
