@@ -17,9 +17,13 @@ import importlib
 import pkgutil
 import sys
 
-from analyzer import __version__
-from analyzer.cli.common import Parser
-from analyzer.errors import SpigapError
+from analyzer.cli import runtime
+
+runtime.before_imports()
+
+from analyzer import __version__  # noqa: E402  (after runtime.before_imports)
+from analyzer.cli.common import Parser  # noqa: E402
+from analyzer.errors import SpigapError  # noqa: E402
 
 
 class _Version(argparse.Action):
@@ -71,6 +75,7 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:         # --help, --version, a usage error (already printed)
         return e.code if isinstance(e.code, int) else 2
+    runtime.after_imports()
     try:
         return int(args.func(args) or 0)
     except SpigapError as e:

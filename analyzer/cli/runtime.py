@@ -1,0 +1,45 @@
+"""What a ``spigap`` process tunes for itself before numpy is imported (the library,
+``analyzer.api``, leaves the host process alone). Measured with ``spigap bench``
+on the 2-core machine (BENCHMARKS.md, "Where the time goes"):
+
+* ``OPENBLAS_NUM_THREADS=1`` unless the user set it: numpy's OpenBLAS starts one
+  thread per core when it loads and they spin for ~0.1 s of CPU; spigap's analysis
+  makes no BLAS call, and on two cores those cycles come out of the reader's
+  inflate threads;
+* glibc malloc keeps freed large blocks for reuse (``M_MMAP_THRESHOLD``,
+  ``M_TRIM_THRESHOLD``) instead of returning them to the kernel and faulting in
+  fresh zeroed pages for the next piece's buffers (inflated chunks, edge arrays:
+  a few MB each, a few in flight): 40–60 % less system time on a dense capture;
+* the garbage collector leaves the objects of the imports alone (``gc.freeze``).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+
+MMAP_THRESHOLD = 64 << 20      # blocks below this come from the heap, and are reused
+TRIM_THRESHOLD = 64 << 20      # free heap kept before it is returned to the kernel
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3      # glibc's mallopt() parameters
+
+
+def before_imports() -> None:
+    """Call before numpy is imported."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def after_imports() -> None:
+    """Call once the subcommand's modules are imported."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None)
+            mallopt = libc.mallopt
+        except (OSError, AttributeError):     # not glibc (musl has no mallopt): keep its defaults
+            pass
+        else:
+            mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+            mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    gc.freeze()
