@@ -79,8 +79,8 @@ class BigWordFramer:
     def feed(self, block) -> None:
         self.inner.feed(block)
 
-    def take(self) -> dict:
-        return join(self.inner.take(), self.wordsize, self.lsb_first)
+    def take(self, lag: bool = False) -> dict:
+        return join(self.inner.take(lag), self.wordsize, self.lsb_first)
 
     def finish(self, end_tick: int) -> dict:
         return join(self.inner.finish(end_tick), self.wordsize, self.lsb_first)

@@ -56,6 +56,8 @@ RETAIN_TRANSFERS = 100_000     # up to this many transfers: the whole Analysis, 
 LEARN_TRANSFERS = RETAIN_TRANSFERS   # decisions (message structure, word-gap split) on this many
 STALL_KEEP = 1 << 16           # stall candidates kept per gap kind
 ROWS_AT_ONCE = 4096            # transfer rows formatted at a time
+MEASURE_AT_ONCE = 1 << 15      # transfers measured at a time past the first LEARN_TRANSFERS (fewer,
+                               # larger numpy calls: the per-batch cost is mostly per call)
 HIST_KINDS = GAP_KINDS + ("idle",) + AMBIGUOUS_KINDS
 STORE_KINDS = stalls_mod.STALL_KINDS + AMBIGUOUS_KINDS
 
@@ -346,6 +348,8 @@ class _Runner:
         self.wg_warning: str | None = None
         self.fallback_note: str | None = None
         self.sampler: Sampler | None = None
+        self.pending: list[dict] = []      # framer batches not measured yet
+        self.n_pending = 0
 
     def run(self):
         last_tick = 0
@@ -354,7 +358,8 @@ class _Runner:
                 self.framer.feed(block)
                 self.prefix.add(block.ticks, block.states)
                 last_tick = int(block.ticks[-1])
-                self._batch(self.framer.take(), None)
+                # the previous block's windows: this block's are framed meanwhile
+                self._batch(self.framer.take(lag=True), None)
         except CaptureTruncated as e:
             self.truncated = str(e)
         reader = self.reader
@@ -382,7 +387,13 @@ class _Runner:
                 self.result = analysis.settings_first(a, self.settled, self.prefix)
                 return
             self._decide(whole)
-        elif n:
+            return
+        if n:
+            self.pending.append(raw)
+            self.n_pending += n
+        if self.pending and (self.n_pending >= MEASURE_AT_ONCE or end_tick is not None):
+            raw = monitor.concat_raw(self.pending)
+            self.pending, self.n_pending = [], 0
             self._measure(raw)
 
     def _decide(self, raw: dict) -> None:

@@ -18,6 +18,11 @@ framer's, field for field (tests/test_parallel.py checks it on random
 chunkings), and ``take()`` still hands out every window closed in the blocks
 fed so far. Without CS a window starts after an idle time measured from the
 previous clock edge, so CS-less framing stays serial.
+
+``take(lag=True)`` hands out only what the blocks fed before the latest one
+produced, so the middles of the latest block are still being framed by the
+workers while the caller measures the previous batch (core/bounded.py): the
+batches are the same windows, one call later, whatever the threads' timing.
 """
 
 from __future__ import annotations
@@ -111,6 +116,7 @@ def _frame_middle(lib, ffi, f, t: np.ndarray, s: np.ndarray):
 class CFramer:
     engine = "c"
     par_min = PAR_MIN
+    frame_here = True
 
     def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float, wordsize: int | None = None):
         self.lib = native.library()
@@ -137,6 +143,7 @@ class CFramer:
         # output in capture order: (window rows, word rows) of the serial framer, or
         # futures of middles framed in worker threads
         self._segments: list = []
+        self._mark = 0                             # _segments[:_mark]: from blocks before the latest
         self._word_rest: list[np.ndarray] = []     # words of the window still open at the last take()
         self._inflight: collections.deque = collections.deque()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -175,6 +182,9 @@ class CFramer:
     def feed(self, block: EdgeBlock) -> None:
         if len(block) == 0:
             return
+        # what the serial framer produced so far belongs to the blocks before this one
+        self._segments.append(self.o.rows())
+        self._mark = len(self._segments)
         t, s = block.ticks, block.states
         if self.initial_state is None:
             self.initial_state = int(s[0])
@@ -230,7 +240,7 @@ class CFramer:
                     self.ffi.memmove(mid, f, self.ffi.sizeof("framer_t"))   # the configuration
                     self.lib.spigap_frame_init(mid, int(s[a - 1]) if a else prev0)
                     jobs.append((mid, t[a:b], s[a:b]))
-                mine = jobs.pop() if len(jobs) > 1 else None     # the last, framed here
+                mine = jobs.pop() if len(jobs) > 1 and self.frame_here else None     # the last, framed here
                 for job in jobs:
                     fut = self._pool.submit(_frame_middle, self.lib, self.ffi, *job)
                     self._segments.append(fut)
@@ -261,14 +271,21 @@ class CFramer:
             return int(self._buffered[0].ticks[0])
         return int(self.f.w_start) if self.f.open else None
 
-    def _collect(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Every output row so far, in capture order; the middles' counters merged."""
-        self._segments.append(self.o.rows())
+    def _collect(self, lag: bool = False) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Every output row so far (``lag``: of the blocks before the latest), in capture
+        order; the middles' counters merged."""
+        if lag:
+            segments, self._segments = self._segments[:self._mark], self._segments[self._mark:]
+            kept = {id(x) for x in self._segments}
+            self._inflight = collections.deque(x for x in self._inflight if id(x) in kept)
+        else:
+            self._segments.append(self.o.rows())
+            segments, self._segments = self._segments, []
+            self._inflight.clear()
+        self._mark = 0
         for part in self.o.ovf_parts:
             self.spacing.add(part)
         self.o.ovf_parts = []
-        segments, self._segments = self._segments, []
-        self._inflight.clear()
         wins: list[np.ndarray] = []
         words: list[np.ndarray] = list(self._word_rest)
         for seg in segments:
@@ -289,10 +306,15 @@ class CFramer:
                 words += seg[1]
         return wins, words
 
-    def take(self) -> dict:
+    def take(self, lag: bool = False) -> dict:
         """The windows closed so far and their words, handed out once (the words
-        of the window still open stay): keeps memory bounded when called as one feeds."""
-        wins, words = self._collect()
+        of the window still open stay): keeps memory bounded when called as one feeds.
+        ``lag``: only those of the blocks fed before the latest one (its middles may
+        still be in the workers); ``finish()`` hands out the rest."""
+        if lag:
+            # the caller measures batches while the workers frame: no middle is framed here
+            self.frame_here = False
+        wins, words = self._collect(lag)
         nz = np.flatnonzero(self.hist)
         if len(nz):
             self.spacing.add_counts(nz.astype(np.int64), self.hist[nz])

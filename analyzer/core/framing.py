@@ -410,9 +410,11 @@ class Framer:
             return int(self._buffered[0].ticks[0])
         return int(self._starts[0]) if len(self._starts) else None
 
-    def take(self) -> dict:
+    def take(self, lag: bool = False) -> dict:
         """The windows closed so far (with their words), handed out once: a caller
-        that takes them as it feeds keeps the framer's memory bounded."""
+        that takes them as it feeds keeps the framer's memory bounded. ``lag`` is
+        for the compiled framer's worker threads (core/cframer.py); this one frames
+        as it is fed, so it has nothing in flight and hands out everything."""
         out = {"windows": self.win.build(), "words": self.words.build()}
         self.win = _Columns(**self.win._dtypes)
         self.words = _Columns(**self.words._dtypes)
