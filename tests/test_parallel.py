@@ -115,14 +115,16 @@ def _chunks(rng, ticks, states):
     return [EdgeBlock(ticks[a:b], states[a:b]) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
 
-def _run(framer, blocks, take_every):
+def _run(framer, blocks, take_every, lag=False, batches=None):
     outs = []
     for i, b in enumerate(blocks):
         framer.feed(b)
         if take_every and i % take_every == 0:
-            outs.append(framer.take())
+            outs.append(framer.take(lag=lag) if lag else framer.take())
     end = int(blocks[-1].ticks[-1]) + 3
     outs.append(framer.finish(end))
+    if batches is not None:
+        batches.extend(outs)
     merged = {part: {k: np.concatenate([o[part][k] for o in outs]) for k in outs[-1][part]}
               for part in ("windows", "words")}
     extra = (framer.clk_outside_cs, framer.first_clk_outside, framer.min_high, framer.min_low,
@@ -161,7 +163,8 @@ def test_parallel_framing_equals_serial(seed, monkeypatch):
     _same(want, _run(Framer(cfg, bits, 1e-8), blocks, take_every))            # the numpy oracle
     par = cframer.CFramer(cfg, bits, 1e-8)
     par.par_min = 1                               # every block's middle goes to the workers
-    got = _run(par, blocks, take_every)
+    lag = bool(rng.integers(0, 2))                # bounded.run takes the blocks before the latest
+    got = _run(par, blocks, take_every, lag)
     _same(want, got)
     assert par._pool is None                      # finish() shut the workers down
     if len(want[0]["windows"]["start"]) > 4:
@@ -266,3 +269,35 @@ def test_parallel_framing_of_words_above_64_bits(seed, monkeypatch):
             for k in results[0][0][part]:
                 assert list(results[0][0][part][k]) == list(r[0][part][k]), (part, k)
         assert r[1] == results[0][1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lagged_take_hands_out_the_same_batches_one_call_later(seed, monkeypatch):
+    """take(lag=True) after block k hands out what take() handed out after block k-1
+    (core/bounded.py measures it while the workers frame block k): the same batches
+    whatever the threads' timing; finish() hands out the last two."""
+    from analyzer.core import cframer
+    from analyzer.core.config import SpiConfig
+
+    rng = np.random.default_rng(200 + seed)
+    monkeypatch.setattr(cframer, "WORKERS", 2)
+    cfg = SpiConfig(wordsize=8)
+    bits = {"clk": 0, "cs": 1, "mosi": 2, "miso": 3}
+    ticks, states = _stream(rng, 40000, 0.02, 0.95)
+    blocks = _chunks(rng, ticks, states)
+    got = {}
+    for lag in (False, True):
+        fr = cframer.CFramer(cfg, bits, 1e-8)
+        fr.par_min = 1
+        got[lag] = []
+        _run(fr, blocks, 1, lag, got[lag])
+    plain, lagged = got[False], got[True]
+    assert len(plain) == len(lagged) == len(blocks) + 1
+    assert len(lagged[0]["windows"]["start"]) == 0                    # nothing before the first block
+    expect = plain[:-2] + [{part: {k: np.concatenate([plain[-2][part][k], plain[-1][part][k]])
+                                   for k in plain[-1][part]} for part in ("windows", "words")}]
+    assert sum(len(b["windows"]["start"]) for b in plain) > 20
+    for want, have in zip(expect, lagged[1:]):
+        for part in ("windows", "words"):
+            for k in want[part]:
+                assert np.array_equal(want[part][k], have[part][k]), (part, k)
