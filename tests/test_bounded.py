@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+import threading
+import time
 import pathlib
 
 import numpy as np
@@ -95,6 +97,29 @@ def test_decisions_on_the_first_transfers(tmp_path):
     full, b, rows = _both(p, SpiConfig(), retain=1, learn=20_000)
     assert full.n == 30_000
     _check(full, b, rows)
+
+
+def test_decisions_early_or_late_same_figures(tmp_path, monkeypatch):
+    """The first batch's decisions run in another thread while the framer goes on; the
+    batches after them are measured in groups cut the same way whether the decisions
+    were ready at once or late, so every figure and row is the same."""
+    p = _soak(tmp_path)
+    monkeypatch.setattr(bounded, "MEASURE_AT_ONCE", 1000)
+    decide = bounded._Runner._decide
+    threads = []
+
+    def late(self, *a):
+        threads.append(threading.current_thread().name)
+        time.sleep(0.3)
+        return decide(self, *a)
+
+    early = _both(p, SpiConfig(), retain=1, learn=20_000)
+    monkeypatch.setattr(bounded._Runner, "_decide", late)
+    slow = _both(p, SpiConfig(), retain=1, learn=20_000)
+    assert threads and threads[0].startswith("spigap-decide")
+    _check(*early)
+    _check(*slow)
+    assert early[2] == slow[2]
 
 
 def test_more_stalls_than_the_store_holds(tmp_path):

@@ -307,9 +307,33 @@ def _bits(cfg: SpiConfig) -> dict[str, int]:
     return {role: j for j, role in enumerate(roles)}
 
 
+@dataclasses.dataclass(frozen=True)
+class FramerFigures:
+    """What a measurement reads from the framer besides the windows: its running,
+    capture-wide figures at one moment. core/bounded.py takes them on the feeding
+    thread and measures in another while the framer goes on."""
+
+    period_ticks: float | None
+    idle_timeout: int | None
+    engine: str
+    clk_outside_cs: int
+    first_clk_outside: int | None
+    min_high: int | None
+    min_low: int | None
+
+    @classmethod
+    def of(cls, framer) -> "FramerFigures":
+        if isinstance(framer, cls):
+            return framer
+        return cls(framer.spacing.central_mean(), framer.idle_timeout, framer.engine, framer.clk_outside_cs,
+                   framer.first_clk_outside, framer.min_high, framer.min_low)
+
+
 def _measure(info, cfg, framer, raw, end_tick, truncated, grouping=None) -> Analysis:
-    """``grouping``: a message structure found earlier (spigap monitor measures a
-    capture window by window with the structure of its start), else inferred here."""
+    """``framer``: the framer, or its ``FramerFigures``. ``grouping``: a message structure
+    found earlier (spigap monitor measures a capture window by window with the structure
+    of its start), else inferred here."""
+    fig = FramerFigures.of(framer)
     w, words = raw["windows"], raw["words"]
     n = len(w["start"])
     has_cs = cfg.cs is not None
@@ -328,7 +352,7 @@ def _measure(info, cfg, framer, raw, end_tick, truncated, grouping=None) -> Anal
     if n > 1:
         gap_before[1:] = start[1:] - end[:-1]
 
-    period = framer.spacing.central_mean()
+    period = fig.period_ticks
     # inter-word gaps
     n_words = w["n_words"]
     word_off = np.concatenate([[0], np.cumsum(n_words)]).astype(np.int64)
@@ -379,9 +403,9 @@ def _measure(info, cfg, framer, raw, end_tick, truncated, grouping=None) -> Anal
         word_off=word_off, mosi=words["mosi"], miso=words["miso"], word_first=words["first"],
         word_last=words["last"], pair_off=pair_off, pair_gap=pair_gap, pair_inter_transfer=pair_it,
         period_ticks=period, inter_transfer_threshold=thr, word_gaps_note=wg_note, grouping=grp,
-        idle_timeout_ticks=framer.idle_timeout, engine=framer.engine, clk_outside_cs=framer.clk_outside_cs,
-        min_high=framer.min_high, min_low=framer.min_low, warnings=warnings)
-    _warn(a, framer)
+        idle_timeout_ticks=fig.idle_timeout, engine=fig.engine, clk_outside_cs=fig.clk_outside_cs,
+        min_high=fig.min_high, min_low=fig.min_low, warnings=warnings)
+    _warn(a, fig)
     return a
 
 

@@ -36,6 +36,7 @@ docs/gaps.md, "Long captures", says the same for users.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import math
 from typing import Callable
@@ -58,6 +59,7 @@ STALL_KEEP = 1 << 16           # stall candidates kept per gap kind
 ROWS_AT_ONCE = 4096            # transfer rows formatted at a time
 MEASURE_AT_ONCE = 1 << 15      # transfers measured at a time past the first LEARN_TRANSFERS (fewer,
                                # larger numpy calls: the per-batch cost is mostly per call)
+DECIDING_MAX = 1 << 18         # transfers framed while the first batch is decided before waiting for it
 HIST_KINDS = GAP_KINDS + ("idle",) + AMBIGUOUS_KINDS
 STORE_KINDS = stalls_mod.STALL_KINDS + AMBIGUOUS_KINDS
 
@@ -350,6 +352,7 @@ class _Runner:
         self.sampler: Sampler | None = None
         self.pending: list[dict] = []      # framer batches not measured yet
         self.n_pending = 0
+        self.deciding: concurrent.futures.Future | None = None
 
     def run(self):
         last_tick = 0
@@ -386,19 +389,39 @@ class _Runner:
                 a = analysis._measure(self.info, self.cfg, self.framer, whole, end_tick, self.truncated)
                 self.result = analysis.settings_first(a, self.settled, self.prefix)
                 return
-            self._decide(whole)
+            if end_tick is not None:
+                self._decide(whole, analysis.FramerFigures.of(self.framer))
+                return
+            # the decisions (~0.1 s on 100 000 transfers) in another thread while the
+            # framer goes on: they read its running figures as they are now
+            pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spigap-decide")
+            self.deciding = pool.submit(self._decide, whole, analysis.FramerFigures.of(self.framer))
+            pool.shutdown(wait=False)
             return
         if n:
             self.pending.append(raw)
             self.n_pending += n
-        if self.pending and (self.n_pending >= MEASURE_AT_ONCE or end_tick is not None):
-            raw = monitor.concat_raw(self.pending)
-            self.pending, self.n_pending = [], 0
-            self._measure(raw)
+        if self.deciding is not None:
+            if not (self.deciding.done() or self.n_pending >= DECIDING_MAX or end_tick is not None):
+                return
+            fut, self.deciding = self.deciding, None
+            fut.result()
+        # measured in groups of at least MEASURE_AT_ONCE transfers, cut the same way
+        # whenever the decisions were ready
+        while self.pending:
+            n_group, k = 0, 0
+            while k < len(self.pending) and n_group < MEASURE_AT_ONCE:
+                n_group += len(self.pending[k]["windows"]["start"])
+                k += 1
+            if n_group < MEASURE_AT_ONCE and end_tick is None:
+                return
+            group, self.pending = self.pending[:k], self.pending[k:]
+            self.n_pending -= n_group
+            self._measure(monitor.concat_raw(group))
 
-    def _decide(self, raw: dict) -> None:
+    def _decide(self, raw: dict, figures: analysis.FramerFigures) -> None:
         """Measure the first batch and fix what needs a population: grouping, word-gap split."""
-        a = analysis._measure(self.info, self.cfg, self.framer, raw, self._end_guess(raw), None)
+        a = analysis._measure(self.info, self.cfg, figures, raw, self._end_guess(raw), None)
         self.grouping = a.grouping
         self.thr, self.wg_note, self.wg_warning = analysis.word_gap_split(self.info, self.cfg, a.pair_gap)
         if self.thr is not None and self.cfg.inter_transfer_gap_s is None:
@@ -481,10 +504,8 @@ class _Runner:
         stall stores, counts and rows."""
         if a.n <= skip:
             return
-        for kind in HIST_KINDS:
-            if kind in ("class_a", "class_b") and not a.grouping.ambiguous:
-                continue
-            s = stalls_mod.gap_series(a, kind)
+        kinds = [k for k in HIST_KINDS if a.grouping.ambiguous or k not in ("class_a", "class_b")]
+        for kind, s in stalls_mod.gap_series_of(a, kinds).items():
             # the context's period counts now: its successor only arrived in this batch
             keep = s.transfer >= (0 if kind == "transfer_period" else skip)
             v = s.values[keep]

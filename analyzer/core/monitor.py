@@ -286,8 +286,7 @@ class Monitor:
         for j, c in enumerate(counts.tolist()):
             if c:
                 self._slot(int(iv_of[skip]) + j)["transfers"] += c
-        for kind in self.kinds:
-            s = stalls_mod.gap_series(a, kind)
+        for kind, s in stalls_mod.gap_series_of(a, self.kinds).items():
             keep = s.transfer >= skip
             v, owner = s.values[keep], iv_of[s.transfer[keep]]
             if len(v) == 0:

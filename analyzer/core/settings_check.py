@@ -114,8 +114,8 @@ class Evidence:
         nb = nb[nb > 0]
         self.whole = len(nb)                                   # complete transfers with bits
         self.trailing = int((nb % a.cfg.wordsize != 0).sum())
-        for v in np.unique(nb).tolist():
-            self.gcd = math.gcd(self.gcd, int(v))
+        if len(nb):
+            self.gcd = int(np.gcd.reduce(nb))
 
     def add(self, o: "Evidence") -> None:
         self.n += o.n

@@ -90,7 +90,13 @@ class GapSeries:
     transfer: np.ndarray    # int64 transfer index
 
 
-def gap_series(a: Analysis, kind: str) -> GapSeries:
+def gap_series_of(a: Analysis, kinds) -> dict[str, GapSeries]:
+    """``gap_series`` of several kinds of one analysis (what they share computed once)."""
+    shared: dict = {}
+    return {kind: gap_series(a, kind, shared) for kind in kinds}
+
+
+def gap_series(a: Analysis, kind: str, shared: dict | None = None) -> GapSeries:
     """Values of ``kind`` (as ``Analysis.gap_values``, without NaN) with their start ticks.
 
     cs_setup starts at the CS assert, cs_hold at the last SCLK edge, word gaps
@@ -98,7 +104,10 @@ def gap_series(a: Analysis, kind: str) -> GapSeries:
     deassert; transfer_duration/period start at the CS assert.
     """
     n = a.n
-    idx = np.arange(n, dtype=np.int64)
+    shared = {} if shared is None else shared
+    idx = shared.get("idx")
+    if idx is None:
+        idx = shared["idx"] = np.arange(n, dtype=np.int64)
     if kind in ("cs_setup", "cs_hold", "transfer_duration"):
         v = a.gap_values(kind)
         at = (a.last_edge if kind == "cs_hold" else a.start).astype(np.int64)
@@ -115,9 +124,11 @@ def gap_series(a: Analysis, kind: str) -> GapSeries:
         at = a.end[sel - 1].astype(np.int64)
         tr = sel.astype(np.int64)
     elif kind in ("inter_byte", "inter_transfer"):
-        n_pairs = np.diff(a.pair_off)
-        owner = np.repeat(idx, n_pairs)
-        word = a.word_off[owner] + (np.arange(len(owner)) - a.pair_off[owner])
+        if "owner" not in shared:
+            owner = np.repeat(idx, np.diff(a.pair_off))
+            shared["owner"] = owner
+            shared["word"] = a.word_off[owner] + (np.arange(len(owner)) - a.pair_off[owner])
+        owner, word = shared["owner"], shared["word"]
         sel = a.pair_inter_transfer if kind == "inter_transfer" else ~a.pair_inter_transfer
         v = a.pair_gap[sel].astype(float)
         at = a.word_last[word[sel]].astype(np.int64)
