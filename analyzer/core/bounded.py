@@ -59,7 +59,7 @@ STALL_KEEP = 1 << 16           # stall candidates kept per gap kind
 ROWS_AT_ONCE = 4096            # transfer rows formatted at a time
 MEASURE_AT_ONCE = 1 << 15      # transfers measured at a time past the first LEARN_TRANSFERS (fewer,
                                # larger numpy calls: the per-batch cost is mostly per call)
-DECIDING_MAX = 1 << 18         # transfers framed while the first batch is decided before waiting for it
+DECIDING_MAX = 1 << 17         # transfers framed while the first batch is decided before waiting for it
 HIST_KINDS = GAP_KINDS + ("idle",) + AMBIGUOUS_KINDS
 STORE_KINDS = stalls_mod.STALL_KINDS + AMBIGUOUS_KINDS
 
@@ -407,8 +407,11 @@ class _Runner:
             fut, self.deciding = self.deciding, None
             fut.result()
         # measured in groups of at least MEASURE_AT_ONCE transfers, cut the same way
-        # whenever the decisions were ready
-        while self.pending:
+        # whenever the decisions were ready; a backlog (framed while they were made) two
+        # groups per block, so the framer is fed meanwhile
+        for _ in range(len(self.pending) if end_tick is not None else 2):
+            if not self.pending:
+                break
             n_group, k = 0, 0
             while k < len(self.pending) and n_group < MEASURE_AT_ONCE:
                 n_group += len(self.pending[k]["windows"]["start"])
