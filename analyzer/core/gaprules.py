@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analyzer.core.tickhist import counts, unique_inverse
 from analyzer.sigrok.paths import load_decoder_module
 
 defs = load_decoder_module("spi_gaps", "gapdefs")
@@ -20,13 +21,13 @@ def split(values: np.ndarray, scale: str = "log", resolution: float = 1.0):
     ``resolution``: ticks per sample."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
-    u, c = np.unique(np.rint(v).astype(np.int64), return_counts=True)
+    u, c = counts(np.rint(v).astype(np.int64))
     return defs.split_two(zip(u.tolist(), c.tolist()), scale, resolution)
 
 
 def classify(sp, values: np.ndarray, margin: float = 0.9) -> np.ndarray:
     """``sp.classify`` for every value (one call per distinct value): int8 0 / 1 / -1."""
     v = np.rint(np.asarray(values, dtype=float)).astype(np.int64)
-    u, inv = np.unique(v, return_inverse=True)
+    u, inv = unique_inverse(v)
     lab = np.array([sp.classify(int(x), margin) for x in u.tolist()], dtype=np.int8)
     return lab[inv]

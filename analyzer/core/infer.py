@@ -46,6 +46,7 @@ import numpy as np
 
 from analyzer.core import config as config_mod
 from analyzer.core.config import SpiConfig
+from analyzer.core.quantile import median, percentiles
 from analyzer.core.settings_check import COMMON_WORDSIZES
 from analyzer.errors import CaptureTruncated, UsageError
 from analyzer.io.base import EdgeBlock
@@ -309,7 +310,7 @@ def _clock_score(ct: np.ndarray) -> tuple[float, float]:
     per = d[:-1] + d[1:]
     alike = np.abs(per[:-1] - per[1:]) <= np.maximum(1.0, 0.2 * np.maximum(per[:-1], per[1:]))
     duty = (np.maximum(d[:-1], d[1:]) <= 3 * np.minimum(d[:-1], d[1:]))[:-1]
-    return float(np.mean(alike & duty)), float(np.percentile(per, 25)) / 2
+    return float(np.mean(alike & duty)), percentiles(per, [25])[0] / 2
 
 
 def _on_edges(ev: Evidence, line: str, clk: str, half: float) -> float:
@@ -795,7 +796,7 @@ def _wordsize(ev: Evidence, out: SpiConfig, active: int | None) -> tuple[int | N
     g = int(np.gcd.reduce(bits))
     # pauses inside windows: bit counts before a clock cycle that starts late
     d = np.diff(lt)
-    period = float(np.median(d)) if len(d) else 0.0
+    period = float(median(d)) if len(d) else 0.0
     pause_at: list[int] = []
     if period > 0:
         late = np.flatnonzero(d > 1.5 * period + 1) + 1      # index of the late cycle

@@ -61,15 +61,8 @@ class TickHistogram:
             return
         v = np.concatenate(self._buf) >> self.shift
         self._buf, self._nbuf = [], 0
-        lo, hi = int(v.min()), int(v.max())
-        if hi - lo <= 4 * len(v) + 4096:
-            # gaps cluster on few values: counting them is O(n), sorting them is not
-            cnt = np.bincount(v - lo)
-            nz = np.flatnonzero(cnt)
-            u, c = nz + lo, cnt[nz]
-        else:
-            u, c = np.unique(v, return_counts=True)
-        self._merge(u, c.astype(np.int64))
+        u, c = counts(v)
+        self._merge(u, c)
         while len(self._values) > self.max_distinct:
             self.shift += 1
             self._values, self._counts = _sum_by(self._values >> 1, self._counts)
@@ -158,6 +151,39 @@ class TickHistogram:
         return {"n": self._n, "min_s": float(self._lo) * tick_s, "p50_s": p50 * tick_s,
                 "mean_s": mean * tick_s, "p99_s": p99 * tick_s, "max_s": float(self._hi) * tick_s,
                 "std_s": std * tick_s}
+
+
+def _span_ok(v: np.ndarray) -> tuple[bool, int]:
+    """(whether counting beats sorting for these integers, their minimum)."""
+    lo = int(v.min())
+    return int(v.max()) - lo <= 4 * len(v) + 4096, lo
+
+
+def counts(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(v, return_counts=True)`` of int64 values: gaps cluster on few tick
+    values, so they are counted (O(n)) rather than sorted when their span allows."""
+    if len(v) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    ok, lo = _span_ok(v)
+    if not ok:
+        u, c = np.unique(v, return_counts=True)
+        return u, c.astype(np.int64)
+    cnt = np.bincount(v - lo)
+    nz = np.flatnonzero(cnt)
+    return nz + lo, cnt[nz]
+
+
+def unique_inverse(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(v, return_inverse=True)`` of int64 values, counted where ``counts`` does."""
+    if len(v) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.intp)
+    ok, lo = _span_ok(v)
+    if not ok:
+        return np.unique(v, return_inverse=True)
+    present = np.bincount(v - lo) > 0
+    u = np.flatnonzero(present)
+    index = np.cumsum(present) - 1
+    return u + lo, index[v - lo]
 
 
 def _sum_by(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
