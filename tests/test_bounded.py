@@ -100,11 +100,12 @@ def test_decisions_on_the_first_transfers(tmp_path):
 
 
 def test_decisions_early_or_late_same_figures(tmp_path, monkeypatch):
-    """The first batch's decisions run in another thread while the framer goes on; the
-    batches after them are measured in groups cut the same way whether the decisions
-    were ready at once or late, so every figure and row is the same."""
+    """The first batch's decisions and the later measurements run in the statistics
+    thread while the framer goes on; the batches are grouped the same way whether the
+    decisions were ready at once or late, so every figure and row is the same."""
     p = _soak(tmp_path)
     monkeypatch.setattr(bounded, "MEASURE_AT_ONCE", 1000)
+    monkeypatch.setattr(bounded, "QUEUED_ROWS", 20_000)       # the framer waits for the thread too
     decide = bounded._Runner._decide
     threads = []
 
@@ -116,7 +117,7 @@ def test_decisions_early_or_late_same_figures(tmp_path, monkeypatch):
     early = _both(p, SpiConfig(), retain=1, learn=20_000)
     monkeypatch.setattr(bounded._Runner, "_decide", late)
     slow = _both(p, SpiConfig(), retain=1, learn=20_000)
-    assert threads and threads[0].startswith("spigap-decide")
+    assert threads and threads[0].startswith("spigap-stats")
     _check(*early)
     _check(*slow)
     assert early[2] == slow[2]

@@ -36,6 +36,7 @@ docs/gaps.md, "Long captures", says the same for users.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import dataclasses
 import math
@@ -57,9 +58,13 @@ RETAIN_TRANSFERS = 100_000     # up to this many transfers: the whole Analysis, 
 LEARN_TRANSFERS = RETAIN_TRANSFERS   # decisions (message structure, word-gap split) on this many
 STALL_KEEP = 1 << 16           # stall candidates kept per gap kind
 ROWS_AT_ONCE = 4096            # transfer rows formatted at a time
-MEASURE_AT_ONCE = 1 << 15      # transfers measured at a time past the first LEARN_TRANSFERS (fewer,
-                               # larger numpy calls: the per-batch cost is mostly per call)
-DECIDING_MAX = 1 << 17         # transfers framed while the first batch is decided before waiting for it
+# Past the first LEARN_TRANSFERS, transfers are measured in groups of MEASURE_AT_ONCE (fewer,
+# larger numpy calls: the per-batch cost is mostly per call), or fewer when their words make
+# MEASURE_ROWS rows (transfers + words: what the memory of a group grows with), and at most
+# QUEUED_ROWS rows wait for the statistics thread.
+MEASURE_AT_ONCE = 1 << 15
+MEASURE_ROWS = 1 << 17
+QUEUED_ROWS = 1 << 19
 HIST_KINDS = GAP_KINDS + ("idle",) + AMBIGUOUS_KINDS
 STORE_KINDS = stalls_mod.STALL_KINDS + AMBIGUOUS_KINDS
 
@@ -350,11 +355,22 @@ class _Runner:
         self.wg_warning: str | None = None
         self.fallback_note: str | None = None
         self.sampler: Sampler | None = None
-        self.pending: list[dict] = []      # framer batches not measured yet
+        self.pending: list[dict] = []      # framer batches not grouped for measuring yet
         self.n_pending = 0
-        self.deciding: concurrent.futures.Future | None = None
+        self.rows_pending = 0
+        # the statistics thread: decisions and measurements, in capture order
+        self.stats: concurrent.futures.ThreadPoolExecutor | None = None
+        self.queued: collections.deque = collections.deque()     # (future, transfers)
+        self.n_queued = 0
 
     def run(self):
+        try:
+            return self._run()
+        finally:
+            if self.stats is not None:      # an error or Ctrl-C: drop what is queued
+                self.stats.shutdown(wait=False, cancel_futures=True)
+
+    def _run(self):
         last_tick = 0
         try:
             for block in self.settled.blocks:
@@ -371,6 +387,7 @@ class _Runner:
             raise InputError("the capture holds no samples", path=self.info.path,
                              hint="was the acquisition stopped before it started?")
         self._batch(self.framer.finish(end_tick), end_tick)
+        self._wait(0)
         return self.result if self.result is not None else self._result(end_tick)
 
     # ---------------------------------------------------------- batches
@@ -389,38 +406,44 @@ class _Runner:
                 a = analysis._measure(self.info, self.cfg, self.framer, whole, end_tick, self.truncated)
                 self.result = analysis.settings_first(a, self.settled, self.prefix)
                 return
-            if end_tick is not None:
-                self._decide(whole, analysis.FramerFigures.of(self.framer))
-                return
-            # the decisions (~0.1 s on 100 000 transfers) in another thread while the
-            # framer goes on: they read its running figures as they are now
-            pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spigap-decide")
-            self.deciding = pool.submit(self._decide, whole, analysis.FramerFigures.of(self.framer))
-            pool.shutdown(wait=False)
+            # decisions and measurements run in the statistics thread, in order, while this
+            # thread feeds the framer; each reads the framer's running figures as they
+            # were when its batch was taken, so nothing depends on the threads' timing
+            self.stats = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spigap-stats")
+            self._queue(self._decide, whole, self.learn_n + len(whole["words"]["first"]))
             return
         if n:
             self.pending.append(raw)
             self.n_pending += n
-        if self.deciding is not None:
-            if not (self.deciding.done() or self.n_pending >= DECIDING_MAX or end_tick is not None):
-                return
-            fut, self.deciding = self.deciding, None
-            fut.result()
-        # measured in groups of at least MEASURE_AT_ONCE transfers, cut the same way
-        # whenever the decisions were ready; a backlog (framed while they were made) two
-        # groups per block, so the framer is fed meanwhile
-        for _ in range(len(self.pending) if end_tick is not None else 2):
-            if not self.pending:
-                break
-            n_group, k = 0, 0
-            while k < len(self.pending) and n_group < MEASURE_AT_ONCE:
+            self.rows_pending += n + len(raw["words"]["first"])
+        while self.pending and (self.n_pending >= MEASURE_AT_ONCE or self.rows_pending >= MEASURE_ROWS
+                                or end_tick is not None):
+            n_group = rows = k = 0
+            while k < len(self.pending) and n_group < MEASURE_AT_ONCE and rows < MEASURE_ROWS:
                 n_group += len(self.pending[k]["windows"]["start"])
+                rows += len(self.pending[k]["windows"]["start"]) + len(self.pending[k]["words"]["first"])
                 k += 1
-            if n_group < MEASURE_AT_ONCE and end_tick is None:
-                return
             group, self.pending = self.pending[:k], self.pending[k:]
             self.n_pending -= n_group
-            self._measure(monitor.concat_raw(group))
+            self.rows_pending -= rows
+            self._queue(self._measure, monitor.concat_raw(group), rows)
+
+    def _queue(self, job, raw: dict, rows: int) -> None:
+        assert self.stats is not None
+        self._wait(QUEUED_ROWS - rows)
+        fut = self.stats.submit(job, raw, analysis.FramerFigures.of(self.framer))
+        self.queued.append((fut, rows))
+        self.n_queued += rows
+
+    def _wait(self, at_most: int) -> None:
+        """Until at most ``at_most`` rows wait for the statistics thread (its errors raise here)."""
+        while self.queued and (self.n_queued > at_most or self.queued[0][0].done()):
+            fut, n = self.queued.popleft()
+            self.n_queued -= n
+            fut.result()
+        if self.stats is not None and not self.queued and at_most == 0:
+            self.stats.shutdown(wait=True)
+            self.stats = None
 
     def _decide(self, raw: dict, figures: analysis.FramerFigures) -> None:
         """Measure the first batch and fix what needs a population: grouping, word-gap split."""
@@ -474,7 +497,7 @@ class _Runner:
                                       device_lengths=self.cfg.message_lengths)
         return dataclasses.replace(g, kinds=np.asarray(kinds, np.int8))
 
-    def _measure(self, raw: dict) -> None:
+    def _measure(self, raw: dict, figures: analysis.FramerFigures) -> None:
         ctx = self.context
         batch = monitor.concat_raw([ctx, raw]) if ctx is not None else raw
         skip = 1 if ctx is not None else 0
@@ -486,7 +509,7 @@ class _Runner:
         mcfg = self.mcfg
         if self.thr is None and self.split_fixed:
             mcfg = dataclasses.replace(mcfg, inter_transfer_gap_s=math.inf)     # no second population
-        a = analysis._measure(self.info, mcfg, self.framer, batch, self._end_guess(batch), None,
+        a = analysis._measure(self.info, mcfg, figures, batch, self._end_guess(batch), None,
                               grouping=grp)
         if self.thr is None and self.split_fixed:
             a.inter_transfer_threshold = None
