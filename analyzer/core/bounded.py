@@ -64,7 +64,7 @@ ROWS_AT_ONCE = 4096            # transfer rows formatted at a time
 # QUEUED_ROWS rows wait for the statistics thread.
 MEASURE_AT_ONCE = 1 << 15
 MEASURE_ROWS = 1 << 17
-QUEUED_ROWS = 1 << 19
+QUEUED_ROWS = 1 << 18
 HIST_KINDS = GAP_KINDS + ("idle",) + AMBIGUOUS_KINDS
 STORE_KINDS = stalls_mod.STALL_KINDS + AMBIGUOUS_KINDS
 
