@@ -46,7 +46,7 @@ import numpy as np
 
 from analyzer.core import config as config_mod
 from analyzer.core.config import SpiConfig
-from analyzer.core.quantile import median, percentiles
+from analyzer.core.tickhist import median_of, percentiles_of
 from analyzer.core.settings_check import COMMON_WORDSIZES
 from analyzer.errors import CaptureTruncated, UsageError
 from analyzer.io.base import EdgeBlock
@@ -304,13 +304,14 @@ def clock_score(ev: Evidence, name: str) -> tuple[float, float]:
 def _clock_score(ct: np.ndarray) -> tuple[float, float]:
     if len(ct) < MIN_CLOCK_CHANGES:
         return 0.0, 0.0
-    d = np.diff(ct).astype(float)
+    di = np.diff(ct)
+    d = di.astype(float)
     # consecutive periods (high + low phase) alike, and the two phases of each within
     # 1:3 of each other (duty cycles of 25-75 %; the enc28j60 capture's clock is 1:2)
     per = d[:-1] + d[1:]
     alike = np.abs(per[:-1] - per[1:]) <= np.maximum(1.0, 0.2 * np.maximum(per[:-1], per[1:]))
     duty = (np.maximum(d[:-1], d[1:]) <= 3 * np.minimum(d[:-1], d[1:]))[:-1]
-    return float(np.mean(alike & duty)), percentiles(per, [25])[0] / 2
+    return float(np.mean(alike & duty)), percentiles_of(di[:-1] + di[1:], [25])[0] / 2
 
 
 def _on_edges(ev: Evidence, line: str, clk: str, half: float) -> float:
@@ -796,7 +797,7 @@ def _wordsize(ev: Evidence, out: SpiConfig, active: int | None) -> tuple[int | N
     g = int(np.gcd.reduce(bits))
     # pauses inside windows: bit counts before a clock cycle that starts late
     d = np.diff(lt)
-    period = float(median(d)) if len(d) else 0.0
+    period = median_of(d) if len(d) else 0.0
     pause_at: list[int] = []
     if period > 0:
         late = np.flatnonzero(d > 1.5 * period + 1) + 1      # index of the late cycle

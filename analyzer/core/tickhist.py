@@ -153,6 +153,21 @@ class TickHistogram:
                 "std_s": std * tick_s}
 
 
+def percentiles_of(v: np.ndarray, qs) -> list[float]:
+    """``quantile.percentiles`` of integer values, by counting (gaps and clock periods
+    in ticks cluster on few values: no partition of the whole array)."""
+    h = TickHistogram()
+    h.add(v)
+    return h.percentiles(qs)
+
+
+def median_of(v: np.ndarray) -> float:
+    """``quantile.median`` of integer values, by counting."""
+    h = TickHistogram()
+    h.add(v)
+    return h.median()
+
+
 def _span_ok(v: np.ndarray) -> tuple[bool, int]:
     """(whether counting beats sorting for these integers, their minimum)."""
     lo = int(v.min())
