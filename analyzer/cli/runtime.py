@@ -24,7 +24,7 @@ import os
 import sys
 
 MMAP_THRESHOLD = 64 << 20      # blocks below this come from the heap, and are reused
-TRIM_THRESHOLD = 64 << 20      # free heap kept before it is returned to the kernel
+TRIM_THRESHOLD = 32 << 20      # free heap kept before it is returned to the kernel
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8      # glibc's mallopt() parameters
 
 
