@@ -33,18 +33,18 @@ def before_imports() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
-def after_imports() -> None:
-    """Call once the subcommand's modules are imported."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None)
-            mallopt = libc.mallopt
-        except (OSError, AttributeError):     # not glibc (musl has no mallopt): keep its defaults
-            pass
-        else:
-            mallopt(_M_ARENA_MAX, 1)
-            mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-            mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+def after_imports() -> bool:
+    """Call once the subcommand's modules are imported, before any thread starts.
+    True when glibc took the malloc settings (elsewhere its defaults stay)."""
     gc.freeze()
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):     # not glibc (musl has no mallopt)
+        return False
+    return all(mallopt(param, value) == 1 for param, value in ((_M_ARENA_MAX, 1),
+                                                              (_M_MMAP_THRESHOLD, MMAP_THRESHOLD),
+                                                              (_M_TRIM_THRESHOLD, TRIM_THRESHOLD)))

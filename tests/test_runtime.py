@@ -1,0 +1,45 @@
+"""What the spigap process sets up for itself (analyzer/cli/runtime.py)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from analyzer.cli import runtime
+
+THREADS = ("import os, sys\n"
+           "if sys.argv[1] == 'tuned':\n"
+           "    from analyzer.cli import runtime; runtime.before_imports()\n"
+           "import numpy\n"
+           "print(len(os.listdir('/proc/self/task')))\n")
+
+
+def test_openblas_single_threaded_unless_the_user_says(monkeypatch):
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    runtime.before_imports()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    runtime.before_imports()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_numpy_starts_no_blas_threads_in_a_spigap_process():
+    """The kernel's own count of the process's threads after ``import numpy``: only the
+    main thread when tuned (OpenBLAS otherwise starts one per further core)."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = {mode: int(subprocess.run([sys.executable, "-c", THREADS, mode], env=env, capture_output=True,
+                                    text=True, check=True).stdout)
+           for mode in ("plain", "tuned")}
+    if out["plain"] == 1:
+        pytest.skip("this numpy starts no BLAS thread even untuned (one core, or another BLAS)")
+    assert out["tuned"] == 1
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's mallopt")
+def test_glibc_takes_the_malloc_settings():
+    assert runtime.after_imports() is True
