@@ -12,8 +12,8 @@ on the 2-core machine (BENCHMARKS.md, "Where the time goes"):
   a few MB each, a few in flight): 40–60 % less system time on a dense capture,
   ~10 % less wall time; all threads share one arena (``M_ARENA_MAX``), so what one
   thread frees another reuses and no arena keeps its own free memory (peak RSS
-  on the 200 M-sample benchmark capture: 166 MB, against 181 MB with glibc's
-  defaults and 210 MB with one arena per thread);
+  on the 200 M-sample benchmark capture: 166 MB, against 175–193 MB with
+  glibc's defaults and 205–220 MB with these settings but an arena per thread);
 * the garbage collector leaves the objects of the imports alone (``gc.freeze``).
 """
 
