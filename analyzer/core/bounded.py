@@ -426,9 +426,9 @@ class _Runner:
             group, self.pending = self.pending[:k], self.pending[k:]
             self.n_pending -= n_group
             self.rows_pending -= rows
-            self._queue(self._measure, monitor.concat_raw(group), rows)
+            self._queue(self._measure, group, rows)
 
-    def _queue(self, job, raw: dict, rows: int) -> None:
+    def _queue(self, job, raw, rows: int) -> None:
         assert self.stats is not None
         self._wait(QUEUED_ROWS - rows)
         fut = self.stats.submit(job, raw, analysis.FramerFigures.of(self.framer))
@@ -497,9 +497,11 @@ class _Runner:
                                       device_lengths=self.cfg.message_lengths)
         return dataclasses.replace(g, kinds=np.asarray(kinds, np.int8))
 
-    def _measure(self, raw: dict, figures: analysis.FramerFigures) -> None:
+    def _measure(self, parts: list[dict], figures: analysis.FramerFigures) -> None:
+        """Measure consecutive framer batches as one, after the last window measured
+        before them (the context: it gives the gap before the first one)."""
         ctx = self.context
-        batch = monitor.concat_raw([ctx, raw]) if ctx is not None else raw
+        batch = monitor.concat_raw(([ctx] if ctx is not None else []) + parts)      # one copy
         skip = 1 if ctx is not None else 0
         g0 = self.n_done - skip                     # capture index of the batch's transfer 0
         grp = None
@@ -522,8 +524,8 @@ class _Runner:
             self.thr, self.wg_note, self.wg_warning = analysis.word_gap_split(self.info, self.cfg, a.pair_gap)
             self.mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=self.thr * self.tick_s)
         self._take(a, skip, g0, self.last_message if ctx is not None else 0)
-        self.context = monitor.raw_tail(raw)
-        self.n_done += len(raw["windows"]["start"])
+        self.context = monitor.raw_tail(parts[-1])
+        self.n_done += sum(len(p["windows"]["start"]) for p in parts)
 
     def _take(self, a: analysis.Analysis, skip: int, g0: int, msg0: int) -> None:
         """Add transfers ``skip``.. of ``a`` (capture index ``g0`` + k) to the histograms,

@@ -117,12 +117,19 @@ def scan(buf, unitsize: int, masks: dict[int, int], bits: list[int], base: int =
         used = lib.spigap_scan(ptr(rest, "uint8_t *"), n - done, unitsize, ptr(mask, "uint8_t *"),
                                ptr(bitpos), len(bits), prev, base + done,
                                ptr(pos), ptr(val, "uint32_t *"), cap, k)
-        parts_pos.append(pos[:k[0]])
-        parts_val.append(val[:k[0]])
+        if done == 1 and used == n - done:
+            # the whole piece in one call (the usual case): the buffers shrunk in place to
+            # the changes found (realloc gives the tail back without copying the rest), so
+            # neither a copy nor a buffer sized for many changes is handed on
+            pos.resize(k[0], refcheck=False)
+            val.resize(k[0], refcheck=False)
+            parts_pos.append(pos)
+            parts_val.append(val)
+        else:
+            parts_pos.append(pos[:k[0]])
+            parts_val.append(val[:k[0]])
         done += used
-    if len(parts_pos) == 1 and 2 * len(parts_pos[0]) >= cap:
-        # a dense piece: hand out the views, uncopied (a sparse one is copied below,
-        # so that a few changes do not hold on to a buffer sized for many)
+    if len(parts_pos) == 1:
         pos, val = parts_pos[0], parts_val[0]
     else:
         pos = np.concatenate(parts_pos) if parts_pos else np.empty(0, np.int64)
