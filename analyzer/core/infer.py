@@ -163,7 +163,8 @@ def settle(reader, cfg: SpiConfig) -> Settled:
 
 def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False):
     """(blocks, a CaptureTruncated to raise after them or None, Evidence) of the
-    first PREFIX_ENTRIES entries of an edge stream (whole blocks). ``live`` (a
+    first PREFIX_ENTRIES entries of an edge stream (the blocks that hold them; the evidence
+    is of those entries only). ``live`` (a
     pipe): also stop after LIVE_PREFIX_S of waiting, so a slow live stream is
     not held back (spigap monitor prints its first interval soon)."""
     prefix: list[EdgeBlock] = []
@@ -179,8 +180,10 @@ def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False):
     except CaptureTruncated as e:
         pending = e
     if prefix:
-        t = np.concatenate([b.ticks for b in prefix])
-        s = np.concatenate([b.states for b in prefix])
+        # the evidence is the first PREFIX_ENTRIES entries exactly (the blocks go on whole
+        # to the framer): a dense capture's first block alone may hold four times as many
+        t = np.concatenate([b.ticks for b in prefix])[:PREFIX_ENTRIES]
+        s = np.concatenate([b.states for b in prefix])[:PREFIX_ENTRIES]
     else:
         t, s = np.zeros(1, np.int64), np.zeros(1, np.uint32)
     return prefix, pending, Evidence(t, s, names)
