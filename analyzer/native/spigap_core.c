@@ -143,6 +143,7 @@ HOT void add_spacing(out_t *o, int64_t v)
 HOT void new_word(framer_t *f, int64_t word, int64_t t)
 {
     f->cw = word;
+    f->c_bit_end = (word + 1) * f->ws;
     f->c_first = t;
     f->c_last = t;
     f->c_prev_owned = -1;
@@ -222,16 +223,12 @@ HOT void clock_edge(framer_t *f, out_t *o, int64_t t, int64_t s)
         bit = f->cpha == 0 ? f->w_n_samp - 1 : f->w_n_samp;
     if (bit < 0)
         return;                          /* a stray edge before the first bit: owned by no word */
-    /* bit never decreases inside a window, so the word changes only when bit reaches
+    /* bit never decreases inside a window, so a new word starts only when bit reaches
        the current word's end: one division per word, not per edge */
     if (f->cw < 0 || bit >= f->c_bit_end) {
-        int64_t word = bit / f->ws;
-        if (word != f->cw) {
-            if (f->cw >= 0 && f->c_samp == f->ws)
-                emit_word(f, o);
-            new_word(f, word, t);
-            f->c_bit_end = (word + 1) * f->ws;
-        }
+        if (f->cw >= 0 && f->c_samp == f->ws)
+            emit_word(f, o);
+        new_word(f, bit / f->ws, t);
     }
     if (f->c_prev_owned >= 0) {
         int64_t d = t - f->c_prev_owned;

@@ -24,7 +24,7 @@ typedef struct {
     int64_t w_partial_start, w_clk_ok, w_last_samp;
     int64_t cw, c_first, c_last, c_prev_owned, c_samp, c_mosi, c_miso, c_min_high, c_min_low, c_last_samp;
     int64_t c_n_space;
-    int64_t c_bit_end;                         /* first bit past the current word */
+    int64_t c_bit_end;                         /* first bit past the current word (new_word) */
     int64_t c_space[NSPACE];
     int64_t last_clk;
     int64_t clk_outside, first_clk_outside, min_high, min_low;
