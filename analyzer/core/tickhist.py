@@ -201,10 +201,10 @@ def unique_inverse(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return u + lo, index[v - lo]
 
 
-def _sum_by(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Counts of equal values added up; values ascending."""
-    u, inv = np.unique(values, return_inverse=True)
-    return u, np.bincount(inv, weights=counts, minlength=len(u)).astype(np.int64)
+def _sum_by(values: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Counts ``n`` of equal values added up; values ascending."""
+    u, inv = unique_inverse(values)
+    return u, np.bincount(inv, weights=n, minlength=len(u)).astype(np.int64)
 
 
 def _median(values: np.ndarray, counts: np.ndarray) -> float:
