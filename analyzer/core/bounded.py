@@ -355,12 +355,13 @@ class _Runner:
         self.wg_warning: str | None = None
         self.fallback_note: str | None = None
         self.sampler: Sampler | None = None
-        self.pending: list[dict] = []      # framer batches not grouped for measuring yet
+        # framer batches not grouped for measuring yet: (batch, transfers, rows)
+        self.pending: list[tuple[dict, int, int]] = []
         self.n_pending = 0
         self.rows_pending = 0
         # the statistics thread: decisions and measurements, in capture order
         self.stats: concurrent.futures.ThreadPoolExecutor | None = None
-        self.queued: collections.deque = collections.deque()     # (future, transfers)
+        self.queued: collections.deque = collections.deque()     # (future, rows)
         self.n_queued = 0
 
     def run(self):
@@ -413,20 +414,21 @@ class _Runner:
             self._queue(self._decide, whole, self.learn_n + len(whole["words"]["first"]))
             return
         if n:
-            self.pending.append(raw)
+            rows = n + len(raw["words"]["first"])
+            self.pending.append((raw, n, rows))
             self.n_pending += n
-            self.rows_pending += n + len(raw["words"]["first"])
+            self.rows_pending += rows
         while self.pending and (self.n_pending >= MEASURE_AT_ONCE or self.rows_pending >= MEASURE_ROWS
                                 or end_tick is not None):
             n_group = rows = k = 0
             while k < len(self.pending) and n_group < MEASURE_AT_ONCE and rows < MEASURE_ROWS:
-                n_group += len(self.pending[k]["windows"]["start"])
-                rows += len(self.pending[k]["windows"]["start"]) + len(self.pending[k]["words"]["first"])
+                n_group += self.pending[k][1]
+                rows += self.pending[k][2]
                 k += 1
             group, self.pending = self.pending[:k], self.pending[k:]
             self.n_pending -= n_group
             self.rows_pending -= rows
-            self._queue(self._measure, group, rows)
+            self._queue(self._measure, [g[0] for g in group], rows)
 
     def _queue(self, job, raw, rows: int) -> None:
         assert self.stats is not None
