@@ -351,4 +351,8 @@ def run_pvs(args) -> int:
         print(f"  spi_gaps message structure: {note}")
     print(f"open with:  pulseview {capture}   (or pulseview -s {out} {capture}); the decoders must be "
           "installed (spigap decoders install) or in SIGROKDECODE_DIR")
+    if len(signals) > 2:
+        # measured, and why: docs/decoders.md "PulseView session setups"
+        print(f"note: PulseView 0.4.2 starts all {len(signals)} decode signals at once and may crash or say "
+              "'decoder instance not found' on opening (its race, not the setup's): open it again")
     return 0
