@@ -176,3 +176,25 @@ def test_userlog(pair, tmp_path, capsys):
         assert abs(u["drift_ppm"] - 300) <= 45
         assert u["matched"] >= 190
         assert 0.5e-6 < u["jitter_std_s"] < 3e-6
+
+
+def test_inter_transfer_gaps_on_the_timeline(tmp_path, capsys):
+    """Two spi_transfers under one CS (mcp320x): the word gap between them is a
+    slice on the gaps thread and is cut into phases at the transfer events, in the
+    text output and on the Perfetto timeline."""
+    assert main(["synth", "-o", str(tmp_path / "c.sr"), "--ftrace", str(tmp_path / "t.txt"), *ARGS,
+                 "--set", "words_per_transfer=3", "--set", "segments=1,2", "--set", "inter_transfer=9us"]) == 0
+    out = tmp_path / "merged.json"
+    code, text, err = run(capsys, tmp_path / "c.sr", "--ftrace", tmp_path / "t.txt", "--perfetto", out)
+    assert code == 0, err
+    assert "inter_transfer  spi:spi_transfer_stop" in text
+    doc = json.loads(out.read_text())
+    check_trace_event_format(doc)
+    evs = doc["traceEvents"]
+    gaps = [e for e in evs if e["ph"] == "X" and e.get("cat") == "gap" and e["name"] == "inter_transfer"]
+    assert len(gaps) == 400                      # one per window
+    assert all(8 < e["dur"] < 10 for e in gaps), sorted(e["dur"] for e in gaps)[:3]
+    cut = [e for e in evs if e.get("cat") == "phase" and e["args"]["gap"] == "inter_transfer"]
+    assert {(e["args"]["from"], e["args"]["to"]) for e in cut} >= {
+        ("bus:last_sclk", "spi:spi_transfer_stop"), ("spi:spi_transfer_stop", "spi:spi_transfer_start"),
+        ("spi:spi_transfer_start", "bus:first_sclk")}

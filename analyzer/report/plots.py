@@ -398,7 +398,7 @@ def phase_timeline(a, traced, title: str, *, windows: int = 2):
     phases (bus edges and kernel events in time order) and the kernel events, on the bus clock."""
     from analyzer.trace import model as tm
     from analyzer.trace.align import bus_edges
-    from analyzer.trace.phases import EDGE_NAMES, boundary_rows
+    from analyzer.trace.phases import EDGE_NAMES, boundary_rows, segments
 
     al, tr = traced.alignment, traced.trace
     edges = bus_edges(a)
@@ -429,15 +429,21 @@ def phase_timeline(a, traced, title: str, *, windows: int = 2):
     allb = al.to_bus(tr.ts)
     other = np.flatnonzero((allb >= t_lo) & (allb <= t_hi))
     other = np.setdiff1d(other, rows)
-    items = [(float(edges[n][k]), n) for k in range(max(first - 1, 0), min(nxt + 1, a.n)) for n in EDGE_NAMES
-             if np.isfinite(edges[n][k])]
+    # the bus edges as phases.split cuts the timeline (inter-transfer word gaps included)
+    is_matched = np.zeros(a.n, bool)
+    is_matched[al.bus_index] = True
+    sg = segments(a, is_matched)
+    near = (sg.transfer >= first - 1) & (sg.transfer <= nxt) & np.isfinite(sg.t)
+    items = [(float(t), EDGE_NAMES[int(e)]) for t, e in zip(sg.t[near], sg.edge[near])]
     items += list(zip(ev_t.tolist(), ev_n))
     items = sorted((t, n) for t, n in items if t_lo <= t <= t_hi)
+    sorted_t = sg.sorted_t()
+    clocked = np.append(sg.kind == "", True)          # segment after each boundary: a clocked part
     keys: list = []
     segs = []
     for (t0, n0), (t1, n1) in zip(items[:-1], items[1:]):
-        if n0 == tm.BUS_FIRST_SCLK and n1 == tm.BUS_LAST_SCLK:
-            continue            # the clocked part: drawn as the transfer
+        if clocked[np.searchsorted(sorted_t, (t0 + t1) / 2, side="right") - 1]:
+            continue            # inside a clocked part: drawn as the transfer
         segs.append((t0, t1, (n0, n1)))
         if (n0, n1) not in keys:
             keys.append((n0, n1))
@@ -453,7 +459,8 @@ def phase_timeline(a, traced, title: str, *, windows: int = 2):
         if np.isfinite(s) and np.isfinite(e):
             ax.barh(2, x(e) - x(s), left=x(s), height=0.5, color="#dddddd", edgecolor="#888888")
         if np.isfinite(f) and np.isfinite(last):
-            ax.barh(2, x(last) - x(f), left=x(f), height=0.5, color="#555555")
+            for q in np.flatnonzero((sg.transfer[:-1] == k) & (sg.kind == "") & (sg.edge[:-1] == 1)):
+                ax.barh(2, x(sg.t[q + 1]) - x(sg.t[q]), left=x(sg.t[q]), height=0.5, color="#555555")
             ax.text(x((f + last) / 2), 2, f"#{k} {int(a.n_bits[k])} bit", ha="center", va="center",
                     fontsize=7, color="white")
     # phases

@@ -6,7 +6,7 @@ Everything is on the bus clock, in microseconds from the start of the capture
 
 * process 1 "bus": thread 1 "transfers" (``ph: X`` slices, one per CS window, with
   the decoded words and the device label in ``args``), thread 2 "gaps" (one slice
-  per CS setup / hold / CS-inactive gap, named by kind), thread 3 "phases" (the
+  per CS setup / inter-transfer / CS hold / CS-inactive gap, named by kind), thread 3 "phases" (the
   gaps' phases, named ``kind: from → to``);
 * process 2 "kernel": one thread per CPU (tid = CPU + 1; CPU unknown: tid 0) with
   every trace event as an instant event (``ph: i``, thread scope), its task, PID and
@@ -27,7 +27,7 @@ import numpy as np
 from analyzer.core.analysis import KIND_NAMES, Analysis
 from analyzer.trace import model as tm
 from analyzer.trace.align import Alignment, bus_edges
-from analyzer.trace.phases import EDGE_NAMES, boundary_rows
+from analyzer.trace.phases import EDGE_NAMES, boundary_rows, segments
 
 BUS_PID, KERNEL_PID = 1, 2
 TID_TRANSFERS, TID_GAPS, TID_PHASES = 1, 2, 3
@@ -73,7 +73,10 @@ def events(a: Analysis, trace: tm.Trace | None, al: Alignment | None, *, capture
             args["label"] = a.labels[k]
         yield {"ph": "X", "name": f"{dev} transfer", "cat": "bus", "pid": BUS_PID, "tid": TID_TRANSFERS,
                "ts": t0 * us, "dur": max(t1 - t0, 0.0) * us, "args": args}
-        for name, x0, x1 in (("cs_setup", s[k], f[k]), ("cs_hold", l[k], e[k])):
+        p0, p1 = int(a.pair_off[k]), int(a.pair_off[k + 1])
+        inner = [("inter_transfer", float(a.word_last[w0 + j]) * tick, float(a.word_first[w0 + j + 1]) * tick)
+                 for j in np.flatnonzero(a.pair_inter_transfer[p0:p1])]
+        for name, x0, x1 in (("cs_setup", s[k], f[k]), *inner, ("cs_hold", l[k], e[k])):
             if np.isfinite(x0) and np.isfinite(x1):
                 yield {"ph": "X", "name": name, "cat": "gap", "pid": BUS_PID, "tid": TID_GAPS,
                        "ts": x0 * us, "dur": max(x1 - x0, 0.0) * us, "args": {"transfer": k}}
@@ -83,7 +86,7 @@ def events(a: Analysis, trace: tm.Trace | None, al: Alignment | None, *, capture
                    "ts": e[k] * us, "dur": max(s[k + 1] - e[k], 0.0) * us, "args": {"before_transfer": k + 1}}
     if trace is None or al is None:
         return
-    yield from _phase_slices(a, trace, al, E)
+    yield from _phase_slices(a, trace, al)
     yield _meta(KERNEL_PID, None, f"kernel ({os.path.basename(trace.path)}, on the bus clock)")
     tb = al.to_bus(trace.ts)
     cpus = np.unique(trace.cpu)
@@ -110,31 +113,23 @@ def events(a: Analysis, trace: tm.Trace | None, al: Alignment | None, *, capture
                "pid": KERNEL_PID, "tid": c + 1 if c >= 0 else 0, "ts": float(tb[r]) * us, "args": kargs}
 
 
-def _phase_slices(a: Analysis, trace: tm.Trace, al: Alignment, E: dict):
-    """One slice per phase inside each gap of a matched transfer (as phases.split cuts them)."""
+def _phase_slices(a: Analysis, trace: tm.Trace, al: Alignment):
+    """One slice per phase inside each gap of a matched transfer (cut as phases.split cuts them)."""
     us = 1e6
+    matched = np.zeros(a.n, bool)
+    matched[al.bus_index] = True
+    sg = segments(a, matched)
     rows = boundary_rows(trace, al.device)
     tb = al.to_bus(trace.ts[rows])
-    flat = np.stack([E[n] for n in EDGE_NAMES], axis=1).reshape(-1)
-    ff = np.where(np.isfinite(flat), flat, -np.inf)
-    ff = np.maximum.accumulate(ff)
-    seg = np.searchsorted(ff, tb, side="right") - 1
-    matched = np.zeros(a.n + 1, bool)
-    matched[al.bus_index] = True
+    seg = np.searchsorted(sg.sorted_t(), tb, side="right") - 1
     order = np.argsort(seg, kind="stable")
-    seg_sorted = seg[order]
-    bounds = np.searchsorted(seg_sorted, np.arange(4 * a.n + 1))
-    for q in range(max(4 * a.n - 1, 0)):
-        r, k = q % 4, q // 4
-        if r == 1 or not matched[k] or (r == 3 and not matched[k + 1]):
-            continue
-        x0, x1 = flat[q], flat[q + 1]
-        if not (np.isfinite(x0) and np.isfinite(x1)):
-            continue
-        kind = "cs_setup" if r == 0 else "cs_hold" if r == 2 else (KIND_NAMES.get(int(a.gap_kind[k + 1])) or "gap")
+    bounds = np.searchsorted(seg[order], np.arange(len(sg.t)))
+    for q in np.flatnonzero(sg.ok):
+        kind, k = str(sg.kind[q]), int(sg.transfer[q])
         sel = order[bounds[q]:bounds[q + 1]]
-        names = [EDGE_NAMES[r]] + [trace.events[int(trace.event[rows[j]])] for j in sel] + [EDGE_NAMES[(r + 1) % 4]]
-        times = [x0] + [float(tb[j]) for j in sel] + [x1]
+        names = ([EDGE_NAMES[sg.edge[q]]] + [trace.events[int(trace.event[rows[j]])] for j in sel]
+                 + [EDGE_NAMES[sg.edge[q + 1]]])
+        times = [float(sg.t[q])] + [float(tb[j]) for j in sel] + [float(sg.t[q + 1])]
         for i in range(len(names) - 1):
             yield {"ph": "X", "name": f"{kind}: {names[i]} → {names[i + 1]}", "cat": "phase", "pid": BUS_PID,
                    "tid": TID_PHASES, "ts": times[i] * us, "dur": max(times[i + 1] - times[i], 0.0) * us,

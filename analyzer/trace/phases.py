@@ -5,7 +5,10 @@ docs/trace.md is the reference. Once a trace is on the bus clock
 ``bus:first_sclk``, ``bus:last_sclk``, ``bus:cs_deassert``) cut the timeline
 into segments: CS setup (assert → first SCLK), the clocked part, CS hold (last
 SCLK → deassert), and the CS-inactive gap before the next transfer, whose kind
-(cs_change, context_switch, ...) comes from the analysis' message grouping. The
+(cs_change, context_switch, ...) comes from the analysis' message grouping. A
+window holding several spi_transfers has its clocked part cut at each
+``inter_transfer`` word gap (the last SCLK edge of the word before → the first
+of the word after, as ``Analysis.pair_inter_transfer`` marks them). The
 trace events that fall inside a segment split it into phases, e.g. a context
 switch: ``bus:cs_deassert → spi:spi_message_done → syscalls:sys_exit_ioctl →
 syscalls:sys_enter_ioctl → spi:spi_message_submit → spi:spi_message_start →
@@ -37,7 +40,8 @@ from analyzer.trace import model as tm
 from analyzer.trace.align import Alignment, bus_edges
 
 EDGE_NAMES = (tm.BUS_CS_ASSERT, tm.BUS_FIRST_SCLK, tm.BUS_LAST_SCLK, tm.BUS_CS_DEASSERT)
-KIND_ORDER = ("cs_setup", "cs_hold", "cs_change", "context_switch", "class_a", "class_b", "idle")
+KIND_ORDER = ("cs_setup", "inter_transfer", "cs_hold", "cs_change", "context_switch", "class_a", "class_b",
+              "idle")
 MESSAGE_EVENTS = (tm.SPI_MESSAGE_START, tm.SPI_MESSAGE_DONE)
 
 
@@ -161,32 +165,80 @@ def regroup_from_trace(trace: tm.Trace, al: Alignment, a: Analysis) -> str | Non
             f"{agree * 100:.1f} % of them")
 
 
-def split(trace: tm.Trace, al: Alignment, a: Analysis) -> Phases:
-    """Phase statistics of every gap kind (module docstring)."""
+@dataclasses.dataclass
+class Segments:
+    """The bus timeline cut at the edges of every transfer (module docstring).
+    Boundary i (time order) is ``edge[i]`` (an index into EDGE_NAMES) of
+    transfer ``transfer[i]`` at ``t[i]`` seconds (NaN where the capture lacks
+    it: partial windows); segment i runs from boundary i to i + 1, has the gap
+    kind ``kind[i]`` ("" for a clocked part) and is ``ok[i]`` to split: both
+    ends known, its transfers matched to the trace."""
+    t: np.ndarray
+    edge: np.ndarray
+    transfer: np.ndarray
+    kind: np.ndarray
+    ok: np.ndarray
+
+    def sorted_t(self) -> np.ndarray:
+        """``t`` made non-decreasing (a missing edge takes the one before it), for
+        ``searchsorted``: an event at time x lies in segment ``searchsorted(.., x, 'right') - 1``."""
+        f = np.where(np.isfinite(self.t), self.t, -np.inf)
+        f = np.maximum.accumulate(f)
+        f[~np.isfinite(f)] = -1e300
+        return f
+
+
+def segments(a: Analysis, matched: np.ndarray) -> Segments:
+    """Every transfer's boundaries in time order: CS assert, first SCLK, at each
+    inter-transfer word gap the last SCLK before and the first SCLK after it,
+    last SCLK, CS deassert. ``matched``: per transfer, whether the trace covers it.
+    Vectorized: one lexsort of (transfer, place in the window, word)."""
     n = a.n
     edges = bus_edges(a)
-    E = np.stack([edges[name] for name in EDGE_NAMES], axis=1).reshape(-1)     # 4 per transfer, in time order
-    valid_edge = np.isfinite(E)
-    Ef = E.copy()
-    # make it sorted where an edge is missing (partial windows): carry the previous one
-    Ef[~valid_edge] = -np.inf
-    Ef = np.maximum.accumulate(Ef)
-    Ef[~np.isfinite(Ef)] = -1e300
-    # segments q = 4k + r: r 0 setup, 1 clocked, 2 hold, 3 gap before k+1
-    nseg = 4 * n - 1 if n else 0
-    q = np.arange(nseg)
-    r, k = q % 4, q // 4
-    matched = np.zeros(n + 1, bool)
-    matched[al.bus_index] = True
-    ok = valid_edge[:nseg] & valid_edge[1:nseg + 1] & (r != 1) & matched[k]
-    ok &= (r != 3) | matched[np.minimum(k + 1, n)]
-    kind_names = np.array(["cs_setup", "", "cs_hold", ""], dtype=object)[r]
+    E = np.stack([edges[name] for name in EDGE_NAMES], axis=1)          # n x 4
+    # inter-transfer word gaps: pair p of transfer k lies between words w and w + 1
+    pit = np.flatnonzero(np.asarray(a.pair_inter_transfer, bool))
+    pk = np.searchsorted(np.asarray(a.pair_off), pit, side="right") - 1
+    w = np.asarray(a.word_off)[pk] + (pit - np.asarray(a.pair_off)[pk])
+    tick = a.tick_s
+    inner_t = np.stack([np.asarray(a.word_last, float)[w] * tick,
+                        np.asarray(a.word_first, float)[w + 1] * tick], axis=1).reshape(-1)
+    inner_edge = np.tile(np.array([2, 1]), len(pit))          # last SCLK, then first SCLK
+    inner_k = np.repeat(pk, 2)
+    # place in the window: assert 0, first SCLK 1, inner 2 (by word), last SCLK 3, deassert 4
+    t = np.concatenate([E.reshape(-1), inner_t])
+    edge = np.concatenate([np.tile(np.arange(4), n), inner_edge])
+    k = np.concatenate([np.repeat(np.arange(n), 4), inner_k]).astype(np.int64)
+    place = np.concatenate([np.tile(np.array([0, 1, 3, 4]), n), np.full(2 * len(pit), 2)])
+    word = np.concatenate([np.zeros(4 * n, np.int64), np.repeat(w, 2) * 2 + np.tile(np.array([0, 1]), len(pit))])
+    o = np.lexsort((word, place, k))
+    t, edge, k, place = t[o], edge[o], k[o], place[o]
+    nseg = max(len(t) - 1, 0)
+    kind = np.full(nseg, "", dtype=object)
+    after = edge[:nseg]
+    sk = k[:nseg]
+    kind[after == 0] = "cs_setup"
+    kind[(after == 2) & (place[:nseg] == 2)] = "inter_transfer"
+    kind[(after == 2) & (place[:nseg] == 3)] = "cs_hold"
+    gap = after == 3                                            # CS deassert → next transfer's assert
     gk = np.asarray(a.gap_kind)
     for code, name in an.KIND_NAMES.items():
         if name is not None:
-            sel = (r == 3) & (gk[np.minimum(k + 1, n - 1)] == code)
-            kind_names[sel] = name
-    ok &= kind_names != ""
+            kind[gap & (gk[np.minimum(sk + 1, max(n - 1, 0))] == code)] = name
+    valid = np.isfinite(t)
+    m = np.concatenate([np.asarray(matched, bool)[:n], [False]])
+    ok = valid[:nseg] & valid[1:] & (kind != "") & m[sk]
+    ok &= ~gap | m[np.minimum(sk + 1, n)]
+    return Segments(t=t, edge=edge, transfer=k, kind=kind, ok=ok)
+
+
+def split(trace: tm.Trace, al: Alignment, a: Analysis) -> Phases:
+    """Phase statistics of every gap kind (module docstring)."""
+    matched = np.zeros(a.n, bool)
+    matched[al.bus_index] = True
+    sg = segments(a, matched)
+    E, Ef, ok, kind_names = sg.t, sg.sorted_t(), sg.ok, sg.kind
+    nseg = len(ok)
     # events on the bus clock, their segment
     rows = boundary_rows(trace, al.device)
     tb = al.to_bus(trace.ts[rows])
@@ -202,7 +254,7 @@ def split(trace: tm.Trace, al: Alignment, a: Analysis) -> Phases:
     it_q = np.concatenate([qs, seg, qs])
     it_o = np.concatenate([np.zeros(len(qs), np.int8), np.ones(len(seg), np.int8), np.full(len(qs), 2, np.int8)])
     it_t = np.concatenate([E[qs], tb, E[qs + 1]])
-    it_c = np.concatenate([edge_code[qs % 4], trace.event[rows].astype(np.int64), edge_code[(qs + 1) % 4]])
+    it_c = np.concatenate([edge_code[sg.edge[qs]], trace.event[rows].astype(np.int64), edge_code[sg.edge[qs + 1]]])
     it_src = np.concatenate([np.zeros(len(qs), np.int8), np.ones(len(seg), np.int8), np.zeros(len(qs), np.int8)])
     seq = np.arange(len(it_q))
     o = np.lexsort((seq, it_t, it_o, it_q))
