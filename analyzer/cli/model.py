@@ -7,6 +7,7 @@ import json
 
 from analyzer.cli.common import (
     _freq,
+    _time,
     nonneg_float,
     add_output_options,
     check_output_path,
@@ -14,19 +15,9 @@ from analyzer.cli.common import (
     write_output,
 )
 from analyzer.errors import UsageError
-from analyzer.units import fmt_time, parse_time
+from analyzer.units import fmt_time
 
 ORDER = 30
-
-
-def _time(text):
-    try:
-        v = parse_time(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    if v < 0:
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return v
 
 
 def _counts(text):
