@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -99,6 +99,69 @@ def parse_block(buf: bytes, sep: bytes, ncols: int) -> Block:
     elif m:
         fe[:, 0] = ends
     return Block(a, fs, fe, m, n, bad_offset, starts)
+
+
+MAX_LINE = 64 << 20             # one line longer than this: damage (bounds the carried bytes)
+
+
+def line_chunks(f, pos: int, path: str, at_tick: Callable[[], int]) -> Iterator[tuple[bytes, int, bool]]:
+    """The rest of an open text file from byte ``pos`` on as whole lines, about
+    CHUNK_BYTES at a time: (lines, byte offset of the first, last chunk of the
+    file). Only the last chunk may lack its final newline. Shared by the CSV
+    readers (this one and scope_csv), hand-written because numpy has no
+    chunked reader that reports where a row went wrong; a line longer than
+    MAX_LINE ends the capture there (``at_tick()``: where the results stop)."""
+    carry = b""
+    while True:
+        data = f.read(CHUNK_BYTES)
+        buf = carry + data
+        if not buf:
+            return
+        cut = buf.rfind(b"\n") + 1 if data else len(buf)
+        if cut == 0:
+            if len(buf) > MAX_LINE:
+                raise CaptureTruncated(f"a line longer than 64 MiB at byte {pos}", path=path,
+                                       at_tick=at_tick())
+            carry = buf
+            continue
+        yield buf[:cut], pos, not data
+        if not data:
+            return
+        carry = buf[cut:]
+        pos += cut
+
+
+def first_bad_row(ticks: np.ndarray, usable: np.ndarray, last_tick: int, blk: Block, short: bool, chunk: bytes,
+                  last: bool) -> tuple[int, tuple[str, int] | None]:
+    """(rows to keep, the problem after them or None) in a chunk of rows: the
+    first row whose fields are not ``usable`` or whose time goes backwards (from
+    ``last_tick``, the previous row's), else a short row (``short``: the parser
+    found one at ``blk.bad_offset``). A bad last row without its newline at the
+    end of the file is a file cut short. The problem: (what, byte offset in chunk)."""
+    n = blk.n
+    bad = ~usable
+    if n:
+        back = np.empty(n, bool)
+        back[0] = ticks[0] < last_tick
+        np.less(ticks[1:], ticks[:-1], out=back[1:])
+        bad |= back & usable
+    lim = int(np.argmax(bad)) if bad.any() else n
+    problem = None
+    if lim < n:
+        problem = ("time goes backwards" if usable[lim] else "a malformed row", int(blk.row_offset[lim]))
+    elif short:
+        problem = ("a row with too few fields", blk.bad_offset)
+    if problem is not None and last and not chunk.endswith(b"\n") and \
+            chunk.rfind(b"\n", 0, len(chunk) - 1) + 1 == problem[1]:
+        problem = ("the last row is incomplete (the file is cut short)", problem[1])
+    return lim, problem
+
+
+def cut_short(problem: tuple[str, int], pos: int, row: int, end_s: float, path: str, end_tick: int) -> CaptureTruncated:
+    """The error that ends a damaged CSV capture after its good rows (``row``: the
+    bad row's 1-based data row number; ``end_s``: where the results stop)."""
+    return CaptureTruncated(f"{problem[0]} at byte {pos + problem[1]} (data row {row}); results cover up to "
+                            f"{end_s:.6g} s", path=path, at_tick=end_tick, hint="the file is damaged or was cut short")
 
 
 def parse_floats(a: np.ndarray, fs: np.ndarray, fe: np.ndarray, *, decimal_comma: bool = False
@@ -347,24 +410,8 @@ class ChangeCsvReader(CaptureReader):
         self.end_tick = 0
         with open(self.path, "rb") as f:
             f.seek(self._data_offset)
-            pos = self._data_offset
-            carry = b""
-            while True:
-                data = f.read(CHUNK_BYTES)
-                buf = carry + data
-                if not buf:
-                    break
-                if data:
-                    cut = buf.rfind(b"\n") + 1
-                    if cut == 0:
-                        if len(buf) > 64 << 20:
-                            raise CaptureTruncated(f"a line longer than 64 MiB at byte {pos}", path=self.path,
-                                                   at_tick=max(last_tick + 1, 0))
-                        carry = buf
-                        continue
-                else:
-                    cut = len(buf)
-                blk = parse_block(buf[:cut], sep, self.ncols)
+            for chunk, pos, last in line_chunks(f, self._data_offset, self.path, lambda: max(last_tick + 1, 0)):
+                blk = parse_block(chunk, sep, self.ncols)
                 n = blk.n
                 t, ok = parse_floats(blk.a, blk.start[:, 0], blk.end[:, 0])
                 ok &= np.isfinite(t)
@@ -377,21 +424,7 @@ class ChangeCsvReader(CaptureReader):
                     ft = (t * self._unit - self.t0) / self.tick
                     ok &= np.abs(ft) < MAX_TICK
                 ticks = np.rint(np.where(ok, ft, 0.0)).astype(np.int64)
-                bad = ~ok
-                if n:
-                    back = np.empty(n, bool)
-                    back[0] = ticks[0] < last_tick
-                    np.less(ticks[1:], ticks[:-1], out=back[1:])
-                    bad |= back & ok
-                lim = int(np.argmax(bad)) if bad.any() else n
-                problem = None
-                if lim < n:
-                    problem = ("time goes backwards" if ok[lim] else "a malformed row", int(blk.row_offset[lim]))
-                elif blk.total > n:
-                    problem = ("a row with too few fields", blk.bad_offset)
-                if problem is not None and not data and not buf.endswith(b"\n") and \
-                        buf.rfind(b"\n", 0, len(buf) - 1) + 1 == problem[1]:
-                    problem = ("the last row is incomplete (the file is cut short)", problem[1])
+                lim, problem = first_bad_row(ticks, ok, last_tick, blk, blk.total > n, chunk, last)
                 ticks, lv = ticks[:lim], lv[:lim]
                 block, state, started, x = self._fold(ticks, lv, state, started)
                 x_rows += x[0]
@@ -404,15 +437,7 @@ class ChangeCsvReader(CaptureReader):
                 row_no += lim
                 if problem is not None:
                     self.end_tick = last_tick + 1
-                    byte = pos + problem[1]
-                    raise CaptureTruncated(
-                        f"{problem[0]} at byte {byte} (data row {row_no + 1}); results cover up to "
-                        f"{(last_tick + 1) * self.tick:.6g} s", path=self.path, at_tick=self.end_tick,
-                        hint="the file is damaged or was cut short")
-                carry = buf[cut:]
-                pos += cut
-                if not data:
-                    break
+                    raise cut_short(problem, pos, row_no + 1, (last_tick + 1) * self.tick, self.path, self.end_tick)
         if not started:
             yield EdgeBlock(np.zeros(1, np.int64), np.zeros(1, np.uint32))
             last_tick = 0

@@ -38,10 +38,10 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from analyzer.errors import CaptureTruncated, InputError, UsageError
+from analyzer.errors import InputError, UsageError
 from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
-from analyzer.io.csv_changes import (CHUNK_BYTES, decimal_resolution, head_lines, parse_block, parse_floats,
-                                     read_head, time_unit_of)
+from analyzer.io.csv_changes import (CHUNK_BYTES, cut_short, decimal_resolution, first_bad_row, head_lines,
+                                     line_chunks, parse_block, parse_floats, read_head, time_unit_of)
 from analyzer.io.threshold import Schmitt, Threshold, resolve_thresholds, strict_blocks
 from analyzer.units import TIME_UNITS
 
@@ -380,41 +380,13 @@ class ScopeCsvReader(CaptureReader):
         self.end_tick = 0
         with open(self.path, "rb") as f:
             f.seek(self._data_offset)
-            pos = self._data_offset
-            carry = b""
-            while True:
-                data = f.read(CHUNK_BYTES)
-                buf = carry + data
-                if not buf:
-                    break
-                cut = buf.rfind(b"\n") + 1 if data else len(buf)
-                if cut == 0:
-                    if len(buf) > 64 << 20:
-                        raise CaptureTruncated(f"a line longer than 64 MiB at byte {pos}", path=self.path,
-                                               at_tick=last_tick + 1)
-                    carry = buf
-                    continue
-                vals, ok, blk, short = self._parse(buf[:cut])
+            for chunk, pos, last in line_chunks(f, self._data_offset, self.path, lambda: last_tick + 1):
+                vals, ok, blk, short = self._parse(chunk)
                 need = [lay.time_col] if lay.time_col is not None else []
                 good = ok[:, cols + need].all(axis=1) if blk.n else np.empty(0, bool)
                 n = blk.n
                 ticks, valid = self._ticks(vals, n, st, dt, rows_done)
-                bad = ~(good & valid)
-                if n:
-                    back = np.empty(n, bool)
-                    back[0] = ticks[0] < last_tick
-                    np.less(ticks[1:], ticks[:-1], out=back[1:])
-                    bad |= back
-                lim = int(np.argmax(bad)) if bad.any() else n
-                problem = None
-                if lim < n:
-                    problem = ("time goes backwards" if good[lim] and valid[lim] else "a malformed row",
-                               int(blk.row_offset[lim]))
-                elif short:
-                    problem = ("a row with too few fields", blk.bad_offset)
-                if problem is not None and not data and not buf.endswith(b"\n") and \
-                        buf.rfind(b"\n", 0, len(buf) - 1) + 1 == problem[1]:
-                    problem = ("the last row is incomplete (the file is cut short)", problem[1])
+                lim, problem = first_bad_row(ticks, good & valid, last_tick, blk, short, chunk, last)
                 ticks = ticks[:lim]
                 block, state, started = self._fold(vals[:lim], ticks, cols, scales, schmitts, st, state, started)
                 if lim:
@@ -424,14 +396,7 @@ class ScopeCsvReader(CaptureReader):
                 rows_done += lim
                 if problem is not None:
                     self.end_tick = last_tick + 1
-                    raise CaptureTruncated(
-                        f"{problem[0]} at byte {pos + problem[1]} (data row {rows_done + 1}); results cover "
-                        f"up to {(last_tick + 1) * dt:.6g} s", path=self.path, at_tick=self.end_tick,
-                        hint="the file is damaged or was cut short")
-                carry = buf[cut:]
-                pos += cut
-                if not data:
-                    break
+                    raise cut_short(problem, pos, rows_done + 1, (last_tick + 1) * dt, self.path, self.end_tick)
         if not started:
             yield EdgeBlock(np.zeros(1, np.int64), np.zeros(1, np.uint32))
             last_tick = 0
