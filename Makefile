@@ -51,14 +51,16 @@ compiler:
 	    echo "setup: no C compiler: spigap will use its slower numpy engine (install gcc for the compiled core)"; \
 	  fi; }
 
-# the tests run the real sigrok-cli and PulseView (Debian bookworm packages)
+## the other tools the tests run (Debian bookworm packages): sigrok-cli and PulseView (our oracles),
+## trace-cmd (spigap trace reads trace.dat through it)
 sigrok-cli:
-	@if ! command -v sigrok-cli >/dev/null 2>&1 || ! command -v pulseview >/dev/null 2>&1; then \
+	@if ! command -v sigrok-cli >/dev/null 2>&1 || ! command -v pulseview >/dev/null 2>&1 || \
+	    ! command -v trace-cmd >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "setup: installing sigrok-cli and pulseview with apt-get"; \
-	    $(APT_GET) update -qq && $(APT_GET) install -y -qq sigrok-cli pulseview >/dev/null; \
+	    echo "setup: installing sigrok-cli, pulseview and trace-cmd with apt-get"; \
+	    $(APT_GET) update -qq && $(APT_GET) install -y -qq sigrok-cli pulseview trace-cmd >/dev/null; \
 	  else \
-	    echo "sigrok-cli/pulseview missing: run 'sudo apt-get install sigrok-cli pulseview' (the tests compare against them)"; exit 1; \
+	    echo "sigrok-cli/pulseview/trace-cmd missing: run 'sudo apt-get install sigrok-cli pulseview trace-cmd' (the tests run them)"; exit 1; \
 	  fi; \
 	fi
 
@@ -77,7 +79,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-## the test suite against the installed wheel (needs sigrok-cli and PulseView: our oracles);
+## the test suite against the installed wheel (needs sigrok-cli and PulseView: our oracles; trace-cmd);
 ## PYTEST_ARGS replaces the default arguments (the whole tests/ directory)
 test: wheel sigrok-cli
 	rm -rf $(TVENV)

@@ -67,6 +67,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -687,38 +688,47 @@ def _parse_two(path: str, fmt: str | None, max_line: int, cut: int) -> Trace:
 
 
 def _parse_dat(path: str, fmt: str | None) -> Trace:
-    """A trace-cmd binary file: through ``trace-cmd report -t`` when it is installed."""
+    """A trace-cmd binary file: through ``trace-cmd report -t`` when it is installed.
+    Its stderr goes to a temporary file, not a pipe: a damaged file can make it warn
+    without end, and an undrained pipe would then stop it (and us) for good."""
     exe = shutil.which("trace-cmd")
-    hint = f"run `trace-cmd report -t {path} > trace.txt` where trace-cmd is installed and pass trace.txt"
     if exe is None:
-        raise _fail(path, "a binary trace-cmd file (trace.dat) and trace-cmd is not installed", hint)
-    try:
-        proc = subprocess.Popen([exe, "report", "-t", "-i", path], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    except OSError as e:
-        raise _fail(path, f"cannot run trace-cmd: {e.strerror}", hint) from None
-    assert proc.stdout is not None and proc.stderr is not None
+        raise _fail(path, "a binary trace-cmd file (trace.dat) and trace-cmd is not installed",
+                    f"install it (apt-get install trace-cmd), or run `trace-cmd report -t {path} > trace.txt` "
+                    "where it is installed and pass trace.txt")
+    damaged = (f"check it with `trace-cmd report -t {path}`: the file may be cut short or damaged, or "
+               "written by a newer trace-cmd")
+    with tempfile.TemporaryFile() as errf:
+        try:
+            proc = subprocess.Popen([exe, "report", "-t", "-i", path], stdout=subprocess.PIPE,
+                                    stderr=errf, stdin=subprocess.DEVNULL)
+        except OSError as e:
+            raise _fail(path, f"cannot run trace-cmd: {e.strerror}", damaged) from None
+        assert proc.stdout is not None
 
-    def lines() -> Iterator[str]:
-        for raw in iter(lambda: proc.stdout.readline(MAX_LINE + 1), b""):  # type: ignore[union-attr]
-            if len(raw) > MAX_LINE:
-                raise _too_long(path, 0, MAX_LINE)
-            yield raw.decode("utf-8", "replace").rstrip("\n")
+        def lines() -> Iterator[str]:
+            for raw in iter(lambda: proc.stdout.readline(MAX_LINE + 1), b""):  # type: ignore[union-attr]
+                if len(raw) > MAX_LINE:
+                    raise _too_long(path, 0, MAX_LINE)
+                yield raw.decode("utf-8", "replace").rstrip("\n")
 
-    try:
-        tr = parse_lines(lines(), path=path, fmt=fmt or "trace-cmd")
-    except InputError:
-        proc.kill()
-        err = proc.stderr.read(4096).decode("utf-8", "replace").strip().splitlines()
-        proc.wait()
-        if proc.returncode:
-            raise _fail(path, f"trace-cmd report failed: {err[-1] if err else 'exit ' + str(proc.returncode)}",
-                        hint) from None
-        raise
-    finally:
-        proc.stdout.close()
-    err = proc.stderr.read(4096).decode("utf-8", "replace").strip().splitlines()
-    if proc.wait() != 0:
-        raise _fail(path, f"trace-cmd report failed: {err[-1] if err else 'exit ' + str(proc.returncode)}",
-                    hint)
+        def last_error() -> str:
+            errf.seek(max(errf.seek(0, os.SEEK_END) - 4096, 0))
+            err = errf.read().decode("utf-8", "replace").strip().splitlines()
+            return err[-1].strip() if err else f"exit {proc.returncode}"
+
+        try:
+            tr = parse_lines(lines(), path=path, fmt=fmt or "trace-cmd")
+        except InputError as e:
+            proc.kill()
+            proc.wait()
+            if proc.returncode > 0:
+                raise _fail(path, f"trace-cmd report failed: {last_error()}", damaged) from None
+            if "empty" in str(e):
+                raise _fail(path, "trace-cmd report printed no events", damaged) from None
+            raise
+        finally:
+            proc.stdout.close()
+        if proc.wait() != 0:
+            raise _fail(path, f"trace-cmd report failed: {last_error()}", damaged)
     return tr
