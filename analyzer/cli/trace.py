@@ -32,7 +32,7 @@ def add_subparser(sub) -> None:
                        description="Match the kernel's SPI trace events (ftrace text: /sys/kernel/tracing/trace, "
                                    "trace_pipe, trace-cmd report, perf script) to the capture's transfers, fit "
                                    "the trace clock to the bus clock (offset and drift), and split CS setup, "
-                                   "CS hold, cs_change and context-switch gaps into the phases between "
+                                   "inter-transfer, CS hold, cs_change and context-switch gaps into the phases between "
                                    "consecutive events on the merged timeline (docs/trace.md).")
     p.add_argument("capture", help=CAPTURE_HELP)
     add_capture_options(p)
