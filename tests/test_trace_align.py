@@ -210,3 +210,18 @@ def test_inter_transfer_gaps_inside_a_window_are_split(tmp_path, ns):
     # the phases of a gap add up to it
     whole = a.pair_gap[a.pair_inter_transfer] * a.tick_s
     assert sum(p.stats["mean_s"] for p in inner) == pytest.approx(whole.mean(), abs=0.2e-6)
+
+
+def test_cs_latency_pins_the_activate_edge_when_deassert_differs(tmp_path):
+    """--cs-latency is the spi_set_cs(activate) -> CS assert latency: with a faster
+    deactivate -> CS deassert (0.3 µs against 1.5 µs) the zero point stays on the
+    activate edge (pooling both would put it 0.6 µs off) and every phase is within
+    0.3 µs of the model's."""
+    a, tr, truth = pair(tmp_path, drift_ppm=20, seed=13, ns=True, gpio_cs_off_latency=0.3e-6)
+    al = align.align_spi(tr, a, cs_latency=GPIO_CS)
+    span = tr.ts[[0, len(tr) // 2, -1]]
+    err = al.to_bus(span) - truth_bus(truth, span)
+    assert np.abs(err).max() < 0.15e-6, err
+    errors = phase_errors(phases.run(tr, al, a), truth)
+    assert max(abs(e) for e in errors.values()) <= 0.3e-6, errors
+    assert al.zero_point.startswith("spi_set_cs activate -> CS assert latency given")

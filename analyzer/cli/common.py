@@ -348,7 +348,7 @@ def add_trace_options(p, *, ftrace: str | None = None, pairs: bool = False) -> a
                    help="the traced SPI device that is on the capture's CS line, e.g. spi0.0 (default: the one "
                         "whose traffic matches the capture)")
     t.add_argument("--cs-latency", type=_time, metavar="TIME",
-                   help="the spi_set_cs -> CS edge latency when it is known (a scope, a --sync-channel run, a "
+                   help="the spi_set_cs(activate) -> CS assert latency when it is known (a scope, a --sync-channel run, a "
                         "profile), e.g. 1.5us: pins the clock offset's zero point, which the events alone only "
                         "bracket (docs/trace.md)")
     return t

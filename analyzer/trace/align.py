@@ -659,15 +659,19 @@ def _refine_and_zero(al: Alignment, trace: tm.Trace, a: Analysis, device: str,
     F = _low(np.concatenate(fwd)) if fwd else None
     K = _low(np.concatenate(back)) if back else None
     if cs_latency is not None:
-        cs = [(edges[edge][k] - tb) for name, edge, sign, which in CAUSAL[:3:2]
-              for k, tb in [per_transfer(trace, al, a, name, device, which)] if len(k)]
-        lat = np.concatenate(cs) if cs else np.empty(0)
-        lat = lat[np.isfinite(lat)]
-        if len(lat) >= 3:
-            al.a += float(np.median(lat)) - cs_latency
-            al.zero_point = f"spi_set_cs -> CS edge latency given ({cs_latency * 1e6:.6g} us, median)"
-            al.offset_uncertainty_s = None
-            return
+        # the activate -> CS assert latency (deactivate -> CS deassert only without it): the two
+        # can differ (another code path, a driver's own CS delay), and pooled, a given latency
+        # would pin the zero point between them
+        for name, edge, _, which in (CAUSAL[0], CAUSAL[2]):
+            k, tb = per_transfer(trace, al, a, name, device, which)
+            lat = edges[edge][k] - tb
+            lat = lat[np.isfinite(lat)]
+            if len(lat) >= 3:
+                what = "activate -> CS assert" if name == tm.SPI_SET_CS_ACTIVATE else "deactivate -> CS deassert"
+                al.a += float(np.median(lat)) - cs_latency
+                al.zero_point = f"spi_set_cs {what} latency given ({cs_latency * 1e6:.6g} us, median)"
+                al.offset_uncertainty_s = None
+                return
         al.notes.append("--cs-latency: no spi_set_cs events matched to CS edges; the causal bracket is used")
     if F is None:
         return
