@@ -198,3 +198,21 @@ def test_inter_transfer_gaps_on_the_timeline(tmp_path, capsys):
     assert {(e["args"]["from"], e["args"]["to"]) for e in cut} >= {
         ("bus:last_sclk", "spi:spi_transfer_stop"), ("spi:spi_transfer_stop", "spi:spi_transfer_start"),
         ("spi:spi_transfer_start", "bus:first_sclk")}
+
+
+def test_the_inter_transfer_example_in_docs_is_what_spigap_prints(tmp_path, capsys, monkeypatch):
+    """docs/trace.md's SPI_IOC_MESSAGE(2) example, run as written: the same rows."""
+    from conftest import ROOT
+    doc = (ROOT / "docs" / "trace.md").read_text()
+    block = doc[doc.index("$ spigap synth -o m2.sr"):]
+    block = block[:block.index("```")]
+    cmds = [c.replace("\\\n", " ") for c in block.split("$ ")[1:]]
+    shown = [line for line in block.splitlines() if line.startswith("inter_transfer")]
+    assert len(cmds) == 2 and len(shown) == 3
+    monkeypatch.chdir(tmp_path)
+    synth_argv = cmds[0].split("\n")[0].split()[1:]
+    assert main(synth_argv) == 0
+    capsys.readouterr()
+    assert main(cmds[1].split("\n")[0].split()[1:]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("inter_transfer")]
+    assert printed == shown
