@@ -61,10 +61,12 @@ def test_drift_offset_and_phases(tmp_path, drift, lost, ns):
     assert worst <= 0.3e-6, phase_errors(res, truth)
 
 
-@pytest.mark.parametrize("drift", [0.0, 200.0])
-def test_causal_bracket_holds_the_true_offset(tmp_path, drift):
-    """Without --cs-latency the zero point is the bracket's middle; the truth lies inside it."""
-    a, tr, truth = pair(tmp_path, drift_ppm=drift, seed=5)
+@pytest.mark.parametrize("drift,off_latency", [(0.0, 1.5e-6), (200.0, 1.5e-6), (25.0, 0.3e-6)])
+def test_causal_bracket_holds_the_true_offset(tmp_path, drift, off_latency):
+    """Without --cs-latency the zero point is the bracket's middle; the truth lies inside it,
+    also when a latency is shorter than the timestamps' 1 µs step (0.3 µs deactivate -> CS
+    deassert: the bracket then needs its half-step margin)."""
+    a, tr, truth = pair(tmp_path, drift_ppm=drift, seed=5, gpio_cs_off_latency=off_latency)
     al = align.align_spi(tr, a)
     assert al.zero_point == "causal bracket midpoint"
     t = tr.ts[len(tr) // 2]

@@ -683,7 +683,9 @@ def _refine_and_zero(al: Alignment, trace: tm.Trace, a: Analysis, device: str,
         return
     al.a += (F - K) / 2
     al.zero_point = "causal bracket midpoint"
-    al.offset_uncertainty_s = abs(F + K) / 2
+    # printed timestamps are rounded to their step (the kernel's ns2usecs rounds): each of
+    # F and K can read up to half a step short, so the bracket is widened by that much
+    al.offset_uncertainty_s = abs(F + K) / 2 + trace.resolution_s / 2
 
 
 # ---------------------------------------------------------------- sync channel
