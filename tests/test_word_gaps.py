@@ -67,3 +67,34 @@ def test_overlapping_populations_are_reported_not_split():
     g = np.concatenate([100 * (1 + rng.normal(0, 0.08, 3000)), 135 * (1 + rng.normal(0, 0.08, 3000))])
     sp = split(np.rint(g), "linear")
     assert sp.verdict == "unclear" and "cannot tell" in sp.note and sp.threshold is not None
+
+
+def test_two_clusters_closer_than_three_samples_are_reported_not_hidden(tmp_path):
+    """Back-to-back bytes (0.5 T = 3 samples) and inter-transfer gaps twice as long
+    (6 samples) at 4 MHz / 24 MSa/s: below the 3 samples a split needs, yet clearly
+    two clusters. spigap said "one population" without a word; now it cannot tell,
+    says so, and splits nothing."""
+    sc, tl, path = synth(tmp_path, sclk="4MHz", samplerate="24MHz", words_per_transfer=8, segments=[2, 2, 4],
+                         idle_clocks=0, inter_transfer="250ns", sigma={"inter_transfer": "5ns", "inter_byte": "2.5ns"},
+                         messages=150, transfers_per_message=2, context_switch="60us", seed=160)
+    assert len(tl.truth()["inter_transfer"]) == 600
+    a = analyze(path)
+    assert a.word_gaps_note.startswith("not one population") and "cannot tell" in a.word_gaps_note
+    assert [w for w in a.warnings if w.startswith("word gaps")]
+    assert len(a.gap_values("inter_transfer")) == 0
+
+
+@pytest.mark.parametrize("values", [[3, 4], [3, 4, 5], [3, 5]])
+def test_one_rounded_population_is_not_made_two(values):
+    """A constant gap between two whole samples, or jittered over a few, reads as
+    neighbouring values: one population, not a close pair."""
+    rng = np.random.default_rng(7)
+    g = rng.choice(values, 4000)
+    assert split(g.astype(float), "linear").verdict == "one"
+
+
+def test_close_pair_needs_a_valley():
+    rng = np.random.default_rng(8)
+    g = np.concatenate([np.full(3000, 3.0), np.full(1000, 6.0), rng.choice([4.0, 5.0], 60)])
+    sp = split(g, "linear")
+    assert sp.verdict == "unclear" and "within 3 samples" in sp.note

@@ -70,6 +70,7 @@ SPLIT_UNCLEAR_SEPARATION = 2.0   # between this and the above: "cannot tell"
 # a clipped normal looks like two close candidates, so "cannot tell" starts higher
 SPLIT_UNCLEAR_SEPARATION_LINEAR = 3.0
 SPLIT_MIN_TICKS = 3.0
+SPLIT_CLOSE_TICKS = 2.0         # word gaps 2-3 samples apart: 'cannot tell' when clearly two (_close_pair)
 SPLIT_MIN_SHARE = 0.004
 SPLIT_MIN_COUNT = 3
 SPLIT_MAX_SIGMA = 0.45
@@ -408,6 +409,7 @@ def split_two(pairs, scale='log', resolution=1.0):
     for w in ws:
         acc += w
         cum.append(acc)
+    close = None                # the best fit 2-3 samples apart (see below)
     tried = set()
     for q in SPLIT_START_CUTS:
         j = bisect.bisect_left(cum, q * total)
@@ -423,13 +425,17 @@ def split_two(pairs, scale='log', resolution=1.0):
         # the best fit among those that could be two populations at all (one
         # sample apart is quantization, not a second population)
         (c1, c2) = sorted(comps, key=lambda c: c[1])
-        if _from_x(c2[1], scale) - _from_x(c1[1], scale) < SPLIT_MIN_TICKS * res \
-                or min(c1[0], c2[0]) < SPLIT_MIN_SHARE or min(c1[0], c2[0]) * total < SPLIT_MIN_COUNT:
+        if min(c1[0], c2[0]) < SPLIT_MIN_SHARE or min(c1[0], c2[0]) * total < SPLIT_MIN_COUNT:
+            continue
+        apart = _from_x(c2[1], scale) - _from_x(c1[1], scale)
+        if apart < SPLIT_MIN_TICKS * res:
+            if scale == 'linear' and apart >= SPLIT_CLOSE_TICKS * res and (close is None or ll > close[2]):
+                close = (comps, out, ll)
             continue
         if best is None or ll > best[2]:
             best = (comps, out, ll)
     if best is None:
-        return one_split
+        return _close_pair(close, ll1, total, scale, one_split)
     comps, out, ll2 = best
     comps = sorted(comps, key=lambda c: c[1])
     (w1, m1, s1), (w2, m2, s2) = comps
@@ -462,6 +468,33 @@ def split_two(pairs, scale='log', resolution=1.0):
     else:
         return one_split
     r._u_density = u_density
+    r.scale = scale
+    return r
+
+
+def _close_pair(close, ll1, total, scale, one_split):
+    """Word gaps (linear scale) in two clusters 2-3 samples apart (e.g. 3 and 6
+    samples: back-to-back bytes and an inter-transfer gap at a low sample rate) are
+    below the 3 samples that a split
+    needs, but a clear two-component fit there is not one population either: the
+    sample rate cannot tell them apart, and the note says so (an 'unclear' verdict:
+    no split, a warning; --inter-transfer-gap settles it). ``close``: the best such
+    fit or None."""
+    if close is None:
+        return one_split
+    comps, out, ll2 = close
+    comps = sorted(comps, key=lambda c: c[1])
+    (w1, m1, s1), (w2, m2, s2) = comps
+    sep = (m2 - m1) / math.sqrt((s1 * s1 + s2 * s2) / 2.0)
+    if (ll2 - ll1) - 1.5 * math.log(max(total, 2.0)) <= 0 or sep < SPLIT_MIN_SEPARATION:
+        return one_split
+    thr = _from_x(_boundary(comps), scale)
+    r = Split('unclear', comps, out, sep, thr, 0.0, int(total),
+              'not one population, but the two candidates (%.4g and %.4g samples, %.0f %% / %.0f %%) are '
+              'within %.0f samples of each other, the least that tells populations from the sample '
+              'rate\'s rounding: cannot tell' % (_from_x(m1, scale), _from_x(m2, scale), 100 * w1, 100 * w2,
+                                                  SPLIT_MIN_TICKS))
+    r._u_density = one_split._u_density
     r.scale = scale
     return r
 
