@@ -16,7 +16,7 @@ import pytest
 from scipy.signal import lfilter
 from scipy.stats import mannwhitneyu
 
-from analyzer.api import analyze_file
+from analyzer.api import SpiConfig, analyze_file
 from analyzer.cli import main
 from analyzer.stats import compare as C
 from analyzer.stats import resample
@@ -282,3 +282,43 @@ def test_cli_errors_are_one_line(capsys, argv, needle):
     err = capsys.readouterr().err
     assert rc == 2
     assert needle in err and len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------ ambiguous groupings (class A/B)
+AMBIG = dict(messages=300, transfers_per_message=4, cs_change=10e-6, context_switch=20e-6, words_per_transfer=3,
+             sigma={"cs_change": 1e-6, "context_switch": 4e-6, "cs_setup": 50e-9, "cs_hold": 50e-9})
+
+
+def _ambiguous_capture(tmp_path, name, seed, **over):
+    path = tmp_path / name
+    scenario.write(scenario.Scenario.from_toml(None, {**AMBIG, "seed": seed, **over}), path)
+    return path
+
+
+def test_ambiguous_groupings_compare_their_classes_by_length(tmp_path):
+    """Nothing tells which CS-inactive gap is the context switch (classes A/B on both
+    sides): the shorter class is compared with the shorter one. A 1 µs longer cs_change
+    (class A) is a regression there, and class B does not move. The two classes were
+    left out of the comparison before (only the period showed the change)."""
+    before = C.Capture("b", analyze_file(_ambiguous_capture(tmp_path, "b.sr", 2000)))
+    after = C.Capture("a", analyze_file(_ambiguous_capture(tmp_path, "a.sr", 2001, cs_change=11e-6)))
+    assert before.analysis.grouping.ambiguous and after.analysis.grouping.ambiguous
+    cmp = C.compare([before], [after], C.Settings())
+    v = {m.name: m for m in cmp.metrics}
+    assert v["class_a"].verdict == "regression"
+    assert v["class_a"].deltas["p50"]["delta"] == pytest.approx(1e-6, abs=0.2e-6)
+    assert v["class_b"].verdict == "no significant change"
+    assert any(n.startswith("cs_chg|ctx A/B: the grouping is ambiguous") for n in cmp.notes)
+    same = C.compare([before], [C.Capture("s", analyze_file(_ambiguous_capture(tmp_path, "s.sr", 2003)))],
+                     C.Settings())
+    assert {m.name: m.verdict for m in same.metrics}["class_a"] == "no significant change"
+
+
+def test_ambiguous_on_one_side_only_says_how_to_settle_it(tmp_path):
+    path = _ambiguous_capture(tmp_path, "b.sr", 2000)
+    before = C.Capture("b", analyze_file(path))
+    after = C.Capture("a", analyze_file(path, SpiConfig(transfers_per_message=4, context_switch="longer")))
+    assert not after.analysis.grouping.ambiguous
+    cmp = C.compare([before], [after], C.Settings())
+    m = {m.name: m for m in cmp.metrics}["class_a"]
+    assert m.verdict == "not comparable" and "ambiguous in the before capture(s) only" in m.note

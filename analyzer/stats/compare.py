@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from analyzer.core.analysis import (KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWITCH, KIND_CS_CHANGE, KIND_IDLE,
-                                    Analysis)
+from analyzer.core.analysis import (AMBIGUOUS_KINDS, KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWITCH,
+                                    KIND_CS_CHANGE, KIND_IDLE, Analysis)
 from analyzer.core.stalls import STALL_KINDS, StallRule, find_stalls, stall_mask
 from analyzer.errors import UsageError
 from analyzer.stats import resample
@@ -47,14 +47,16 @@ if TYPE_CHECKING:
     from analyzer.trace.pair import TracedCapture
 
 TIME_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
-              "idle", "transfer_duration", "transfer_period")
+              "class_a", "class_b", "idle", "transfer_duration", "transfer_period")
 LABELS = {
     "cs_setup": "CS setup", "cs_hold": "CS hold", "inter_byte": "inter-byte",
     "inter_transfer": "inter-transfer", "cs_change": "cs_change", "context_switch": "context switch",
     "idle": "bus idle", "transfer_duration": "transfer duration", "transfer_period": "transfer period",
     "transfer_rate": "transfer rate", "stalls": "stall rate", "clocking": "clocking (words)",
     "stall_excess": "stalls (excess)",
-    "class_a": "cs_change|context_switch A (shorter)", "class_b": "cs_change|context_switch B (longer)",
+    # an ambiguous grouping's two kinds of CS-inactive gap (docs/gaps.md): which one is the
+    # context switch is not known; short enough for the text tables' label columns
+    "class_a": "cs_chg|ctx A (short)", "class_b": "cs_chg|ctx B (long)",
 }
 # Where a change of each part of the period usually comes from (docs/gaps.md, domain-reference §7).
 HINTS = {
@@ -559,7 +561,17 @@ def compare(before: list[Capture], after: list[Capture], settings: Settings = Se
         a = [time_series(c.analysis, kind) for c in after]
         if not any(len(x) for x in b) and not any(len(x) for x in a):
             continue
-        metrics.append(time_metric(kind, LABELS[kind], b, a, res, st, rng))
+        m = time_metric(kind, LABELS[kind], b, a, res, st, rng)
+        if kind in AMBIGUOUS_KINDS and m.verdict == "not comparable":
+            side = "after" if not any(len(x) for x in b) else "before"
+            m.note = (f"the grouping is ambiguous in the {side} capture(s) only: there the CS-inactive gaps "
+                      "are classes A/B, elsewhere cs_change/context_switch; --transfers-per-message N "
+                      "--context-switch longer|shorter on both sides compares them")
+        metrics.append(m)
+    if any(m.name in AMBIGUOUS_KINDS and m.verdict != "not comparable" for m in metrics):
+        notes.append("cs_chg|ctx A/B: the grouping is ambiguous (docs/gaps.md): the shorter and the longer kind "
+                     "of CS-inactive gap, compared by length; which one is the context switch is not known "
+                     "(--transfers-per-message N --context-switch longer|shorter settles it)")
     period = next((m for m in metrics if m.name == "transfer_period"), None)
     metrics.append(_rate_metric([time_series(c.analysis, "transfer_period") for c in before],
                                 [time_series(c.analysis, "transfer_period") for c in after], st, rng))
