@@ -316,3 +316,26 @@ def test_any_signals_give_an_analysis_or_one_clear_error(tmp_path_factory, case)
         return
     assert a.cfg.clk is not None and (a.cfg.mosi or a.cfg.miso)
     assert set(a.sources) >= {"clk", "cs", "mosi", "miso", "mode", "cs_polarity", "wordsize", "bitorder"}
+
+
+def test_detect_reads_the_capture_once_when_it_infers(capsys, monkeypatch):
+    """The buses come from the prefix the inference read (same channels): one pass
+    over the start of the file, and the same buses as a separate read finds."""
+    import analyzer.io as io_mod
+    from analyzer.core import infer
+
+    file = real(REAL_CAPTURES["adxl345"][0])
+    with io_mod.open_capture(str(file)) as r:
+        separate = [(b.clk, b.cs) for b in infer.all_buses(r)]
+    opened = []
+    real_open = io_mod.open_capture
+
+    def counting(path, *a, **k):
+        opened.append(path)
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(io_mod, "open_capture", counting)
+    assert main(["detect", str(file), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert len(opened) == 1
+    assert [(b["clk"], b["cs"]) for b in d["buses"]] == separate

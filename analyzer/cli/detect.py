@@ -61,8 +61,11 @@ def detect(path: str, args) -> dict:
         settled = infer.settle(reader, cfg)
         out = settled.cfg
         info = reader.info
-    with open_capture(path, **reader_options(args)) as reader:
-        buses = infer.all_buses(reader)
+        # the prefix settle read, when it was of every channel; else a second bounded read
+        buses = infer.buses_seen(settled, list(info.channels))
+    if buses is None:
+        with open_capture(path, **reader_options(args)) as reader:
+            buses = infer.all_buses(reader)
     sources = settled.sources_dict()
     values = {"clk": out.clk, "mosi": out.mosi, "miso": out.miso, "cs": out.cs, "mode": out.mode,
               "cpol": out.cpol, "cpha": out.cpha, "cs_polarity": "low" if out.cs_active_low else "high",

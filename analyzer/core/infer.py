@@ -106,6 +106,7 @@ class Settled:
     sources: dict[str, Source]
     buses: list[Bus]
     warnings: list[str]
+    evidence: Evidence | None = None    # the prefix the signals were read from (None: names sufficed)
 
     def sources_dict(self) -> dict:
         return {k: v.as_dict() for k, v in self.sources.items()}
@@ -158,7 +159,7 @@ def settle(reader, cfg: SpiConfig) -> Settled:
     out, buses = _infer(named, cfg, sources, ev, need_roles, warnings, info)
     names = _role_names(out)
     blocks = _stream(prefix, it, pending, request, names)
-    return Settled(out, names, blocks, sources, buses, warnings)
+    return Settled(out, names, blocks, sources, buses, warnings, ev)
 
 
 def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False):
@@ -193,6 +194,15 @@ def all_buses(reader) -> list[Bus]:
     """Every SPI bus in a bounded prefix of the capture (``spigap detect``)."""
     names = list(reader.info.channels)[:MAX_CHANNELS]
     _, _, ev = read_prefix(reader.edges(names), names)
+    return find_buses(ev, exclude=set())
+
+
+def buses_seen(settled: Settled, channels: list[str]) -> list[Bus] | None:
+    """``all_buses`` from the prefix ``settle`` has read, when it holds the same channels
+    (None: names sufficed, or it read fewer channels; ``all_buses`` then reads its own)."""
+    ev = settled.evidence
+    if ev is None or list(ev.names) != list(channels)[:MAX_CHANNELS]:
+        return None
     return find_buses(ev, exclude=set())
 
 
