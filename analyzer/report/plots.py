@@ -430,9 +430,7 @@ def phase_timeline(a, traced, title: str, *, windows: int = 2):
     other = np.flatnonzero((allb >= t_lo) & (allb <= t_hi))
     other = np.setdiff1d(other, rows)
     # the bus edges as phases.split cuts the timeline (inter-transfer word gaps included)
-    is_matched = np.zeros(a.n, bool)
-    is_matched[al.bus_index] = True
-    sg = segments(a, is_matched)
+    sg = segments(a, al)
     near = (sg.transfer >= first - 1) & (sg.transfer <= nxt) & np.isfinite(sg.t)
     items = [(float(t), EDGE_NAMES[int(e)]) for t, e in zip(sg.t[near], sg.edge[near])]
     items += list(zip(ev_t.tolist(), ev_n))

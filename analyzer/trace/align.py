@@ -100,6 +100,12 @@ class Alignment:
     def drift_ppm(self) -> float:
         return (self.b - 1.0) * 1e6
 
+    def matched_mask(self, n: int) -> np.ndarray:
+        """Per bus transfer (``n`` of them): whether a trace window was matched to it."""
+        m = np.zeros(n, bool)
+        m[self.bus_index] = True
+        return m
+
     def to_bus(self, ts) -> np.ndarray:
         """Trace times -> bus seconds."""
         return self.a + self.b * (np.asarray(ts, float) - self.t0)
@@ -576,8 +582,7 @@ def per_transfer(trace: tm.Trace, al: Alignment, a: Analysis, name: str, device:
         return np.empty(0, np.int64), np.empty(0)
     t = al.to_bus(trace.ts[rows])
     k = owner(a, t)
-    matched = np.zeros(a.n, bool)
-    matched[al.bus_index] = True
+    matched = al.matched_mask(a.n)
     ok = (k >= 0) & matched[np.maximum(k, 0)]
     k, t = k[ok], t[ok]
     if not len(k):

@@ -27,7 +27,7 @@ import numpy as np
 from analyzer.core.analysis import KIND_NAMES, Analysis
 from analyzer.trace import model as tm
 from analyzer.trace.align import Alignment, bus_edges
-from analyzer.trace.phases import EDGE_NAMES, boundary_rows, segments
+from analyzer.trace.phases import EDGE_NAMES, inter_transfer_gaps, segments
 
 BUS_PID, KERNEL_PID = 1, 2
 TID_TRANSFERS, TID_GAPS, TID_PHASES = 1, 2, 3
@@ -62,6 +62,8 @@ def events(a: Analysis, trace: tm.Trace | None, al: Alignment | None, *, capture
     dev = (al.device if al is not None and al.method == "spi" else None) or "spi"
     E = bus_edges(a)
     s, f, l, e = (E[n] for n in EDGE_NAMES)
+    itk, it0, it1 = inter_transfer_gaps(a)
+    it_at = np.searchsorted(itk, np.arange(a.n + 1))          # transfer k's gaps: it_at[k]:it_at[k + 1]
     for k in range(a.n):
         t0 = s[k] if np.isfinite(s[k]) else float(a.start[k]) * tick
         t1 = e[k] if np.isfinite(e[k]) else float(a.end[k]) * tick
@@ -73,9 +75,7 @@ def events(a: Analysis, trace: tm.Trace | None, al: Alignment | None, *, capture
             args["label"] = a.labels[k]
         yield {"ph": "X", "name": f"{dev} transfer", "cat": "bus", "pid": BUS_PID, "tid": TID_TRANSFERS,
                "ts": t0 * us, "dur": max(t1 - t0, 0.0) * us, "args": args}
-        p0, p1 = int(a.pair_off[k]), int(a.pair_off[k + 1])
-        inner = [("inter_transfer", float(a.word_last[w0 + j]) * tick, float(a.word_first[w0 + j + 1]) * tick)
-                 for j in np.flatnonzero(a.pair_inter_transfer[p0:p1])]
+        inner = [("inter_transfer", float(it0[j]), float(it1[j])) for j in range(it_at[k], it_at[k + 1])]
         for name, x0, x1 in (("cs_setup", s[k], f[k]), *inner, ("cs_hold", l[k], e[k])):
             if np.isfinite(x0) and np.isfinite(x1):
                 yield {"ph": "X", "name": name, "cat": "gap", "pid": BUS_PID, "tid": TID_GAPS,
@@ -116,12 +116,8 @@ def events(a: Analysis, trace: tm.Trace | None, al: Alignment | None, *, capture
 def _phase_slices(a: Analysis, trace: tm.Trace, al: Alignment):
     """One slice per phase inside each gap of a matched transfer (cut as phases.split cuts them)."""
     us = 1e6
-    matched = np.zeros(a.n, bool)
-    matched[al.bus_index] = True
-    sg = segments(a, matched)
-    rows = boundary_rows(trace, al.device)
-    tb = al.to_bus(trace.ts[rows])
-    seg = np.searchsorted(sg.sorted_t(), tb, side="right") - 1
+    sg = segments(a, al)
+    rows, tb, seg = sg.place(trace, al)
     order = np.argsort(seg, kind="stable")
     bounds = np.searchsorted(seg[order], np.arange(len(sg.t)))
     for q in np.flatnonzero(sg.ok):

@@ -140,8 +140,7 @@ def regroup_from_trace(trace: tm.Trace, al: Alignment, a: Analysis) -> str | Non
     s = bus_edges(a)[tm.BUS_CS_ASSERT]
     s = np.where(np.isnan(s), np.asarray(a.start, float) * a.tick_s, s)
     count = np.searchsorted(mt, s)
-    matched = np.zeros(a.n, bool)
-    matched[al.bus_index] = True
+    matched = al.matched_mask(a.n)
     known = matched[:-1] & matched[1:]
     boundary = count[1:] > count[:-1]
     if known.sum() == 0:
@@ -187,31 +186,44 @@ class Segments:
         f[~np.isfinite(f)] = -1e300
         return f
 
+    def place(self, trace: tm.Trace, al: Alignment) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The trace's phase-boundary events (``boundary_rows``): (rows, bus times,
+        segment of each; -1 before the first boundary)."""
+        rows = boundary_rows(trace, al.device)
+        tb = al.to_bus(trace.ts[rows])
+        return rows, tb, np.searchsorted(self.sorted_t(), tb, side="right") - 1
 
-def segments(a: Analysis, matched: np.ndarray) -> Segments:
+
+def inter_transfer_gaps(a: Analysis) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every inter_transfer word gap in capture order: (its transfer, start, end in
+    seconds), from the last SCLK edge of the word before to the first of the word
+    after (``Analysis.pair_inter_transfer`` marks them)."""
+    pit = np.flatnonzero(np.asarray(a.pair_inter_transfer, bool))
+    pk = np.searchsorted(np.asarray(a.pair_off), pit, side="right") - 1
+    w = np.asarray(a.word_off)[pk] + (pit - np.asarray(a.pair_off)[pk])      # pair p: words w, w + 1
+    return (pk.astype(np.int64), np.asarray(a.word_last, float)[w] * a.tick_s,
+            np.asarray(a.word_first, float)[w + 1] * a.tick_s)
+
+
+def segments(a: Analysis, al: Alignment) -> Segments:
     """Every transfer's boundaries in time order: CS assert, first SCLK, at each
     inter-transfer word gap the last SCLK before and the first SCLK after it,
-    last SCLK, CS deassert. ``matched``: per transfer, whether the trace covers it.
-    Vectorized: one lexsort of (transfer, place in the window, word)."""
+    last SCLK, CS deassert; a segment is split only where ``al`` matched its
+    transfers. Vectorized: one lexsort of (transfer, place in the window, gap)."""
     n = a.n
     edges = bus_edges(a)
     E = np.stack([edges[name] for name in EDGE_NAMES], axis=1)          # n x 4
-    # inter-transfer word gaps: pair p of transfer k lies between words w and w + 1
-    pit = np.flatnonzero(np.asarray(a.pair_inter_transfer, bool))
-    pk = np.searchsorted(np.asarray(a.pair_off), pit, side="right") - 1
-    w = np.asarray(a.word_off)[pk] + (pit - np.asarray(a.pair_off)[pk])
-    tick = a.tick_s
-    inner_t = np.stack([np.asarray(a.word_last, float)[w] * tick,
-                        np.asarray(a.word_first, float)[w + 1] * tick], axis=1).reshape(-1)
-    inner_edge = np.tile(np.array([2, 1]), len(pit))          # last SCLK, then first SCLK
+    pk, g0, g1 = inter_transfer_gaps(a)
+    inner_t = np.stack([g0, g1], axis=1).reshape(-1)
+    inner_edge = np.tile(np.array([2, 1]), len(pk))           # last SCLK, then first SCLK
     inner_k = np.repeat(pk, 2)
     # place in the window: assert 0, first SCLK 1, inner 2 (by word), last SCLK 3, deassert 4
     t = np.concatenate([E.reshape(-1), inner_t])
     edge = np.concatenate([np.tile(np.arange(4), n), inner_edge])
     k = np.concatenate([np.repeat(np.arange(n), 4), inner_k]).astype(np.int64)
-    place = np.concatenate([np.tile(np.array([0, 1, 3, 4]), n), np.full(2 * len(pit), 2)])
-    word = np.concatenate([np.zeros(4 * n, np.int64), np.repeat(w, 2) * 2 + np.tile(np.array([0, 1]), len(pit))])
-    o = np.lexsort((word, place, k))
+    place = np.concatenate([np.tile(np.array([0, 1, 3, 4]), n), np.full(2 * len(pk), 2)])
+    order = np.concatenate([np.zeros(4 * n, np.int64), np.arange(2 * len(pk))])     # inner: capture order
+    o = np.lexsort((order, place, k))
     t, edge, k, place = t[o], edge[o], k[o], place[o]
     nseg = max(len(t) - 1, 0)
     kind = np.full(nseg, "", dtype=object)
@@ -226,7 +238,7 @@ def segments(a: Analysis, matched: np.ndarray) -> Segments:
         if name is not None:
             kind[gap & (gk[np.minimum(sk + 1, max(n - 1, 0))] == code)] = name
     valid = np.isfinite(t)
-    m = np.concatenate([np.asarray(matched, bool)[:n], [False]])
+    m = np.append(al.matched_mask(n), False)
     ok = valid[:nseg] & valid[1:] & (kind != "") & m[sk]
     ok &= ~gap | m[np.minimum(sk + 1, n)]
     return Segments(t=t, edge=edge, transfer=k, kind=kind, ok=ok)
@@ -234,15 +246,11 @@ def segments(a: Analysis, matched: np.ndarray) -> Segments:
 
 def split(trace: tm.Trace, al: Alignment, a: Analysis) -> Phases:
     """Phase statistics of every gap kind (module docstring)."""
-    matched = np.zeros(a.n, bool)
-    matched[al.bus_index] = True
-    sg = segments(a, matched)
-    E, Ef, ok, kind_names = sg.t, sg.sorted_t(), sg.ok, sg.kind
+    sg = segments(a, al)
+    E, ok, kind_names = sg.t, sg.ok, sg.kind
     nseg = len(ok)
     # events on the bus clock, their segment
-    rows = boundary_rows(trace, al.device)
-    tb = al.to_bus(trace.ts[rows])
-    seg = np.searchsorted(Ef, tb, side="right") - 1
+    rows, tb, seg = sg.place(trace, al)
     inside = (seg >= 0) & (seg < nseg)
     inside[inside] &= ok[seg[inside]]
     rows, tb, seg = rows[inside], tb[inside], seg[inside]
