@@ -439,9 +439,9 @@ def split_two(pairs, scale='log', resolution=1.0):
     comps, out, ll2 = best
     comps = sorted(comps, key=lambda c: c[1])
     (w1, m1, s1), (w2, m2, s2) = comps
-    sep = (m2 - m1) / math.sqrt((s1 * s1 + s2 * s2) / 2.0)
+    sep = _separation(comps)
     ticks_apart = _from_x(m2, scale) - _from_x(m1, scale)
-    bic_gain = (ll2 - ll1) - 1.5 * math.log(max(total, 2.0))
+    bic_gain = _bic_gain(ll2, ll1, total)
     small = min(w1, w2) < SPLIT_MIN_SHARE or min(w1, w2) * total < SPLIT_MIN_COUNT
     wide = scale == 'log' and max(s1, s2) > SPLIT_MAX_SIGMA
     # the model's own estimate of how many gaps their length alone puts in the wrong population
@@ -472,21 +472,31 @@ def split_two(pairs, scale='log', resolution=1.0):
     return r
 
 
+def _bic_gain(ll2, ll1, total):
+    """How much better two components fit than one, net of the three extra parameters (BIC / 2)."""
+    return (ll2 - ll1) - 1.5 * math.log(max(total, 2.0))
+
+
+def _separation(comps):
+    """Distance of two components' means (sorted, lo first) in pooled standard deviations."""
+    (_, m1, s1), (_, m2, s2) = comps
+    return (m2 - m1) / math.sqrt((s1 * s1 + s2 * s2) / 2.0)
+
+
 def _close_pair(close, ll1, total, scale, one_split):
     """Word gaps (linear scale) in two clusters 2-3 samples apart (e.g. 3 and 6
     samples: back-to-back bytes and an inter-transfer gap at a low sample rate) are
-    below the 3 samples that a split
-    needs, but a clear two-component fit there is not one population either: the
-    sample rate cannot tell them apart, and the note says so (an 'unclear' verdict:
-    no split, a warning; --inter-transfer-gap settles it). ``close``: the best such
-    fit or None."""
+    below the 3 samples that a split needs, but a clear two-component fit there is
+    not one population either: the sample rate cannot tell them apart, and the note
+    says so (an 'unclear' verdict: no split, a warning; --inter-transfer-gap settles
+    it). ``close``: the best such fit or None."""
     if close is None:
         return one_split
     comps, out, ll2 = close
     comps = sorted(comps, key=lambda c: c[1])
-    (w1, m1, s1), (w2, m2, s2) = comps
-    sep = (m2 - m1) / math.sqrt((s1 * s1 + s2 * s2) / 2.0)
-    if (ll2 - ll1) - 1.5 * math.log(max(total, 2.0)) <= 0 or sep < SPLIT_MIN_SEPARATION:
+    (w1, m1, _), (w2, m2, _) = comps
+    sep = _separation(comps)
+    if _bic_gain(ll2, ll1, total) <= 0 or sep < SPLIT_MIN_SEPARATION:
         return one_split
     thr = _from_x(_boundary(comps), scale)
     r = Split('unclear', comps, out, sep, thr, 0.0, int(total),
