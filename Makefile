@@ -37,8 +37,10 @@ $(STAMP): setup.cfg pyproject.toml
 	fi
 	$(BIN)/python -m pip install -q --upgrade pip
 	@$(MAKE) --no-print-directory compiler
-	$(BIN)/python -m pip install -q -e '.[test,dev]' --config-settings editable_mode=compat
-	$(BIN)/python -m analyzer.native
+	@# an editable install maps the import name spigap onto analyzer/ with a meta path finder;
+	@# setuptools then prints an 'Editable installation' notice on every install: filtered, it is not a fault
+	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/python -m pip install -q -e '.[test,dev]'
+	$(BIN)/python -m spigap.native
 	@touch $@
 
 # gcc builds the compiled core at install time (without it spigap uses its numpy engine)
@@ -77,6 +79,7 @@ wheel: setup
 ## ruff and mypy (configured in pyproject.toml)
 lint: setup
 	$(BIN)/ruff check .
+	mkdir -p build/typecheck && ln -sfn ../../analyzer build/typecheck/spigap
 	$(BIN)/mypy
 
 ## the test suite against the installed wheel (needs sigrok-cli and PulseView: our oracles; trace-cmd);

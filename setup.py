@@ -8,8 +8,12 @@ and spigap uses its numpy engine.
 
 from __future__ import annotations
 
-from setuptools import setup
+from setuptools import find_namespace_packages, setup
 from setuptools.command.build_ext import build_ext
+
+# Every folder under analyzer/ (the source of the ``spigap`` import package,
+# setup.cfg's package_dir) is a package, the data-only ones included; caches are not.
+PACKAGES = ["spigap"] + ["spigap." + p for p in find_namespace_packages("analyzer", exclude=["*__pycache__*"])]
 
 
 class OptionalBuildExt(build_ext):
@@ -25,6 +29,7 @@ class OptionalBuildExt(build_ext):
 
 
 setup(
+    packages=PACKAGES,
     cffi_modules=["analyzer/native/build.py:ffibuilder"],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -1,3 +1,3 @@
-from analyzer.cli import main
+from spigap.cli import main
 
 raise SystemExit(main())

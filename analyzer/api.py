@@ -1,15 +1,15 @@
 """Python entry points for scripts, tests and the other subcommands.
 
-    from analyzer.api import analyze_file, SpiConfig
+    from spigap.api import analyze_file, SpiConfig
     a = analyze_file("capture.sr", SpiConfig(cpha=1))
     a.gap_values("cs_setup") * a.tick_s      # seconds, NaN where unavailable
 """
 
 from __future__ import annotations
 
-from analyzer.core.analysis import GAP_KINDS, Analysis, describe, run
-from analyzer.core.config import INFERABLE, SpiConfig
-from analyzer.io import open_capture
+from spigap.core.analysis import GAP_KINDS, Analysis, describe, run
+from spigap.core.config import INFERABLE, SpiConfig
+from spigap.io import open_capture
 
 __all__ = ["analyze_file", "Analysis", "SpiConfig", "GAP_KINDS", "describe", "open_capture"]
 

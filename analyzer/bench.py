@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from analyzer import __version__
+from spigap import __version__
 
 # a dense MCP3008-like capture: 3-byte transfers back to back (bcm2835 idle clock,
 # minimal CS gaps), 10 transfers per ioctl
@@ -68,12 +68,12 @@ def dense_capture(samples: float, log=print) -> tuple[pathlib.Path, int]:
     if not path.exists():
         log(f"bench: synthesizing {path.name} (once; cached in {path.parent})")
         tmp = path.with_suffix(".tmp")
-        code = ("import sys, json; from analyzer.synth import Scenario, write; "
+        code = ("import sys, json; from spigap.synth import Scenario, write; "
                 "write(Scenario.from_toml(None, json.loads(sys.argv[1])), sys.argv[2], compresslevel=1)")
         subprocess.run([sys.executable, "-c", code, json.dumps({**DENSE, "messages": messages}), str(tmp)],
                        check=True)
         tmp.replace(path)
-    from analyzer.io import open_capture
+    from spigap.io import open_capture
 
     with open_capture(path) as r:
         n = r.info.n_ticks
@@ -143,7 +143,7 @@ def timed(cmd: list[str], repeat: int) -> tuple[float, float]:
 
 def in_process(path, repeat: int = 3) -> float:
     """Best warm analyze_file() time, in a fresh process (start-up and imports excluded)."""
-    code = ("import sys, time; from analyzer.api import analyze_file; analyze_file(sys.argv[1]); ts = []\n"
+    code = ("import sys, time; from spigap.api import analyze_file; analyze_file(sys.argv[1]); ts = []\n"
             "for _ in range(int(sys.argv[2])):\n"
             "    t = time.perf_counter(); analyze_file(sys.argv[1]); ts.append(time.perf_counter() - t)\n"
             "print(min(ts))")
@@ -154,7 +154,7 @@ def in_process(path, repeat: int = 3) -> float:
 
 def spigap_cmd(path, extra=()) -> list[str]:
     exe = shutil.which("spigap")
-    base = [exe] if exe and os.path.dirname(exe) == os.path.dirname(sys.executable) else [sys.executable, "-m", "analyzer"]
+    base = [exe] if exe and os.path.dirname(exe) == os.path.dirname(sys.executable) else [sys.executable, "-m", "spigap"]
     return base + ["analyze", str(path), *extra]
 
 
@@ -180,7 +180,7 @@ def run(samples: float = 20e6, big_samples: float = 200e6, real: pathlib.Path | 
             st, sm = timed(["sigrok-cli", "-i", str(bpath), "-P", SIGROK_SPI, "-A", "spi=mosi-data"], 1)
         rows.append(Row("dense MCP3008-like, large (throughput)", bn, t, m, st, sm, inproc_s=in_process(bpath)))
     if real is not None and real.exists():
-        from analyzer.io import open_capture
+        from spigap.io import open_capture
 
         with open_capture(real) as r:
             rn = r.info.n_ticks
@@ -229,9 +229,9 @@ def trace_pair(events: float, log=print) -> tuple[pathlib.Path, pathlib.Path]:
     txt = cap.with_suffix(".txt")
     if not (cap.exists() and txt.exists()):
         log(f"bench: synthesizing {cap.name} + {txt.name} (once; cached in {cap.parent})")
-        code = ("import sys, json; from analyzer.synth import Scenario, write, kernel; "
+        code = ("import sys, json; from spigap.synth import Scenario, write, kernel; "
                 "sc = Scenario.from_toml(None, json.loads(sys.argv[1])); tl = write(sc, sys.argv[2] + '.tmp', "
-                "compresslevel=1); kernel.write(tl, sys.argv[3] + '.tmp', kernel.KernelModel(drift_ppm=40, "
+                "compresslevel=1); kernel.write(tl, sys.argv[3] + '.tmp', kernel.KernelLatencies(drift_ppm=40, "
                 "lost=0.01, noise_rate_hz=2000))")
         subprocess.run([sys.executable, "-c", code, json.dumps({**TRACE_SCEN, "messages": messages}), str(cap),
                         str(txt)], check=True)
@@ -245,8 +245,8 @@ def trace_case(events: float = 1e6, log=print) -> TraceRow:
     capture's analysis (imports excluded: each step is warm-up free numpy work)."""
     cap, txt = trace_pair(events, log)
     log(f"bench: {txt.name}: parse, align, phases ...")
-    code = ("import sys, time, json; from analyzer.api import analyze_file; "
-            "from analyzer.trace import ftrace, align, phases\n"
+    code = ("import sys, time, json; from spigap.api import analyze_file; "
+            "from spigap.trace import ftrace, align, phases\n"
             "t = time.perf_counter(); a = analyze_file(sys.argv[1]); ta = time.perf_counter() - t\n"
             "t = time.perf_counter(); tr = ftrace.parse(sys.argv[2]); tp = time.perf_counter() - t\n"
             "t = time.perf_counter(); al = align.align_spi(tr, a); tl = time.perf_counter() - t\n"
@@ -283,8 +283,8 @@ def machine() -> str:
 
 
 def render(rows: list[Row], fmt: str = "text") -> str:
-    from analyzer import native
-    from analyzer.io import inflate
+    from spigap import native
+    from spigap.io import inflate
 
     head = (f"spigap {__version__} ({native.engine()} engine, {inflate.BACKEND} inflate) vs sigrok-cli; "
             f"{machine()}; wall clock per process, start-up included (bytecode cached); "
@@ -339,8 +339,8 @@ class StageRow:
 
 
 # what `spigap analyze` imports and loads before it reads a capture
-STARTUP = ("import analyzer.cli, analyzer.cli.analyze, analyzer.api, analyzer.core.analysis, "
-           "analyzer.core.bounded, analyzer.io.sr, analyzer.output.text, analyzer.native as n; n.library()")
+STARTUP = ("import spigap.cli, spigap.cli.analyze, spigap.api, spigap.core.analysis, "
+           "spigap.core.bounded, spigap.io.sr, spigap.output.text, spigap.native as n; n.library()")
 
 
 def stages(path, roles: dict[str, str], repeat: int = 3) -> StageRow:
@@ -351,14 +351,14 @@ def stages(path, roles: dict[str, str], repeat: int = 3) -> StageRow:
     interpreter start-up."""
     import numpy as np
 
-    from analyzer import native
-    from analyzer.api import analyze_file
-    from analyzer.core.cframer import CFramer
-    from analyzer.core.config import SpiConfig
-    from analyzer.core.framing import make_framer
-    from analyzer.io import inflate, open_capture, sr
-    from analyzer.io.base import EdgeBlock
-    from analyzer.io.changes import masks_for
+    from spigap import native
+    from spigap.api import analyze_file
+    from spigap.core.cframer import CFramer
+    from spigap.core.config import SpiConfig
+    from spigap.core.framing import make_framer
+    from spigap.io import inflate, open_capture, sr
+    from spigap.io.base import EdgeBlock
+    from spigap.native.changes import masks_for
 
     names = [roles["clk"], roles["cs"], roles["mosi"], roles["miso"]]
     cfg = SpiConfig(clk=names[0], cs=names[1], mosi=names[2], miso=names[3])

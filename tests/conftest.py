@@ -1,6 +1,6 @@
 """Shared fixtures: where the real captures are, and how to run sigrok-cli.
 
-The package under test is whatever ``analyzer`` the environment imports:
+The package under test is whatever ``spigap`` the environment imports:
 ``make test`` runs the suite against the wheel installed in a fresh venv,
 from outside the checkout (``SPIGAP_TEST_INSTALLED=1``), so the decoders the
 tests hand to sigrok-cli are the installed package's copies and a file
@@ -23,7 +23,7 @@ import zipfile
 import pytest
 from hypothesis import HealthCheck, settings
 
-from analyzer.sigrok import paths as _paths
+from spigap.sigrok import paths as _paths
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
@@ -265,12 +265,12 @@ def assert_sigrok_naming_rules(D, decoder_id: str):
 
 @pytest.fixture(autouse=True)
 def _checked_edge_streams(monkeypatch):
-    """Every reader opened through ``analyzer.io.open_capture`` in a test has its edge
+    """Every reader opened through ``spigap.io.open_capture`` in a test has its edge
     stream wrapped in ``check_stream`` (the reader contract: tick 0 first, strictly
     increasing ticks, no bits beyond the request, non-empty), so any test that reads
     a capture also checks the reader that read it."""
-    import analyzer.io as io_mod
-    from analyzer.io.base import check_stream
+    import spigap.io as io_mod
+    from spigap.io.base import check_stream
 
     opened = io_mod._open
 

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from analyzer.core import grouping
+from spigap.core import grouping
 
 US = 50.0                     # samples per µs
 CS_CHANGE_US = 10.0

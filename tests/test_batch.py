@@ -14,13 +14,13 @@ import shutil
 
 import pytest
 
-from analyzer.api import analyze_file
-from analyzer.cli.common import capture_option_parser
-from analyzer.batch import discover, execute, manifest, matrix, table, worker
-from analyzer.cli import main
-from analyzer.errors import UsageError
-from analyzer.output.jsonout import to_dict
-from analyzer.synth import scenario
+from spigap.api import analyze_file
+from spigap.cli.common import capture_option_parser
+from spigap.batch import discover, execute, manifest, matrix, table, worker
+from spigap.cli import main
+from spigap.errors import UsageError
+from spigap.output.jsonout import to_dict
+from spigap.synth import scenario
 from conftest import CAPTURES, REAL, ROOT
 
 REAL_MANIFEST = ROOT / "tests" / "data" / "batch" / "captures-real.toml"
@@ -157,7 +157,7 @@ def test_the_command_in_its_own_process(matrix_dir, tmp_path):
 
     bad = tmp_path / "bad.sr"
     bad.write_bytes(b"\x00" * 100)
-    proc = subprocess.run([sys.executable, "-m", "analyzer", "batch", str(matrix_dir), str(bad),
+    proc = subprocess.run([sys.executable, "-m", "spigap", "batch", str(matrix_dir), str(bad),
                            "--format", "csv"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == ["spigap: error: 1 of 9 captures not fully analyzed (see the error rows)"]
@@ -207,7 +207,7 @@ def test_a_saleae_export_folder_is_one_capture(tmp_path):
 
 
 def test_known_extensions_come_from_the_readers():
-    from analyzer.io import READERS
+    from spigap.io import READERS
 
     exts = discover.known_extensions()
     assert ".sr" in exts and ".dsl" in exts

@@ -14,11 +14,11 @@ import time
 
 import pytest
 
-from analyzer.batch import execute, worker
-from analyzer.cli import main
-from analyzer.core import analysis
-from analyzer.output.atomic import write_text_atomic
-from analyzer.synth import scenario
+from spigap.batch import execute, worker
+from spigap.cli import main
+from spigap.core import analysis
+from spigap.outfile import write_text_atomic
+from spigap.synth import scenario
 
 FORK = pytest.mark.skipif(multiprocessing.get_start_method() != "fork",
                           reason="the patched analysis reaches the pool only through fork")
@@ -101,12 +101,12 @@ def test_ctrl_c_stops_the_pool_promptly_and_writes_nothing(tmp_path):
     ready.mkdir()
     script = textwrap.dedent(f"""
         import os, sys, time
-        from analyzer.core import analysis
+        from spigap.core import analysis
         def run(reader, cfg, **kw):
             open(os.path.join({str(ready)!r}, str(os.getpid())), "w").close()   # this worker is stuck now
             time.sleep(600)
         analysis.run = run
-        from analyzer.cli import main
+        from spigap.cli import main
         sys.exit(main(["batch", "-j", "2", "--quiet", "--timeout", "0", "-o", {str(out)!r},
                        *{[str(c) for c in caps]!r}]))
     """)

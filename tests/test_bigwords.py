@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from analyzer import native
-from analyzer.cli import main
-from analyzer.core.bigwords import chunk_wordsize
+from spigap import native
+from spigap.cli import main
+from spigap.core.bigwords import chunk_wordsize
 from conftest import run_sigrok
 from test_engines import FIELDS
 from util import analyze, assert_within_one_sample, synth

@@ -20,15 +20,15 @@ import numpy as np
 import pytest
 from conftest import REAL_CAPTURES, ROOT, real
 
-from analyzer.cli import main
-from analyzer.core import analysis, bounded
-from analyzer.core.config import SpiConfig
-from analyzer.core.quantile import median, percentiles
-from analyzer.core.stalls import StallRule, find_stalls
-from analyzer.core.tickhist import TickHistogram
-from analyzer.io import open_capture
-from analyzer.output.jsonout import json_rows, to_dict, transfer_rows
-from analyzer.synth import scenario
+from spigap.cli import main
+from spigap.core import analysis, bounded
+from spigap.core.config import SpiConfig
+from spigap.core.quantile import median, percentiles
+from spigap.core.stalls import StallRule, find_stalls
+from spigap.core.tickhist import TickHistogram
+from spigap.io import open_capture
+from spigap.output.jsonout import json_rows, to_dict, transfer_rows
+from spigap.synth import scenario
 
 SYNTH = sorted((ROOT / "captures").glob("*.sr"))
 
@@ -131,7 +131,7 @@ def test_more_stalls_than_the_store_holds(tmp_path):
     rule = StallRule()
     want, got = find_stalls(full, rule), find_stalls(b, rule)
     assert len(want) > 16
-    from analyzer.core import stalls as stalls_mod
+    from spigap.core import stalls as stalls_mod
 
     sw, sg = stalls_mod.to_dict(full, want, rule), stalls_mod.to_dict(b, got, rule)
     assert sg["count"] == sw["count"]

@@ -7,8 +7,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.synth import Scenario, write
+from spigap.api import SpiConfig, analyze_file
+from spigap.synth import Scenario, write
 from conftest import CAPTURES
 
 RECIPES = sorted(CAPTURES.glob("*.toml"))

@@ -1,7 +1,7 @@
 """`spigap check`: verdicts against profiles and device limits, the ±1-sample rule,
 and the text / JSON / JUnit outputs.
 
-Oracles: the ground truth of captures synthesized by analyzer.synth (from a
+Oracles: the ground truth of captures synthesized by spigap.synth (from a
 profile, from captures/*.toml recipes, or with injected CONVST/BUSY faults) and
 the figures of seeds 000, 001 and 003 that the profiles carry.
 """
@@ -16,19 +16,19 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from analyzer.api import analyze_file
-from analyzer.model.check import FAIL, MARGINAL, PASS, SKIP, check_analysis, config_for_profile, judge
-from analyzer.model.events import read_events
-from analyzer.model.profiles import load_profile
-from analyzer.model.synthesis import scenario_from_profile
-from analyzer.synth import scenario
+from spigap.api import analyze_file
+from spigap.timing.check import FAIL, MARGINAL, PASS, SKIP, check_analysis, config_for_profile, judge
+from spigap.timing.extra_channels import read_events
+from spigap.timing.profiles import load_profile
+from spigap.synth.from_profile import scenario_from_profile
+from spigap.synth import scenario
 from conftest import CAPTURES, ROOT
 
 NODELAY_B10 = CAPTURES / "mcp3008-rpi3-k4.4-nodelay-b10.sr"
 
 
 def spigap(*args):
-    return subprocess.run([sys.executable, "-m", "analyzer", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "spigap", *map(str, args)], capture_output=True,
                           text=True, cwd=ROOT, timeout=120)
 
 

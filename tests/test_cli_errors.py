@@ -8,7 +8,7 @@ import sys
 import zipfile
 
 
-from analyzer.cli import main
+from spigap.cli import main
 from util import synth
 
 
@@ -116,10 +116,10 @@ def test_bad_option_values(tmp_path, capsys):
 def test_real_cli_process_prints_no_traceback(tmp_path):
     p = tmp_path / "x.sr"
     p.write_bytes(b"PK\x03\x04garbage")
-    proc = subprocess.run([sys.executable, "-m", "analyzer", "analyze", str(p)], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "spigap", "analyze", str(p)], capture_output=True, text=True)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("spigap: error: ")
-    proc = subprocess.run([sys.executable, "-m", "analyzer", "--debug", "analyze", str(p)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "spigap", "--debug", "analyze", str(p)], capture_output=True,
                           text=True)
     assert "Traceback" in proc.stderr
 

@@ -14,7 +14,7 @@ import argparse
 import pytest
 from conftest import CAPTURES
 
-from analyzer.cli import build_parser, main
+from spigap.cli import build_parser, main
 from util import synth
 
 BAD = ("0", "-1", "nope", "OUT/missing-dir/x.out", "OUT/garbage.toml", "OUT/empty.csv")

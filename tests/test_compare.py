@@ -16,12 +16,12 @@ import pytest
 from scipy.signal import lfilter
 from scipy.stats import mannwhitneyu
 
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.cli import main
-from analyzer.stats import compare as C
-from analyzer.stats import resample
-from analyzer.synth import scenario
-from analyzer.synth.timeline import build
+from spigap.api import SpiConfig, analyze_file
+from spigap.cli import main
+from spigap.stats import compare as C
+from spigap.stats import resample
+from spigap.synth import scenario
+from spigap.synth.timeline import build
 from conftest import CAPTURES
 
 OLD = CAPTURES / "ad7606-pi5-k6.6.31.toml"

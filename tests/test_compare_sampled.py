@@ -14,10 +14,10 @@ import json
 import numpy as np
 import pytest
 
-from analyzer.api import SpiConfig
-from analyzer.cli import main
-from analyzer.core import analysis, bounded
-from analyzer.io import open_capture
+from spigap.api import SpiConfig
+from spigap.cli import main
+from spigap.core import analysis, bounded
+from spigap.io import open_capture
 from util import synth
 
 GAPS = ("cs_setup", "cs_hold", "inter_byte", "cs_change", "context_switch", "transfer_duration", "transfer_period")

@@ -1,6 +1,6 @@
 """The ad7606 sigrok decoder (decoders/ad7606) and its plain module ad760x.py.
 
-Oracles: the synth generator's truth (analyzer/synth/devices/ad7606.py,
+Oracles: the synth generator's truth (analyzer/synth/traffic/ad7606.py,
 written independently of the decoder: codes per channel and read, channel
 order per DOUT use, CONVST/BUSY/CS times, injected faults); golden annotation
 files in sigrok-test format under tests/golden/ad7606/ (regenerate after an
@@ -18,9 +18,9 @@ import pytest
 from conftest import (CAPTURES, DECODERS, assert_sigrok_naming_rules, load_decoder_class, ROOT, capture_channels, golden_lines, load_plain_module, real,
                       run_sigrok, sigrok_annotations)
 
-from analyzer.synth import scenario
-from analyzer.synth.devices import ad7606 as gen
-from analyzer.units import parse_time
+from spigap.synth import scenario
+from spigap.synth.traffic import ad7606 as gen
+from spigap.units import parse_time
 
 GOLDEN = ROOT / "tests" / "golden" / "ad7606"
 BASE = "ad7606:sclk=SCLK:cs=CS:douta=DOUTA"
@@ -83,8 +83,8 @@ def sample(sc, t):
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_pulseview_setup_names_the_tested_stack(name):
     """captures/ad7606-<name>.pvs (written by spigap decoders pvs) opens the stack these tests decode."""
-    from analyzer.cli.decoders import parse_stack
-    from analyzer.sigrok import pvs
+    from spigap.cli.decoders import parse_stack
+    from spigap.sigrok import pvs
 
     sr = CAPTURES / f"ad7606-{name}.sr"
     want = pvs.render(pvs.Setup([parse_stack(SHIPPED[name], capture_channels(sr))]))

@@ -1,7 +1,7 @@
 """The mcp2518fd sigrok decoder (decoders/mcp2518fd) and its plain module.
 
 Oracles: the CRC catalogue check value; the synth generator's own truth
-(analyzer/synth/devices/mcp2518fd.py, written independently of the decoder:
+(analyzer/synth/traffic/mcp2518fd.py, written independently of the decoder:
 frames, IDs, data, register values, CRC verdicts); golden annotation files
 (sigrok-test style) under tests/golden/mcp2518fd/ — regenerate them after an
 intended output change with ``SPIGAP_UPDATE_GOLDEN=1 pytest tests/test_decoder_mcp2518fd.py``;
@@ -20,8 +20,8 @@ import pytest
 from conftest import (CAPTURES, DECODERS, REAL_SPI_STACKS, ROOT, load_plain_module, real, run_sigrok,
                       sigrok_annotations)
 
-from analyzer.synth import scenario
-from analyzer.synth.devices import mcp2518fd as gen
+from spigap.synth import scenario
+from spigap.synth.traffic import mcp2518fd as gen
 
 GOLDEN = ROOT / "tests" / "golden" / "mcp2518fd"
 SPI = "spi:clk=SCK:mosi=SDI:miso=SDO:cs=nCS"

@@ -1,6 +1,6 @@
 """The mcp3008 sigrok decoder (decoders/mcp3008) and its plain module mcp3x0x.py.
 
-Oracles: the synth generator's device model (analyzer/synth/devices/mcp3008.py,
+Oracles: the synth generator's device model (analyzer/synth/traffic/mcp3008.py,
 written independently of the decoder: codes, channels, start-bit clock, repeat
 bits and the warning each faulty window must give); golden annotation files
 in sigrok-test format under tests/golden/mcp3008/ (regenerate after an
@@ -18,9 +18,9 @@ import pytest
 from conftest import (CAPTURES, DECODERS, assert_sigrok_naming_rules, load_decoder_class, REAL_SPI_STACKS, ROOT, capture_channels, golden_lines, load_plain_module,
                       real, run_sigrok, sigrok_annotations)
 
-from analyzer.synth import scenario
-from analyzer.synth.devices import mcp3008 as gen
-from analyzer.synth.timeline import build
+from spigap.synth import scenario
+from spigap.synth.traffic import mcp3008 as gen
+from spigap.synth.timeline import build
 
 GOLDEN = ROOT / "tests" / "golden" / "mcp3008"
 SPI = "spi:clk=SCLK:mosi=MOSI:miso=MISO:cs={cs}"
@@ -92,8 +92,8 @@ CONV = re.compile(r"^(CH\S+) = (\d+) \((-?\d+\.\d{3}) V\)$")
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_pulseview_setup_names_the_tested_stack(name):
     """captures/mcp3008-<name>.pvs (written by spigap decoders pvs) opens the stack these tests decode."""
-    from analyzer.cli.decoders import parse_stack
-    from analyzer.sigrok import pvs
+    from spigap.cli.decoders import parse_stack
+    from spigap.sigrok import pvs
 
     sr = CAPTURES / f"mcp3008-{name}.sr"
     want = pvs.render(pvs.Setup([parse_stack(f"{SHIPPED[name][0]},mcp3008{SHIPPED[name][1]}", capture_channels(sr))]))

@@ -1,5 +1,5 @@
 """The spi_gaps sigrok decoder, run by the real sigrok-cli (libsigrokdecode 0.5.3):
-its numbers must be the analyzer's (analyzer.api.analyze_file) to the sample,
+its numbers must be the analyzer's (spigap.api.analyze_file) to the sample,
 on synthesized captures (every mode, CS polarity, word size, partial windows,
 same-sample edges) and on the real captures in ../shared/captures-real.
 
@@ -18,8 +18,8 @@ import re
 import numpy as np
 import pytest
 
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.sigrok.paths import load_decoder_module
+from spigap.api import SpiConfig, analyze_file
+from spigap.sigrok.paths import load_decoder_module
 from conftest import CAPTURES, ROOT, real, run_sigrok
 
 GOLDEN = ROOT / "tests" / "golden" / "spi_gaps"
@@ -80,7 +80,7 @@ def pd_options(a, *, clk, cs, given=True) -> str:
     o = [f"clk={clk}", f"cs={cs}", f"cpol={cfg.cpol}", f"cpha={cfg.cpha}", f"wordsize={cfg.wordsize}",
          "cs_polarity=" + ("active-low" if cfg.cs_active_low else "active-high")]
     if given:
-        from analyzer.cli.decoders import spi_gaps_values
+        from spigap.cli.decoders import spi_gaps_values
 
         v = spi_gaps_values(a)
         o += [f"{k}={v[k]!r}" if isinstance(v[k], float) else f"{k}={v[k]}"
@@ -141,7 +141,7 @@ def assert_agrees(path, cfg: SpiConfig, *, clk, cs, **reader):
 def synth(tmp_path, name, crop_windows=None, **overrides):
     """A capture from the analyzer's synthesizer; ``crop_windows=(i, j)`` cuts it
     in the middle of windows i and j (CS active at the first and last sample)."""
-    from analyzer.synth import scenario
+    from spigap.synth import scenario
 
     base = {"messages": 6, "transfers_per_message": 4, "words_per_transfer": 3, "seed": 3,
             "sigma": "30ns", "samplerate": "50MHz", "sclk": "2MHz", "lead": "5us", "tail": "5us"}
@@ -198,7 +198,7 @@ def test_seed_captures(tmp_path):
 
 def edge_capture(path):
     """Mode 0, CS active low, 1 MHz; every rule of docs/gaps.md that has a corner."""
-    from analyzer.synth.srwriter import Track, write_sr
+    from spigap.synth.srwriter import Track, write_sr
 
     clk, cs = [], []
 
@@ -359,7 +359,7 @@ def test_texts_have_zoom_variants_and_units(tmp_path):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_histogram_matches_numpy_and_the_analyzer(seed):
-    from analyzer.core.framing import SpacingCounter
+    from spigap.core.framing import SpacingCounter
 
     rng = np.random.default_rng(seed)
     values = rng.integers(1, 60, int(rng.integers(1, 300)))

@@ -8,8 +8,8 @@ import pathlib
 
 import pytest
 
-from analyzer.cli import main
-from analyzer.sigrok import paths
+from spigap.cli import main
+from spigap.sigrok import paths
 from conftest import CAPTURES, DECODERS, run_sigrok
 
 OUR_IDS = sorted(d.name for d in DECODERS.iterdir() if (d / "pd.py").is_file())

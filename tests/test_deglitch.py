@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.io.base import EdgeBlock
-from analyzer.io.deglitch import Deglitch
+from spigap.api import SpiConfig, analyze_file
+from spigap.io.base import EdgeBlock
+from spigap.io.deglitch import Deglitch
 
 
 def _reference(per_channel_levels: np.ndarray, min_ticks: float) -> np.ndarray:
@@ -88,9 +88,9 @@ def test_deglitch_matches_reference_for_any_block_split(sig, min_ticks):
 
 def test_deglitch_removes_injected_glitches_from_a_capture(tmp_path):
     """1-sample glitches on SCLK and CS corrupt the analysis; --deglitch 50 ns restores it."""
-    from analyzer.synth.scenario import Scenario, tracks
-    from analyzer.synth.srwriter import Track
-    from analyzer.synth.writers import write_capture
+    from spigap.synth.scenario import Scenario, tracks
+    from spigap.synth.srwriter import Track
+    from spigap.synth.writers import write_capture
 
     sc = Scenario.from_toml(None, {"messages": 30, "samplerate": 100e6, "sclk": 2e6})
     tl = sc.timeline()
@@ -122,8 +122,8 @@ def test_deglitch_removes_injected_glitches_from_a_capture(tmp_path):
 
 
 def test_deglitch_shorter_than_resolution_warns(tmp_path):
-    from analyzer.synth.scenario import Scenario, tracks
-    from analyzer.synth.writers import write_capture
+    from spigap.synth.scenario import Scenario, tracks
+    from spigap.synth.writers import write_capture
 
     sc = Scenario.from_toml(None, {"messages": 2, "samplerate": 10e6, "sclk": 1e6})
     tl = sc.timeline()

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from analyzer import devices
-from analyzer.api import analyze_file
-from analyzer.cli import main
-from analyzer.errors import UsageError
-from analyzer.synth import Scenario
+from spigap import labels
+from spigap.api import analyze_file
+from spigap.cli import main
+from spigap.errors import UsageError
+from spigap.synth import Scenario
 from conftest import CAPTURES
 
 
@@ -19,19 +19,19 @@ def test_mcp3008_labels_match_generator_truth():
     recipe = CAPTURES / "mcp3008-patterns.toml"
     truth = Scenario.from_toml(recipe).timeline().device_truth
     a = analyze_file(recipe.with_suffix(".sr"))
-    labels = devices.labels(a, "mcp3008:vref=3.3")
-    assert len(labels) == a.n == len(truth)
-    for lab, t in zip(labels, truth):
+    got = labels.label_transfers(a, "mcp3008:vref=3.3")
+    assert len(got) == a.n == len(truth)
+    for lab, t in zip(got, truth):
         assert lab.startswith(f"{t['channel']} = {t['code']} ({t['volts']:.3f} V)"), (lab, t)
 
 
 def test_mcp2518fd_labels_name_registers_and_crc():
     a = analyze_file(CAPTURES / "mcp2518fd-rx.sr")
-    labels = devices.labels(a, "mcp2518fd")
-    assert len(labels) == a.n
-    assert labels[0].startswith("READ_CRC C1INT") and labels[0].endswith("crc ok")
-    assert any("RX obj ID" in lab for lab in labels)
-    assert not any("decoder error" in lab for lab in labels)
+    got = labels.label_transfers(a, "mcp2518fd")
+    assert len(got) == a.n
+    assert got[0].startswith("READ_CRC C1INT") and got[0].endswith("crc ok")
+    assert any("RX obj ID" in lab for lab in got)
+    assert not any("decoder error" in lab for lab in got)
 
 
 def test_cli_json_and_csv_carry_the_labels(capsys):
@@ -47,7 +47,7 @@ def test_cli_json_and_csv_carry_the_labels(capsys):
 
 def test_unknown_device_is_a_clear_error(capsys):
     with pytest.raises(UsageError, match="unknown device 'mcp9999'; known: mcp3008"):
-        devices.parse("mcp9999")
+        labels.parse("mcp9999")
     code = main(["analyze", str(CAPTURES / "mcp3008-patterns.sr"), "--device", "mcp9999"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("spigap: error: argument --device: unknown device")

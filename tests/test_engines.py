@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyzer import native
+from spigap import native
 from test_real_captures import CAPTURES, real
 from util import analyze, synth
 

@@ -3,7 +3,7 @@
 Oracles: (1) tracks we add to a synthesized timeline at known times
 (Timeline.extra); the analyzer reads them back from the .sr file, and every
 latency must equal the difference of the quantized truth times exactly;
-(2) the AD7606 device generator's own truth (analyzer/synth/devices/ad7606.py).
+(2) the AD7606 device generator's own truth (analyzer/synth/traffic/ad7606.py).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import json
 import numpy as np
 import pytest
 
-from analyzer.api import analyze_file
-from analyzer.cli import main
-from analyzer.core import events
-from analyzer.errors import UsageError
-from analyzer.io import open_capture
-from analyzer.synth import scenario
+from spigap.api import analyze_file
+from spigap.cli import main
+from spigap.core import events
+from spigap.errors import UsageError
+from spigap.io import open_capture
+from spigap.synth import scenario
 from conftest import CAPTURES
 
 SR = 50e6
@@ -154,7 +154,7 @@ def test_ad7606_generator_truth(tmp_path):
 
 
 def _mode2():
-    from analyzer.core.config import SpiConfig
+    from spigap.core.config import SpiConfig
 
     return SpiConfig(cpol=1, cpha=0)
 

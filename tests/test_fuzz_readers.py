@@ -31,12 +31,12 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from analyzer.core import analysis
-from analyzer.core.config import SpiConfig
-from analyzer.errors import CaptureTruncated, SpigapError
-from analyzer.io import check_stream, open_capture
-from analyzer.synth.scenario import Scenario, tracks
-from analyzer.synth.writers import write_capture
+from spigap.core import analysis
+from spigap.core.config import SpiConfig
+from spigap.errors import CaptureTruncated, SpigapError
+from spigap.io import check_stream, open_capture
+from spigap.synth.scenario import Scenario, tracks
+from spigap.synth.writers import write_capture
 
 DEFAULT_EXAMPLES = 40
 EXAMPLES = int(os.environ.get("SPIGAP_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
@@ -93,7 +93,7 @@ def exercise(path, fmt, *, analyze: bool = True, **opts):
 
 
 def _check_stream(r, chans):
-    """Read the whole stream through the contract check (analyzer.io.base.check_stream)."""
+    """Read the whole stream through the contract check (spigap.io.base.check_stream)."""
     try:
         for _ in check_stream(r.edges(chans), len(chans), path=r.info.path):
             pass
@@ -354,7 +354,7 @@ def test_exercise_accepts_valid_seeds(seeds, tmp_path):
 
 def test_exercise_catches_a_hang(tmp_path, monkeypatch):
     """The time bound works: a reader that never returns is reported, not waited for."""
-    import analyzer.io as io_mod
+    import spigap.io as io_mod
 
     def slow(path, **kw):
         import time

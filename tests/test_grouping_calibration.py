@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import grouping_grid as gg
-from analyzer.core import grouping
+from spigap.core import grouping
 
 
 def _check(results):
@@ -138,7 +138,7 @@ def test_irregular_mix_is_labelled_by_length_and_reported():
 
 def test_regroup_an_analysis_with_known_boundaries(tmp_path):
     # what a kernel trace would feed in: the message boundaries, applied to a real analysis
-    from analyzer.core.analysis import KIND_CONTEXT_SWITCH, regroup
+    from spigap.core.analysis import KIND_CONTEXT_SWITCH, regroup
     from util import analyze, synth
 
     sc, tl, path = synth(tmp_path, transfers_per_message=2, messages=20, cs_change="10us",
@@ -157,7 +157,7 @@ def test_binomial_tail_equals_scipy():
     against scipy's own binomial survival function."""
     from scipy.special import bdtrc
 
-    from analyzer.core.grouping import _tail
+    from spigap.core.grouping import _tail
 
     rng = np.random.default_rng(1)
     for q in (0.0, 1.0, 1e-4, 0.03, 0.5, 0.97):

@@ -21,12 +21,12 @@ from conftest import REAL_CAPTURES, real
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.cli import main
-from analyzer.core.config import INFERABLE
-from analyzer.synth import Scenario
-from analyzer.synth.scenario import tracks
-from analyzer.synth.srwriter import Track, write_sr
+from spigap.api import SpiConfig, analyze_file
+from spigap.cli import main
+from spigap.core.config import INFERABLE
+from spigap.synth import Scenario
+from spigap.synth.scenario import tracks
+from spigap.synth.srwriter import Track, write_sr
 
 SAMPLERATE = {"ad7920": 5e6}
 
@@ -68,7 +68,7 @@ def test_real_capture_with_names_stripped(name, tmp_path):
     """Every channel renamed to its position: roles come from the signals alone."""
     file, cfg, _, rate = REAL_CAPTURES[name]
     want = documented(name)
-    from analyzer.io import open_capture
+    from spigap.io import open_capture
 
     with open_capture(real(file)) as r:
         chans = r.info.channels
@@ -304,7 +304,7 @@ def random_tracks(draw):
 @given(random_tracks())
 def test_any_signals_give_an_analysis_or_one_clear_error(tmp_path_factory, case):
     """Inference never ends in an internal error, whatever the wires do."""
-    from analyzer.errors import SpigapError
+    from spigap.errors import SpigapError
 
     trs, n = case
     p = tmp_path_factory.mktemp("any") / "c.sr"
@@ -321,8 +321,8 @@ def test_any_signals_give_an_analysis_or_one_clear_error(tmp_path_factory, case)
 def test_detect_reads_the_capture_once_when_it_infers(capsys, monkeypatch):
     """The buses come from the prefix the inference read (same channels): one pass
     over the start of the file, and the same buses as a separate read finds."""
-    import analyzer.io as io_mod
-    from analyzer.core import infer
+    import spigap.io as io_mod
+    from spigap.core import infer
 
     file = real(REAL_CAPTURES["adxl345"][0])
     with io_mod.open_capture(str(file)) as r:

@@ -19,9 +19,9 @@ import sys
 import pytest
 from conftest import CAPTURES, DECODERS, ROOT, SOURCE_DECODERS, real
 
-import analyzer
-from analyzer import native
-from analyzer.sigrok import paths
+import spigap
+from spigap import native
+from spigap.sigrok import paths
 
 INSTALLED = os.environ.get("SPIGAP_TEST_INSTALLED") == "1"
 installed_only = pytest.mark.skipif(not INSTALLED, reason="runs against the installed wheel (make test)")
@@ -54,7 +54,7 @@ def test_packaged_decoders_are_the_source_ones():
 
 @installed_only
 def test_the_installed_package_is_under_test():
-    pkg = pathlib.Path(analyzer.__file__).resolve()
+    pkg = pathlib.Path(spigap.__file__).resolve()
     src = ROOT / "analyzer"
     assert src not in pkg.parents, f"the tests import the checkout ({pkg}), not the installed wheel"
     assert SOURCE_DECODERS != DECODERS.resolve() and src not in DECODERS.parents
@@ -68,7 +68,7 @@ def test_wheel_runs_compiled_core_without_a_compiler(tmp_path):
     env.pop("SPIGAP_ENGINE", None)
     exe = pathlib.Path(sys.executable).with_name("spigap")
     ver = subprocess.run([str(exe), "--version"], capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert ver.returncode == 0 and ver.stdout.startswith(f"spigap {analyzer.__version__} (c engine"), ver
+    assert ver.returncode == 0 and ver.stdout.startswith(f"spigap {spigap.__version__} (c engine"), ver
     # a real capture (1 G samples, named channels): 182 transfers per ../shared/captures-real/README.md
     cap = real("spi__enc28j60__enc28j60-init-and-ping.sr")
     out = subprocess.run([str(exe), "analyze", str(cap), "--format", "json"], capture_output=True, text=True,
@@ -97,7 +97,7 @@ def test_sdist_without_compiler_installs_and_uses_numpy(tmp_path):
     assert inst.returncode == 0, inst.stderr[-3000:]
     assert (tmp_path / "compiler-called").exists(), "the build did not even try a compiler"
     assert not list(target.glob("analyzer/native/_spigap_core*")), "a core was built without a compiler?"
-    code = ("import json, sys; from analyzer.cli import main; sys.exit(main(['analyze', sys.argv[1], "
+    code = ("import json, sys; from spigap.cli import main; sys.exit(main(['analyze', sys.argv[1], "
             "'--format', 'json', '-o', sys.argv[2]]))")
     run_env = dict(env, PYTHONPATH=str(target))
     out = tmp_path / "numpy.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from analyzer.bench import run_measured
+from spigap.bench import run_measured
 from conftest import real
 
 
@@ -13,7 +13,7 @@ def test_one_gigasample_capture_under_300_mb():
     # peak RSS of the analyzer process itself (its VmHWM); rusage would also count
     # the test runner's memory, which Linux folds into a child's maximum at fork/exec
     code, out, err, seconds, peak_mb = run_measured(
-        [sys.executable, "-m", "analyzer", "analyze", str(path), "--format", "json"])
+        [sys.executable, "-m", "spigap", "analyze", str(path), "--format", "json"])
     assert code == 0, err.decode()
     assert 0 < peak_mb < 300, f"peak RSS {peak_mb:.0f} MB"
     assert b'"transfers": 182' in out
@@ -37,7 +37,7 @@ def _piped_peak(sr, repeat: int) -> tuple[float, dict]:
     feed = subprocess.Popen([sys.executable, "-c", _REPEAT, str(sr), str(repeat)], stdout=subprocess.PIPE)
     try:
         code, out, err, _, peak_mb = run_measured(
-            [sys.executable, "-m", "analyzer", "analyze", "-", "--input-format", "raw", "--samplerate", "50m",
+            [sys.executable, "-m", "spigap", "analyze", "-", "--input-format", "raw", "--samplerate", "50m",
              "--unitsize", "1", "--channel-map", "0=SCLK,1=MOSI,2=MISO,3=CS", "--format", "json"],
             stdin=feed.stdout)
     finally:
@@ -52,8 +52,8 @@ def test_memory_does_not_grow_with_transfers(tmp_path):
     a pipe): the same peak RSS give or take allocator noise; keeping every transfer's figures
     (about 450 bytes each, the path for captures up to core/bounded.RETAIN_TRANSFERS) would
     add some 700 MB. And the figures add up: 4x the transfers, words and messages."""
-    from analyzer.bench import DENSE
-    from analyzer.synth import Scenario, write
+    from spigap.bench import DENSE
+    from spigap.synth import Scenario, write
 
     sr = tmp_path / "mcp3008-10k.sr"
     write(Scenario.from_toml(None, {**DENSE, "messages": 1000}), sr, compresslevel=1)

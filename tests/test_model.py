@@ -15,9 +15,9 @@ import sys
 import numpy as np
 import pytest
 
-from analyzer.api import analyze_file
-from analyzer.model.profiles import ProfileError, list_devices, list_profiles, load_device, load_profile
-from analyzer.model.timing import TimingModel, delay_semantics
+from spigap.api import analyze_file
+from spigap.timing.profiles import ProfileError, list_devices, list_profiles, load_device, load_profile
+from spigap.timing.model import TimingModel, delay_semantics
 from conftest import CAPTURES, ROOT
 
 # seed 000, "theoretical transfer rate" lines, transfers/s
@@ -29,7 +29,7 @@ SEED000_PATCHED_MEASURED = {1: 69.6e3, 10: 98.3e3, 100: 105.2e3, 500: 105.5e3}
 
 
 def spigap(*args, check=False):
-    proc = subprocess.run([sys.executable, "-m", "analyzer", *map(str, args)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "spigap", *map(str, args)], capture_output=True,
                           text=True, cwd=ROOT, timeout=120)
     if check:
         assert proc.returncode == 0, proc.stderr

@@ -11,13 +11,13 @@ import sys
 import numpy as np
 import pytest
 
-from analyzer import native
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.core.monitor import Monitor, TickHistogram, parse_alert
-from analyzer.core.quantile import percentiles
-from analyzer.errors import UsageError
-from analyzer.io import open_capture
-from analyzer.synth import Scenario, build, write
+from spigap import native
+from spigap.api import SpiConfig, analyze_file
+from spigap.core.monitor import Monitor, TickHistogram, parse_alert
+from spigap.core.quantile import percentiles
+from spigap.errors import UsageError
+from spigap.io import open_capture
+from spigap.synth import Scenario, build, write
 
 # seed 004 (dimtass, nanopi neo, SMP kernel, 1 MHz SPI, no load): read/write cycles in
 # each of 20 one-second iterations of `linux-app -m 1 -r 20 -p 0`
@@ -25,7 +25,7 @@ SEED_004 = [2249, 2235, 2243, 2264, 2256, 2250, 2246, 2248, 2250, 2237,
             2231, 2246, 2241, 2237, 2253, 2262, 2260, 2261, 2261, 2264]
 RATE = 250e3            # low samplerate: 20 s are 5 M samples
 SHOP = pathlib.Path(__file__).resolve().parent.parent / "captures" / "mcp3008-rpi3-k4.4-b10.sr"
-SPIGAP = [sys.executable, "-m", "analyzer"]
+SPIGAP = [sys.executable, "-m", "spigap"]
 
 
 @pytest.fixture(scope="module")
@@ -188,9 +188,9 @@ def test_monitor_memory_does_not_grow_with_capture_length(tmp_path, monkeypatch)
     more memory (numpy allocations are seen by tracemalloc); analyze's would grow."""
     import tracemalloc
 
-    from analyzer.io import raw
-    from analyzer.synth import tracks
-    from analyzer.synth.writers.raw import write_raw
+    from spigap.io import raw
+    from spigap.synth import tracks
+    from spigap.synth.writers.raw import write_raw
 
     monkeypatch.setattr(raw, "PIECE_BYTES", 64 << 10)
     peaks = []

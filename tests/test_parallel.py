@@ -7,7 +7,7 @@
   threads) with the boundary windows framed serially, against the serial
   compiled framer and the numpy framer, on random chunkings of the edge stream.
 
-Oracles: the numpy change detection (analyzer/io/changes.py) and the numpy
+Oracles: the numpy change detection (analyzer/native/changes.py) and the numpy
 framer (analyzer/core/framing.py) are independent implementations of the same
 definitions; the serial compiled framer is the one tests/test_engines.py
 checks against the numpy framer on real captures.
@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyzer import native
-from analyzer.io.base import EdgeBlock
+from spigap import native
+from spigap.io.base import EdgeBlock
 
 pytestmark = pytest.mark.skipif(native.library() is None, reason=f"compiled core unavailable: {native.status()}")
 
@@ -142,9 +142,9 @@ def _same(a, b):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_parallel_framing_equals_serial(seed, monkeypatch):
-    from analyzer.core import cframer
-    from analyzer.core.config import SpiConfig
-    from analyzer.core.framing import Framer
+    from spigap.core import cframer
+    from spigap.core.config import SpiConfig
+    from spigap.core.framing import Framer
 
     rng = np.random.default_rng(seed)
     monkeypatch.setattr(cframer, "WORKERS", int(rng.integers(2, 5)))   # cut the middles 2-4 ways
@@ -190,7 +190,7 @@ unitsize=1
 
 
 def _edges(path, channels=("SCLK", "CS", "MOSI", "MISO")):
-    from analyzer.io import open_capture
+    from spigap.io import open_capture
 
     with open_capture(path) as r:
         blocks = list(r.edges(list(channels)))
@@ -205,7 +205,7 @@ def test_repeated_members_reuse_their_changes(tmp_path, monkeypatch, max_changes
     changes; a repeat right after a different level gets the entry at its start."""
     import zipfile
 
-    from analyzer.io import sr as srmod
+    from spigap.io import sr as srmod
 
     size = 1 << 16
     idle = np.full(size, 0b1000, np.uint8)                             # CS high (inactive), rest low
@@ -245,9 +245,9 @@ def test_repeated_members_reuse_their_changes(tmp_path, monkeypatch, max_changes
 def test_parallel_framing_of_words_above_64_bits(seed, monkeypatch):
     """152-bit words are framed as chunk words and joined (core/bigwords.py): the
     parallel middles give the same words as the serial framer and the numpy one."""
-    from analyzer.core import cframer
-    from analyzer.core.config import SpiConfig
-    from analyzer.core.framing import make_framer
+    from spigap.core import cframer
+    from spigap.core.config import SpiConfig
+    from spigap.core.framing import make_framer
 
     rng = np.random.default_rng(100 + seed)
     monkeypatch.setattr(cframer, "WORKERS", 2)
@@ -276,8 +276,8 @@ def test_lagged_take_hands_out_the_same_batches_one_call_later(seed, monkeypatch
     """take(lag=True) after block k hands out what take() handed out after block k-1
     (core/bounded.py measures it while the workers frame block k): the same batches
     whatever the threads' timing; finish() hands out the last two."""
-    from analyzer.core import cframer
-    from analyzer.core.config import SpiConfig
+    from spigap.core import cframer
+    from spigap.core.config import SpiConfig
 
     rng = np.random.default_rng(200 + seed)
     monkeypatch.setattr(cframer, "WORKERS", 2)

@@ -22,8 +22,8 @@ import zipfile
 
 import pytest
 
-from analyzer.cli import main
-from analyzer.sigrok import pvs
+from spigap.cli import main
+from spigap.sigrok import pvs
 from conftest import CAPTURES, DECODERS
 
 ALL_FOUR = {"mcp3008", "ad7606", "mcp2518fd", "spi_gaps"}

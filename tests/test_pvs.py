@@ -11,8 +11,8 @@ import struct
 
 import pytest
 
-from analyzer.cli import main
-from analyzer.sigrok import pvs
+from spigap.cli import main
+from spigap.sigrok import pvs
 from conftest import CAPTURES, run_sigrok
 
 B10 = CAPTURES / "mcp3008-rpi3-k4.4-b10.sr"
@@ -151,7 +151,7 @@ def _cli(*args) -> int:
 
 
 def test_pvs_command_gaps_carries_the_analysis(tmp_path, capsys):
-    from analyzer.api import SpiConfig, analyze_file
+    from spigap.api import SpiConfig, analyze_file
 
     cap = tmp_path / "b10.sr"
     shutil.copy(B10, cap)
@@ -185,7 +185,7 @@ def test_pvs_command_gaps_carries_the_analysis(tmp_path, capsys):
 def test_pvs_options_make_the_decoder_match_the_analyzer(tmp_path):
     """The spi_gaps options a .pvs carries (run here through sigrok-cli) give
     the analyzer's inter-byte/inter-transfer and cs_change/context-switch labels."""
-    from analyzer.api import SpiConfig, analyze_file
+    from spigap.api import SpiConfig, analyze_file
 
     cap = CAPTURES / "mcp3008-rpi3-mcp320x-iio.sr"
     out = tmp_path / "x.pvs"
@@ -249,7 +249,7 @@ def test_pvs_command_does_not_overwrite_without_force(tmp_path, capsys):
 
 
 def test_auto_assign_follows_pulseview():
-    from analyzer.cli.decoders import auto_assign
+    from spigap.cli.decoders import auto_assign
 
     chans = ["SCLK", "MOSI", "MISO", "CE0", "CS"]
     assert auto_assign("CLK", chans) == "SCLK"

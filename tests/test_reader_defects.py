@@ -15,8 +15,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from analyzer.errors import InputError
-from analyzer.io import open_capture
+from spigap.errors import InputError
+from spigap.io import open_capture
 from test_fuzz_readers import exercise
 
 METADATA = ("[global]\nsigrok version=0.5.2\n\n[device 1]\ncapturefile=logic-1\ntotal probes=3\n"
@@ -194,7 +194,7 @@ def test_vcd_vector_identifiers_sharing_a_prefix(tmp_path):
 
 
 def test_vcd_header_limit_is_a_clear_error(tmp_path, monkeypatch):
-    import analyzer.io.vcd as vcd
+    import spigap.io.vcd as vcd
 
     monkeypatch.setattr(vcd, "HEADER_LIMIT", 1 << 16)
     p = tmp_path / "big.vcd"

@@ -27,10 +27,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_fuzz_readers import FUZZ, _check_stream, _inputs, _rezip, _seeded, exercise, mutated, zip_field_patch
 
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.errors import CaptureTruncated
-from analyzer.io import open_capture
-from analyzer.io import dsl as dslmod
+from spigap.api import SpiConfig, analyze_file
+from spigap.errors import CaptureTruncated
+from spigap.io import open_capture
+from spigap.io import dsl as dslmod
 from conftest import real, run_sigrok
 
 DEMO = "dsview__demo_spi.dsl"

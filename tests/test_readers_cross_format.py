@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.synth.scenario import Scenario, tracks
-from analyzer.synth.writers import FORMATS, write_capture
-from analyzer.synth.writers.scope_csv import native_names
+from spigap.api import SpiConfig, analyze_file
+from spigap.synth.scenario import Scenario, tracks
+from spigap.synth.writers import FORMATS, write_capture
+from spigap.synth.writers.scope_csv import native_names
 
 SCENARIOS = {
     # mode 0, 50 MHz: every format's time unit divides the sample period

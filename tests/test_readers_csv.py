@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.errors import CaptureTruncated, InputError
-from analyzer.io import open_capture
-from analyzer.synth.scenario import Scenario, tracks
-from analyzer.synth.writers import write_capture
+from spigap.api import SpiConfig, analyze_file
+from spigap.errors import CaptureTruncated, InputError
+from spigap.io import open_capture
+from spigap.synth.scenario import Scenario, tracks
+from spigap.synth.writers import write_capture
 
 
 def stream(path, chans, **kw):

@@ -12,9 +12,9 @@ import tracemalloc
 
 import pytest
 
-from analyzer.io import csv_changes, open_capture, saleae, vcd
-from analyzer.synth.scenario import Scenario, tracks
-from analyzer.synth.writers import write_capture
+from spigap.io import csv_changes, open_capture, saleae, vcd
+from spigap.synth.scenario import Scenario, tracks
+from spigap.synth.writers import write_capture
 
 CASES = {
     "vcd": (".vcd", None),
@@ -39,7 +39,7 @@ def test_peak_memory_does_not_grow_with_capture_length(fmt, tmp_path, monkeypatc
     monkeypatch.setattr(vcd, "CHUNK_BYTES", 128 << 10)
     monkeypatch.setattr(csv_changes, "CHUNK_BYTES", 128 << 10)
     monkeypatch.setattr(saleae, "SLICE", 8 << 10)
-    import analyzer.io.scope_csv as scope_csv
+    import spigap.io.scope_csv as scope_csv
     monkeypatch.setattr(scope_csv, "CHUNK_BYTES", 128 << 10)
     ext, cmap = CASES[fmt]
     # scope CSVs hold every sample: fewer messages at a lower rate keep the files small

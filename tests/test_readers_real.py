@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.io import open_capture
-from analyzer.synth.srwriter import Track
-from analyzer.synth.writers import write_capture
+from spigap.api import SpiConfig, analyze_file
+from spigap.io import open_capture
+from spigap.synth.srwriter import Track
+from spigap.synth.writers import write_capture
 from conftest import REAL, real
 from test_real_captures import CAPTURES
 

@@ -8,11 +8,11 @@ import struct
 import numpy as np
 import pytest
 
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.errors import CaptureTruncated, InputError, UsageError
-from analyzer.io import open_capture
-from analyzer.synth.scenario import Scenario, tracks
-from analyzer.synth.writers import write_capture
+from spigap.api import SpiConfig, analyze_file
+from spigap.errors import CaptureTruncated, InputError, UsageError
+from spigap.io import open_capture
+from spigap.synth.scenario import Scenario, tracks
+from spigap.synth.writers import write_capture
 
 MAP = "0=SCLK,1=MOSI,2=MISO,3=CS"
 

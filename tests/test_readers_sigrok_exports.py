@@ -21,7 +21,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from analyzer.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_file
 from conftest import REAL_CAPTURES, real
 
 SLOW_VCD = {"enc28j60"}

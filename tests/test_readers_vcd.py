@@ -7,10 +7,10 @@ import time
 import numpy as np
 import pytest
 
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.errors import CaptureTruncated, InputError
-from analyzer.io import open_capture
-from analyzer.io import vcd as vcd_mod
+from spigap.api import SpiConfig, analyze_file
+from spigap.errors import CaptureTruncated, InputError
+from spigap.io import open_capture
+from spigap.io import vcd as vcd_mod
 
 
 def stream(path, chans, **kw):
@@ -124,8 +124,8 @@ def test_chunk_boundaries_do_not_matter(tmp_path, monkeypatch, chunk):
 
 
 def test_cut_mid_line_analyzes_what_is_there_and_says_where(tmp_path):
-    from analyzer.synth.scenario import Scenario, tracks
-    from analyzer.synth.writers import write_capture
+    from spigap.synth.scenario import Scenario, tracks
+    from spigap.synth.writers import write_capture
 
     sc = Scenario.from_toml(None, {"messages": 40, "samplerate": 50e6})
     tl = sc.timeline()
@@ -184,8 +184,8 @@ def test_missing_timescale_and_samplerate_override(tmp_path):
 
 def test_large_vcd_streams_fast(tmp_path):
     """~2 M value changes: parsed in chunks without a Python loop per change (measured, bounded)."""
-    from analyzer.synth.scenario import Scenario, tracks
-    from analyzer.synth.writers import write_capture
+    from spigap.synth.scenario import Scenario, tracks
+    from spigap.synth.writers import write_capture
 
     sc = Scenario.from_toml(None, {"messages": 4000, "words_per_transfer": 8, "samplerate": 100e6,
                                    "sclk": 10e6})

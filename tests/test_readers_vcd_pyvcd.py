@@ -22,8 +22,8 @@ vcd = pytest.importorskip("vcd", reason="pyvcd is a test dependency (pip install
 from vcd import reader as vreader  # noqa: E402
 from vcd import writer as vwriter  # noqa: E402
 
-from analyzer.io import open_capture  # noqa: E402
-from analyzer.io import vcd as vcdmod  # noqa: E402
+from spigap.io import open_capture  # noqa: E402
+from spigap.io import vcd as vcdmod  # noqa: E402
 
 PREFIX = "L" * 20 + "+-*/" * 5          # 40 printable bytes
 

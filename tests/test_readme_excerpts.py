@@ -12,7 +12,7 @@ import shlex
 import pytest
 from conftest import ROOT
 
-from analyzer.cli import main
+from spigap.cli import main
 
 TRIM = "... (trimmed)"
 

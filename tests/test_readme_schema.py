@@ -10,7 +10,7 @@ import re
 import pytest
 from conftest import CAPTURES, ROOT
 
-from analyzer.cli import main
+from spigap.cli import main
 
 ANY = object()          # "{...}", "[...]" or a bare word key: anything goes
 
@@ -128,7 +128,7 @@ def analyze_json(capsys, *argv) -> dict:
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
-    from analyzer.synth import scenario
+    from spigap.synth import scenario
 
     d = tmp_path_factory.mktemp("schema")
     ad = d / "ad.sr"

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from analyzer.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_file
 from conftest import REAL_CAPTURES as CAPTURES
 from conftest import real, run_sigrok
 

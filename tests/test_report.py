@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from analyzer.cli import main
-from analyzer.synth import scenario
+from spigap.cli import main
+from spigap.synth import scenario
 from conftest import CAPTURES
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
@@ -83,7 +83,7 @@ def test_images_are_valid_pngs(compare_report):
 
 
 def test_check_section_uses_the_model(tmp_path):
-    pytest.importorskip("analyzer.model.check")
+    pytest.importorskip("spigap.timing.check")
     out = tmp_path / "c.html"
     rc = main(["report", str(OLD), "--profile", "pi5-k6.6.31-ad7606", "-o", str(out)])
     html = out.read_text()

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from analyzer.cli import runtime
+from spigap.cli import runtime
 
 THREADS = ("import os, sys\n"
            "if sys.argv[1] == 'tuned':\n"
-           "    from analyzer.cli import runtime; runtime.before_imports()\n"
+           "    from spigap.cli import runtime; runtime.before_imports()\n"
            "import numpy\n"
            "print(len(os.listdir('/proc/self/task')))\n")
 

@@ -11,8 +11,8 @@ import pytest
 from conftest import CAPTURES, REAL, REAL_CAPTURES, real
 from util import analyze, synth
 
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.cli import main
+from spigap.api import SpiConfig, analyze_file
+from spigap.cli import main
 
 B10 = CAPTURES / "mcp3008-rpi3-k4.4-b10.sr"        # mode 0, CE0 active low, 3 bytes per transfer
 

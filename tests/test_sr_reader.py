@@ -7,10 +7,10 @@ import zipfile
 import numpy as np
 import pytest
 
-from analyzer.io import sr as srmod
-from analyzer.io import zipmembers
-from analyzer.io.sr import parse_metadata, parse_samplerate
-from analyzer.synth import Scenario, tracks, write_sr
+from spigap.io import sr as srmod
+from spigap.io import zipmembers
+from spigap.io.sr import parse_metadata, parse_samplerate
+from spigap.synth import Scenario, tracks, write_sr
 from util import analyze
 
 FIELDS = ("start", "end", "partial_start", "partial_end", "n_bits", "first_edge", "last_edge",

@@ -12,11 +12,11 @@ import json
 import numpy as np
 import pytest
 
-from analyzer.api import analyze_file
-from analyzer.core import stalls
-from analyzer.errors import UsageError
-from analyzer.synth import scenario
-from analyzer.synth.timeline import build
+from spigap.api import analyze_file
+from spigap.core import stalls
+from spigap.errors import UsageError
+from spigap.synth import scenario
+from spigap.synth.timeline import build
 from conftest import CAPTURES
 
 SR = 50e6

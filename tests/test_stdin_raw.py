@@ -11,11 +11,11 @@ import sys
 import numpy as np
 import pytest
 
-from analyzer.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_file
 
 CAPTURE = pathlib.Path(__file__).resolve().parent.parent / "captures" / "mcp3008-rpi3-k4.4-b10.sr"
 CMAP = "0=SCLK,1=MOSI,2=MISO,3=CE0"
-SPIGAP = [sys.executable, "-m", "analyzer"]
+SPIGAP = [sys.executable, "-m", "spigap"]
 
 
 def sigrok(fmt: str) -> bytes:
@@ -46,7 +46,7 @@ def same_words_and_gaps(d, ref):
 
 
 def test_vcd_from_a_real_pipe(sigrok_cli, reference):
-    cmd = f"sigrok-cli -i '{CAPTURE}' -O vcd | '{sys.executable}' -m analyzer analyze - --format json --transfers"
+    cmd = f"sigrok-cli -i '{CAPTURE}' -O vcd | '{sys.executable}' -m spigap analyze - --format json --transfers"
     proc = subprocess.run(cmd, shell=True, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
     d = json.loads(proc.stdout)
@@ -58,7 +58,7 @@ def test_vcd_from_a_real_pipe(sigrok_cli, reference):
 
 
 def test_binary_from_a_real_pipe(sigrok_cli, reference):
-    cmd = (f"sigrok-cli -i '{CAPTURE}' -O binary | '{sys.executable}' -m analyzer analyze - --input-format raw "
+    cmd = (f"sigrok-cli -i '{CAPTURE}' -O binary | '{sys.executable}' -m spigap analyze - --input-format raw "
            f"--samplerate 50m --unitsize 1 --channel-map {CMAP} --format json --transfers")
     proc = subprocess.run(cmd, shell=True, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
@@ -119,8 +119,8 @@ def test_stream_replays_a_long_header_and_reads_in_small_pieces(sigrok_cli, tmp_
     the stream reader gives the edges of the same file."""
     import io
 
-    from analyzer.io.stdin import InputStream
-    from analyzer.io.vcd import VcdReader
+    from spigap.io.stdin import InputStream
+    from spigap.io.vcd import VcdReader
 
     vcd = sigrok("vcd")
     cut = vcd.index(b"$timescale")

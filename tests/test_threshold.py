@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.errors import CaptureTruncated, UsageError
-from analyzer.io.base import EdgeBlock
-from analyzer.io.threshold import (Schmitt, Source, Threshold, auto_thresholds, merge, parse_threshold,
+from spigap.errors import CaptureTruncated, UsageError
+from spigap.io.base import EdgeBlock
+from spigap.io.threshold import (Schmitt, Source, Threshold, auto_thresholds, merge, parse_threshold,
                                    sampled_source, strict_blocks)
 
 
@@ -36,8 +36,8 @@ def test_parse_threshold_rejects(text):
 
 
 def test_threshold_option_reaches_the_reader_via_the_cli():
-    from analyzer.cli import build_parser
-    from analyzer.cli.common import reader_options
+    from spigap.cli import build_parser
+    from spigap.cli.common import reader_options
 
     args = build_parser().parse_args(["analyze", "x.csv", "--threshold", "SCLK=1.65,0.2", "--threshold", "1.4",
                                       "--channel-map", "0=SCLK,1=MOSI", "--deglitch", "0.5us"])
@@ -48,7 +48,7 @@ def test_threshold_option_reaches_the_reader_via_the_cli():
 
 
 def test_bad_threshold_is_an_argparse_error(capsys):
-    from analyzer.cli import build_parser
+    from spigap.cli import build_parser
 
     with pytest.raises(SystemExit) as e:
         build_parser().parse_args(["analyze", "x.csv", "--threshold", "SCLK=banana"])
@@ -192,7 +192,7 @@ def test_strict_blocks_merges_a_tick_continued_in_the_next_block():
 
 
 def test_resolve_thresholds_notes_channels_that_do_not_toggle():
-    from analyzer.io.threshold import resolve_thresholds
+    from spigap.io.threshold import resolve_thresholds
 
     rng = np.random.default_rng(2)
     data = {"SCLK": np.where(rng.random(1000) < 0.5, 3.3, 0.0), "CS": np.full(1000, 3.3)}

@@ -13,20 +13,20 @@ import numpy as np
 import pytest
 from util import analyze, synth
 
-from analyzer.errors import InputError
-from analyzer.synth import kernel
-from analyzer.trace import align, ftrace, phases
+from spigap.errors import InputError
+from spigap.synth import kernel
+from spigap.trace import align, ftrace, phases
 
 # a capture with irregular context switches (what makes windows identifiable)
 SCEN = dict(messages=240, transfers_per_message=2, context_switch=60e-6, cs_setup=3e-6, cs_hold=4e-6,
             sigma={"context_switch": 8e-6}, mosi="random")
-GPIO_CS = kernel.KernelModel().gpio_cs_latency
+GPIO_CS = kernel.KernelLatencies().gpio_cs_latency
 
 
 def pair(tmp_path, name="p", scen=None, **km):
     sc, tl, cap = synth(tmp_path, f"{name}.sr", **(scen or SCEN))
     tpath = tmp_path / f"{name}.txt"
-    truth = kernel.write(tl, tpath, kernel.KernelModel(**km))
+    truth = kernel.write(tl, tpath, kernel.KernelLatencies(**km))
     return analyze(cap), ftrace.parse(tpath), truth
 
 
@@ -172,8 +172,8 @@ def test_sync_channel(tmp_path):
     """--sync-channel: gpio_value events against a captured pin. The CS line stands in for
     the spare channel; the model traces the CS GPIO writes, which sit at 70 % of the way
     from spi_set_cs to the edge, i.e. 0.3 × the set_cs latency before it."""
-    from analyzer.core.events import read_channel_edges
-    from analyzer.io import open_capture
+    from spigap.core.events import read_channel_edges
+    from spigap.io import open_capture
 
     a, tr, truth = pair(tmp_path, drift_ppm=-60, cs_gpio=17, seed=9)
     with open_capture(a.info.path) as reader:

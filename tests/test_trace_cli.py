@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from util import analyze
 
-from analyzer.cli import main
+from spigap.cli import main
 
 ARGS = ["--messages", "200", "--transfers-per-message", "2", "--context-switch", "60us", "--cs-setup", "3us",
         "--cs-hold", "4us", "--set", "sigma_context_switch=8us", "--set", "mosi=random"]

@@ -19,10 +19,10 @@ import pytest
 from conftest import CAPTURES
 from util import analyze, synth
 
-from analyzer.cli import main
-from analyzer.stats.compare import Capture, Settings, compare
-from analyzer.synth import kernel
-from analyzer.trace import pair
+from spigap.cli import main
+from spigap.stats.compare import Capture, Settings, compare
+from spigap.synth import kernel
+from spigap.trace import pair
 
 US = 1e-6
 MOVED = ("context_switch", "spi:spi_set_cs:activate", "bus:cs_assert")
@@ -36,7 +36,7 @@ def side(tmp_path, name, *, seed, extra_cs, gpio_cs, drift):
     scen = dict(SCEN, seed=seed, context_switch=SCEN["context_switch"] + extra_cs)
     sc, tl, cap = synth(tmp_path, f"{name}.sr", **scen)
     tpath = tmp_path / f"{name}.txt"
-    truth = kernel.write(tl, tpath, kernel.KernelModel(gpio_cs_latency=gpio_cs, drift_ppm=drift, seed=seed + 7))
+    truth = kernel.write(tl, tpath, kernel.KernelLatencies(gpio_cs_latency=gpio_cs, drift_ppm=drift, seed=seed + 7))
     a = analyze(cap)
     c = Capture(str(cap), a)
     c.traced = pair.load(tpath, a)

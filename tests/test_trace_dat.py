@@ -21,9 +21,9 @@ import sys
 import numpy as np
 import pytest
 
-from analyzer.cli import main
-from analyzer.errors import InputError
-from analyzer.trace import ftrace
+from spigap.cli import main
+from spigap.errors import InputError
+from spigap.trace import ftrace
 from conftest import CAPTURES
 
 MAGIC = b"\x17\x08\x44tracing6\x00"

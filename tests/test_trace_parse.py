@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.errors import InputError
-from analyzer.synth import Scenario
-from analyzer.synth import kernel
-from analyzer.trace import ftrace, userlog
+from spigap.errors import InputError
+from spigap.synth import Scenario
+from spigap.synth import kernel
+from spigap.trace import ftrace, userlog
 
 # the real excerpt, verbatim from ../shared/docs/ftrace-samples.md (trace_pipe, task columns
 # removed by its author, tx=/rx= wrapped onto continuation lines by the mail)
@@ -152,7 +152,7 @@ VARIANTS = {
 
 
 def _load(tmp_path, tl, name, **kw):
-    km = kernel.KernelModel(drift_ppm=80, other_device=0.3, noise_rate_hz=20000, cs_gpio=5, **kw)
+    km = kernel.KernelLatencies(drift_ppm=80, other_device=0.3, noise_rate_hz=20000, cs_gpio=5, **kw)
     p = tmp_path / f"{name}.txt"
     truth = kernel.write(tl, p, km)
     return ftrace.parse(p), truth
@@ -186,7 +186,7 @@ def test_layouts_read_to_the_same_events(tmp_path, timeline):
 def test_two_halves_read_like_one_pass(tmp_path, timeline, monkeypatch, name):
     """A long trace is parsed in two processes (ftrace._parse_two): cut where an entry starts,
     codes re-interned, rows renumbered -- the same Trace as one pass, in every layout."""
-    km = kernel.KernelModel(drift_ppm=80, other_device=0.3, noise_rate_hz=20000, cs_gpio=5, lost=0.02,
+    km = kernel.KernelLatencies(drift_ppm=80, other_device=0.3, noise_rate_hz=20000, cs_gpio=5, lost=0.02,
                             **VARIANTS[name])
     p = tmp_path / f"{name}.txt"
     kernel.write(timeline, p, km)

@@ -14,10 +14,10 @@ import sys
 import numpy as np
 import pytest
 
-from analyzer.errors import UsageError
-from analyzer.synth import Scenario
-from analyzer.synth import kernel
-from analyzer.trace import ftrace
+from spigap.errors import UsageError
+from spigap.synth import Scenario
+from spigap.synth import kernel
+from spigap.trace import ftrace
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def _phase(truth, gap, a, b):
 
 
 def test_trace_matches_the_bus(tmp_path, tl):
-    km = kernel.KernelModel(drift_ppm=150, clock_start_s=5123.0, ns=True, other_device=0.2, noise_rate_hz=50000)
+    km = kernel.KernelLatencies(drift_ppm=150, clock_start_s=5123.0, ns=True, other_device=0.2, noise_rate_hz=50000)
     truth = kernel.write(tl, tmp_path / "t.txt", km)
     t = ftrace.parse(tmp_path / "t.txt")
     assert truth["lost_events"] == 0 and truth["other_messages"] > 0 and truth["noise_events"] > 0
@@ -72,7 +72,7 @@ def test_trace_matches_the_bus(tmp_path, tl):
 
 
 def test_phases_add_up_to_the_gaps(tmp_path, tl):
-    truth = kernel.write(tl, tmp_path / "t.txt", kernel.KernelModel())
+    truth = kernel.write(tl, tmp_path / "t.txt", kernel.KernelLatencies())
     gaps = tl.truth()
     kinds = np.asarray(gaps["kind"]).astype(str)
     for gap, bus in [("context_switch", gaps["gap_before"][kinds == "context_switch"]),
@@ -87,7 +87,7 @@ def test_short_gaps_scale_the_latencies(tmp_path):
     """A 5 us context switch cannot hold the 22 us syscall path: the events stay in order."""
     sc = Scenario.from_toml(None, {"messages": "50", "context_switch": "5us", "seed": "2"})
     tl = sc.timeline()
-    truth = kernel.write(tl, tmp_path / "t.txt", kernel.KernelModel(ns=True))
+    truth = kernel.write(tl, tmp_path / "t.txt", kernel.KernelLatencies(ns=True))
     t = ftrace.parse(tmp_path / "t.txt")
     bus = truth["offset_s"] + t.ts
     act = t.rows("spi:spi_set_cs:activate")
@@ -100,12 +100,12 @@ def test_short_gaps_scale_the_latencies(tmp_path):
 def test_bad_model():
     for kw in (dict(layout="xml"), dict(lost=0.7), dict(flags=3), dict(device="spiX"), dict(jitter=-1)):
         with pytest.raises(UsageError):
-            kernel.KernelModel(**kw).check()
+            kernel.KernelLatencies(**kw).check()
 
 
 def test_cli_synth_ftrace(tmp_path):
     out = tmp_path / "c.sr"
-    cmd = [sys.executable, "-m", "analyzer", "synth", "-o", out, "--truth", tmp_path / "c.json",
+    cmd = [sys.executable, "-m", "spigap", "synth", "-o", out, "--truth", tmp_path / "c.json",
            "--messages", "20", "--context-switch", "60us", "--ftrace", tmp_path / "c.txt",
            "--trace-drift-ppm", "-40", "--trace-offset", "200s", "--trace-lost", "2%", "--trace-format", "perf",
            "--trace-ns"]

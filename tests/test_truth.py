@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyzer.core.analysis import KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWITCH, KIND_CS_CHANGE
+from spigap.core.analysis import KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWITCH, KIND_CS_CHANGE
 from util import analyze, assert_within_one_sample, synth
 
 

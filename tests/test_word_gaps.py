@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyzer.core.gaprules import split
+from spigap.core.gaprules import split
 from util import analyze, synth
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.api import SpiConfig, analyze_file
-from analyzer.synth import Scenario, write
+from spigap.api import SpiConfig, analyze_file
+from spigap.synth import Scenario, write
 
 
 def synth(tmp_path, name="cap.sr", **overrides):

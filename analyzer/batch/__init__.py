@@ -1,7 +1,7 @@
 """Many captures at once: ``spigap batch``.
 
 * ``discover``: command-line paths, directories and globs -> capture files
-  (by the extensions the readers in ``analyzer.io.READERS`` know);
+  (by the extensions the readers in ``spigap.io.READERS`` know);
 * ``manifest``: per-file capture options and labels from a TOML or CSV file;
 * ``worker``: one job -> one plain-dict result (``output.jsonout.to_dict``),
   errors caught and turned into one-line messages;
@@ -15,6 +15,6 @@ numpy-heavy crosses a process boundary.
 
 from __future__ import annotations
 
-from analyzer.batch.worker import Job, analyze_job
+from spigap.batch.worker import Job, analyze_job
 
 __all__ = ["Job", "analyze_job"]

@@ -3,7 +3,7 @@
 * a file named explicitly is always taken (the reader then decides by extension
   or content, or ``--input-format``);
 * a directory is searched recursively for files whose extension a reader knows
-  (``analyzer.io.READERS``), hidden files and directories skipped. A Saleae
+  (``spigap.io.READERS``), hidden files and directories skipped. A Saleae
   Logic 2 binary export (a folder of ``digital_N.bin``/``analog_N.bin``) is one
   capture: the folder;
 * a glob (``*``, ``?``, ``[...]``, ``**`` for any depth) keeps the matching files
@@ -38,7 +38,7 @@ class Found:
 
 
 def _entries():
-    from analyzer.io import READERS
+    from spigap.io import READERS
 
     return READERS
 
@@ -104,7 +104,7 @@ def looks_like_capture(path: str, exts) -> bool:
 
 def is_capture_dir(path: str) -> bool:
     """A folder that is one capture (a Saleae Logic 2 binary export)."""
-    from analyzer.io.saleae import is_saleae_dir
+    from spigap.io.saleae import is_saleae_dir
 
     try:
         return bool(is_saleae_dir(path))

@@ -20,9 +20,9 @@ from __future__ import annotations
 import os
 from typing import Callable, Sequence
 
-from analyzer.batch import worker
-from analyzer.batch.worker import ERROR, Job, result, timeout_message
-from analyzer.errors import InputError, UsageError
+from spigap.batch import worker
+from spigap.batch.worker import ERROR, Job, result, timeout_message
+from spigap.errors import InputError, UsageError
 
 GRACE_S = 10.0
 POLL_S = 0.5

@@ -39,7 +39,7 @@ import fnmatch
 import os
 import tomllib
 
-from analyzer.errors import InputError, UsageError
+from spigap.errors import InputError, UsageError
 
 # options that exclude each other: setting one in an entry clears the others
 EXCLUSIVE = {"mode": ("cpol", "cpha"), "cpol": ("mode",), "cpha": ("mode",), "cs": ("no_cs",),
@@ -51,7 +51,7 @@ def option_keys(parser: argparse.ArgumentParser) -> set[str]:
 
     ``parser``: the capture options as an argparse parser that raises
     ``UsageError`` on a bad value (the CLI passes
-    ``analyzer.cli.common.capture_option_parser()``), so a manifest takes
+    ``spigap.cli.common.capture_option_parser()``), so a manifest takes
     exactly what the command line takes."""
     return set(vars(parser.parse_args([])))
 

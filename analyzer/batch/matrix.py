@@ -27,11 +27,11 @@ import re
 import statistics
 from typing import Callable
 
-from analyzer.batch.discover import known_extensions, natural_key
-from analyzer.batch.table import fmt_metric, metric_value
-from analyzer.batch.worker import ERROR
-from analyzer.errors import UsageError
-from analyzer.units import parse_freq, parse_time
+from spigap.batch.discover import known_extensions, natural_key
+from spigap.batch.table import fmt_metric, metric_value
+from spigap.batch.worker import ERROR
+from spigap.errors import UsageError
+from spigap.units import parse_freq, parse_time
 
 REDUCERS: dict[str, Callable[[list], float]] = {
     "median": statistics.median,

@@ -12,8 +12,8 @@ import json
 import os
 import re
 
-from analyzer.batch.worker import ERROR, OK, TRUNCATED
-from analyzer.units import fmt_freq, fmt_rate, fmt_time
+from spigap.batch.worker import ERROR, OK, TRUNCATED
+from spigap.units import fmt_freq, fmt_rate, fmt_time
 
 GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
              "transfer_duration", "transfer_period", "idle")
@@ -143,7 +143,7 @@ def summary_line(results) -> str:
 
 
 def to_json(results, *, matrices=(), extra: dict | None = None) -> dict:
-    from analyzer import __version__
+    from spigap import __version__
 
     cols = columns(results)
     labels = cols[1:len(cols) - len(FIXED_COLUMNS)]

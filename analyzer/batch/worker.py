@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 
-from analyzer.core.config import SpiConfig
+from spigap.core.config import SpiConfig
 
 OK, TRUNCATED, ERROR = "ok", "truncated", "error"
 
@@ -95,10 +95,10 @@ def analyze_job(job: Job) -> dict:
         return result(job, ERROR, error=job.error)
     t0 = time.perf_counter()
     try:
-        from analyzer.core import analysis
-        from analyzer.errors import SpigapError
-        from analyzer.io import open_capture
-        from analyzer.output.jsonout import to_dict
+        from spigap.core import analysis
+        from spigap.errors import SpigapError
+        from spigap.io import open_capture
+        from spigap.output.jsonout import to_dict
 
         try:
             opts = dict(job.reader)

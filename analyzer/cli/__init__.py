@@ -17,13 +17,13 @@ import importlib
 import pkgutil
 import sys
 
-from analyzer.cli import runtime
+from spigap.cli import runtime
 
 runtime.before_imports()
 
-from analyzer import __version__  # noqa: E402  (after runtime.before_imports)
-from analyzer.cli.common import Parser  # noqa: E402
-from analyzer.errors import SpigapError  # noqa: E402
+from spigap import __version__  # noqa: E402  (after runtime.before_imports)
+from spigap.cli.common import Parser  # noqa: E402
+from spigap.errors import SpigapError  # noqa: E402
 
 
 class _Version(argparse.Action):
@@ -31,7 +31,7 @@ class _Version(argparse.Action):
     compiled core is imported only when asked)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from analyzer import native
+        from spigap import native
 
         print(f"spigap {__version__} ({native.engine()} engine: {native.status()})")
         parser.exit()

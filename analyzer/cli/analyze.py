@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from analyzer.cli.common import (
+from spigap.cli.common import (
     CAPTURE_HELP,
     add_capture_options,
     add_device_option,
@@ -19,7 +19,7 @@ from analyzer.cli.common import (
     reader_options,
     stall_rule_from_args,
 )
-from analyzer.errors import UsageError
+from spigap.errors import UsageError
 
 ORDER = 10
 
@@ -49,12 +49,12 @@ def run(args) -> int:
         raise UsageError("--event reads the capture a second time, which a pipe cannot give",
                          path="<stdin>", hint="save the stream to a file and analyze that")
     if args.device:
-        from analyzer import devices
+        from spigap import labels
 
-        devices.parse(args.device)          # a bad device name fails before the capture is read
-        if devices.parse_spec(args.device).variant:
-            devices.limits(args.device)     # and so does a variant that does not exist
-    from analyzer.output.rows import Output
+        labels.parse(args.device)          # a bad device name fails before the capture is read
+        if labels.parse_spec(args.device).variant:
+            labels.limits(args.device)     # and so does a variant that does not exist
+    from spigap.output.rows import Output
 
     transfers = args.transfers or bool(args.device)
     with _output(args.output) as out:
@@ -66,8 +66,8 @@ def run(args) -> int:
             a = _analyze_bounded(args, o.rows if o.streams else None)
         if args.device:
             a.device = args.device
-            a.labels = devices.labels(a, args.device)
-        from analyzer.core.stalls import find_stalls
+            a.labels = labels.label_transfers(a, args.device)
+        from spigap.core.stalls import find_stalls
 
         rule = stall_rule_from_args(args)
         stalls = find_stalls(a, rule)
@@ -82,8 +82,8 @@ def run(args) -> int:
 
 def _analyze_bounded(args, rows):
     """The capture in memory that does not grow with its transfers (core/bounded.py)."""
-    from analyzer.core import bounded
-    from analyzer.io import open_capture
+    from spigap.core import bounded
+    from spigap.io import open_capture
 
     with open_capture(args.capture, **reader_options(args)) as reader:
         return bounded.run(reader, config_from_args(args), rows=rows)
@@ -91,12 +91,12 @@ def _analyze_bounded(args, rows):
 
 @contextlib.contextmanager
 def _output(path: str | None):
-    """stdout, or a file that appears whole at the end (output/atomic.py)."""
+    """stdout, or a file that appears whole at the end (outfile.py)."""
     if path in (None, "-"):
         yield sys.stdout
         sys.stdout.flush()
         return
-    from analyzer.output.atomic import open_atomic
+    from spigap.outfile import open_atomic
 
     try:
         stream = open_atomic(path)

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from analyzer.cli.common import (
+from spigap.cli.common import (
     add_capture_options,
     add_output_options,
     add_stall_options,
@@ -18,7 +18,7 @@ from analyzer.cli.common import (
     stall_rule_from_args,
     write_output,
 )
-from analyzer.errors import SpigapError, UsageError
+from spigap.errors import SpigapError, UsageError
 
 ORDER = 15
 
@@ -108,9 +108,9 @@ def _warn(text: str) -> None:
 
 def make_jobs(args, found, fields, manifest) -> list:
     """One Job per capture: the command-line options, overridden per file by the manifest."""
-    from analyzer.batch import manifest as manifest_mod
-    from analyzer.batch import worker as worker_mod
-    from analyzer.batch.worker import Job
+    from spigap.batch import manifest as manifest_mod
+    from spigap.batch import worker as worker_mod
+    from spigap.batch.worker import Job
 
     parser = capture_option_parser()
     used: set[int] = set()
@@ -150,7 +150,7 @@ def make_jobs(args, found, fields, manifest) -> list:
 
 def _grouping(args, jobs, fields):
     """Matrix axes (rows, cols) or None when no matrix is asked for."""
-    from analyzer.batch import matrix
+    from spigap.batch import matrix
 
     wanted = fields.kind is not None or args.rows or args.cols
     if not wanted:
@@ -179,9 +179,9 @@ def _grouping(args, jobs, fields):
 
 
 def run(args) -> int:
-    from analyzer.batch import discover, execute, matrix, table, worker
-    from analyzer.batch import manifest as manifest_mod
-    from analyzer.batch.worker import OK
+    from spigap.batch import discover, execute, matrix, table, worker
+    from spigap.batch import manifest as manifest_mod
+    from spigap.batch.worker import OK
 
     if args.list_metrics:
         print("\n".join(table.metric_names()))

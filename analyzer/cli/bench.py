@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from analyzer.cli.common import (
+from spigap.cli.common import (
     add_output_options,
     check_output_path,
     count,
@@ -56,12 +56,12 @@ def add_subparser(sub) -> None:
 
 
 def run(args) -> int:
-    from analyzer import bench
+    from spigap import bench
 
     check_output_path(args.output)
     real = pathlib.Path(args.real) if args.real else None
     if real is not None and not real.exists():
-        from analyzer.errors import UsageError
+        from spigap.errors import UsageError
 
         raise UsageError(f"no such capture: {real}")
     if args.stages:

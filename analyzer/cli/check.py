@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from analyzer.cli.common import (
+from spigap.cli.common import (
     CAPTURE_HELP,
     add_capture_options,
     add_check_options,
@@ -19,13 +19,13 @@ from analyzer.cli.common import (
     stall_rule_from_args,
     write_output,
 )
-from analyzer.errors import UsageError
+from spigap.errors import UsageError
 
 ORDER = 40
 
 
 def add_subparser(sub) -> None:
-    from analyzer.model.check import MIN_TRANSFERS
+    from spigap.timing.check import MIN_TRANSFERS
 
     p = sub.add_parser(
         "check", help="check captures against a kernel/platform profile and device datasheet limits",
@@ -55,17 +55,17 @@ def add_subparser(sub) -> None:
 def stall_summary(a, rule) -> dict:
     """Stalls next to the verdicts (the same rule and numbers as 'spigap analyze'):
     a p99 inside its bound can hide a few long gaps."""
-    from analyzer.core import stalls
+    from spigap.core import stalls
 
     d = stalls.to_dict(a, stalls.find_stalls(a, rule), rule, limit=0)
     return {k: d[k] for k in ("rule", "count", "excess_s", "excess_fraction")}
 
 
 def run(args) -> int:
-    from analyzer import devices
-    from analyzer.model.check import DEFAULT_HEADROOM, check_analysis, results_to_dict
-    from analyzer.model.events import events_for_check
-    from analyzer.model.profiles import list_text, load_profile
+    from spigap import labels
+    from spigap.timing.check import DEFAULT_HEADROOM, check_analysis, results_to_dict
+    from spigap.timing.extra_channels import events_for_check
+    from spigap.timing.profiles import list_text, load_profile
 
     check_output_path(args.output)
     if args.list:
@@ -78,7 +78,7 @@ def run(args) -> int:
         raise UsageError("give at least one capture file")
     prof = load_profile(args.profile) if args.profile else None
     spec = args.device if args.device is not None else (prof.device if prof else None)
-    dev = devices.limits(spec)
+    dev = labels.limits(spec)
     if prof is None and dev is None:
         raise UsageError("--device none without --profile leaves nothing to check")
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
@@ -97,11 +97,11 @@ def run(args) -> int:
     if args.format == "json":
         text = json.dumps(results_to_dict(results), indent=1) + "\n"
     elif args.format == "junit":
-        from analyzer.model.render import check_junit
+        from spigap.timing.render import check_junit
 
         text = check_junit(results, strict=args.strict, allow_empty=args.allow_empty)
     else:
-        from analyzer.model.render import check_text
+        from spigap.timing.render import check_text
 
         text = check_text(results, verbose=args.verbose)
     write_output(text, args.output)

@@ -21,9 +21,9 @@ import argparse
 import os
 import sys
 
-from analyzer.core.config import SpiConfig
-from analyzer.errors import UsageError
-from analyzer.units import parse_freq, parse_time
+from spigap.core.config import SpiConfig
+from spigap.errors import UsageError
+from spigap.units import parse_freq, parse_time
 
 
 class Parser(argparse.ArgumentParser):
@@ -127,7 +127,7 @@ def _tpm(text):
 
 
 def _wordsize(text):
-    from analyzer.core.config import MAX_WORDSIZE
+    from spigap.core.config import MAX_WORDSIZE
 
     n = count(text)
     if n > MAX_WORDSIZE:
@@ -136,8 +136,8 @@ def _wordsize(text):
 
 
 def _threshold(text):
-    from analyzer.errors import SpigapError
-    from analyzer.io.threshold import parse_threshold
+    from spigap.errors import SpigapError
+    from spigap.io.threshold import parse_threshold
 
     try:
         parse_threshold(text)
@@ -147,8 +147,8 @@ def _threshold(text):
 
 
 def _channel_map(text):
-    from analyzer.errors import SpigapError
-    from analyzer.io import parse_channel_map
+    from spigap.errors import SpigapError
+    from spigap.io import parse_channel_map
 
     try:
         parse_channel_map(text)
@@ -172,8 +172,8 @@ def _deglitch_ns(text):
 
 
 def _event(text):
-    from analyzer.core.events import parse_event
-    from analyzer.errors import SpigapError
+    from spigap.core.events import parse_event
+    from spigap.errors import SpigapError
 
     try:
         parse_event(text)
@@ -183,8 +183,8 @@ def _event(text):
 
 
 def _device(text):
-    from analyzer.devices import parse_spec
-    from analyzer.errors import SpigapError
+    from spigap.labels import parse_spec
+    from spigap.errors import SpigapError
 
     if text.strip().lower() == "none":     # check/report: no device limits
         return text
@@ -258,7 +258,7 @@ DEVICE_METAVAR = "NAME[@VARIANT][:KEY=VALUE,...]"
 
 
 def add_device_option(p, *, use: str) -> None:
-    """``--device``: one spelling everywhere (analyzer.devices.parse_spec);
+    """``--device``: one spelling everywhere (spigap.labels.parse_spec);
     ``use`` says what this subcommand does with it."""
     p.add_argument("--device", type=_device, metavar=DEVICE_METAVAR,
                    help=f"the SPI device: {use}. NAME: mcp3008 (also mcp3004/3204/3208), ad7606, "
@@ -363,7 +363,7 @@ def attach_traces(caps, traces, args, *, option: str, captures: str) -> None:
     if len(traces) != len(caps):
         raise UsageError(f"{option} gives {len(traces)} trace(s) for {len(caps)} {captures} capture(s): "
                          f"give one trace per capture, in the same order")
-    from analyzer.trace import pair
+    from spigap.trace import pair
 
     for c, path in zip(caps, traces):
         c.traced = pair.load(path, c.analysis, device=args.spi_device, cs_latency=args.cs_latency)
@@ -406,12 +406,12 @@ def config_from_args(args, profile=None) -> SpiConfig:
                     context_switch=getattr(args, "context_switch", None), infer=frozenset(infer),
                     assumed=frozenset(assumed))
     if getattr(args, "device", None):
-        from analyzer import devices
+        from spigap import labels
 
         # the driver's message shapes: evidence for the message grouping (docs/gaps.md)
-        cfg.message_lengths = devices.message_lengths(args.device)
+        cfg.message_lengths = labels.message_lengths(args.device)
     if profile is not None:
-        from analyzer.model.check import config_for_profile
+        from spigap.timing.check import config_for_profile
 
         cfg = config_for_profile(profile, cfg, mode_given=args.mode is not None or args.cpol is not None
                                  or args.cpha is not None, tpm_given=args.transfers_per_message is not None)
@@ -419,7 +419,7 @@ def config_from_args(args, profile=None) -> SpiConfig:
 
 
 def reader_options(args) -> dict:
-    """Keyword options for ``analyzer.io.open_capture`` (pass them all: ``open_capture(path, **opts)``)."""
+    """Keyword options for ``spigap.io.open_capture`` (pass them all: ``open_capture(path, **opts)``)."""
     return {"samplerate": args.samplerate, "input_format": args.input_format,
             "threshold": getattr(args, "threshold", None), "channel_map": getattr(args, "channel_map", None),
             "deglitch": getattr(args, "deglitch", None), "unitsize": getattr(args, "unitsize", None)}
@@ -429,28 +429,28 @@ def analyze_path(path, args, cfg=None, *, sample: bool = False):
     """Open and analyze one capture with the CLI's options; returns the Analysis.
     ``sample``: past core/bounded.py's RETAIN_TRANSFERS, a systematic sample of the
     transfers in bounded memory (with the capture's totals in ``.sample``)."""
-    from analyzer.core import analysis
-    from analyzer.io import open_capture
+    from spigap.core import analysis
+    from spigap.io import open_capture
 
     cfg = cfg if cfg is not None else config_from_args(args)
     with open_capture(path, **reader_options(args)) as reader:
         if sample:
-            from analyzer.core import bounded
+            from spigap.core import bounded
 
             return bounded.run(reader, cfg, sample=True)
         return analysis.run(reader, cfg)
 
 
 def event_specs(args) -> list:
-    from analyzer.core.events import parse_event
+    from spigap.core.events import parse_event
 
     return [parse_event(e) for e in getattr(args, "event", None) or []]
 
 
 def measure_events(path, a, args):
     """--event: a second streaming pass over the capture for the extra channels (None without --event)."""
-    from analyzer.core.events import measure
-    from analyzer.io import open_capture
+    from spigap.core.events import measure
+    from spigap.io import open_capture
 
     specs = event_specs(args)
     if not specs:
@@ -465,7 +465,7 @@ def load_captures(paths, args, *, cfg=None, traces: bool = False):
     ``cfg``: the SpiConfig to use (default: from the capture options). Long captures are
     a systematic sample of their transfers (bounded memory, docs/compare-and-report.md),
     except with --event or kernel traces (``traces``), which pair every transfer."""
-    from analyzer.stats.compare import Capture
+    from spigap.stats.compare import Capture
 
     cfg = cfg if cfg is not None else config_from_args(args)
     sample = not traces and not event_specs(args)
@@ -477,13 +477,13 @@ def load_captures(paths, args, *, cfg=None, traces: bool = False):
 
 
 def stall_rule_from_args(args):
-    from analyzer.core.stalls import StallRule
+    from spigap.core.stalls import StallRule
 
     return StallRule(k=args.stall_sigmas, rel=args.stall_fraction)
 
 
 def settings_from_args(args):
-    from analyzer.stats.compare import Settings
+    from spigap.stats.compare import Settings
 
     return Settings(alpha=args.alpha, min_effect_s=args.min_effect, min_rel_effect=args.min_rel_effect,
                     min_rel_jitter=args.min_rel_jitter, min_stall_ratio=args.min_stall_ratio,
@@ -508,7 +508,7 @@ def write_output(text: str, path: str | None) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    from analyzer.output.atomic import write_text_atomic
+    from spigap.outfile import write_text_atomic
 
     try:
         write_text_atomic(path, text)   # whole or not at all (interrupted runs leave no half file)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from analyzer.cli.common import (
+from spigap.cli.common import (
     add_capture_options,
     add_event_options,
     add_output_options,
@@ -53,9 +53,9 @@ def add_subparser(sub) -> None:
 
 
 def run(args) -> int:
-    from analyzer.stats.compare import compare
+    from spigap.stats.compare import compare
 
-    from analyzer.errors import UsageError
+    from spigap.errors import UsageError
 
     check_output_path(args.output)
     if bool(args.before_ftrace) != bool(args.after_ftrace):
@@ -66,7 +66,7 @@ def run(args) -> int:
     settings = settings_from_args(args)
     prof = None
     if args.profile:
-        from analyzer.model.profiles import load_profile
+        from spigap.timing.profiles import load_profile
 
         prof = load_profile(args.profile)
     cfg = config_from_args(args, prof)
@@ -77,11 +77,11 @@ def run(args) -> int:
     attach_traces(after, args.after_ftrace, args, option="--after-ftrace", captures="--after")
     cmp = compare(before, after, settings)
     if args.format == "json":
-        from analyzer.stats.output import to_dict
+        from spigap.stats.output import to_dict
 
         text = json.dumps(to_dict(cmp), indent=1, allow_nan=False) + "\n"
     else:
-        from analyzer.stats.output import render_text
+        from spigap.stats.output import render_text
 
         text = render_text(cmp)
     write_output(text, args.output)

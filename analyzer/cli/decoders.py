@@ -13,8 +13,8 @@ import pathlib
 import shutil
 import sys
 
-from analyzer.cli.common import add_capture_options
-from analyzer.errors import SpigapError, UsageError
+from spigap.cli.common import add_capture_options
+from spigap.errors import SpigapError, UsageError
 
 ORDER = 60
 
@@ -74,7 +74,7 @@ def add_subparser(sub) -> None:
 # ------------------------------------------------------------------ install / path
 
 def run_path(args) -> int:
-    from analyzer.sigrok import paths
+    from spigap.sigrok import paths
 
     print(paths.user_decoders_dir() if args.install_dir else paths.decoders_dir())
     return 0
@@ -100,8 +100,8 @@ def _remove(target: pathlib.Path) -> None:
 def install(ids, dest: pathlib.Path, *, link: bool, force: bool, out=None) -> list[pathlib.Path]:
     """Copy or link the decoders into ``dest``; returns the installed directories."""
     out = out or sys.stdout
-    from analyzer import __version__
-    from analyzer.sigrok import paths
+    from spigap import __version__
+    from spigap.sigrok import paths
 
     src_root = paths.decoders_dir()
     available = paths.decoder_ids(src_root)
@@ -142,7 +142,7 @@ def install(ids, dest: pathlib.Path, *, link: bool, force: bool, out=None) -> li
 
 
 def run_install(args) -> int:
-    from analyzer.sigrok import paths
+    from spigap.sigrok import paths
 
     dest = pathlib.Path(args.dest).expanduser() if args.dest else paths.user_decoders_dir()
     done = install(args.ids, dest, link=args.link, force=args.force)
@@ -166,7 +166,7 @@ def run_install(args) -> int:
 # ------------------------------------------------------------------ pvs
 
 def _time(text: str, what: str) -> float:
-    from analyzer.units import parse_time
+    from spigap.units import parse_time
 
     try:
         return parse_time(text)
@@ -176,7 +176,7 @@ def _time(text: str, what: str) -> float:
 
 def parse_stack(spec: str, capture_channels: list[str]):
     """sigrok-cli -P syntax -> pvs.DecodeSignal (channels checked against the capture)."""
-    from analyzer.sigrok import pdinfo, pvs
+    from spigap.sigrok import pdinfo, pvs
 
     if not spec.strip():
         raise UsageError("empty --stack")
@@ -252,8 +252,8 @@ def auto_assign(pd_channel_name: str, capture_channels: list[str]) -> str | None
 
 def gaps_signal(args):
     """An spi_gaps decode signal with what 'spigap analyze' finds in the capture."""
-    from analyzer.cli.common import analyze_path
-    from analyzer.sigrok import pdinfo, pvs
+    from spigap.cli.common import analyze_path
+    from spigap.sigrok import pdinfo, pvs
 
     if args.no_cs:
         raise UsageError("spi_gaps needs a CS line (--no-cs cannot be used with --gaps)")
@@ -276,7 +276,7 @@ def gaps_signal(args):
 
 def spi_gaps_values(a) -> dict:
     """The spi_gaps decoder options that make it label every gap as the analysis ``a`` did."""
-    from analyzer.sigrok import paths, pdinfo
+    from spigap.sigrok import paths, pdinfo
 
     g = paths.load_decoder_module("spi_gaps", "gapdefs")
     values = pdinfo.spi_options(a.cfg)         # its bitorder is no spi_gaps option: not written
@@ -300,8 +300,8 @@ def spi_gaps_values(a) -> dict:
 
 
 def run_pvs(args) -> int:
-    from analyzer.io import open_capture
-    from analyzer.sigrok import pvs
+    from spigap.io import open_capture
+    from spigap.sigrok import pvs
 
     if args.samplerate is not None:
         raise UsageError("--samplerate does not apply: PulseView uses the capture's own samplerate")

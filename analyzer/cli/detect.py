@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from analyzer.cli.common import (
+from spigap.cli.common import (
     CAPTURE_HELP,
     add_capture_options,
     add_output_options,
@@ -33,7 +33,7 @@ def add_subparser(sub) -> None:
 
 def sigrok_option_string(cfg) -> str:
     """The sigrok spi decoder's options for ``cfg`` (sigrok-cli -P, PulseView's dialog)."""
-    from analyzer.sigrok.pdinfo import spi_options
+    from spigap.sigrok.pdinfo import spi_options
 
     parts = [f"{role}={name}" for role, name in (("clk", cfg.clk), ("mosi", cfg.mosi), ("miso", cfg.miso),
                                                   ("cs", cfg.cs)) if name is not None]
@@ -53,8 +53,8 @@ def spigap_options(cfg) -> list[str]:
 
 
 def detect(path: str, args) -> dict:
-    from analyzer.core import infer
-    from analyzer.io import open_capture
+    from spigap.core import infer
+    from spigap.io import open_capture
 
     cfg = config_from_args(args)
     with open_capture(path, **reader_options(args)) as reader:
@@ -118,7 +118,7 @@ def render_text(d: dict) -> str:
 def run(args) -> int:
     check_output_path(args.output)
     if args.capture == "-":
-        from analyzer.errors import UsageError
+        from spigap.errors import UsageError
 
         raise UsageError("detect reads the capture twice (the settings, then every bus), which a pipe cannot give",
                          path="<stdin>", hint="save the stream to a file, or use spigap analyze - (it infers too)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from analyzer.cli.common import (
+from spigap.cli.common import (
     _freq,
     _time,
     nonneg_float,
@@ -14,8 +14,8 @@ from analyzer.cli.common import (
     count,
     write_output,
 )
-from analyzer.errors import UsageError
-from analyzer.units import fmt_time
+from spigap.errors import UsageError
+from spigap.units import fmt_time
 
 ORDER = 30
 
@@ -70,8 +70,8 @@ def add_subparser(sub) -> None:
 
 def build(args):
     """(profile, model, words, rows, delay notes, overrides) from the CLI arguments."""
-    from analyzer.model.profiles import load_profile
-    from analyzer.model.timing import delay_semantics
+    from spigap.timing.profiles import load_profile
+    from spigap.timing.model import delay_semantics
 
     prof = load_profile(args.profile)
     words = args.bytes if args.bytes is not None else prof.words_per_transfer
@@ -136,7 +136,7 @@ def run(args) -> int:
     check_output_path(args.output)
     check_output_path(args.synth)
     if args.list:
-        from analyzer.model.profiles import list_text
+        from spigap.timing.profiles import list_text
 
         write_output(list_text(), args.output)
         return 0
@@ -155,12 +155,12 @@ def run(args) -> int:
              "overrides": overrides, "rows": rows, "delays": delays}
         text = json.dumps(d, indent=1) + "\n"
     else:
-        from analyzer.model.render import model_text
+        from spigap.timing.render import model_text
 
         text = model_text(prof, model, words, rows, delays, overrides)
     if args.synth:
-        from analyzer.model.synthesis import scenario_from_profile
-        from analyzer.synth.scenario import write
+        from spigap.synth.from_profile import scenario_from_profile
+        from spigap.synth.scenario import write
 
         n = args.synth_transfers_per_message or ns[0]
         if n < 1 or args.messages < 1:

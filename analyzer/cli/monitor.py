@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from analyzer.cli.common import (_time, add_capture_options, add_stall_options, config_from_args, reader_options,
+from spigap.cli.common import (_time, add_capture_options, add_stall_options, config_from_args, reader_options,
                                  stall_rule_from_args)
 
 ORDER = 15
@@ -38,8 +38,8 @@ def add_subparser(sub) -> None:
 
 
 def run(args) -> int:
-    from analyzer.core.monitor import Monitor, parse_alert
-    from analyzer.io import open_capture
+    from spigap.core.monitor import Monitor, parse_alert
+    from spigap.io import open_capture
 
     alerts = [parse_alert(a) for a in args.alert]
     cfg = config_from_args(args)
@@ -56,7 +56,7 @@ def run(args) -> int:
     printer.summary(summary)
     if m.alert is not None:
         iv = m.alert.interval
-        from analyzer.units import fmt_time
+        from spigap.units import fmt_time
 
         al = m.alert.alert
         shown = fmt_time(m.alert.value) if al.stat in ("p50", "p99", "max") else f"{m.alert.value:g}"
@@ -98,7 +98,7 @@ class _Text:
     def baseline(self, m) -> None:
         self.kinds = m.baseline_kinds or m.kinds[:1]
         g = f"; {m.grouping.note}" if m.grouping is not None else ""
-        from analyzer.units import fmt_time
+        from spigap.units import fmt_time
 
         self._line(f"# {m.info.path}: one line per {fmt_time(m.iv_ticks * m.tick_s)} of capture time, "
                    f"resolution {fmt_time(m.tick_s)} (one sample){g}")
@@ -108,7 +108,7 @@ class _Text:
         return f"{'t_s':>10s} {'transfers':>9s} {'rate':>10s}{cells} {'stalls':>6s}"
 
     def interval(self, iv: dict) -> None:
-        from analyzer.units import fmt_rate, fmt_time
+        from spigap.units import fmt_rate, fmt_time
 
         if self.rows == 0 or (self.tty and self.rows % HEADER_EVERY == 0):
             self._line(self._header())
@@ -122,7 +122,7 @@ class _Text:
         self.rows += 1
 
     def summary(self, s: dict) -> None:
-        from analyzer.units import fmt_rate, fmt_time
+        from spigap.units import fmt_rate, fmt_time
 
         state = " (interrupted)" if s["interrupted"] else ""
         state += " (stopped by the alert)" if s["alert"] else ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from analyzer.cli.common import (
+from spigap.cli.common import (
     CAPTURE_HELP,
     add_capture_options,
     add_check_options,
@@ -20,7 +20,7 @@ from analyzer.cli.common import (
     settings_from_args,
     stall_rule_from_args,
 )
-from analyzer.errors import UsageError
+from spigap.errors import UsageError
 
 ORDER = 50
 
@@ -56,33 +56,33 @@ def add_subparser(sub) -> None:
 
 def _checker(args):
     """(check function or None, analysis config) for --profile/--device."""
-    from analyzer import devices
+    from spigap import labels
 
     prof = None
     if args.profile:
-        from analyzer.model.profiles import load_profile
+        from spigap.timing.profiles import load_profile
 
         prof = load_profile(args.profile)
     cfg = config_from_args(args, prof)
     spec = args.device if args.device is not None else (prof.device if prof else None)
-    dev = devices.limits(spec)
+    dev = labels.limits(spec)
     if prof is None and dev is None:
         return None, cfg
-    from analyzer.model import check as model_check
-    from analyzer.model.events import events_for_check
+    from spigap.timing import check as timing_check
+    from spigap.timing.extra_channels import events_for_check
 
-    headroom = model_check.DEFAULT_HEADROOM if args.headroom is None else args.headroom
+    headroom = timing_check.DEFAULT_HEADROOM if args.headroom is None else args.headroom
 
     def check(path, a):
         events = events_for_check(path, args.event, **reader_options(args))
-        return model_check.check_analysis(a, prof, dev, headroom=headroom, events=events)
+        return timing_check.check_analysis(a, prof, dev, headroom=headroom, events=events)
 
     return check, cfg
 
 
 
 def run(args) -> int:
-    from analyzer.report import Report
+    from spigap.report import Report
 
     if not args.output and not args.png:
         raise UsageError("give -o FILE.html and/or --png DIR")
@@ -114,7 +114,7 @@ def run(args) -> int:
         res = check(p, c.analysis) if check is not None else None
         rep.add_capture(c, res)
     if args.before:
-        from analyzer.stats.compare import compare
+        from spigap.stats.compare import compare
 
         cmp = compare([caps[str(p)] for p in args.before], [caps[str(p)] for p in args.after],
                       settings_from_args(args))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analyzer.cli.common import (
+from spigap.cli.common import (
     _freq,
     _time,
     _wordsize,
@@ -11,7 +11,7 @@ from analyzer.cli.common import (
     count,
     fraction,
 )
-from analyzer.errors import UsageError
+from spigap.errors import UsageError
 
 
 def _as_text(check):
@@ -95,7 +95,7 @@ def add_subparser(sub) -> None:
 
 
 def _as_time():
-    from analyzer.units import parse_time
+    from spigap.units import parse_time
 
     def parse(text):
         try:
@@ -119,10 +119,10 @@ def parse_device(text: str) -> dict:
 
 
 def run(args) -> int:
-    from analyzer.synth import scenario
+    from spigap.synth import scenario
 
     if args.list_devices:
-        from analyzer.synth.devices import registry
+        from spigap.synth.traffic import registry
 
         for name, fn in sorted(registry().items()):
             doc = (fn.__doc__ or "").strip().splitlines()
@@ -153,10 +153,10 @@ def run(args) -> int:
         import json
         from pathlib import Path
 
-        from analyzer.synth import kernel
+        from spigap.synth import kernel
 
         t0 = round((sc.crop_start or 0.0) * sc.samplerate) / sc.samplerate
-        km = kernel.KernelModel(layout=args.trace_format, ns=args.trace_ns, drift_ppm=args.trace_drift_ppm,
+        km = kernel.KernelLatencies(layout=args.trace_format, ns=args.trace_ns, drift_ppm=args.trace_drift_ppm,
                                 clock_start_s=args.trace_offset, lost=args.trace_lost,
                                 other_device=args.trace_other, noise_rate_hz=args.trace_noise,
                                 seed=sc.seed + 1, **kernel.model_options(sc.kernel))

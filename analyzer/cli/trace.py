@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from analyzer.cli.common import (
+from spigap.cli.common import (
     CAPTURE_HELP,
     add_capture_options,
     add_output_options,
@@ -54,7 +54,7 @@ def add_subparser(sub) -> None:
 
 
 def run(args) -> int:
-    from analyzer.errors import UsageError
+    from spigap.errors import UsageError
 
     if not args.ftrace and not args.userlog:
         raise UsageError("give a trace: --ftrace FILE and/or --userlog FILE")
@@ -67,7 +67,7 @@ def run(args) -> int:
         check_output_path(args.perfetto)
     result = compute(args)
     if args.perfetto:
-        from analyzer.trace import perfetto
+        from spigap.trace import perfetto
 
         try:
             perfetto.write(args.perfetto, result["analysis"], result["trace"], result["alignment"],
@@ -88,13 +88,13 @@ def run(args) -> int:
 
 def compute(args) -> dict:
     """Analyze the capture, read and align the trace(s), split the gaps."""
-    from analyzer.trace import align, phases
+    from spigap.trace import align, phases
 
     a = analyze_path(args.capture, args)
     out: dict = {"capture": str(args.capture), "analysis": a, "trace": None, "alignment": None, "phases": None,
                  "userlog": None, "userlog_path": None, "grouping_note": None, "sync": None}
     if args.ftrace:
-        from analyzer.trace import ftrace
+        from spigap.trace import ftrace
 
         tr = ftrace.parse(args.ftrace)
         out["trace"] = tr
@@ -110,7 +110,7 @@ def compute(args) -> dict:
             out["phases"] = phases.run(tr, al, a)
             out["grouping_note"] = out["phases"].grouping_note
     if args.userlog:
-        from analyzer.trace import userlog
+        from spigap.trace import userlog
 
         log = userlog.parse(args.userlog)
         out["userlog"] = align.align_userlog(log, a)
@@ -119,10 +119,10 @@ def compute(args) -> dict:
 
 
 def _align_sync(args, tr, a):
-    from analyzer.cli.common import reader_options
-    from analyzer.core.events import read_channel_edges
-    from analyzer.io import open_capture
-    from analyzer.trace import align
+    from spigap.cli.common import reader_options
+    from spigap.core.events import read_channel_edges
+    from spigap.io import open_capture
+    from spigap.trace import align
 
     with open_capture(args.capture, **reader_options(args)) as reader:
         reader.channel_index(args.sync_channel, option="--sync-channel NAME")
@@ -178,7 +178,7 @@ def _transfers(result: dict) -> list[dict]:
 
 
 def render_text(result: dict, *, transfers: bool = False) -> str:
-    from analyzer.units import fmt_time
+    from spigap.units import fmt_time
 
     a = result["analysis"]
     lines = [f"capture: {result['capture']}: {a.n} transfers, resolution {fmt_time(a.tick_s)} (one sample)"]

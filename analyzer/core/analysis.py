@@ -13,15 +13,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from analyzer.core import grouping as grouping_mod
-from analyzer.core import settings_check
-from analyzer.core.config import SpiConfig
-from analyzer.core.framing import make_framer
-from analyzer.core.gaprules import defs as gapdefs
-from analyzer.core.gaprules import split as split_two
-from analyzer.core.quantile import median, percentiles
-from analyzer.errors import CaptureTruncated, InputError
-from analyzer.io.base import CaptureInfo, CaptureReader
+from spigap.core import grouping as grouping_mod
+from spigap.core import settings_check
+from spigap.core.config import SpiConfig
+from spigap.core.framing import make_framer
+from spigap.core.gaprules import defs as gapdefs
+from spigap.core.gaprules import split as split_two
+from spigap.core.quantile import median, percentiles
+from spigap.errors import CaptureTruncated, InputError
+from spigap.io.base import CaptureInfo, CaptureReader
 
 GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
              "transfer_duration", "transfer_period")
@@ -294,7 +294,7 @@ def prepare(reader: CaptureReader, cfg: SpiConfig):
     """(infer.Settled: the resolved config, its channel names and the edge stream to
     frame; the framer) for one capture. Settings the user did not give come from
     names, then from a bounded prefix of the stream (core/infer.py)."""
-    from analyzer.core import infer
+    from spigap.core import infer
 
     settled = infer.settle(reader, cfg)
     return settled, make_framer(settled.cfg, _bits(settled.cfg), reader.info.tick_s)

@@ -44,15 +44,15 @@ from typing import Callable
 
 import numpy as np
 
-from analyzer.core import analysis, grouping as grouping_mod, monitor, settings_check
-from analyzer.core import stalls as stalls_mod
-from analyzer.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, WarnCounts
-from analyzer.core.config import SpiConfig
-from analyzer.core.gaprules import defs as gapdefs
-from analyzer.core.gaprules import split
-from analyzer.core.tickhist import TickHistogram
-from analyzer.errors import CaptureTruncated, InputError
-from analyzer.io.base import CaptureReader
+from spigap.core import analysis, grouping as grouping_mod, monitor, settings_check
+from spigap.core import stalls as stalls_mod
+from spigap.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, WarnCounts
+from spigap.core.config import SpiConfig
+from spigap.core.gaprules import defs as gapdefs
+from spigap.core.gaprules import split
+from spigap.core.tickhist import TickHistogram
+from spigap.errors import CaptureTruncated, InputError
+from spigap.io.base import CaptureReader
 
 RETAIN_TRANSFERS = 100_000     # up to this many transfers: the whole Analysis, with its arrays
 LEARN_TRANSFERS = RETAIN_TRANSFERS   # decisions (message structure, word-gap split) on this many
@@ -557,7 +557,7 @@ class _Runner:
             self.starts[2] = int(st[-1])
         self.last_message = msg0 + int(a.message[-1])
         if self.rows is not None:
-            from analyzer.output.jsonout import transfer_rows
+            from spigap.output.jsonout import transfer_rows
 
             for k in range(skip, a.n, ROWS_AT_ONCE):
                 if self.rows(a, transfer_rows(a, k, g0, msg0, stop=k + ROWS_AT_ONCE)) is False:

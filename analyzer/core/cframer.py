@@ -34,10 +34,10 @@ import threading
 
 import numpy as np
 
-from analyzer import native
-from analyzer.core.config import SpiConfig
-from analyzer.core.framing import SpacingCounter, idle_timeout_ticks
-from analyzer.io.base import EdgeBlock
+from spigap import native
+from spigap.core.config import SpiConfig
+from spigap.core.framing import SpacingCounter, idle_timeout_ticks
+from spigap.io.base import EdgeBlock
 
 WIN_CAP = 1 << 14
 WORD_CAP = 1 << 16

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from analyzer.errors import UsageError
+from spigap.errors import UsageError
 
 MAX_WORDSIZE = 1024
 INFERABLE = frozenset({"mode", "cs_polarity", "wordsize", "bitorder"})     # words above 64 bits are framed in chunks (core/bigwords.py)
@@ -106,7 +106,7 @@ class SpiConfig:
         e.g. DSView's decoder settings), else auto-detected by name; check that they
         exist. ``partial``: leave roles no name settles as None (core/infer.py finds
         them in the signals) instead of failing."""
-        from analyzer.io.base import resolve_channel
+        from spigap.io.base import resolve_channel
 
         out = dataclasses.replace(self)
 

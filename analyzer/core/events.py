@@ -31,8 +31,8 @@ import re
 
 import numpy as np
 
-from analyzer.core.analysis import Analysis, describe
-from analyzer.errors import CaptureTruncated, UsageError
+from spigap.core.analysis import Analysis, describe
+from spigap.errors import CaptureTruncated, UsageError
 
 _EDGE_WORDS = {
     "rise": "rise", "rising": "rise", "r": "rise", "posedge": "rise", "up": "rise", "high": "rise",

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.core.config import SpiConfig
-from analyzer.core.gaprules import defs as gapdefs
-from analyzer.core.quantile import median
-from analyzer.io.base import EdgeBlock
+from spigap.core.config import SpiConfig
+from spigap.core.gaprules import defs as gapdefs
+from spigap.core.quantile import median
+from spigap.io.base import EdgeBlock
 
 # The same-sample rule is defined in the shared gap rules; this framer (and the
 # compiled core, which mirrors it) implements exactly that choice.
@@ -434,13 +434,13 @@ def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float):
 
     Words above 64 bits are framed as chunk words and joined (core/bigwords.py),
     the same way on both engines."""
-    from analyzer import native
-    from analyzer.core import bigwords
+    from spigap import native
+    from spigap.core import bigwords
 
     chunk = bigwords.chunk_wordsize(cfg.wordsize)
     inner: object
     if native.library() is not None:
-        from analyzer.core.cframer import CFramer
+        from spigap.core.cframer import CFramer
 
         inner = CFramer(cfg, bits, tick_s, wordsize=chunk)
     else:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.core.tickhist import counts, unique_inverse
-from analyzer.sigrok.paths import load_decoder_module
+from spigap.core.tickhist import counts, unique_inverse
+from spigap.sigrok.paths import load_decoder_module
 
 defs = load_decoder_module("spi_gaps", "gapdefs")
 

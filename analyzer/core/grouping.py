@@ -32,8 +32,8 @@ import math
 
 import numpy as np
 
-from analyzer.core.gaprules import classify, defs, split
-from analyzer.core.quantile import median
+from spigap.core.gaprules import classify, defs, split
+from spigap.core.quantile import median
 
 MIN_PERIODS = defs.MIN_PERIODS
 WINDOW = 1 << 14        # structure is searched on the first 16384 gaps, then applied to all

@@ -44,13 +44,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from analyzer.core import config as config_mod
-from analyzer.core.config import SpiConfig
-from analyzer.core.tickhist import median_of, percentiles_of
-from analyzer.core.settings_check import COMMON_WORDSIZES
-from analyzer.errors import CaptureTruncated, UsageError
-from analyzer.io.base import EdgeBlock
-from analyzer.io.stdin import STDIN_PATH
+from spigap.core import config as config_mod
+from spigap.core.config import SpiConfig
+from spigap.core.tickhist import median_of, percentiles_of
+from spigap.core.settings_check import COMMON_WORDSIZES
+from spigap.errors import CaptureTruncated, UsageError
+from spigap.io.base import EdgeBlock
+from spigap.io.stdin import STDIN_PATH
 
 PREFIX_ENTRIES = 1 << 17      # edge-stream entries inferred from (bounded memory, one pass)
 LIVE_PREFIX_S = 2.0           # on a pipe: at most this long waiting for them

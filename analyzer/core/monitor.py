@@ -40,13 +40,13 @@ from typing import Callable
 
 import numpy as np
 
-from analyzer.core import analysis, grouping as grouping_mod, stalls as stalls_mod
-from analyzer.core.config import SpiConfig
-from analyzer.core.quantile import percentiles
-from analyzer.core.tickhist import TickHistogram
-from analyzer.errors import CaptureTruncated, UsageError
-from analyzer.io.base import CaptureReader
-from analyzer.units import parse_time
+from spigap.core import analysis, grouping as grouping_mod, stalls as stalls_mod
+from spigap.core.config import SpiConfig
+from spigap.core.quantile import percentiles
+from spigap.core.tickhist import TickHistogram
+from spigap.errors import CaptureTruncated, UsageError
+from spigap.io.base import CaptureReader
+from spigap.units import parse_time
 
 MIN_BASELINE = 200
 BASELINE_MAX = grouping_mod.WINDOW + 1

@@ -35,10 +35,10 @@ import dataclasses
 
 import numpy as np
 
-from analyzer.core.analysis import (AMBIGUOUS_KINDS, KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWITCH,
+from spigap.core.analysis import (AMBIGUOUS_KINDS, KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWITCH,
                                     KIND_CS_CHANGE, KIND_IDLE, Analysis)
-from analyzer.core.quantile import median
-from analyzer.errors import UsageError
+from spigap.core.quantile import median
+from spigap.errors import UsageError
 
 STALL_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
                "idle")

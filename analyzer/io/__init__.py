@@ -12,8 +12,8 @@ import dataclasses
 import importlib
 import os
 
-from analyzer.errors import InputError, UsageError
-from analyzer.io.base import (CaptureInfo, CaptureReader, EdgeBlock, ReaderOptions, ReaderSpec, check_stream,
+from spigap.errors import InputError, UsageError
+from spigap.io.base import (CaptureInfo, CaptureReader, EdgeBlock, ReaderOptions, ReaderSpec, check_stream,
                               resolve_channel)
 
 __all__ = ["READERS", "CaptureInfo", "CaptureReader", "EdgeBlock", "ReaderOptions", "ReaderSpec", "check_stream",
@@ -49,18 +49,18 @@ def _lazy_sniff(module: str):
 # reader whose sniff accepts the file wins, and a file no sniff accepts goes
 # to the first reader of its extension (which then says what is wrong).
 _SPECS = [
-    ReaderSpec("sr", (".sr",), _sniff_zip, "analyzer.io.sr:SrReader", ("samplerate", "threshold")),
-    ReaderSpec("dsl", (".dsl",), _sniff_never, "analyzer.io.dsl:DslReader"),   # a zip like .sr: by extension
-    ReaderSpec("vcd", (".vcd",), _sniff_vcd, "analyzer.io.vcd:VcdReader"),
-    ReaderSpec("saleae", (".bin",), _sniff_saleae, "analyzer.io.saleae:SaleaeReader", ("samplerate", "threshold")),
-    ReaderSpec("csv", (".csv", ".txt"), _lazy_sniff("analyzer.io.csv_changes"),
-               "analyzer.io.csv_changes:ChangeCsvReader"),
-    ReaderSpec("sigrok-csv", (".csv",), _lazy_sniff("analyzer.io.sigrok_csv"),
-               "analyzer.io.sigrok_csv:SigrokCsvReader"),
-    ReaderSpec("scope-csv", (".csv", ".txt", ".tsv"), _lazy_sniff("analyzer.io.scope_csv"),
-               "analyzer.io.scope_csv:ScopeCsvReader", ("samplerate", "threshold")),
+    ReaderSpec("sr", (".sr",), _sniff_zip, "spigap.io.sr:SrReader", ("samplerate", "threshold")),
+    ReaderSpec("dsl", (".dsl",), _sniff_never, "spigap.io.dsl:DslReader"),   # a zip like .sr: by extension
+    ReaderSpec("vcd", (".vcd",), _sniff_vcd, "spigap.io.vcd:VcdReader"),
+    ReaderSpec("saleae", (".bin",), _sniff_saleae, "spigap.io.saleae:SaleaeReader", ("samplerate", "threshold")),
+    ReaderSpec("csv", (".csv", ".txt"), _lazy_sniff("spigap.io.csv_changes"),
+               "spigap.io.csv_changes:ChangeCsvReader"),
+    ReaderSpec("sigrok-csv", (".csv",), _lazy_sniff("spigap.io.sigrok_csv"),
+               "spigap.io.sigrok_csv:SigrokCsvReader"),
+    ReaderSpec("scope-csv", (".csv", ".txt", ".tsv"), _lazy_sniff("spigap.io.scope_csv"),
+               "spigap.io.scope_csv:ScopeCsvReader", ("samplerate", "threshold")),
     # headerless raw sample words: only with --input-format raw (never sniffed, no extension)
-    ReaderSpec("raw", (), _sniff_never, "analyzer.io.raw:RawReader", ("samplerate", "unitsize")),
+    ReaderSpec("raw", (), _sniff_never, "spigap.io.raw:RawReader", ("samplerate", "unitsize")),
 ]
 READERS: dict[str, ReaderSpec] = {spec.name: spec for spec in _SPECS}
 
@@ -88,7 +88,7 @@ def open_capture(path, *, input_format: str | None = None, samplerate: float | N
         if deglitch:
             if not deglitch > 0:
                 raise UsageError(f"--deglitch must be a positive time in ns, not {deglitch!r}", path=path)
-            from analyzer.io.deglitch import DeglitchedReader
+            from spigap.io.deglitch import DeglitchedReader
 
             reader = DeglitchedReader(reader, float(deglitch))
     except BaseException:
@@ -99,7 +99,7 @@ def open_capture(path, *, input_format: str | None = None, samplerate: float | N
 
 def _open(path, input_format, opts: ReaderOptions) -> CaptureReader:
     if path == "-":                      # standard input: VCD or raw samples (io/stdin.py)
-        from analyzer.io.stdin import open_stdin
+        from spigap.io.stdin import open_stdin
 
         return open_stdin(input_format, opts)
     if input_format:
@@ -109,7 +109,7 @@ def _open(path, input_format, opts: ReaderOptions) -> CaptureReader:
     if not os.path.exists(path):
         raise InputError("no such file", path=path)
     if os.path.isdir(path):
-        from analyzer.io.saleae import is_saleae_dir
+        from spigap.io.saleae import is_saleae_dir
 
         if is_saleae_dir(path):
             return READERS["saleae"].open(path, opts)
@@ -173,7 +173,7 @@ def resolve_channel_key(key: str, names: list[str], aliases: dict[str, str]) -> 
 
 def _thresholds_to_original(threshold, cmap: dict[str, str]):
     """--threshold may name a channel by its --channel-map name: use the original key."""
-    from analyzer.io.threshold import normalize_threshold_option
+    from spigap.io.threshold import normalize_threshold_option
 
     back: dict[str, str] = {}
     for k, v in cmap.items():

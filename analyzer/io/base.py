@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from analyzer.errors import InputError, UsageError
+from spigap.errors import InputError, UsageError
 
 
 @dataclasses.dataclass

@@ -31,9 +31,9 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from analyzer.errors import CaptureTruncated, InputError, UsageError
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows, open_errors
-from analyzer.units import TIME_UNITS
+from spigap.errors import CaptureTruncated, InputError, UsageError
+from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows, open_errors
+from spigap.units import TIME_UNITS
 
 CHUNK_BYTES = 4 << 20
 HEAD_BYTES = 64 << 10
@@ -292,7 +292,7 @@ def _header(lines: list[str]):
         if s[0] in ";#" or s.startswith("//"):
             m = re.search(r"sample\s*rate\s*[:=]\s*([0-9.]+\s*[kKmMgG]?)\s*Hz", s, re.I)
             if m:
-                from analyzer.io.sr import parse_samplerate
+                from spigap.io.sr import parse_samplerate
 
                 rate = parse_samplerate(m.group(1))
             continue
@@ -392,7 +392,7 @@ class ChangeCsvReader(CaptureReader):
             resolution_source=src, time_offset_s=self.t0)
 
     def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
-        from analyzer.io.threshold import strict_blocks
+        from spigap.io.threshold import strict_blocks
 
         return strict_blocks(self._edges(channels))
 

@@ -21,8 +21,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from analyzer.errors import CaptureTruncated
-from analyzer.io.base import CaptureReader, EdgeBlock
+from spigap.errors import CaptureTruncated
+from spigap.io.base import CaptureReader, EdgeBlock
 
 
 class Deglitch:

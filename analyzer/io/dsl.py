@@ -32,11 +32,11 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from analyzer.errors import CaptureTruncated, InputError, UsageError
-from analyzer.io import inflate
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
-from analyzer.io.sr import parse_metadata, parse_samplerate
-from analyzer.io.zipmembers import ZipMembers
+from spigap.errors import CaptureTruncated, InputError, UsageError
+from spigap.io import inflate
+from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock
+from spigap.io.sr import parse_metadata, parse_samplerate
+from spigap.io.zipmembers import ZipMembers
 
 BLOCK_LIMIT = 64 << 20       # bytes of one inflated L-<N>/<block> member (DSView writes 2 MiB)
 SCAN_BYTES = 256 << 10       # packed bytes per channel scanned at a time (2 Mi samples)

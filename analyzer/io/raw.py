@@ -19,9 +19,9 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from analyzer.errors import InputError, UsageError
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
-from analyzer.io.changes import masks_for
+from spigap.errors import InputError, UsageError
+from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock
+from spigap.native.changes import masks_for
 
 PIECE_BYTES = 4 << 20
 MAX_UNITSIZE = 8
@@ -58,7 +58,7 @@ class RawReader(CaptureReader):
             samplerate_hz=float(samplerate), n_ticks=None, resolution_source="--samplerate")
 
     def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
-        from analyzer.io.sr import scan_piece
+        from spigap.io.sr import scan_piece
 
         if not channels:
             raise UsageError("no channels requested", path=self.path)

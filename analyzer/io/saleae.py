@@ -27,7 +27,7 @@ v0 digital files carry no rate, so it is inferred from the transition times
 (the coarsest common instrument rate on whose grid they all fall) unless
 ``--samplerate`` is given. Transition arrays are read through ``np.memmap`` in
 slices, so memory does not depend on the capture length; analog channels are
-thresholded with hysteresis (``analyzer.io.threshold``).
+thresholded with hysteresis (``spigap.io.threshold``).
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from analyzer.errors import CaptureTruncated, InputError, UsageError
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
-from analyzer.io.threshold import (Schmitt, Source, Threshold, merge, resolve_thresholds, sampled_source,
+from spigap.errors import CaptureTruncated, InputError, UsageError
+from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock
+from spigap.io.threshold import (Schmitt, Source, Threshold, merge, resolve_thresholds, sampled_source,
                                    strict_runs)
 
 MAGIC = b"<SALEAE>"

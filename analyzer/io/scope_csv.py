@@ -38,12 +38,12 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from analyzer.errors import InputError, UsageError
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
-from analyzer.io.csv_changes import (CHUNK_BYTES, cut_short, decimal_resolution, first_bad_row, head_lines,
+from spigap.errors import InputError, UsageError
+from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
+from spigap.io.csv_changes import (CHUNK_BYTES, cut_short, decimal_resolution, first_bad_row, head_lines,
                                      line_chunks, parse_block, parse_floats, read_head, time_unit_of)
-from analyzer.io.threshold import Schmitt, Threshold, resolve_thresholds, strict_blocks
-from analyzer.units import TIME_UNITS
+from spigap.io.threshold import Schmitt, Threshold, resolve_thresholds, strict_blocks
+from spigap.units import TIME_UNITS
 
 # the one table of time units, plus the spelled-out second some scopes write
 _TIME_UNIT = {**TIME_UNITS, "sec": 1.0, "second": 1.0, "seconds": 1.0}

@@ -23,9 +23,9 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from analyzer.errors import CaptureTruncated, InputError, UsageError
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows, open_errors
-from analyzer.io.sr import parse_samplerate
+from spigap.errors import CaptureTruncated, InputError, UsageError
+from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows, open_errors
+from spigap.io.sr import parse_samplerate
 
 CHUNK_BYTES = 4 << 20
 HEAD_BYTES = 64 << 10

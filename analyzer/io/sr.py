@@ -27,17 +27,17 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from analyzer.errors import CaptureTruncated, InputError, UsageError
-from analyzer.io import inflate
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock
-from analyzer.io.changes import (
+from spigap.errors import CaptureTruncated, InputError, UsageError
+from spigap.io import inflate
+from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock
+from spigap.native.changes import (
     PieceChanges,
     compact,
     find_changes,
     masked_states,
     masks_for,
 )
-from analyzer.io.threshold import (
+from spigap.io.threshold import (
     Schmitt,
     Source,
     Threshold,
@@ -45,7 +45,7 @@ from analyzer.io.threshold import (
     resolve_thresholds,
     sampled_source,
 )
-from analyzer.io.zipmembers import ZipMembers, _Damaged, _Member
+from spigap.io.zipmembers import ZipMembers, _Damaged, _Member
 
 WHOLE_MEMBER_BYTES = 16 << 20  # members up to this size are inflated in one worker call
 SCAN_BYTES = 4 << 20           # change detection works on sub-pieces of this size
@@ -491,7 +491,7 @@ def scan_piece(buf, unitsize: int, masks: dict[int, int], bits: list[int], base:
     """Changes of the wanted channels in one piece of raw samples, compacted to
     request order: the compiled core when available, else numpy in sub-pieces
     (so temporaries stay small)."""
-    from analyzer import native
+    from spigap import native
 
     if native.library() is not None:
         return native.scan(buf, unitsize, masks, bits, base)

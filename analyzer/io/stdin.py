@@ -23,7 +23,7 @@ import select
 import sys
 import time
 
-from analyzer.errors import InputError
+from spigap.errors import InputError
 
 STDIN_PATH = "<stdin>"
 LATENCY_S = 0.2
@@ -144,7 +144,7 @@ def open_stdin(input_format: str | None, opts):
         raise InputError("- reads the capture from standard input, which is a terminal here", path=STDIN_PATH,
                          hint="pipe one in, e.g. sigrok-cli -i X.sr -O vcd | spigap analyze -")
     if input_format == "raw":
-        from analyzer.io.raw import RawReader
+        from spigap.io.raw import RawReader
 
         return RawReader(STDIN_PATH, stream=InputStream(sys.stdin.buffer, replay=False), samplerate=opts.samplerate, unitsize=opts.unitsize)
     src = InputStream(sys.stdin.buffer)
@@ -153,8 +153,8 @@ def open_stdin(input_format: str | None, opts):
         raise InputError("standard input is empty", path=STDIN_PATH,
                          hint="pipe a capture in, e.g. sigrok-cli -i X.sr -O vcd | spigap analyze -")
     if input_format in (None, "vcd"):
-        from analyzer.io import _sniff_vcd
-        from analyzer.io.vcd import VcdReader
+        from spigap.io import _sniff_vcd
+        from spigap.io.vcd import VcdReader
 
         if input_format == "vcd" or _sniff_vcd(head):
             return VcdReader(STDIN_PATH, samplerate=opts.samplerate, stream=src)

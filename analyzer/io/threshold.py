@@ -29,8 +29,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from analyzer.errors import CaptureTruncated, UsageError
-from analyzer.io.base import EdgeBlock
+from spigap.errors import CaptureTruncated, UsageError
+from spigap.io.base import EdgeBlock
 
 DEFAULT_HYSTERESIS_FRACTION = 0.10   # of the signal swing (low..high), total band width
 MIN_OWN_SWING_FRACTION = 0.2         # below this share of the pooled swing a channel "does not toggle"
@@ -145,7 +145,7 @@ def resolve_thresholds(spec, names: Sequence[str], sample_fn: Callable[[list[str
     """Thresholds for the analog channels ``names``: explicit ones from ``spec``
     (a channel key or None = every channel), the rest automatic from
     ``sample_fn(names) -> {name: samples}``. Returns (thresholds, notes)."""
-    from analyzer.io import resolve_channel_key
+    from spigap.io import resolve_channel_key
 
     explicit: dict[str, Threshold] = {}
     default: Threshold | None = None

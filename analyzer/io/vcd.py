@@ -37,10 +37,10 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from analyzer.errors import CaptureTruncated, InputError, UsageError
-from analyzer.io.base import CaptureInfo, CaptureReader, EdgeBlock, open_errors
-from analyzer.io.threshold import strict_blocks
-from analyzer.units import TIME_UNITS
+from spigap.errors import CaptureTruncated, InputError, UsageError
+from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, open_errors
+from spigap.io.threshold import strict_blocks
+from spigap.units import TIME_UNITS
 
 CHUNK_BYTES = 2 << 20
 HEADER_LIMIT = 32 << 20         # declarations beyond this: refused (parsed in memory, ~30x its size)

@@ -16,9 +16,9 @@ import struct
 import zipfile
 from typing import Any
 
-from analyzer.errors import InputError
-from analyzer.io import inflate
-from analyzer.io.base import open_errors
+from spigap.errors import InputError
+from spigap.io import inflate
+from spigap.io.base import open_errors
 
 PIECE_BYTES = 8 << 20          # raw bytes per streamed piece of a large member
 COMP_SLICE = 4 << 20           # compressed bytes read at a time when streaming

@@ -1,6 +1,6 @@
 """The compiled core (spigap_core.c), built at install time by cffi.
 
-setup.py compiles ``analyzer.native._spigap_core`` from spigap_core.c and
+setup.py compiles ``spigap.native._spigap_core`` from spigap_core.c and
 spigap_core.h (analyzer/native/build.py says why cffi); nothing is compiled
 or looked for at run time. When the module is absent (an sdist installed
 without a C compiler) the analyzer runs on its numpy engine, which gives the
@@ -29,7 +29,7 @@ def _load() -> Any:
     if _mod is not None:
         return _mod
     try:
-        from analyzer.native import _spigap_core  # type: ignore[attr-defined]
+        from spigap.native import _spigap_core  # type: ignore[attr-defined]
     except ImportError as e:
         _status = f"compiled core not installed ({e}); using the numpy engine"
         if not _warned:
@@ -88,10 +88,10 @@ def ptr(a: np.ndarray, ctype: str = "int64_t *") -> Any:
 def scan(buf, unitsize: int, masks: dict[int, int], bits: list[int], base: int = 0):
     """Changes of the wanted channels in one piece of raw samples (compiled).
 
-    Same contract as analyzer.io.sr.scan_piece: sample numbers (``base`` = the
+    Same contract as spigap.io.sr.scan_piece: sample numbers (``base`` = the
     piece's first sample) of the changes after the piece's first sample,
     compact states (bit j = requested channel j), first and last states."""
-    from analyzer.io.changes import PieceChanges
+    from spigap.native.changes import PieceChanges
 
     lib = library()
     f = ffi()

@@ -1,5 +1,5 @@
-"""``python -m analyzer.native``: which engine this installation runs."""
+"""``python -m spigap.native``: which engine this installation runs."""
 
-from analyzer import native
+from spigap import native
 
 print(f"spigap engine: {native.engine()} ({native.status()})")

@@ -8,7 +8,7 @@ against it: a struct that Python sees differently from C cannot build.
 (ctypes needed a hand-kept copy of the struct; a CPython extension would need
 hand-written argument parsing for every function.)
 
-The result is the extension module ``analyzer.native._spigap_core``, built by
+The result is the extension module ``spigap.native._spigap_core``, built by
 setup.py as an *optional* extension: without a C compiler the install still
 succeeds and spigap runs on its numpy engine (analyzer/native/__init__.py
 says so once on stderr).
@@ -27,7 +27,7 @@ SOURCE = HERE / "spigap_core.c"
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(HEADER.read_text())
 ffibuilder.set_source(
-    "analyzer.native._spigap_core",
+    "spigap.native._spigap_core",
     '#include <stdint.h>\n#include "spigap_core.h"\n',
     # paths relative to the project root, where setup.py runs
     sources=[str(SOURCE.relative_to(HERE.parent.parent))],

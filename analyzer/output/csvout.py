@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import io
 
-from analyzer.core.analysis import Analysis
-from analyzer.output.jsonout import transfer_rows
+from spigap.core.analysis import Analysis
+from spigap.output.jsonout import transfer_rows
 
 COLUMNS = ["index", "start_s", "end_s", "partial", "bits", "words", "mosi_hex", "miso_hex",
            "cs_setup_s", "cs_hold_s", "inter_byte_max_s", "inter_byte_s", "inter_transfer_s",

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-from analyzer import __version__
-from analyzer.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, KIND_NAMES, Analysis
-from analyzer.core.gaprules import defs as gapdefs
+from spigap import __version__
+from spigap.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, KIND_NAMES, Analysis
+from spigap.core.gaprules import defs as gapdefs
 
 SCHEMA = 1
 
@@ -54,7 +54,7 @@ def grouping_dict(g) -> dict:
 def to_dict(a, *, transfers: bool = False, stalls=None, stall_rule=None, events=None) -> dict:
     """The JSON document. ``stalls``: a list from core.stalls.find_stalls (found with the
     default rule when None); ``events``: a core.events.EventReport (--event)."""
-    from analyzer.core import stalls as stalls_mod
+    from spigap.core import stalls as stalls_mod
 
     info = a.info
     t = a.tick_s

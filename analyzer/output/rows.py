@@ -20,8 +20,8 @@ import json
 import tempfile
 from typing import Any, TextIO
 
-from analyzer.output import csvout
-from analyzer.output.jsonout import json_rows, to_dict, transfer_rows
+from spigap.output import csvout
+from spigap.output.jsonout import json_rows, to_dict, transfer_rows
 
 TEXT_ROWS = 50       # --format text --transfers: the first 50 transfers
 
@@ -100,7 +100,7 @@ class Output:
             else:
                 self.out.write(text + "\n")
         else:
-            from analyzer.output import text as text_out
+            from spigap.output import text as text_out
 
             self.out.write(text_out.render(a, transfers=self.transfers, stalls=stalls, stall_rule=stall_rule,
                                            events=events, rows=self.head))
@@ -113,6 +113,6 @@ def render(a, fmt: str, *, transfers: bool, stalls, stall_rule, events) -> str:
                           indent=1) + "\n"
     if fmt == "csv":
         return csvout.render(a)
-    from analyzer.output import text as text_out
+    from spigap.output import text as text_out
 
     return text_out.render(a, transfers=transfers, stalls=stalls, stall_rule=stall_rule, events=events)

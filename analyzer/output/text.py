@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from analyzer.core.analysis import Analysis
-from analyzer.output.jsonout import to_dict
-from analyzer.units import fmt_freq, fmt_rate, fmt_time
+from spigap.core.analysis import Analysis
+from spigap.output.jsonout import to_dict
+from spigap.units import fmt_freq, fmt_rate, fmt_time
 
 ROW_LABEL = {
     "cs_setup": "CS setup (CS→1st SCLK)",
@@ -100,7 +100,7 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None
         what = f"{a.device} meaning" if a.labels is not None else "mosi / miso"
         lines.append(f"{'#':>6s} {'start':>12s} {'bits':>5s} {'setup':>9s} {'hold':>9s} "
                      f"{'gap before':>11s} {'kind':14s} {what}")
-        from analyzer.output.jsonout import transfer_rows
+        from spigap.output.jsonout import transfer_rows
 
         for r in (rows if rows is not None else transfer_rows(a))[:limit]:
             mo = " ".join(f"{v:02X}" for v in r["mosi"]) if r["mosi"] is not None else "–"

@@ -1,9 +1,9 @@
 """``spigap report``: one self-contained HTML file (plots inline as base64 PNG).
 
-    from analyzer.report import Report
+    from spigap.report import Report
     rep = Report(title="AD7606 on a Pi 5")
-    rep.add_capture(capture, check=None)          # analyzer.stats.compare.Capture
-    rep.add_comparison(comparison)                # analyzer.stats.compare.Comparison
+    rep.add_capture(capture, check=None)          # spigap.stats.compare.Capture
+    rep.add_comparison(comparison)                # spigap.stats.compare.Comparison
     html = rep.html()
     rep.write_pngs("plots/")                      # the same figures as files
 
@@ -27,11 +27,11 @@ import re
 
 import numpy as np
 
-from analyzer import __version__
-from analyzer.core import stalls as stalls_mod
-from analyzer.core.analysis import describe
-from analyzer.units import fmt_freq, fmt_rate
-from analyzer.units import fmt_time as _fmt_time
+from spigap import __version__
+from spigap.core import stalls as stalls_mod
+from spigap.core.analysis import describe
+from spigap.units import fmt_freq, fmt_rate
+from spigap.units import fmt_time as _fmt_time
 
 HIST_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch", "idle",
               "transfer_duration", "transfer_period")
@@ -60,7 +60,7 @@ nav ul{columns:2}code{background:#f4f4f4;padding:0 3px}
 
 
 def fmt_time(seconds, digits: int = 4) -> str:
-    """As analyzer.units.fmt_time, but float noise below a femtosecond (the std of identical
+    """As spigap.units.fmt_time, but float noise below a femtosecond (the std of identical
     values) prints as 0."""
     if seconds is not None and not isinstance(seconds, str) and abs(seconds) < 1e-15:
         seconds = 0.0
@@ -115,7 +115,7 @@ class Report:
 
     # ------------------------------------------------------------ images
     def _img(self, fig, name: str, alt: str) -> str:
-        from analyzer.report.plots import png
+        from spigap.report.plots import png
 
         data = png(fig)
         self.images.append((name, data))
@@ -134,8 +134,8 @@ class Report:
 
     # ------------------------------------------------------------ capture
     def add_capture(self, cap, check=None, check_error: str | None = None) -> None:
-        """One capture (``analyzer.stats.compare.Capture``); ``check``: a CheckResult or None."""
-        from analyzer.report import plots
+        """One capture (``spigap.stats.compare.Capture``); ``check``: a CheckResult or None."""
+        from spigap.report import plots
 
         self._n += 1
         n = self._n
@@ -262,7 +262,7 @@ class Report:
 
     def _phases_html(self, cap, sid, stem) -> str:
         """The kernel trace's phases of every gap: alignment, table, stacked medians, timeline."""
-        from analyzer.report import plots
+        from spigap.report import plots
 
         tc = cap.traced
         al, tr = tc.alignment, tc.trace
@@ -299,7 +299,7 @@ class Report:
         return "\n".join(H)
 
     def _events_html(self, cap, sid, stem) -> str:
-        from analyzer.report import plots
+        from spigap.report import plots
 
         ev = cap.events
         t = ev.tick_s
@@ -366,8 +366,8 @@ class Report:
 
     # ------------------------------------------------------------ comparison
     def add_comparison(self, cmp) -> None:
-        from analyzer.report import plots
-        from analyzer.stats.output import fmt_ci, fmt_p, fmt_signed_time
+        from spigap.report import plots
+        from spigap.stats.output import fmt_ci, fmt_p, fmt_signed_time
 
         H = []
         conf = f"{cmp.settings.confidence * 100:g} %"
@@ -445,8 +445,8 @@ class Report:
         self.sections.append(("compare", "Comparison: before vs after", "\n".join(H)))
 
     def _phase_compare_html(self, cmp, conf) -> str:
-        from analyzer.report import plots
-        from analyzer.stats.output import fmt_ci, fmt_p, fmt_signed_time
+        from spigap.report import plots
+        from spigap.stats.output import fmt_ci, fmt_p, fmt_signed_time
 
         H = ['<h3 id="compare-phases">Kernel phases: which one moved</h3>']
         rows = []

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from analyzer.units import display_unit
+from spigap.units import display_unit
 
 BEFORE, AFTER = "#1f77b4", "#d62728"
 KIND_COLORS = {
@@ -57,7 +57,7 @@ def _tick_edges(lo: float, hi: float, res: float, max_bins: int, min_bins: int =
 
 
 def _fmt(seconds: float) -> str:
-    from analyzer.units import fmt_time
+    from spigap.units import fmt_time
 
     # float noise (the std of identical values) is not a time: below a femtosecond is 0
     return fmt_time(0.0 if seconds is not None and abs(seconds) < 1e-15 else seconds, 4)
@@ -320,7 +320,7 @@ def block_rate(t_mid: np.ndarray, rates: np.ndarray, mean: float | None, span_s:
 
 
 def _rate(x):
-    from analyzer.units import fmt_rate
+    from spigap.units import fmt_rate
 
     return fmt_rate(x)
 
@@ -396,9 +396,9 @@ def phase_bars(groups: list[tuple[str, list[tuple[str, str, float]]]], title: st
 def phase_timeline(a, traced, title: str, *, windows: int = 2):
     """The merged timeline over a few CS windows: transfers (bus), every gap split into its
     phases (bus edges and kernel events in time order) and the kernel events, on the bus clock."""
-    from analyzer.trace import model as tm
-    from analyzer.trace.align import bus_edges
-    from analyzer.trace.phases import EDGE_NAMES, boundary_rows, segments
+    from spigap.trace import columns as tm
+    from spigap.trace.align import bus_edges
+    from spigap.trace.phases import EDGE_NAMES, boundary_rows, segments
 
     al, tr = traced.alignment, traced.trace
     edges = bus_edges(a)

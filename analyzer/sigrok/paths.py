@@ -22,7 +22,7 @@ import os
 import pathlib
 import sys
 
-from analyzer.errors import SpigapError
+from spigap.errors import SpigapError
 
 ENV_OVERRIDE = "SPIGAP_DECODERS"
 SYSTEM_DECODERS = pathlib.Path("/usr/share/libsigrokdecode/decoders")
@@ -38,7 +38,7 @@ def _is_decoder_dir(p: pathlib.Path) -> bool:
 
 def _packaged() -> pathlib.Path | None:
     """The decoders shipped inside the package, when they are files on disk."""
-    res = importlib.resources.files("analyzer.sigrok").joinpath("decoders")
+    res = importlib.resources.files("spigap.sigrok").joinpath("decoders")
     return res if isinstance(res, pathlib.Path) else None
 
 

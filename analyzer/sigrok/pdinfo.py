@@ -14,8 +14,8 @@ import pathlib
 import sys
 import types
 
-from analyzer.errors import UsageError
-from analyzer.sigrok import paths
+from spigap.errors import UsageError
+from spigap.sigrok import paths
 
 def spi_options(cfg) -> dict:
     """The SPI settings of a SpiConfig as sigrok's spi decoder options (spi_gaps shares

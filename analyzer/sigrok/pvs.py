@@ -33,7 +33,7 @@ The serialized GVariant of a string is its UTF-8 bytes plus a NUL; of an
 int64 or a double, 8 little-endian bytes. PulseView hands the value to
 libsigrokdecode, which rejects a value whose type differs from the option's
 default, so the type comes from the decoder's own declaration
-(``analyzer.sigrok.pdinfo``).
+(``spigap.sigrok.pdinfo``).
 
 With ``view_scale`` (seconds per pixel) a ``[view0]`` group sets the zoom
 instead of zooming to fit, and ``view_offset`` the time at the left edge

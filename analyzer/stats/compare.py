@@ -36,15 +36,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from analyzer.core.analysis import (AMBIGUOUS_KINDS, KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWITCH,
+from spigap.core.analysis import (AMBIGUOUS_KINDS, KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWITCH,
                                     KIND_CS_CHANGE, KIND_IDLE, Analysis)
-from analyzer.core.stalls import STALL_KINDS, StallRule, find_stalls, stall_mask
-from analyzer.errors import UsageError
-from analyzer.stats import resample
+from spigap.core.stalls import STALL_KINDS, StallRule, find_stalls, stall_mask
+from spigap.errors import UsageError
+from spigap.stats import resample
 
 if TYPE_CHECKING:
-    from analyzer.core.events import EventReport
-    from analyzer.trace.pair import TracedCapture
+    from spigap.core.events import EventReport
+    from spigap.trace.pair import TracedCapture
 
 TIME_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
               "class_a", "class_b", "idle", "transfer_duration", "transfer_period")
@@ -514,7 +514,7 @@ def _attribution(before: list[Capture], after: list[Capture], period: MetricResu
 
 
 def _interpret(total, ci, changed, parts, grouped) -> str:
-    from analyzer.units import fmt_time
+    from spigap.units import fmt_time
 
     if not changed:
         return (f"the mean transfer period changed by {fmt_time(total, 3)} "
@@ -618,7 +618,7 @@ def _phase_metrics(before: list[Capture], after: list[Capture], st: Settings, rn
     capture in time order, the phase's resolution (one sample between bus edges, the trace's
     timestamp step between events) as the resolution. Order: the gap kinds', then the
     phases' order inside the gap."""
-    from analyzer.trace.phases import KIND_ORDER
+    from spigap.trace.phases import KIND_ORDER
 
     keys: dict[tuple[str, str, str], tuple[float, float]] = {}     # key -> (position, resolution)
     for c in before + after:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import math
 
-from analyzer import __version__
-from analyzer.core import stalls as stalls_mod
-from analyzer.stats.compare import Comparison, MetricResult
-from analyzer.units import fmt_rate
-from analyzer.units import fmt_time as _fmt_time
+from spigap import __version__
+from spigap.core import stalls as stalls_mod
+from spigap.stats.compare import Comparison, MetricResult
+from spigap.units import fmt_rate
+from spigap.units import fmt_time as _fmt_time
 
 SCHEMA = 1
 
 
 def fmt_time(seconds, digits: int = 4) -> str:
-    """analyzer.units.fmt_time with float noise below a femtosecond printed as 0."""
+    """spigap.units.fmt_time with float noise below a femtosecond printed as 0."""
     if seconds is not None and abs(seconds) < 1e-15:
         seconds = 0.0
     return _fmt_time(seconds, digits)
@@ -218,7 +218,7 @@ def render_text(cmp: Comparison) -> str:
 
 def _phase_text(cmp: Comparison, conf: str) -> list[str]:
     """The phases of every gap (kernel traces on the bus clock), one row each, and which moved."""
-    from analyzer.units import fmt_time as ft
+    from spigap.units import fmt_time as ft
 
     L = []
     for side, caps in (("before", cmp.before), ("after", cmp.after)):

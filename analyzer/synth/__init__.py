@@ -5,9 +5,9 @@
 * ``srwriter``: chunked .sr writer, libsigrok-compatible.
 """
 
-from analyzer.synth.scenario import Scenario, tracks, truth_json, write
-from analyzer.synth.srwriter import Track, write_sr
-from analyzer.synth.timeline import SpiShape, Timeline, Windows, build
+from spigap.synth.scenario import Scenario, tracks, truth_json, write
+from spigap.synth.srwriter import Track, write_sr
+from spigap.synth.timeline import SpiShape, Timeline, Windows, build
 
 __all__ = ["Scenario", "Timeline", "Windows", "SpiShape", "Track", "build", "tracks", "truth_json",
            "write", "write_sr"]

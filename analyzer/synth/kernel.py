@@ -13,7 +13,7 @@ calling task) around the bus edges the capture already has::
     -> spi_set_cs deactivate [-> gpio_value] -> CS deassert (bus)
     -> spi_message_done -> spi_controller_idle -> sys_exit_ioctl -> (user space) -> next ioctl
 
-Each gap on the bus is split into phases with nominal latencies (``KernelModel``,
+Each gap on the bus is split into phases with nominal latencies (``KernelLatencies``,
 all in seconds of bus time) plus normal jitter (``jitter`` × latency) from a
 seeded numpy Generator; one phase per gap (the ``None`` slot of ``CHAINS``)
 takes what is left. When the latencies do not fit a gap (a 5 µs context switch
@@ -48,8 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzer.errors import UsageError
-from analyzer.synth.timeline import Timeline
+from spigap.errors import UsageError
+from spigap.synth.timeline import Timeline
 
 LAYOUTS = ("trace", "trace_pipe", "trace-cmd", "perf")
 FILL = 0.9          # latencies that do not fit a gap are scaled to this share of it
@@ -79,7 +79,7 @@ CHAINS = {
 
 
 @dataclasses.dataclass
-class KernelModel:
+class KernelLatencies:
     """Nominal latencies (s, bus time) of the spidev spi_sync path, and the trace's clock and layout."""
 
     gpio_cs_latency: float = 1.5e-6          # spi_set_cs activate tracepoint -> CS assert (GPIO CS)
@@ -145,9 +145,9 @@ LATENCY_KEYS = tuple(_LATENCIES)     # the nominal latencies a recipe's [kernel]
 
 
 def model_options(table: dict | None) -> dict:
-    """KernelModel keyword arguments from a scenario's ``[kernel]`` table: latencies as
+    """KernelLatencies keyword arguments from a scenario's ``[kernel]`` table: latencies as
     times ("1.2us") and ``jitter`` as a share; anything else is refused."""
-    from analyzer.units import parse_time
+    from spigap.units import parse_time
 
     out: dict = {}
     for key, value in (table or {}).items():
@@ -204,7 +204,7 @@ class _Events:
         return cat(self.t, float), cat(self.code, np.int16), cat(self.ref, np.int64), cat(self.kind, np.int8)
 
 
-def _place(rng, km: KernelModel, kind: str, start: np.ndarray, end: np.ndarray,
+def _place(rng, km: KernelLatencies, kind: str, start: np.ndarray, end: np.ndarray,
            scale_free: bool = False) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Event times inside gaps [start, end] along CHAINS[kind]; returns (times, durations).
 
@@ -243,7 +243,7 @@ def _phase_truth(kind: str, durs: list[np.ndarray], out: dict) -> None:
         out.setdefault((kind, a, b), []).append(d)
 
 
-def build_events(tl: Timeline, km: KernelModel):
+def build_events(tl: Timeline, km: KernelLatencies):
     """Place every event of the model; returns (events, per-message/transfer info, phase truth)."""
     km.check()
     rng = np.random.default_rng(km.seed)
@@ -374,7 +374,7 @@ def _hexbytes(values: np.ndarray, bpw: int) -> str:
     return "-".join(f"{b:02x}" for b in raw[:64])
 
 
-def write(tl: Timeline, path, km: KernelModel, *, t0: float = 0.0) -> dict:
+def write(tl: Timeline, path, km: KernelLatencies, *, t0: float = 0.0) -> dict:
     """Write the trace of ``tl`` to ``path`` in ``km.layout``; return the truth (JSON-able).
 
     ``t0``: the timeline time of the capture's first sample (a cropped capture);

@@ -41,7 +41,7 @@ Example (all times accept units: 1.6us, 250ns, 10e-6; rates: 3.6MHz)::
 
     [kernel]                      # optional: the driver model of 'spigap synth --ftrace'
     gpio_cs_latency = "1.5us"     # spi_set_cs activate -> CS assert (analyzer/synth/kernel.py,
-    jitter = 0.1                  # KernelModel: every latency; jitter = sigma as a share of each)
+    jitter = 0.1                  # KernelLatencies: every latency; jitter = sigma as a share of each)
 
     [jitter]
     sigma = "20ns"                # normal spread on every gap, or a table per gap kind
@@ -59,12 +59,12 @@ from pathlib import Path
 
 import numpy as np
 
-from analyzer import __version__
-from analyzer.core.config import MAX_WORDSIZE
-from analyzer.errors import UsageError
-from analyzer.synth.srwriter import CHUNK_BYTES, Track, write_sr
-from analyzer.synth.timeline import SpiShape, Timeline, Windows, build, jittered
-from analyzer.units import parse_freq, parse_time
+from spigap import __version__
+from spigap.core.config import MAX_WORDSIZE
+from spigap.errors import UsageError
+from spigap.synth.srwriter import CHUNK_BYTES, Track, write_sr
+from spigap.synth.timeline import SpiShape, Timeline, Windows, build, jittered
+from spigap.units import parse_freq, parse_time
 
 GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch")
 
@@ -122,7 +122,7 @@ class Scenario:
             try:
                 text = Path(path).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as e:
-                from analyzer.errors import InputError
+                from spigap.errors import InputError
 
                 raise InputError(f"cannot read the scenario: {getattr(e, 'strerror', None) or e}",
                                  path=str(path)) from None
@@ -146,7 +146,7 @@ class Scenario:
         sc.source = text
         sc.device = dict(device) if device else None
         if kernel_table is not None:
-            from analyzer.synth.kernel import model_options
+            from spigap.synth.kernel import model_options
 
             if not isinstance(kernel_table, dict):
                 raise UsageError("[kernel] must be a table of latencies", path=str(path) if path else None)
@@ -338,7 +338,7 @@ class Scenario:
 
     def timeline(self) -> Timeline:
         if self.device:
-            from analyzer.synth.devices import registry
+            from spigap.synth.traffic import registry
 
             opts = dict(self.device)
             name = opts.pop("name", None)

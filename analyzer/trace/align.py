@@ -48,9 +48,9 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from analyzer.core.analysis import Analysis
-from analyzer.errors import InputError, UsageError
-from analyzer.trace import model as tm
+from spigap.core.analysis import Analysis
+from spigap.errors import InputError, UsageError
+from spigap.trace import columns as tm
 
 STEPS = 32                 # anchors a coarse candidate is checked against
 KEYS = 24                  # key anchors tried at most, spread over the trace
@@ -696,7 +696,7 @@ def _refine_and_zero(al: Alignment, trace: tm.Trace, a: Analysis, device: str,
 # ---------------------------------------------------------------- sync channel
 def align_sync(trace: tm.Trace, a: Analysis, edges, channel: str) -> Alignment:
     """Align ``gpio:gpio_value`` events with the edges of a captured channel
-    (``edges``: analyzer.core.events.ChannelEdges). The pin's edge is taken to be
+    (``edges``: spigap.core.events.ChannelEdges). The pin's edge is taken to be
     at its event's time (the GPIO write's own latency, typically well below a
     microsecond, is inside the offset)."""
     rows = trace.rows(tm.GPIO_VALUE)

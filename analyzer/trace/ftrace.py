@@ -72,8 +72,8 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from analyzer.errors import InputError, UsageError
-from analyzer.trace.model import Trace
+from spigap.errors import InputError, UsageError
+from spigap.trace.columns import Trace
 
 MAX_LINE = 1 << 20              # bytes in one line; more is not a trace
 MAX_CONTINUATION = 8            # continuation lines one entry may have
@@ -564,7 +564,7 @@ def read_lines(path: str, *, max_line: int = MAX_LINE, start: int = 0, stop: int
 
     Binary data (a NUL byte) or a longer line is an InputError naming the file.
     """
-    from analyzer.io.base import open_errors
+    from spigap.io.base import open_errors
 
     with open_errors(path):
         f = open(path, "rb")
@@ -608,7 +608,7 @@ def _too_long(path: str, line_no: int, max_line: int) -> InputError:
 
 
 def _magic(path: str) -> bytes:
-    from analyzer.io.base import open_errors
+    from spigap.io.base import open_errors
 
     with open_errors(path):
         with open(path, "rb") as f:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from analyzer.core.analysis import Analysis
-from analyzer.trace import model as tm
-from analyzer.trace.align import Alignment
-from analyzer.trace.phases import Phases
+from spigap.core.analysis import Analysis
+from spigap.trace import columns as tm
+from spigap.trace.align import Alignment
+from spigap.trace.phases import Phases
 
 RARE = 0.05           # phases seen in fewer than 5 % of their kind's gaps: lost or stray events
 
@@ -38,7 +38,7 @@ class TracedCapture:
 def load(path, a: Analysis, *, device: str | None = None, cs_latency: float | None = None) -> TracedCapture:
     """Parse the ftrace text ``path``, align it with the analysis ``a`` (its SPI events),
     split every gap into phases (``a``'s grouping takes the trace's message boundaries)."""
-    from analyzer.trace import align, ftrace, phases
+    from spigap.trace import align, ftrace, phases
 
     tr = ftrace.parse(path)
     al = align.align_spi(tr, a, device, cs_latency=cs_latency)

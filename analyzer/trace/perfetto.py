@@ -24,10 +24,10 @@ import os
 
 import numpy as np
 
-from analyzer.core.analysis import KIND_NAMES, Analysis
-from analyzer.trace import model as tm
-from analyzer.trace.align import Alignment, bus_edges
-from analyzer.trace.phases import EDGE_NAMES, inter_transfer_gaps, segments
+from spigap.core.analysis import KIND_NAMES, Analysis
+from spigap.trace import columns as tm
+from spigap.trace.align import Alignment, bus_edges
+from spigap.trace.phases import EDGE_NAMES, inter_transfer_gaps, segments
 
 BUS_PID, KERNEL_PID = 1, 2
 TID_TRANSFERS, TID_GAPS, TID_PHASES = 1, 2, 3
@@ -133,8 +133,8 @@ def _phase_slices(a: Analysis, trace: tm.Trace, al: Alignment):
 
 
 def write(path: str, a: Analysis, trace: tm.Trace | None, al: Alignment | None, *, capture_name: str) -> int:
-    """Write the JSON trace atomically (streamed, output/atomic.py); returns the number of events."""
-    from analyzer.output.atomic import open_atomic
+    """Write the JSON trace atomically (streamed, outfile.py); returns the number of events."""
+    from spigap.outfile import open_atomic
 
     n = 0
     with open_atomic(path) as fh:

@@ -33,11 +33,11 @@ import dataclasses
 
 import numpy as np
 
-from analyzer.core import analysis as an
-from analyzer.core import grouping as grouping_mod
-from analyzer.core.analysis import Analysis, describe
-from analyzer.trace import model as tm
-from analyzer.trace.align import Alignment, bus_edges
+from spigap.core import analysis as an
+from spigap.core import grouping as grouping_mod
+from spigap.core.analysis import Analysis, describe
+from spigap.trace import columns as tm
+from spigap.trace.align import Alignment, bus_edges
 
 EDGE_NAMES = (tm.BUS_CS_ASSERT, tm.BUS_FIRST_SCLK, tm.BUS_LAST_SCLK, tm.BUS_CS_DEASSERT)
 KIND_ORDER = ("cs_setup", "inter_transfer", "cs_hold", "cs_change", "context_switch", "class_a", "class_b",

@@ -29,8 +29,8 @@ import re
 
 import numpy as np
 
-from analyzer.errors import InputError, UsageError
-from analyzer.trace.model import Trace
+from spigap.errors import InputError, UsageError
+from spigap.trace.columns import Trace
 
 MAX_LINE = 1 << 16
 MAX_COLUMNS = 256
@@ -55,7 +55,7 @@ def parse(path, *, unit: str | None = None) -> Trace:
     if unit is not None and unit not in UNITS:
         raise UsageError(f"unknown time unit {unit!r}; known: {', '.join(UNITS)}")
     default = UNITS[unit] if unit else None
-    from analyzer.io.base import open_errors
+    from spigap.io.base import open_errors
 
     with open_errors(path):
         f = open(path, "rb")

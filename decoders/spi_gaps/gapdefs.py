@@ -10,8 +10,8 @@
 
 This is the ONE definition of spigap's gap rules. The spi_gaps decoder imports
 it relatively (``from .gapdefs import ...``); the analyzer loads it by file
-path (``analyzer.core.gaprules``, through
-``analyzer.sigrok.paths.load_decoder_module('spi_gaps', 'gapdefs')``), so
+path (``spigap.core.gaprules``, through
+``spigap.sigrok.paths.load_decoder_module('spi_gaps', 'gapdefs')``), so
 both sides use one copy of:
 
 * the SCLK period T as the mean of the sampling-edge spacings within

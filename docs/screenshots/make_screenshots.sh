@@ -32,7 +32,7 @@ cd "$root"
 start_of() {
   "$py" - "$@" <<'EOF'
 import sys
-from analyzer.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_file
 cap, k, margin = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 kw = dict(a.split("=", 1) for a in sys.argv[4:])
 kw = {key: (int(v) if v.isdigit() else v) for key, v in kw.items()}

@@ -1,13 +1,13 @@
 """Writers for every input format spigap reads, driven by synth tracks.
 
 A synthesized timeline becomes per-channel ``Track``s (sample number + level,
-``analyzer.synth.scenario.tracks``); these writers turn the same tracks into a
+``spigap.synth.scenario.tracks``); these writers turn the same tracks into a
 VCD, Saleae Logic 2 binary exports (v0/v1, digital or analog), change-only CSV
 (Saleae/DSView), oscilloscope CSVs (PicoScope, Keysight, Rigol, R&S min/max)
 and analog sigrok .sr files, so one capture can be analyzed in every format and
 the results compared (tests/test_readers_cross_format.py).
 
-    from analyzer.synth.writers import write_capture
+    from spigap.synth.writers import write_capture
     write_capture("cap.vcd", "vcd", trs, samplerate, n_samples)
 
 They exist for tests and demos; the analog writers render samples chunk by
@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-from analyzer.synth.srwriter import Track
+from spigap.synth.srwriter import Track
 
 __all__ = ["write_capture", "FORMATS", "Track"]
 
@@ -32,29 +32,29 @@ def write_capture(path, fmt: str, tracks: Sequence[Track], samplerate: float, n_
     (for Saleae: the folder)."""
     path = os.fspath(path)
     if fmt == "sr":
-        from analyzer.synth.srwriter import write_sr
+        from spigap.synth.srwriter import write_sr
 
         write_sr(path, tracks, samplerate, n_samples, **kw)
     elif fmt in ("vcd", "vcd-vector"):
-        from analyzer.synth.writers.vcd import write_vcd
+        from spigap.synth.writers.vcd import write_vcd
 
         write_vcd(path, tracks, samplerate, n_samples, vector=fmt == "vcd-vector", **kw)
     elif fmt in ("saleae-v0", "saleae-v1", "saleae-analog"):
-        from analyzer.synth.writers.saleae import write_saleae
+        from spigap.synth.writers.saleae import write_saleae
 
         version = 0 if fmt == "saleae-v0" else 1
         write_saleae(path, tracks, samplerate, n_samples, version=version,
                      analog=fmt == "saleae-analog", **kw)
     elif fmt in ("csv-saleae", "csv-dsview"):
-        from analyzer.synth.writers.csv_changes import write_csv_changes
+        from spigap.synth.writers.csv_changes import write_csv_changes
 
         write_csv_changes(path, tracks, samplerate, n_samples, dialect=fmt.split("-")[1], **kw)
     elif fmt.startswith("scope-"):
-        from analyzer.synth.writers.scope_csv import write_scope_csv
+        from spigap.synth.writers.scope_csv import write_scope_csv
 
         write_scope_csv(path, tracks, samplerate, n_samples, dialect=fmt.split("-", 1)[1], **kw)
     elif fmt in ("sr-analog", "sr-mixed"):
-        from analyzer.synth.writers.sr_analog import write_sr_analog
+        from spigap.synth.writers.sr_analog import write_sr_analog
 
         if fmt == "sr-mixed":
             kw.setdefault("analog", [t.name for t in tracks][:-1])
@@ -96,7 +96,7 @@ def levels(track: Track, start: int, stop: int):
     """Levels (uint8) of one track over samples [start, stop)."""
     import numpy as np
 
-    from analyzer.synth.srwriter import render
+    from spigap.synth.srwriter import render
 
     return render([track.clean()], [0], max(start, 0), stop, np.uint8)
 

@@ -12,8 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
-from analyzer.synth.srwriter import Track, samplerate_string
-from analyzer.synth.writers import changes
+from spigap.synth.srwriter import Track, samplerate_string
+from spigap.synth.writers import changes
 
 
 def write_csv_changes(path, tracks: Sequence[Track], samplerate: float, n_samples: int, *,

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from analyzer.synth.srwriter import Track, render
+from spigap.synth.srwriter import Track, render
 
 CHUNK_SAMPLES = 1 << 22
 

@@ -11,9 +11,9 @@ from typing import Sequence
 
 import numpy as np
 
-from analyzer.synth.srwriter import Track
-from analyzer.synth.writers import analog as render_analog
-from analyzer.synth.writers import levels as render_levels
+from spigap.synth.srwriter import Track
+from spigap.synth.writers import analog as render_analog
+from spigap.synth.writers import levels as render_levels
 
 CHUNK = 1 << 20
 

@@ -18,8 +18,8 @@ from typing import Sequence
 
 import numpy as np
 
-from analyzer.synth.srwriter import Track
-from analyzer.synth.writers import analog as render_analog
+from spigap.synth.srwriter import Track
+from spigap.synth.writers import analog as render_analog
 
 ROWS = 1 << 16
 

@@ -12,8 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
-from analyzer.synth.srwriter import Track, _pack, render, samplerate_string
-from analyzer.synth.writers import analog as render_analog
+from spigap.synth.srwriter import Track, _pack, render, samplerate_string
+from spigap.synth.writers import analog as render_analog
 
 CHUNK_SAMPLES = 1 << 20
 

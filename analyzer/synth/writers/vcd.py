@@ -6,9 +6,9 @@ from typing import Sequence
 
 import numpy as np
 
-from analyzer.synth.srwriter import Track
-from analyzer.units import TIME_UNITS
-from analyzer.synth.writers import changes
+from spigap.synth.srwriter import Track
+from spigap.units import TIME_UNITS
+from spigap.synth.writers import changes
 
 # VCD's timescale units, coarsest first (µs is spelled us in VCD)
 _UNITS = [(u, s) for u, s in TIME_UNITS.items() if u != "µs"]

@@ -45,10 +45,10 @@ import math
 
 import numpy as np
 
-from analyzer.errors import UsageError
-from analyzer.synth.devices import option_bool, option_list
-from analyzer.synth.timeline import build
-from analyzer.units import parse_time
+from spigap.errors import UsageError
+from spigap.synth.traffic import option_bool, option_list
+from spigap.synth.timeline import build
+from spigap.units import parse_time
 
 VARIANTS = {"AD7606": 8, "AD7606-6": 6, "AD7606-4": 4}
 DOUTS = ("DOUTA", "DOUTA+DOUTB", "DOUTB")

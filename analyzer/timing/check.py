@@ -1,8 +1,8 @@
 """`spigap check`: measured timing vs a profile's expectations and a device's limits.
 
-    from analyzer.api import analyze_file
-    from analyzer.model.check import check_analysis, config_for_profile
-    from analyzer.model.profiles import load_profile
+    from spigap.api import analyze_file
+    from spigap.timing.check import check_analysis, config_for_profile
+    from spigap.timing.profiles import load_profile
 
     prof = load_profile("rpi3-k4.4-nodelay")
     a = analyze_file("cap.sr", config_for_profile(prof))
@@ -38,10 +38,10 @@ import math
 
 import numpy as np
 
-from analyzer import __version__
-from analyzer.core.analysis import KIND_CONTEXT_SWITCH, KIND_CS_CHANGE, Analysis, describe
-from analyzer.core.config import SpiConfig
-from analyzer.model.profiles import Device, Expectation, Limit, Profile, load_device, load_profile
+from spigap import __version__
+from spigap.core.analysis import KIND_CONTEXT_SWITCH, KIND_CS_CHANGE, Analysis, describe
+from spigap.core.config import SpiConfig
+from spigap.timing.profiles import Device, Expectation, Limit, Profile, load_device, load_profile
 
 PASS, MARGINAL, FAIL, SKIP, NO_DATA = "PASS", "MARGINAL", "FAIL", "SKIP", "NO DATA"
 SEVERITY = {SKIP: 0, PASS: 1, MARGINAL: 2, NO_DATA: 3, FAIL: 4}
@@ -208,17 +208,17 @@ def check_analysis(analysis: Analysis, profile, device=None, *, headroom: float 
                    events: dict | None = None) -> CheckResult:
     """Check one analysed capture against a profile (name, file or Profile) and,
     optionally, a device's datasheet limits (spec like "mcp3008@5V", file or
-    Device). ``events``: role -> EventTrack for CONVST/BUSY (analyzer.model.events).
+    Device). ``events``: role -> EventTrack for CONVST/BUSY (spigap.timing.extra_channels).
     ``profile`` None: the device limits alone.
     """
     prof = load_profile(profile) if profile is not None else None
     dev = load_device(device) if device else None
     if prof is None and dev is None:
-        from analyzer.errors import UsageError
+        from spigap.errors import UsageError
 
         raise UsageError("nothing to check against: give a profile and/or a device")
     if not (0 <= headroom < 1):
-        from analyzer.errors import UsageError
+        from spigap.errors import UsageError
 
         raise UsageError(f"--headroom {headroom:g} must be a fraction in [0, 1)")
     c = _Checker(analysis, prof, dev, headroom, events or {})
@@ -630,7 +630,7 @@ def _limit_note(lim: Limit) -> str:
 
 
 def _t(s):
-    from analyzer.units import fmt_time
+    from spigap.units import fmt_time
 
     return fmt_time(s)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from analyzer.model.check import (
+from spigap.timing.check import (
     FAIL,
     MARGINAL,
     NO_DATA,
@@ -16,7 +16,7 @@ from analyzer.model.check import (
     CheckResult,
     overall_verdict,
 )
-from analyzer.units import fmt_freq, fmt_rate, fmt_time
+from spigap.units import fmt_freq, fmt_rate, fmt_time
 
 
 def fmt_value(v, unit: str, signed: bool = False) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from analyzer.errors import UsageError
+from spigap.errors import UsageError
 
 # name -> (decoder id, plain module, default options)
 DEVICES = {
@@ -43,7 +43,7 @@ class DeviceSpec:
 
     @property
     def limits_spec(self) -> str:
-        """The spec ``analyzer.model.profiles.load_device`` takes."""
+        """The spec ``spigap.timing.profiles.load_device`` takes."""
         return f"{self.name}@{self.variant}" if self.variant else self.name
 
 
@@ -102,14 +102,14 @@ def message_lengths(spec: str) -> tuple | None:
 
 
 def limits(spec):
-    """The datasheet limits (analyzer.model.profiles.Device) of ``spec``, or None for 'none'."""
-    from analyzer.model.profiles import load_device
+    """The datasheet limits (spigap.timing.profiles.Device) of ``spec``, or None for 'none'."""
+    from spigap.timing.profiles import load_device
 
     if spec is None or str(spec).strip().lower() == "none":
         return None
     d = parse_spec(spec)
     if not d.is_file:
-        from analyzer.model.profiles import list_devices
+        from spigap.timing.profiles import list_devices
 
         shipped = sorted({x.name for x in list_devices()})
         if d.name not in shipped:
@@ -118,9 +118,9 @@ def limits(spec):
     return load_device(d.limits_spec)
 
 
-def labels(analysis, spec: str) -> list[str]:
+def label_transfers(analysis, spec: str) -> list[str]:
     """One label per transfer, in bus order."""
-    from analyzer.sigrok.paths import load_decoder_module
+    from spigap.sigrok.paths import load_decoder_module
 
     name, user_opts = parse(spec)
     decoder, module, defaults = DEVICES[name]

@@ -61,10 +61,10 @@ import dataclasses
 
 import numpy as np
 
-from analyzer.errors import UsageError
-from analyzer.synth.devices import option_list
-from analyzer.synth.timeline import build
-from analyzer.units import parse_time
+from spigap.errors import UsageError
+from spigap.synth.traffic import option_list
+from spigap.synth.timeline import build
+from spigap.units import parse_time
 
 # ------------------------------------------------------------------ encoding
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from analyzer.errors import UsageError
+from spigap.errors import UsageError
 
 
 def registry() -> dict:

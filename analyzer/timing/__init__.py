@@ -11,6 +11,6 @@
 docs/timing-model.md documents all of it.
 """
 
-from analyzer.model.timing import DelaySemantics, TimingModel, delay_semantics
+from spigap.timing.model import DelaySemantics, TimingModel, delay_semantics
 
 __all__ = ["TimingModel", "DelaySemantics", "delay_semantics"]

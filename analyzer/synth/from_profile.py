@@ -1,7 +1,7 @@
 """Captures with known truth from a profile: what this kernel *should* look like on the bus.
 
 ``scenario_from_profile`` turns a profile's [bus] and [timing] into a
-``analyzer.synth.scenario.Scenario`` (the same generator `spigap synth` uses),
+``spigap.synth.scenario.Scenario`` (the same generator `spigap synth` uses),
 with a normal jitter of a fraction of each gap's tolerance. Used by
 ``spigap model --synth`` and by the tests (check PASS on a profile's own
 capture, FAIL on another profile's).
@@ -9,7 +9,7 @@ capture, FAIL on another profile's).
 
 from __future__ import annotations
 
-from analyzer.model.profiles import Profile, ProfileError
+from spigap.timing.profiles import Profile, ProfileError
 
 JITTER_FRACTION = 0.15     # sigma = this × the p50 tolerance of each gap kind
 
@@ -18,7 +18,7 @@ def scenario_from_profile(profile: Profile, *, words: int | None = None, transfe
                           messages: int = 200, seed: int = 1, samplerate: float | None = None,
                           jitter_fraction: float = JITTER_FRACTION, stall_probability: float = 0.0,
                           stall=(20e-6, 60e-6)):
-    from analyzer.synth.scenario import Scenario
+    from spigap.synth.scenario import Scenario
 
     t = profile.timing
     for key in ("cs_setup", "cs_hold", "context_switch"):

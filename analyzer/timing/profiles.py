@@ -1,7 +1,7 @@
 """Kernel/platform profiles and device datasheet limits, as TOML data.
 
-Shipped files live in ``analyzer/model/profiles/*.toml`` and
-``analyzer/model/devices/*.toml`` (loaded with importlib.resources); users pass
+Shipped files live in ``analyzer/timing/profiles/*.toml`` and
+``analyzer/timing/devices/*.toml`` (loaded with importlib.resources); users pass
 their own with ``--profile FILE.toml`` / ``--device FILE.toml[@VARIANT]``. The
 format is documented in docs/timing-model.md ("Profile files"); every shipped
 file is an example.
@@ -22,9 +22,9 @@ import os
 import tomllib
 from importlib import resources
 
-from analyzer.errors import SpigapError
-from analyzer.model.timing import TimingModel
-from analyzer.units import parse_freq, parse_time
+from spigap.errors import SpigapError
+from spigap.timing.model import TimingModel
+from spigap.units import parse_freq, parse_time
 
 
 class ProfileError(SpigapError):
@@ -472,7 +472,7 @@ def _parse_expectation(x: _Table, metric: str, prof: Profile) -> Expectation:
 
 
 def _resource_dir(kind: str):
-    return resources.files("analyzer.model").joinpath(kind)
+    return resources.files("spigap.timing").joinpath(kind)
 
 
 def _shipped(kind: str) -> dict:
@@ -484,7 +484,7 @@ def _shipped(kind: str) -> dict:
                 out[entry.name[:-5]] = entry
     except OSError:
         raise ProfileError(f"the shipped {kind} are missing from this installation",
-                           hint=f"package data analyzer/model/{kind}/*.toml was not installed; "
+                           hint=f"package data analyzer/timing/{kind}/*.toml was not installed; "
                                 "pass your own .toml file") from None
     return dict(sorted(out.items()))
 

@@ -3,7 +3,7 @@
 The SPI lines alone cannot show when a conversion starts or ends; checks like
 "CONVST period ≥ 5 µs" and "no SCLK on the BUSY falling edge" need those
 channels in the capture; their edges come from the one extra-channel reader,
-``analyzer.core.events.read_channel_edges``.
+``spigap.core.events.read_channel_edges``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def events_for_check(path, events, **reader_opts) -> dict:
     """``--event CHANNEL:EDGE`` texts -> lower-case channel name -> EventTrack; the
     device checks use the channels named CONVST and BUSY (case-insensitive,
     after --channel-map). Every channel named must exist."""
-    from analyzer.core.events import parse_event
+    from spigap.core.events import parse_event
 
     channels = {}
     for text in events or []:
@@ -41,11 +41,11 @@ def read_events(path, channels: dict, **reader_opts) -> dict:
     """``channels``: role -> channel name; ``reader_opts``: for ``open_capture``.
     Returns role -> EventTrack.
 
-    One streaming pass through ``analyzer.core.events.read_channel_edges``
+    One streaming pass through ``spigap.core.events.read_channel_edges``
     (the one reader of extra channels' edges); on a damaged capture the edges
     before the damage are used (the SPI analysis reports the damage)."""
-    from analyzer.core.events import read_channel_edges
-    from analyzer.io import open_capture
+    from spigap.core.events import read_channel_edges
+    from spigap.io import open_capture
 
     roles = [(role, name) for role, name in channels.items() if name]
     if not roles:

@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzer.errors import UsageError
-from analyzer.synth.devices import option_bool, option_list
-from analyzer.synth.timeline import build
+from spigap.errors import UsageError
+from spigap.synth.traffic import option_bool, option_list
+from spigap.synth.timeline import build
 
 PARTS = {"MCP3004": (4, 10), "MCP3008": (8, 10), "MCP3204": (4, 12), "MCP3208": (8, 12)}
 PATTERNS = ("start-alone", "linux", "mcp3208", "mcp320x")
