@@ -1,23 +1,51 @@
-"""Python entry points for scripts, tests and the other subcommands.
+"""Open and analyze a capture: the one entry point of scripts, tests and every subcommand.
 
-    from spigap.api import analyze_file, SpiConfig
+    from spigap import analyze_file, SpiConfig
     a = analyze_file("capture.sr", SpiConfig(cpha=1))
     a.gap_values("cs_setup") * a.tick_s      # seconds, NaN where unavailable
+
+The capture goes through core/pipeline.py (frame, measure, group);
+``--device`` and ``--event`` are options of that one path (``device``,
+``events``), not other paths.
 """
 
 from __future__ import annotations
 
-from spigap.core.analysis import GAP_KINDS, Analysis, describe, run
+from spigap.core.analysis import GAP_KINDS, Analysis, describe
 from spigap.core.config import INFERABLE, SpiConfig
+from spigap.core import pipeline
 from spigap.io import open_capture
 
 __all__ = ["analyze_file", "Analysis", "SpiConfig", "GAP_KINDS", "describe", "open_capture"]
 
 
 def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None = None,
-                 input_format: str | None = None, **reader_options) -> Analysis:
+                 input_format: str | None = None, keep: str = "all", rows=None, device: str | None = None,
+                 events=None, **reader_options):
     """Read and analyze one capture. Raises SpigapError subclasses on bad input.
-    Without ``cfg`` every setting is found from names and signals (core/infer.py);
-    a given ``cfg`` is taken as is, except roles it leaves None and its ``infer`` set."""
-    with open_capture(path, input_format=input_format, samplerate=samplerate, **reader_options) as r:
-        return run(r, cfg or SpiConfig(infer=INFERABLE))
+
+    Without ``cfg`` every setting is found from names and signals (core/infer.py); a
+    given ``cfg`` is taken as is, except roles it leaves None and its ``infer`` set.
+    ``keep``, ``rows``: core/pipeline.analyze ("all": an Analysis of every transfer;
+    "bounded": histograms past 100 000 transfers, their rows to ``rows``; "sample").
+    ``device``: ``--device NAME[:KEY=VALUE,...]``: each transfer's meaning in
+    ``.labels`` (labels.py). ``events``: ``--event`` specs (core/events.EventSpec, or
+    their text): a second pass over the capture pairs their edges, in ``.events``.
+    Both need every transfer, so they imply ``keep="all"``."""
+    from spigap.core import events as events_mod
+
+    specs = [events_mod.parse_event(e) if isinstance(e, str) else e for e in events or []]
+    if device or specs:
+        keep = "all"
+    opts = dict(reader_options, input_format=input_format, samplerate=samplerate)
+    with open_capture(path, **opts) as r:
+        a = pipeline.analyze(r, cfg or SpiConfig(infer=INFERABLE), keep=keep, rows=rows)
+    if device:
+        from spigap import labels
+
+        a.device = device
+        a.labels = labels.label_transfers(a, device)
+    if specs:
+        with open_capture(path, **opts) as r:
+            a.events = events_mod.measure(r, a, specs)
+    return a

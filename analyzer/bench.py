@@ -340,7 +340,7 @@ class StageRow:
 
 # what `spigap analyze` imports and loads before it reads a capture
 STARTUP = ("import spigap.cli, spigap.cli.analyze, spigap.api, spigap.core.analysis, "
-           "spigap.core.bounded, spigap.io.sr, spigap.output.text, spigap.native as n; n.library()")
+           "spigap.core.collect, spigap.core.pipeline, spigap.io.sr, spigap.output.text, spigap.native as n; n.library()")
 
 
 def stages(path, roles: dict[str, str], repeat: int = 3) -> StageRow:

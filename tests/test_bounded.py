@@ -1,6 +1,6 @@
-"""``spigap analyze`` in bounded memory (core/bounded.py) gives today's figures.
+"""``spigap analyze`` in bounded memory (core/collect.py) gives today's figures.
 
-Oracle: ``analysis.run`` on the same capture, the path that keeps every
+Oracle: ``pipeline.analyze(keep="all")`` on the same capture, the path that keeps every
 transfer's arrays (itself checked against sigrok-cli, the captures' README and
 the synthesizer's truth elsewhere). The bounded path is forced on small
 captures by a retention bound of 1 transfer; with the decisions (message
@@ -21,7 +21,7 @@ import pytest
 from conftest import REAL_CAPTURES, ROOT, real
 
 from spigap.cli import main
-from spigap.core import analysis, bounded
+from spigap.core import collect, pipeline
 from spigap.core.config import SpiConfig
 from spigap.core.quantile import median, percentiles
 from spigap.core.stalls import StallRule, find_stalls
@@ -55,16 +55,20 @@ def _same(x, y, path=""):
 
 def _both(path, cfg: SpiConfig, samplerate=None, **kw):
     with open_capture(path, samplerate=samplerate) as r:
-        full = analysis.run(r, cfg)
+        full = pipeline.analyze(r, cfg)
     rows: list = []
+
+    def sink(a, k0, k1, index0, message0):
+        rows.extend(json_rows(a, transfer_rows(a, k0, index0, message0, stop=k1)))
+
     with open_capture(path, samplerate=samplerate) as r:
-        b = bounded.run(r, cfg, rows=lambda a, rs: rows.extend(json_rows(a, rs)), **kw)
+        b = pipeline.analyze(r, cfg, keep="bounded", rows=sink, **kw)
     return full, b, rows
 
 
 def _check(full, b, rows):
     if full.n > 1:
-        assert isinstance(b, bounded.BoundedAnalysis)
+        assert isinstance(b, collect.BoundedAnalysis)
         assert rows == json_rows(full, transfer_rows(full))
     _same(_doc(full), _doc(b))
 
@@ -104,9 +108,9 @@ def test_decisions_early_or_late_same_figures(tmp_path, monkeypatch):
     thread while the framer goes on; the batches are grouped the same way whether the
     decisions were ready at once or late, so every figure and row is the same."""
     p = _soak(tmp_path)
-    monkeypatch.setattr(bounded, "MEASURE_AT_ONCE", 1000)
-    monkeypatch.setattr(bounded, "QUEUED_ROWS", 20_000)       # the framer waits for the thread too
-    decide = bounded._Runner._decide
+    monkeypatch.setattr(collect, "MEASURE_AT_ONCE", 1000)
+    monkeypatch.setattr(collect, "QUEUED_ROWS", 20_000)       # the framer waits for the thread too
+    decide = collect.Collector._decide
     threads = []
 
     def late(self, *a):
@@ -115,7 +119,7 @@ def test_decisions_early_or_late_same_figures(tmp_path, monkeypatch):
         return decide(self, *a)
 
     early = _both(p, SpiConfig(), retain=1, learn=20_000)
-    monkeypatch.setattr(bounded._Runner, "_decide", late)
+    monkeypatch.setattr(collect.Collector, "_decide", late)
     slow = _both(p, SpiConfig(), retain=1, learn=20_000)
     assert threads and threads[0].startswith("spigap-stats")
     _check(*early)
@@ -195,7 +199,7 @@ def test_cli_outputs_same_when_bounded(fmt, capsys, monkeypatch):
     path = str(real(REAL_CAPTURES["atmega32"][0]))
     argv = ["analyze", path, "--clk", "2", "--mosi", "1", "--cs", "0", "--format", fmt, "--transfers"]
     whole = _cli(argv, capsys)
-    monkeypatch.setattr(bounded, "RETAIN_TRANSFERS", 1)
+    monkeypatch.setattr(collect, "RETAIN_TRANSFERS", 1)
     part = _cli(argv, capsys)
     if fmt == "json":
         _same(json.loads(whole), json.loads(part))
@@ -224,7 +228,7 @@ def test_output_file_whole_and_bounded(tmp_path, capsys, monkeypatch):
     path = str(real(REAL_CAPTURES["atmega32"][0]))
     argv = ["analyze", path, "--clk", "2", "--mosi", "1", "--cs", "0", "--format", "csv"]
     want = _cli(argv, capsys)
-    monkeypatch.setattr(bounded, "RETAIN_TRANSFERS", 1)
+    monkeypatch.setattr(collect, "RETAIN_TRANSFERS", 1)
     out = tmp_path / "rows.csv"
     assert main(argv + ["-o", str(out)]) == 0
     assert out.read_text() == want
@@ -234,4 +238,4 @@ def test_output_file_whole_and_bounded(tmp_path, capsys, monkeypatch):
 def test_readme_documents_jsonl():
     text = pathlib.Path(ROOT / "README.md").read_text(encoding="utf-8")
     assert '"record": "transfer"' in text and '"record": "summary"' in text
-    assert str(bounded.RETAIN_TRANSFERS) in text.replace(",", "").replace(" ", "")
+    assert str(collect.RETAIN_TRANSFERS) in text.replace(",", "").replace(" ", "")

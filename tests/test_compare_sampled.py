@@ -1,7 +1,7 @@
 """compare and report on long captures: a systematic sample of blocks of transfers
-(core/bounded.py Sampler), so memory does not grow with the capture.
+(core/collect.py Sampler), so memory does not grow with the capture.
 
-Oracle: the whole analysis of the same capture (analysis.run, itself checked against
+Oracle: the whole analysis of the same capture (pipeline.analyze, itself checked against
 synthesized truth and sigrok-cli elsewhere): every sampled transfer's figures equal
 the whole analysis's for the same transfer; the totals are the whole capture's; and
 compare finds the same change on the sample as on every transfer.
@@ -16,7 +16,7 @@ import pytest
 
 from spigap.api import SpiConfig
 from spigap.cli import main
-from spigap.core import analysis, bounded
+from spigap.core import analysis, collect, pipeline
 from spigap.io import open_capture
 from util import synth
 
@@ -32,12 +32,12 @@ def capture(tmp_path_factory):
 
 def _sampled(path, retain, block):
     with open_capture(path) as r:
-        return bounded.run(r, SpiConfig(), sample=True, retain=retain, learn=1, block=block)
+        return pipeline.analyze(r, SpiConfig(), keep="sample", retain=retain, learn=1, block=block)
 
 
 def test_sample_equals_the_whole_analysis_transfer_by_transfer(capture):
     with open_capture(capture) as r:
-        full = analysis.run(r, SpiConfig())
+        full = pipeline.analyze(r, SpiConfig())
     s = _sampled(capture, 2000, 250)
     assert full.n == 12000 and s.sample is not None
     assert s.n <= 2000 + 250 and s.sample["transfers"] == full.n
@@ -87,9 +87,9 @@ def test_compare_finds_the_same_change_on_the_sample(tmp_path, capsys, monkeypat
     args = ["compare", "--before", str(before), "--after", str(after), "--format", "json", "--bootstrap", "200"]
     assert main(args) in (0, 1)
     whole = json.loads(capsys.readouterr().out)
-    monkeypatch.setattr(bounded, "RETAIN_TRANSFERS", 1500)
-    monkeypatch.setattr(bounded, "LEARN_TRANSFERS", 1500)
-    monkeypatch.setattr(bounded, "SAMPLE_BLOCK", 300)
+    monkeypatch.setattr(collect, "RETAIN_TRANSFERS", 1500)
+    monkeypatch.setattr(collect, "LEARN_TRANSFERS", 1500)
+    monkeypatch.setattr(collect, "SAMPLE_BLOCK", 300)
     assert main(args) in (0, 1)
     sampled = json.loads(capsys.readouterr().out)
     assert whole["before"][0]["sample"] is None
@@ -109,9 +109,9 @@ def test_compare_finds_the_same_change_on_the_sample(tmp_path, capsys, monkeypat
 
 
 def test_report_on_a_sampled_capture(tmp_path, capture, monkeypatch):
-    monkeypatch.setattr(bounded, "RETAIN_TRANSFERS", 2000)
-    monkeypatch.setattr(bounded, "LEARN_TRANSFERS", 2000)
-    monkeypatch.setattr(bounded, "SAMPLE_BLOCK", 250)
+    monkeypatch.setattr(collect, "RETAIN_TRANSFERS", 2000)
+    monkeypatch.setattr(collect, "LEARN_TRANSFERS", 2000)
+    monkeypatch.setattr(collect, "SAMPLE_BLOCK", 250)
     out = tmp_path / "r.html"
     assert main(["report", str(capture), "-o", str(out)]) == 0
     html = out.read_text()

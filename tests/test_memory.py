@@ -50,7 +50,7 @@ def _piped_peak(sr, repeat: int) -> tuple[float, dict]:
 def test_memory_does_not_grow_with_transfers(tmp_path):
     """0.5 M and 2 M transfers (a 10 000-transfer MCP3008 capture fed 50 and 200 times through
     a pipe): the same peak RSS give or take allocator noise; keeping every transfer's figures
-    (about 450 bytes each, the path for captures up to core/bounded.RETAIN_TRANSFERS) would
+    (about 450 bytes each, the path for captures up to core/collect.RETAIN_TRANSFERS) would
     add some 700 MB. And the figures add up: 4x the transfers, words and messages."""
     from spigap.bench import DENSE
     from spigap.synth import Scenario, write

@@ -115,14 +115,19 @@ def _chunks(rng, ticks, states):
     return [EdgeBlock(ticks[a:b], states[a:b]) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
 
+def _columns(framed) -> dict:
+    """A framer's batch (core/framed.Framed) as {"windows": {column: array}, "words": {...}}."""
+    return {"windows": vars(framed.windows), "words": vars(framed.words)}
+
+
 def _run(framer, blocks, take_every, lag=False, batches=None):
     outs = []
     for i, b in enumerate(blocks):
         framer.feed(b)
         if take_every and i % take_every == 0:
-            outs.append(framer.take(lag=lag) if lag else framer.take())
+            outs.append(_columns(framer.take(lag=lag) if lag else framer.take()))
     end = int(blocks[-1].ticks[-1]) + 3
-    outs.append(framer.finish(end))
+    outs.append(_columns(framer.finish(end)))
     if batches is not None:
         batches.extend(outs)
     merged = {part: {k: np.concatenate([o[part][k] for o in outs]) for k in outs[-1][part]}
@@ -144,7 +149,7 @@ def _same(a, b):
 def test_parallel_framing_equals_serial(seed, monkeypatch):
     from spigap.core import cframer
     from spigap.core.config import SpiConfig
-    from spigap.core.framing import Framer
+    from spigap.core.framing import NumpyFramer
 
     rng = np.random.default_rng(seed)
     monkeypatch.setattr(cframer, "WORKERS", int(rng.integers(2, 5)))   # cut the middles 2-4 ways
@@ -160,7 +165,7 @@ def test_parallel_framing_equals_serial(seed, monkeypatch):
     serial = cframer.CFramer(cfg, bits, 1e-8)
     serial.par_min = 1 << 62
     want = _run(serial, [EdgeBlock(ticks, states)], 0)
-    _same(want, _run(Framer(cfg, bits, 1e-8), blocks, take_every))            # the numpy oracle
+    _same(want, _run(NumpyFramer(cfg, bits, 1e-8), blocks, take_every))            # the numpy oracle
     par = cframer.CFramer(cfg, bits, 1e-8)
     par.par_min = 1                               # every block's middle goes to the workers
     lag = bool(rng.integers(0, 2))                # bounded.run takes the blocks before the latest
@@ -274,7 +279,7 @@ def test_parallel_framing_of_words_above_64_bits(seed, monkeypatch):
 @pytest.mark.parametrize("seed", range(4))
 def test_lagged_take_hands_out_the_same_batches_one_call_later(seed, monkeypatch):
     """take(lag=True) after block k hands out what take() handed out after block k-1
-    (core/bounded.py measures it while the workers frame block k): the same batches
+    (core/collect.py measures it while the workers frame block k): the same batches
     whatever the threads' timing; finish() hands out the last two."""
     from spigap.core import cframer
     from spigap.core.config import SpiConfig

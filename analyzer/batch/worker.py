@@ -95,16 +95,13 @@ def analyze_job(job: Job) -> dict:
         return result(job, ERROR, error=job.error)
     t0 = time.perf_counter()
     try:
-        from spigap.core import analysis
+        from spigap.api import analyze_file
         from spigap.errors import SpigapError
-        from spigap.io import open_capture
         from spigap.output.jsonout import to_dict
 
         try:
-            opts = dict(job.reader)
             with _time_limit(job.timeout_s):
-                with open_capture(job.file, **opts) as reader:
-                    a = analysis.run(reader, job.cfg or SpiConfig())
+                a = analyze_file(job.file, job.cfg or SpiConfig(), **job.reader)
             d = to_dict(a, stall_rule=job.stall_rule)
         except JobTimeout:
             return result(job, ERROR, error=timeout_message(job), elapsed_s=time.perf_counter() - t0)

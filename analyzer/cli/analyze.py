@@ -14,9 +14,6 @@ from spigap.cli.common import (
     add_stall_options,
     analyze_path,
     check_output_path,
-    config_from_args,
-    measure_events,
-    reader_options,
     stall_rule_from_args,
 )
 from spigap.errors import UsageError
@@ -59,34 +56,19 @@ def run(args) -> int:
     transfers = args.transfers or bool(args.device)
     with _output(args.output) as out:
         o = Output(args.format, out, transfers=transfers)
-        if args.device or args.event:
-            # both need every transfer's figures (labels per transfer, latencies to each start)
-            a = analyze_path(args.capture, args)
-        else:
-            a = _analyze_bounded(args, o.rows if o.streams else None)
-        if args.device:
-            a.device = args.device
-            a.labels = labels.label_transfers(a, args.device)
+        # memory bounded past 100 000 transfers (rows written as measured); --device and
+        # --event need every transfer (labels per transfer, latencies to each start)
+        a = analyze_path(args.capture, args, keep="bounded", rows=o.rows if o.streams else None, label=True)
         from spigap.core.stalls import find_stalls
 
         rule = stall_rule_from_args(args)
         stalls = find_stalls(a, rule)
-        events = measure_events(args.capture, a, args)
-        o.finish(a, stalls=stalls, stall_rule=rule, events=events)
+        o.finish(a, stalls=stalls, stall_rule=rule, events=getattr(a, "events", None))
     if a.truncated:
         # the partial results are out; now say what went wrong, as an error
         print(f"spigap: error: {a.truncated}", file=sys.stderr)
         return 2
     return 0
-
-
-def _analyze_bounded(args, rows):
-    """The capture in memory that does not grow with its transfers (core/bounded.py)."""
-    from spigap.core import bounded
-    from spigap.io import open_capture
-
-    with open_capture(args.capture, **reader_options(args)) as reader:
-        return bounded.run(reader, config_from_args(args), rows=rows)
 
 
 @contextlib.contextmanager

@@ -11,7 +11,8 @@ SPI options (``add_capture_options``), ``--device NAME[@VARIANT][:KEY=VALUE,...]
 one line in its group here; a subcommand adds a whole concept with one call.
 
 Also the helpers the subcommands share (so no subcommand imports another):
-``config_from_args``, ``reader_options``, ``analyze_path``, ``load_captures``,
+``config_from_args``, ``reader_options``, ``analyze_path`` (the CLI's way into
+spigap.api.analyze_file, the one entry point), ``load_captures``,
 ``stall_rule_from_args``, ``settings_from_args``, ``attach_traces``, ``write_output``.
 """
 
@@ -425,38 +426,25 @@ def reader_options(args) -> dict:
             "deglitch": getattr(args, "deglitch", None), "unitsize": getattr(args, "unitsize", None)}
 
 
-def analyze_path(path, args, cfg=None, *, sample: bool = False):
-    """Open and analyze one capture with the CLI's options; returns the Analysis.
-    ``sample``: past core/bounded.py's RETAIN_TRANSFERS, a systematic sample of the
-    transfers in bounded memory (with the capture's totals in ``.sample``)."""
-    from spigap.core import analysis
-    from spigap.io import open_capture
+def analyze_path(path, args, cfg=None, *, keep: str = "all", rows=None, label: bool = False):
+    """Open and analyze one capture with the CLI's options (spigap.api.analyze_file, the
+    one entry point): the capture options, ``--event`` (a second pass pairs the extra
+    channels: ``.events``) and, with ``label``, ``--device`` as each transfer's meaning
+    (``.labels``; check and report read --device as datasheet limits instead).
+    ``keep``: "all", "bounded" (spigap analyze: rows to ``rows`` past 100 000 transfers)
+    or "sample" (compare, report), core/pipeline.analyze."""
+    from spigap.api import analyze_file
 
     cfg = cfg if cfg is not None else config_from_args(args)
-    with open_capture(path, **reader_options(args)) as reader:
-        if sample:
-            from spigap.core import bounded
-
-            return bounded.run(reader, cfg, sample=True)
-        return analysis.run(reader, cfg)
+    device = getattr(args, "device", None) if label else None
+    return analyze_file(path, cfg, keep=keep, rows=rows, device=device, events=event_specs(args),
+                        **reader_options(args))
 
 
 def event_specs(args) -> list:
     from spigap.core.events import parse_event
 
     return [parse_event(e) for e in getattr(args, "event", None) or []]
-
-
-def measure_events(path, a, args):
-    """--event: a second streaming pass over the capture for the extra channels (None without --event)."""
-    from spigap.core.events import measure
-    from spigap.io import open_capture
-
-    specs = event_specs(args)
-    if not specs:
-        return None
-    with open_capture(path, **reader_options(args)) as reader:
-        return measure(reader, a, specs)
 
 
 def load_captures(paths, args, *, cfg=None, traces: bool = False):
@@ -468,11 +456,11 @@ def load_captures(paths, args, *, cfg=None, traces: bool = False):
     from spigap.stats.compare import Capture
 
     cfg = cfg if cfg is not None else config_from_args(args)
-    sample = not traces and not event_specs(args)
+    keep = "all" if traces else "sample"
     out = []
     for path in paths:
-        a = analyze_path(path, args, cfg, sample=sample)
-        out.append(Capture(str(path), a, measure_events(path, a, args)))
+        a = analyze_path(path, args, cfg, keep=keep)
+        out.append(Capture(str(path), a, a.events))
     return out
 
 

@@ -1,27 +1,24 @@
-"""One analysis of one capture: framing, gap measurement, message grouping, statistics.
+"""The result of analyzing one capture: ``Analysis``, every transfer's gaps in arrays.
 
-Definitions are in docs/gaps.md. Internally every time is an integer number of
-ticks (one tick = one sample period = the resolution); they become seconds only
-on output.
+Made by the pipeline (core/pipeline.py: frame, measure, group); read by every
+output and by check, compare, report and trace. Definitions are in docs/gaps.md.
+Internally every time is an integer number of ticks (one tick = one sample
+period = the resolution); they become seconds only on output.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from spigap.core import grouping as grouping_mod
-from spigap.core import settings_check
 from spigap.core.config import SpiConfig
-from spigap.core.framing import make_framer
 from spigap.core.gaprules import defs as gapdefs
-from spigap.core.gaprules import split as split_two
 from spigap.core.quantile import median, percentiles
-from spigap.errors import CaptureTruncated, InputError
-from spigap.io.base import CaptureInfo, CaptureReader
+from spigap.io.base import CaptureInfo
 
 GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
              "transfer_duration", "transfer_period")
@@ -32,7 +29,6 @@ KIND_CLASS_A, KIND_CLASS_B = grouping_mod.CLASS_A, grouping_mod.CLASS_B
 KIND_NAMES = {KIND_NONE: None, KIND_CS_CHANGE: gapdefs.CS_CHANGE, KIND_CONTEXT_SWITCH: gapdefs.CONTEXT_SWITCH,
               KIND_IDLE: "idle", KIND_CLASS_A: "class_a", KIND_CLASS_B: "class_b"}
 AMBIGUOUS_KINDS = ("class_a", "class_b")
-MIN_SAMPLES_PER_PERIOD = 4
 
 
 def describe(values: np.ndarray, tick_s: float) -> dict:
@@ -49,7 +45,7 @@ def describe(values: np.ndarray, tick_s: float) -> dict:
 
 
 class CaptureFigures:
-    """What an Analysis and core/bounded.py's BoundedAnalysis both derive from their
+    """What an Analysis and core/collect.py's BoundedAnalysis both derive from their
     settings (``cfg``) and clock period (``period_ticks``, ``tick_s``)."""
 
     cfg: SpiConfig
@@ -116,13 +112,14 @@ class Analysis(CaptureFigures):
     min_low: int | None
     warnings: list[str]
     device: str | None = None            # --device spec, when transfers were labelled
-    labels: list[str] | None = None      # device meaning of each transfer
+    labels: list[str] | None = None      # device meaning of each transfer (labels.py)
+    events: Any = None                   # --event: core/events.EventReport
     # given settings the signals contradict (also first in ``warnings``), core/settings_check.py
     setting_warnings: list[str] = dataclasses.field(default_factory=list)
     # where each setting came from (core/infer.py Source), and every SPI bus the signals show
     sources: dict = dataclasses.field(default_factory=dict)
     buses: list = dataclasses.field(default_factory=list)
-    # a systematic sample of a long capture (core/bounded.py; compare, report): blocks of
+    # a systematic sample of a long capture (core/collect.py; compare, report): blocks of
     # consecutive transfers. ``breaks`` marks each block's first transfer (the gap before it
     # and the period into it are not in the sample); ``sample`` holds the whole capture's
     # totals (transfers, messages, rate) and how it was sampled. None: every transfer.
@@ -202,7 +199,7 @@ class Analysis(CaptureFigures):
         return None if math.isnan(x) else x
 
     def describe_kind(self, kind: str) -> dict:
-        """describe() of one gap kind (core/bounded.py gives the same from histograms)."""
+        """describe() of one gap kind (core/collect.py gives the same from histograms)."""
         return describe(self.gap_values(kind), self.tick_s)
 
     def n_messages(self) -> int | None:
@@ -254,176 +251,6 @@ def join(parts: list[Analysis]) -> Analysis:
     return dataclasses.replace(first, **cat, word_off=offsets("word_off"), pair_off=offsets("pair_off"))
 
 
-def run(reader: CaptureReader, cfg: SpiConfig, *, on_block: Callable[[int], None] | None = None) -> Analysis:
-    """Analyze one opened capture. ``on_block(tick)`` reports progress."""
-    info = reader.info
-    settled, framer = prepare(reader, cfg)
-    cfg = settled.cfg
-    prefix = settings_check.Prefix()          # a bounded start of the stream, for the settings check
-    truncated = None
-    last_tick = 0
-    try:
-        for block in settled.blocks:
-            framer.feed(block)
-            prefix.add(block.ticks, block.states)
-            last_tick = int(block.ticks[-1])
-            if on_block:
-                on_block(last_tick)
-    except CaptureTruncated as e:
-        truncated = str(e)
-    end_tick = reader.end_tick if reader.end_tick is not None else last_tick + 1
-    if end_tick <= 0 and truncated is None:
-        raise InputError("the capture holds no samples", path=info.path,
-                         hint="was the acquisition stopped before it started?")
-    raw = framer.finish(end_tick)
-    a = _measure(info, cfg, framer, raw, end_tick, truncated)
-    return settings_first(a, settled, prefix)
-
-
-def settings_first(a, settled, prefix, evidence=None):
-    """Put the settings' story at the top of ``a``'s warnings: given settings the signals
-    contradict, naming what fits (docs/gaps.md), then what inference could not settle
-    firmly (docs/inference.md); and record where each setting came from."""
-    a.sources, a.buses = settled.sources, settled.buses
-    a.setting_warnings = settings_check.contradictions(a, prefix, _bits(a.cfg), evidence) + settled.warnings
-    a.warnings[:0] = a.setting_warnings
-    return a
-
-
-def prepare(reader: CaptureReader, cfg: SpiConfig):
-    """(infer.Settled: the resolved config, its channel names and the edge stream to
-    frame; the framer) for one capture. Settings the user did not give come from
-    names, then from a bounded prefix of the stream (core/infer.py)."""
-    from spigap.core import infer
-
-    settled = infer.settle(reader, cfg)
-    return settled, make_framer(settled.cfg, _bits(settled.cfg), reader.info.tick_s)
-
-
-def _bits(cfg: SpiConfig) -> dict[str, int]:
-    """role -> bit of the edge stream's states, in the order prepare() requests the channels."""
-    roles = [role for role, name in (("clk", cfg.clk), ("cs", cfg.cs), ("mosi", cfg.mosi), ("miso", cfg.miso))
-             if name is not None]
-    return {role: j for j, role in enumerate(roles)}
-
-
-@dataclasses.dataclass(frozen=True)
-class FramerFigures:
-    """What a measurement reads from the framer besides the windows: its running,
-    capture-wide figures at one moment. core/bounded.py takes them on the feeding
-    thread and measures in another while the framer goes on."""
-
-    period_ticks: float | None
-    idle_timeout: int | None
-    engine: str
-    clk_outside_cs: int
-    first_clk_outside: int | None
-    min_high: int | None
-    min_low: int | None
-
-    @classmethod
-    def of(cls, framer) -> "FramerFigures":
-        if isinstance(framer, cls):
-            return framer
-        return cls(framer.spacing.central_mean(), framer.idle_timeout, framer.engine, framer.clk_outside_cs,
-                   framer.first_clk_outside, framer.min_high, framer.min_low)
-
-
-def _measure(info, cfg, framer, raw, end_tick, truncated, grouping=None) -> Analysis:
-    """``framer``: the framer, or its ``FramerFigures``. ``grouping``: a message structure
-    found earlier (spigap monitor measures a capture window by window with the structure
-    of its start), else inferred here."""
-    fig = FramerFigures.of(framer)
-    w, words = raw["windows"], raw["words"]
-    n = len(w["start"])
-    has_cs = cfg.cs is not None
-    nan = np.full(n, np.nan)
-    has_edges = w["n_edges"] > 0
-    start = np.asarray(w["start"], np.int64)       # no copy when already int64
-    end = np.asarray(w["end"], np.int64)
-    if has_cs:
-        cs_setup = np.where(has_edges & ~w["partial_start"], w["first_edge"] - start, np.nan)
-        cs_hold = np.where(has_edges & ~w["partial_end"], end - w["last_edge"], np.nan)
-    else:
-        cs_setup = nan.copy()
-        cs_hold = nan.copy()
-    duration = np.where(~w["partial_start"] & ~w["partial_end"], end - start, np.nan)
-    gap_before = np.full(n, np.nan)
-    if n > 1:
-        gap_before[1:] = start[1:] - end[:-1]
-
-    period = fig.period_ticks
-    # inter-word gaps
-    n_words = w["n_words"]
-    word_off = np.concatenate([[0], np.cumsum(n_words)]).astype(np.int64)
-    n_pairs = np.maximum(n_words - 1, 0)
-    pair_off = np.concatenate([[0], np.cumsum(n_pairs)]).astype(np.int64)
-    if len(words["first"]) > 1:
-        is_last = np.zeros(len(words["first"]), bool)
-        is_last[word_off[1:][n_words > 0] - 1] = True
-        g = words["first"][1:] - words["last"][:-1]
-        pair_gap = g[~is_last[:-1]]
-    else:
-        pair_gap = np.empty(0, np.int64)
-    warnings = list(info.warnings)
-    thr, wg_note, wg_warning = word_gap_split(info, cfg, pair_gap)
-    if wg_warning:
-        warnings.append(wg_warning)
-    pair_it = pair_gap > thr if thr is not None else np.zeros(len(pair_gap), bool)
-
-    # message grouping from the CS-inactive gaps
-    gaps = gap_before[1:]
-    if not has_cs:
-        grp = grouping_mod.Grouping(1, 0, 0.0, "none", "no CS line: transfers are framed by SCLK idle "
-                                    "time, so cs_change and context-switch gaps are unavailable",
-                                    np.full(len(gaps), grouping_mod.CONTEXT_SWITCH, np.int8))
-        kind = np.full(n, KIND_IDLE)
-        kind[:1] = KIND_NONE
-        boundary = np.ones(max(n - 1, 0), bool)
-    else:
-        # ``grouping``: a structure found earlier (spigap monitor), else inferred here.
-        # idle before the first CS assert (evidence that a message starts there), None when
-        # the capture starts inside a window
-        lead = float(start[0]) if n and not w["partial_start"][0] else None
-        grp = grouping or grouping_mod.infer(gaps, resolution=_ticks_per_sample(info), lead=lead, context_switch=cfg.context_switch,
-                                 device_lengths=cfg.message_lengths,
-                                 transfers_per_message=cfg.transfers_per_message)
-        boundary = grp.boundary_mask(len(gaps))
-        kind = np.full(n, KIND_NONE)
-        kind[1:] = grp.kinds
-    message = np.concatenate([[0], np.cumsum(boundary)]).astype(np.int64)[:n]
-
-    a = Analysis(
-        info=info, cfg=cfg, tick_s=info.tick_s, end_tick=end_tick, truncated=truncated,
-        start=start, end=end, partial_start=w["partial_start"], partial_end=w["partial_end"],
-        n_bits=w["n_bits"], n_words=n_words, first_edge=w["first_edge"], last_edge=w["last_edge"],
-        clk_ok=w["clk_ok"], min_half=w["min_half"],
-        cs_setup=np.asarray(cs_setup, float), cs_hold=np.asarray(cs_hold, float), duration=duration,
-        gap_before=gap_before, gap_kind=kind, message=message,
-        word_off=word_off, mosi=words["mosi"], miso=words["miso"], word_first=words["first"],
-        word_last=words["last"], pair_off=pair_off, pair_gap=pair_gap, pair_inter_transfer=pair_it,
-        period_ticks=period, inter_transfer_threshold=thr, word_gaps_note=wg_note, grouping=grp,
-        idle_timeout_ticks=fig.idle_timeout, engine=fig.engine, clk_outside_cs=fig.clk_outside_cs,
-        min_high=fig.min_high, min_low=fig.min_low, warnings=warnings)
-    _warn(a, fig)
-    return a
-
-
-def word_gap_split(info: CaptureInfo, cfg: SpiConfig, pair_gap: np.ndarray) -> tuple[float | None, str, str | None]:
-    """(inter-transfer threshold in ticks or None, how the word gaps were split, a warning or None)."""
-    if cfg.inter_transfer_gap_s is not None:
-        return cfg.inter_transfer_gap_s / info.tick_s, "given (--inter-transfer-gap)", None
-    if not len(pair_gap):
-        return None, "no word gaps", None
-    # two populations only where there really are two (docs/gaps.md)
-    sp = split_two(pair_gap, "linear", _ticks_per_sample(info))
-    warning = None
-    if sp.verdict == "unclear":
-        warning = (f"word gaps: {sp.note}; all are counted as inter-byte "
-                   "(give --inter-transfer-gap TIME to split them)")
-    return gapdefs.inter_transfer_threshold(sp), sp.note, warning
-
-
 def regroup(a: Analysis, grp: grouping_mod.Grouping) -> Analysis:
     """Apply another message grouping to an analysis (e.g. ``grouping.from_boundaries``
     with the message boundaries of a kernel trace): gap kinds and message numbers follow it."""
@@ -437,70 +264,3 @@ def regroup(a: Analysis, grp: grouping_mod.Grouping) -> Analysis:
     boundary = grp.boundary_mask(len(grp.kinds))
     a.message = np.concatenate([[0], np.cumsum(boundary)]).astype(np.int64)[:a.n]
     return a
-
-
-def _ticks_per_sample(info: CaptureInfo) -> float:
-    """Ticks per sample: 1, unless a reader's time unit is finer than the sample period."""
-    if not info.samplerate_hz:
-        return 1.0
-    return max(1.0, round(1.0 / (info.samplerate_hz * info.tick_s)))
-
-
-@dataclasses.dataclass
-class WarnCounts:
-    """What the end-of-analysis warnings count (adds up batch by batch, core/bounded.py)."""
-
-    n: int = 0
-    bad_clk: int = 0                   # complete-start transfers with SCLK off its idle level at CS assert
-    first_bad_clk: int | None = None   # start tick of the first
-    trailing: int = 0                  # complete transfers with bits that do not fill a word
-    partial: int = 0
-
-    @classmethod
-    def of(cls, a: Analysis, skip: int = 0) -> "WarnCounts":
-        """The counts of transfers ``skip``.. of ``a``."""
-        ps, pe = a.partial_start[skip:], a.partial_end[skip:]
-        bad = np.flatnonzero(~a.clk_ok[skip:] & ~ps) if a.has_cs else np.empty(0, int)
-        trailing = a.n_bits[skip:] % a.cfg.wordsize
-        return cls(n=a.n - skip, bad_clk=len(bad),
-                   first_bad_clk=int(a.start[skip + bad[0]]) if len(bad) else None,
-                   trailing=int(np.count_nonzero(trailing[~ps & ~pe])),
-                   partial=int(np.count_nonzero(ps | pe)))
-
-    def add(self, o: "WarnCounts") -> None:
-        if self.first_bad_clk is None:
-            self.first_bad_clk = o.first_bad_clk
-        self.n += o.n
-        self.bad_clk += o.bad_clk
-        self.trailing += o.trailing
-        self.partial += o.partial
-
-
-def _warn(a: Analysis, framer) -> None:
-    a.warnings += warning_lines(a, WarnCounts.of(a), framer.first_clk_outside)
-
-
-def warning_lines(a, c: WarnCounts, first_clk_outside) -> list[str]:
-    """The framing warnings of an analysis (``a``: Analysis or bounded.BoundedAnalysis)."""
-    w: list[str] = []
-    t = a.tick_s
-    if c.n == 0:
-        w.append("no transfers found: check the channel mapping (--clk/--cs), --cs-polarity and --mode")
-    if a.period_ticks is not None and a.period_ticks < MIN_SAMPLES_PER_PERIOD:
-        sclk_hz = 1.0 / (a.period_ticks * t)
-        w.append(f"only {a.period_ticks:g} samples per SCLK period (SCLK ≈ {sclk_hz / 1e6:.3g} MHz at "
-                 f"{1 / t / 1e6:.3g} MSa/s): edge times are coarse, gaps are ±1 sample "
-                 f"({t * 1e9:.3g} ns); sample at ≥ {MIN_SAMPLES_PER_PERIOD}× SCLK")
-    if a.clk_outside_cs:
-        w.append(f"{a.clk_outside_cs} SCLK edge(s) while CS was inactive (first at "
-                 f"{first_clk_outside * t * 1e6:.6g} µs)")
-    if c.bad_clk:
-        w.append(f"SCLK was not at its idle level (CPOL={a.cfg.cpol}) when CS was asserted in "
-                 f"{c.bad_clk} transfer(s) (first at {c.first_bad_clk * t * 1e6:.6g} µs): check --mode")
-    if c.trailing:
-        w.append(f"{c.trailing} transfer(s) end with bits that do not fill a {a.cfg.wordsize}-bit word "
-                 "(check --wordsize)")
-    if c.partial:
-        w.append(f"{c.partial} partial transfer(s): CS already active at the start or still active at the "
-                 "end of the capture; counted, but without the cut-off figures")
-    return w

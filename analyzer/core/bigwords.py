@@ -25,7 +25,11 @@ the same clock, so the effect is nil on a real capture.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+
+from spigap.core.framed import Framed, Words
 
 MAX_CHUNK = 64
 
@@ -38,18 +42,18 @@ def chunk_wordsize(wordsize: int) -> int:
     return max(d for d in range(1, MAX_CHUNK + 1) if wordsize % d == 0)
 
 
-def join(out: dict, wordsize: int, lsb_first: bool) -> dict:
+def join(out: Framed, wordsize: int, lsb_first: bool) -> Framed:
     """Framer output with chunk words -> the same with ``wordsize``-bit words."""
-    win, words = out["windows"], out["words"]
-    n_chunks = np.asarray(win["n_words"], np.int64)
+    win, words = out.windows, out.words
+    n_chunks = np.asarray(win.n_words, np.int64)
     chunk = chunk_wordsize(wordsize)          # what make_framer ran the framer with
     k = wordsize // chunk
     n_big = n_chunks // k
     owner = np.repeat(np.arange(len(n_chunks)), n_chunks)
     rank = np.arange(len(owner)) - np.repeat(np.cumsum(n_chunks) - n_chunks, n_chunks)
     keep = rank < (n_big * k)[owner]
-    first = np.asarray(words["first"])[keep].reshape(-1, k)[:, 0]
-    last = np.asarray(words["last"])[keep].reshape(-1, k)[:, -1]
+    first = np.asarray(words.first)[keep].reshape(-1, k)[:, 0]
+    last = np.asarray(words.last)[keep].reshape(-1, k)[:, -1]
     order = range(k) if lsb_first else range(k - 1, -1, -1)
     shifts = np.array([chunk * i for i in order], dtype=object)
 
@@ -59,10 +63,8 @@ def join(out: dict, wordsize: int, lsb_first: bool) -> dict:
             return np.empty(0, object)
         return np.left_shift(c, shifts).sum(axis=1).astype(object)
 
-    new_win = dict(win)
-    new_win["n_words"] = n_big
-    return {"windows": new_win,
-            "words": {"mosi": value(words["mosi"]), "miso": value(words["miso"]), "first": first, "last": last}}
+    return Framed(dataclasses.replace(win, n_words=n_big),
+                  Words(mosi=value(words.mosi), miso=value(words.miso), first=first, last=last))
 
 
 class BigWordFramer:
@@ -79,8 +81,8 @@ class BigWordFramer:
     def feed(self, block) -> None:
         self.inner.feed(block)
 
-    def take(self, lag: bool = False) -> dict:
+    def take(self, lag: bool = False) -> Framed:
         return join(self.inner.take(lag), self.wordsize, self.lsb_first)
 
-    def finish(self, end_tick: int) -> dict:
+    def finish(self, end_tick: int) -> Framed:
         return join(self.inner.finish(end_tick), self.wordsize, self.lsb_first)

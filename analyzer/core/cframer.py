@@ -1,4 +1,4 @@
-"""The framer on the compiled core: same interface and results as core.framing.Framer.
+"""The framer on the compiled core: same interface and results as core.framing.NumpyFramer.
 
 Python only moves buffers: the per-edge state machine runs in
 analyzer/native/spigap_core.c (definitions in docs/gaps.md). The numpy
@@ -21,7 +21,7 @@ previous clock edge, so CS-less framing stays serial.
 
 ``take(lag=True)`` hands out only what the blocks fed before the latest one
 produced, so the middles of the latest block are still being framed by the
-workers while the caller measures the previous batch (core/bounded.py): the
+workers while the caller measures the previous batch (core/collect.py): the
 batches are the same windows, one call later, whatever the threads' timing.
 """
 
@@ -36,6 +36,7 @@ import numpy as np
 
 from spigap import native
 from spigap.core.config import SpiConfig
+from spigap.core.framed import Framed, Windows, Words
 from spigap.core.framing import SpacingCounter, idle_timeout_ticks
 from spigap.io.base import EdgeBlock
 
@@ -306,7 +307,10 @@ class CFramer:
                 words += seg[1]
         return wins, words
 
-    def take(self, lag: bool = False) -> dict:
+    def period_ticks(self) -> float | None:
+        return self.spacing.central_mean()
+
+    def take(self, lag: bool = False) -> Framed:
         """The windows closed so far and their words, handed out once (the words
         of the window still open stay): keeps memory bounded when called as one feeds.
         ``lag``: only those of the blocks fed before the latest one (its middles may
@@ -327,17 +331,15 @@ class CFramer:
         n_own = int(w[:, 7].sum())
         self._word_rest = [wd[n_own:]] if len(wd) > n_own else []
         wd = wd[:n_own]
-        windows = {
-            "start": w[:, 0], "end": w[:, 1], "partial_start": w[:, 2] != 0,
-            "partial_end": w[:, 3] != 0, "clk_ok": w[:, 4] != 0, "n_edges": w[:, 5],
-            "n_bits": w[:, 6], "n_words": w[:, 7], "first_edge": w[:, 8],
-            "last_edge": w[:, 9], "min_half": w[:, 10],
-        }
-        words_out = {"mosi": wd[:, 0].view(np.uint64), "miso": wd[:, 1].view(np.uint64),
-                     "first": wd[:, 2], "last": wd[:, 3]}
-        return {"windows": windows, "words": words_out}
+        windows = Windows(
+            start=w[:, 0], end=w[:, 1], partial_start=w[:, 2] != 0, partial_end=w[:, 3] != 0,
+            clk_ok=w[:, 4] != 0, n_edges=w[:, 5], n_bits=w[:, 6], n_words=w[:, 7], first_edge=w[:, 8],
+            last_edge=w[:, 9], min_half=w[:, 10])
+        words_out = Words(mosi=wd[:, 0].view(np.uint64), miso=wd[:, 1].view(np.uint64), first=wd[:, 2],
+                          last=wd[:, 3])
+        return Framed(windows, words_out)
 
-    def finish(self, end_tick: int) -> dict:
+    def finish(self, end_tick: int) -> Framed:
         """The windows not taken yet, the one still open closed at ``end_tick``."""
         if self.initial_state is None:
             self.initial_state = 0

@@ -95,6 +95,17 @@ class SpiConfig:
     def mode(self) -> int:
         return self.cpol * 2 + self.cpha
 
+    def stream_names(self) -> list[str]:
+        """The channels the analysis reads, in the edge stream's bit order: SCLK, CS,
+        MOSI, MISO (those that are mapped)."""
+        return [n for n in (self.clk, self.cs, self.mosi, self.miso) if n is not None]
+
+    def stream_bits(self) -> dict[str, int]:
+        """role -> bit of the edge stream's states (``stream_names``' order)."""
+        roles = [r for r, n in (("clk", self.clk), ("cs", self.cs), ("mosi", self.mosi), ("miso", self.miso))
+                 if n is not None]
+        return {role: j for j, role in enumerate(roles)}
+
     @property
     def sample_on_rising(self) -> bool:
         # modes 0 and 3 sample on the rising edge, 1 and 2 on the falling edge

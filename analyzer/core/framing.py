@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from spigap.core.config import SpiConfig
+from spigap.core.framed import Framed, Windows, Words
+from spigap.core.framed import Framer
 from spigap.core.gaprules import defs as gapdefs
 from spigap.core.quantile import median
 from spigap.io.base import EdgeBlock
@@ -115,7 +117,7 @@ def idle_timeout_ticks(cfg: SpiConfig, blocks: list[EdgeBlock], initial_state: i
     return max(2, int(round(2 * cfg.wordsize * 2 * half)))
 
 
-class Framer:
+class NumpyFramer:
     """Feed EdgeBlocks (states packed as bit j = request channel j); call ``finish``."""
 
     engine = "numpy"
@@ -410,17 +412,20 @@ class Framer:
             return int(self._buffered[0].ticks[0])
         return int(self._starts[0]) if len(self._starts) else None
 
-    def take(self, lag: bool = False) -> dict:
+    def period_ticks(self) -> float | None:
+        return self.spacing.central_mean()
+
+    def take(self, lag: bool = False) -> Framed:
         """The windows closed so far (with their words), handed out once: a caller
         that takes them as it feeds keeps the framer's memory bounded. ``lag`` is
         for the compiled framer's worker threads (core/cframer.py); this one frames
         as it is fed, so it has nothing in flight and hands out everything."""
-        out = {"windows": self.win.build(), "words": self.words.build()}
+        out = Framed(Windows(**self.win.build()), Words(**self.words.build()))
         self.win = _Columns(**self.win._dtypes)
         self.words = _Columns(**self.words._dtypes)
         return out
 
-    def finish(self, end_tick: int) -> dict:
+    def finish(self, end_tick: int) -> Framed:
         """The windows not taken yet, the one still open closed at ``end_tick``."""
         if not self.has_cs and self.idle_timeout is None:
             self._set_timeout()
@@ -429,7 +434,7 @@ class Framer:
         return self.take()
 
 
-def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float):
+def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float) -> Framer:
     """The compiled framer when the core is available, else this numpy one.
 
     Words above 64 bits are framed as chunk words and joined (core/bigwords.py),
@@ -438,11 +443,11 @@ def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float):
     from spigap.core import bigwords
 
     chunk = bigwords.chunk_wordsize(cfg.wordsize)
-    inner: object
+    inner: Framer
     if native.library() is not None:
         from spigap.core.cframer import CFramer
 
         inner = CFramer(cfg, bits, tick_s, wordsize=chunk)
     else:
-        inner = Framer(cfg, bits, tick_s, wordsize=chunk)
+        inner = NumpyFramer(cfg, bits, tick_s, wordsize=chunk)
     return inner if chunk == cfg.wordsize else bigwords.BigWordFramer(inner, cfg.wordsize, cfg.lsb_first)

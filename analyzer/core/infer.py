@@ -145,19 +145,19 @@ def settle(reader, cfg: SpiConfig) -> Settled:
     need_roles = any(r not in sources for r in ROLES) and any(c not in assigned for c in channels)
     if not need_roles and not cfg.infer:
         out = _finish_roles(named, sources, info)
-        names = _role_names(out)
+        names = out.stream_names()
         return Settled(out, names, reader.edges(names), sources, [], warnings)
 
-    request = channels[:MAX_CHANNELS] if need_roles else _role_names(_finish_roles(named, sources, info))
+    request = channels[:MAX_CHANNELS] if need_roles else _finish_roles(named, sources, info).stream_names()
     if need_roles and len(channels) > MAX_CHANNELS:
-        request = _role_names(named)
+        request = named.stream_names()
         request += [c for c in channels if c not in request][:MAX_CHANNELS - len(request)]
         warnings.append(f"the capture has {len(channels)} channels; roles were looked for among the "
                         f"first {MAX_CHANNELS} (name the others with --clk/--mosi/--miso/--cs)")
     it = reader.edges(request)
     prefix, pending, ev = read_prefix(it, request, live=info.path == STDIN_PATH)
     out, buses = _infer(named, cfg, sources, ev, need_roles, warnings, info)
-    names = _role_names(out)
+    names = out.stream_names()
     blocks = _stream(prefix, it, pending, request, names)
     return Settled(out, names, blocks, sources, buses, warnings, ev)
 
@@ -226,10 +226,6 @@ def _by_bus_prefix(named: SpiConfig, cfg: SpiConfig, channels: list[str], warnin
             warnings.append(f"the capture holds another SPI bus by its names ({p}_*); this analysis is of "
                             f"{chosen}_*; select the other with {opts}")
     return out
-
-
-def _role_names(cfg: SpiConfig) -> list[str]:
-    return [n for n in (cfg.clk, cfg.cs, cfg.mosi, cfg.miso) if n is not None]
 
 
 def _finish_roles(named: SpiConfig, sources: dict[str, Source], info) -> SpiConfig:

@@ -1,8 +1,8 @@
 """``spigap monitor``: a capture (or a live stream) summarized interval by interval.
 
-The edges go through the framer block by block; the windows it closes are
-taken out at once (``framer.take()``) and measured with the same code as
-``spigap analyze`` (``analysis._measure`` on each batch, ``stalls.gap_series``
+The edges go through the analysis pipeline (core/pipeline.py) block by block;
+the windows the framer closes come out at once as batches and are measured with
+the same code as ``spigap analyze`` (``measure.measure`` on each batch, ``stalls.gap_series``
 for the gap values of each kind with their transfer), so every figure follows
 docs/gaps.md. Memory is bounded by one interval's gap values plus exact
 whole-capture histograms (one count per distinct tick value and kind), not by
@@ -42,9 +42,12 @@ import numpy as np
 
 from spigap.core import analysis, grouping as grouping_mod, stalls as stalls_mod
 from spigap.core.config import SpiConfig
+from spigap.core.framed import Batch, Framed
+from spigap.core.measure import measure, ticks_per_sample
+from spigap.core.pipeline import Pipeline
 from spigap.core.quantile import percentiles
 from spigap.core.tickhist import TickHistogram
-from spigap.errors import CaptureTruncated, UsageError
+from spigap.errors import UsageError
 from spigap.io.base import CaptureReader
 from spigap.units import parse_time
 
@@ -114,23 +117,6 @@ def _gap_stats(v: np.ndarray | None, tick_s: float, hist: TickHistogram | None =
     return {"n": int(len(v)), "p50_s": p50 * tick_s, "p99_s": p99 * tick_s, "max_s": float(v.max()) * tick_s}
 
 
-# --------------------------------------------------------------- batches
-def concat_raw(parts: list[dict]) -> dict:
-    """Framer outputs (``framer.take()``) of consecutive batches as one."""
-    if len(parts) == 1:
-        return parts[0]
-    return {sect: {k: np.concatenate([p[sect][k] for p in parts]) for k in parts[0][sect]}
-            for sect in ("windows", "words")}
-
-
-def raw_tail(raw: dict) -> dict:
-    """The last window of a batch with its words (the context of the next batch)."""
-    w, wd = raw["windows"], raw["words"]
-    nw = int(w["n_words"][-1])
-    return {"windows": {k: v[-1:] for k, v in w.items()},
-            "words": {k: (v[len(v) - nw:] if nw else v[:0]) for k, v in wd.items()}}
-
-
 class AlertTriggered(Exception):
     def __init__(self, alert: Alert, value: float, interval: dict):
         super().__init__(alert.text)
@@ -146,7 +132,7 @@ class Monitor:
         self.reader = reader
         self.info = reader.info
         self.tick_s = reader.info.tick_s
-        self._resolution = analysis._ticks_per_sample(reader.info)   # ticks per sample, for the gap split
+        self._resolution = ticks_per_sample(reader.info)   # ticks per sample, for the gap split
         if not interval_s > 0:
             raise UsageError(f"--interval must be positive, not {interval_s!r}")
         self.interval_s = interval_s
@@ -155,19 +141,20 @@ class Monitor:
         self.alerts = alerts or []
         self.on_interval = on_interval or (lambda iv: None)
         self.on_baseline = on_baseline or (lambda m: None)
-        self._settled, self.framer = analysis.prepare(reader, cfg)
-        self.cfg, self.names = self._settled.cfg, self._settled.names
+        self.pipe = Pipeline(reader, cfg)
+        self.framer = self.pipe.framer
+        self.cfg, self.names = self.pipe.cfg, self.pipe.settled.names
         self.kinds = (["cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch"]
                       if self.cfg.cs is not None else ["inter_byte", "inter_transfer", "idle"])
         # baseline
-        self._learn: list[dict] | None = []
+        self._learn: list[Framed] | None = []
         self._learn_n = 0
         self.grouping: grouping_mod.Grouping | None = None
         self.thresholds: dict[str, tuple[float, float]] = {}
         self.baseline_kinds: list[str] = []
         self.warnings: list[str] = []      # the baseline analysis's own warnings (framing, settings)
         self._mcfg = self.cfg
-        self._context: dict | None = None
+        self._context: Framed | None = None
         self._n_done = 0                 # transfers measured so far (global index of the next one)
         # intervals
         self._next = 0                   # next interval to report
@@ -183,42 +170,31 @@ class Monitor:
 
     # ------------------------------------------------------------ driving
     def run(self) -> dict:
-        last = 0
         try:
-            try:
-                for block in self._settled.blocks:
-                    last = int(block.ticks[-1])      # first: a Ctrl-C inside feed() ends after this block
-                    self.framer.feed(block)
-                    self._batch(self.framer.take(), last)
-            except CaptureTruncated as e:
-                self.truncated = str(e)
-            except KeyboardInterrupt:
-                self.interrupted = True
-            if self.interrupted:
-                end = last + 1
-            else:
-                end = self.reader.end_tick if self.reader.end_tick is not None else last + 1
-            self.end_tick = end
-            self._batch(self.framer.finish(end), None)
-            self._flush_until(end, final=True)
+            self.pipe.run(self._batch, interruptible=True)
+            self._flush_until(self.end_tick or 0, final=True)
         except AlertTriggered as a:
             self.alert = a
+        self.truncated, self.interrupted = self.pipe.truncated, self.pipe.interrupted
         return self.summary()
 
-    def _batch(self, raw: dict, last_tick: int | None) -> None:
-        n = len(raw["windows"]["start"])
+    def _batch(self, batch: Batch) -> None:
+        framed, last_tick = batch.framed, batch.fed_to
+        if batch.final:
+            self.end_tick = self.pipe.end_tick
+        n = framed.n
         if self._learn is not None:
             if n:
-                self._learn.append(raw)
+                self._learn.append(framed)
                 self._learn_n += n
             frontier = self._frontier(last_tick)
             if last_tick is not None and not (self._learn_n >= BASELINE_MAX or
                                               (frontier >= self.iv_ticks and self._learn_n >= MIN_BASELINE)):
                 return
             parts, self._learn = self._learn, None
-            self._baseline(concat_raw(parts) if parts else None)
+            self._baseline(Framed.concat(parts) if parts else None, batch)
         elif n:
-            self._measure(raw)
+            self._measure(framed, batch)
         if last_tick is not None:
             self._flush_until(self._frontier(last_tick))
 
@@ -230,11 +206,11 @@ class Monitor:
         return float(p) if p is not None else float(last_tick + 1)
 
     # ----------------------------------------------------------- baseline
-    def _baseline(self, raw: dict | None) -> None:
+    def _baseline(self, raw: Framed | None, batch: Batch) -> None:
         if raw is None:
             self.on_baseline(self)
             return
-        a = analysis._measure(self.info, self.cfg, self.framer, raw, self._end_guess(raw), None)
+        a = measure(self.info, self.cfg, batch.figures, raw, self._end_guess(raw), None)
         self.warnings = [w for w in a.warnings if w not in self.info.warnings]
         self.grouping = a.grouping if self.cfg.cs is not None else None
         if self.cfg.inter_transfer_gap_s is None and a.inter_transfer_threshold is not None:
@@ -248,20 +224,20 @@ class Monitor:
                 self.baseline_kinds.append(kind)
         self.on_baseline(self)
         self._distribute(a, 0)
-        self._context = raw_tail(raw)
+        self._context = raw.tail()
         self._n_done = a.n
 
-    def _end_guess(self, raw: dict) -> int:
-        return int(raw["windows"]["end"][-1]) + 1
+    def _end_guess(self, raw: Framed) -> int:
+        return int(raw.windows.end[-1]) + 1
 
-    def _measure(self, raw: dict) -> None:
+    def _measure(self, raw: Framed, taken: Batch) -> None:
         ctx = self._context
-        batch = concat_raw([ctx, raw]) if ctx is not None else raw
+        batch = Framed.concat([ctx, raw]) if ctx is not None else raw
         g0 = self._n_done - (1 if ctx is not None else 0)        # global index of the batch's first transfer
         grp = None
         if self.cfg.cs is not None:
-            w = batch["windows"]
-            gaps = (w["start"][1:] - w["end"][:-1]).astype(float)   # CS-inactive gaps of the batch, in ticks
+            w = batch.windows
+            gaps = (w.start[1:] - w.end[:-1]).astype(float)   # CS-inactive gaps of the batch, in ticks
             if self.grouping is not None:
                 grp = grouping_mod.extend(self.grouping, len(gaps), g0, gaps, resolution=self._resolution,
                                           context_switch=self.cfg.context_switch,
@@ -269,13 +245,13 @@ class Monitor:
             else:
                 grp = grouping_mod.infer(gaps, resolution=self._resolution, context_switch=self.cfg.context_switch,
                                          device_lengths=self.cfg.message_lengths)
-        a = analysis._measure(self.info, self._mcfg, self.framer, batch, self._end_guess(batch), None, grouping=grp)
+        a = measure(self.info, self._mcfg, taken.figures, batch, self._end_guess(batch), None, grouping=grp)
         if self._mcfg.inter_transfer_gap_s is None and a.inter_transfer_threshold is not None:
             # the baseline had no word pairs: the first batch that has some sets the threshold
             self._mcfg = dataclasses.replace(self._mcfg, inter_transfer_gap_s=a.inter_transfer_threshold * self.tick_s)
         self._distribute(a, 1 if ctx is not None else 0)
-        self._context = raw_tail(raw)
-        self._n_done += len(raw["windows"]["start"])
+        self._context = raw.tail()
+        self._n_done += raw.n
 
     def _distribute(self, a: analysis.Analysis, skip: int) -> None:
         """Add the transfers of ``a`` (from index ``skip``) and their gaps to their intervals."""

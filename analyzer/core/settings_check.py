@@ -99,7 +99,7 @@ def cpha_evidence(t: np.ndarray, s: np.ndarray, bits: dict[str, int], sample_on_
 
 
 class Evidence:
-    """What the checks count over the transfers; adds up batch by batch (core/bounded.py)."""
+    """What the checks count over the transfers; adds up batch by batch (core/collect.py)."""
 
     def __init__(self, a=None, skip: int = 0):
         self.n = self.bits = self.complete = self.wrong_cpol = self.whole = self.trailing = self.gcd = 0
@@ -178,3 +178,14 @@ def contradictions(a, prefix: Prefix, bits: dict[str, int], ev: Evidence | None 
                            f"transfers end with bits that do not fill a word, and every transfer's clock count "
                            f"is a multiple of {g}; --wordsize {best} fits them{alt}")
     return out
+
+
+def settings_first(a, settled, prefix: Prefix, evidence: Evidence | None = None):
+    """Put the settings' story at the top of ``a``'s warnings (``a``: an Analysis or a
+    BoundedAnalysis): given settings the signals contradict, naming what fits
+    (docs/gaps.md), then what inference could not settle firmly (docs/inference.md);
+    and record where each setting came from (``settled``: core/infer.py's Settled)."""
+    a.sources, a.buses = settled.sources, settled.buses
+    a.setting_warnings = contradictions(a, prefix, a.cfg.stream_bits(), evidence) + settled.warnings
+    a.warnings[:0] = a.setting_warnings
+    return a

@@ -158,7 +158,7 @@ def limit(med: float, mad: float, rule: StallRule) -> tuple[float, float]:
 
 def candidates(a, kind: str, rule: StallRule) -> tuple[GapSeries, tuple[float, float] | None]:
     """The gaps of ``kind`` that may be stalls, and (median, threshold) or None: every gap of
-    an Analysis; a bounded analysis (core/bounded.py) keeps only the longest ones."""
+    an Analysis; a bounded analysis (core/collect.py) keeps only the longest ones."""
     if getattr(a, "bounded", False):
         return a.stall_candidates(kind, rule)
     s = gap_series(a, kind)

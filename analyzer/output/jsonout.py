@@ -131,7 +131,7 @@ def json_rows(a, rows: list[dict]) -> list[dict]:
 
 def transfer_rows(a: Analysis, skip: int = 0, index0: int = 0, message0: int = 0, stop: int | None = None) -> list[dict]:
     """One dict per transfer ``skip``..``stop`` of ``a``; ``index0``/``message0``: the capture's index and
-    message number of ``a``'s transfer 0 (core/bounded.py measures a capture batch by batch)."""
+    message number of ``a``'s transfer 0 (core/collect.py measures a capture batch by batch)."""
     t = a.tick_s
     rows = []
     mosi_ok, miso_ok = a.cfg.mosi is not None, a.cfg.miso is not None

@@ -1,6 +1,6 @@
 """``spigap analyze`` output written as it is produced.
 
-A capture too long to keep (core/bounded.py) hands its transfer rows over
+A capture too long to keep (core/collect.py) hands its transfer rows over
 batch by batch; ``Output`` writes them at once (CSV, JSON lines), spools them
 to a temporary file (``--format json --transfers``: the rows come last in the
 document, after figures known only at the end) or keeps the first few
@@ -40,9 +40,11 @@ class Output:
         return self.fmt in ("csv", "jsonl") or self.transfers
 
     # ------------------------------------------------------------ rows
-    def rows(self, a, rows: list[dict]) -> bool:
-        """Rows of one batch (``a``: the batch's analysis, for the settings); False when no
-        more are wanted."""
+    def rows(self, a, k0: int = 0, k1: int | None = None, index0: int = 0, message0: int = 0) -> bool:
+        """Transfers ``k0``..``k1`` of ``a`` (one batch's analysis, whose transfer 0 is the
+        capture's transfer ``index0`` in its message ``message0``: core/collect.py's row
+        sink); False when no more are wanted."""
+        rows = transfer_rows(a, k0, index0, message0, stop=k1)
         if self.fmt == "csv":
             if self._csv is None:
                 self._csv = csv.writer(self.out, lineterminator="\n")
@@ -74,7 +76,7 @@ class Output:
                                   events=events))
             return
         if not bounded:
-            self.rows(a, transfer_rows(a))
+            self.rows(a)
         if self.fmt == "csv":
             if self._csv is None:       # no transfer at all: the header alone
                 csv.writer(self.out, lineterminator="\n").writerow(csvout.header(a))

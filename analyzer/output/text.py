@@ -23,7 +23,7 @@ ROW_LABEL = {
 
 def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None, stall_rule=None,
            events=None, rows: list | None = None) -> str:
-    """``rows``: the first transfer rows, when ``a`` does not hold them (core/bounded.py)."""
+    """``rows``: the first transfer rows, when ``a`` does not hold them (core/collect.py)."""
     d = to_dict(a, stalls=stalls, stall_rule=stall_rule, events=events)
     cap, s, st = d["capture"], d["summary"], d["settings"]
     res = d["resolution_s"]

@@ -1,26 +1,28 @@
-"""``spigap analyze`` in memory that does not grow with the number of transfers.
+"""Batches -> one analysis: every transfer in memory, or past a bound, histograms.
 
-``analysis.run`` keeps every transfer's figures in arrays (about 450 bytes per
-transfer with the framer's output). That is what ``check``, ``compare``,
-``report``, ``batch`` and ``--device``/``--event`` work on, and it is what this
-module returns too while a capture holds at most ``RETAIN_TRANSFERS``
-transfers: the very same ``Analysis``, the same numbers.
+The consumer of the pipeline (core/pipeline.py) for ``spigap analyze`` and all
+that builds on its result. It measures each batch (core/measure.py) with the
+last window of the previous batch in front, so the gap before its first
+transfer is known.
 
-A longer capture is measured batch by batch, the way ``spigap monitor`` does
-(``framer.take()`` hands out the windows closed so far; each batch is measured
-by ``analysis._measure`` with the last window of the previous batch in front,
-so the gap before its first transfer is known), and nothing per transfer is
-kept:
+Up to ``RETAIN_TRANSFERS`` transfers (or always, with ``keep="all"``) the result
+is an ``Analysis`` with every transfer's figures in arrays (about 450 bytes per
+transfer with the framer's output): what ``check``, ``compare``, ``report``,
+``batch`` and ``--device``/``--event`` work on. The batches are measured once,
+together, at the end.
+
+A longer capture is measured batch by batch and nothing per transfer is kept
+(a ``BoundedAnalysis``):
 
 * gap statistics: one exact histogram of tick values per gap kind
   (``core/tickhist.py``): n, min, max, mean, p50 and p99 are those of
   ``describe()`` on the whole array (std to rounding);
 * decisions that need a population are made once, on the first
-  ``LEARN_TRANSFERS`` transfers (exactly as ``analysis.run`` makes them on
-  the whole capture when it holds no more): the message structure (the
-  pattern search looks at the first 16 384 gaps anyway; the structure is then
-  carried on by the gap index, a split by length by the same threshold) and
-  the inter-byte / inter-transfer threshold of word gaps (unless given);
+  ``LEARN_TRANSFERS`` transfers (exactly as they are made on a whole capture
+  that holds no more): the message structure (the pattern search looks at the
+  first 16 384 gaps anyway; the structure is then carried on by the gap index,
+  a split by length by the same threshold) and the inter-byte / inter-transfer
+  threshold of word gaps (unless given);
 * stalls: the stall threshold of each kind comes from its whole-capture
   histogram (median and MAD are exact); the gaps that can exceed it are the
   longest ones, kept in a store of at most ``STALL_KEEP`` per kind (when a
@@ -28,10 +30,11 @@ kept:
   histogram and the list holds the longest; a warning says so);
 * counts (transfers, partial ones, words, messages, the rate, warnings,
   the settings check) add up batch by batch;
-* per-transfer rows (``--transfers``, CSV, JSON lines) go to ``rows`` as each
-  batch is measured, never collected.
+* per-transfer rows (``--transfers``, CSV, JSON lines) go to the ``rows`` sink
+  as each batch is measured, never collected.
 
-docs/gaps.md, "Long captures", says the same for users.
+``keep="sample"`` keeps a systematic sample of the transfers instead (compare,
+report). docs/gaps.md, "Long captures", says the same for users.
 """
 
 from __future__ import annotations
@@ -40,24 +43,27 @@ import collections
 import concurrent.futures
 import dataclasses
 import math
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from spigap.core import analysis, grouping as grouping_mod, monitor, settings_check
+from spigap.core import analysis, grouping as grouping_mod, settings_check
 from spigap.core import stalls as stalls_mod
-from spigap.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, WarnCounts
+from spigap.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS
 from spigap.core.config import SpiConfig
+from spigap.core.framed import Batch, Framed, FramerFigures
 from spigap.core.gaprules import defs as gapdefs
 from spigap.core.gaprules import split
+from spigap.core.measure import WarnCounts, measure, ticks_per_sample, warning_lines, word_gap_split
 from spigap.core.tickhist import TickHistogram
-from spigap.errors import CaptureTruncated, InputError
-from spigap.io.base import CaptureReader
+
+if TYPE_CHECKING:
+    from spigap.core.pipeline import Pipeline
 
 RETAIN_TRANSFERS = 100_000     # up to this many transfers: the whole Analysis, with its arrays
 LEARN_TRANSFERS = RETAIN_TRANSFERS   # decisions (message structure, word-gap split) on this many
 STALL_KEEP = 1 << 16           # stall candidates kept per gap kind
-ROWS_AT_ONCE = 4096            # transfer rows formatted at a time
+ROWS_AT_ONCE = 4096            # transfer rows handed to the sink at a time
 # Past the first LEARN_TRANSFERS, transfers are measured in groups of MEASURE_AT_ONCE (fewer,
 # larger numpy calls: the per-batch cost is mostly per call), or fewer when their words make
 # MEASURE_ROWS rows (transfers + words: what the memory of a group grows with), and at most
@@ -68,27 +74,12 @@ QUEUED_ROWS = 1 << 18
 HIST_KINDS = GAP_KINDS + ("idle",) + AMBIGUOUS_KINDS
 STORE_KINDS = stalls_mod.STALL_KINDS + AMBIGUOUS_KINDS
 
-RowSink = Callable[[analysis.Analysis, list], "bool | None"]
+# rows(batch_analysis, k0, k1, index0, message0): transfers k0..k1-1 of the batch's analysis,
+# whose transfer 0 is the capture's transfer index0 in its message message0 (output/rows.py
+# formats them); returns False when it wants no more
+RowSink = Callable[[analysis.Analysis, int, int, int, int], "bool | None"]
 SAMPLE_BLOCK = 1000            # consecutive transfers per block of a sampled capture (compare, report)
-
-
-def run(reader: CaptureReader, cfg: SpiConfig, *, rows: RowSink | None = None,
-        retain: int | None = None, learn: int | None = None, stall_keep: int | None = None,
-        sample: bool = False, block: int = SAMPLE_BLOCK):
-    """Analyze one opened capture: an ``analysis.Analysis`` (as ``analysis.run``) when it
-    holds at most ``retain`` transfers, else a ``BoundedAnalysis``, whose transfer rows
-    went to ``rows(batch_analysis, rows)`` as they were measured (until it returns False). Defaults: the module's
-    ``RETAIN_TRANSFERS``, ``LEARN_TRANSFERS`` (at least ``retain``), ``STALL_KEEP``.
-
-    ``sample``: above ``retain`` transfers, an ``Analysis`` of a systematic sample instead
-    (``Sampler``: blocks of ``block`` consecutive transfers, at most ``retain`` in all),
-    with the whole capture's totals in ``.sample``: what compare and report work on."""
-    retain = RETAIN_TRANSFERS if retain is None else retain
-    learn = max(LEARN_TRANSFERS if learn is None else learn, retain)
-    runner = _Runner(reader, cfg, rows, retain, learn, STALL_KEEP if stall_keep is None else stall_keep)
-    if sample:
-        runner.sampler = Sampler(retain, block)
-    return runner.run()
+KEEP = ("all", "bounded", "sample")
 
 
 class Sampler:
@@ -322,28 +313,45 @@ def _period_of(kinds: np.ndarray) -> int | None:
     return None
 
 
-class _Runner:
-    def __init__(self, reader, cfg, rows, retain, learn, stall_keep):
-        self.reader, self.rows, self.retain, self.learn = reader, rows, retain, learn
-        self.info = reader.info
+class Collector:
+    """Takes the pipeline's batches (``add``) and makes the capture's result (``result``).
+
+    ``keep``: "all" (every transfer, one measurement at the end), "bounded" (the same up
+    to ``retain`` transfers, else a BoundedAnalysis, rows to ``rows`` as measured) or
+    "sample" (a systematic sample past ``retain``: ``Sampler``). Defaults: the module's
+    ``RETAIN_TRANSFERS``, ``LEARN_TRANSFERS`` (at least ``retain``), ``STALL_KEEP``,
+    ``SAMPLE_BLOCK``."""
+
+    def __init__(self, pipe: "Pipeline", *, keep: str = "bounded", rows: RowSink | None = None,
+                 retain: int | None = None, learn: int | None = None, stall_keep: int | None = None,
+                 block: int | None = None):
+        if keep not in KEEP:
+            raise ValueError(f"keep must be one of {KEEP}, not {keep!r}")
+        self.pipe, self.rows = pipe, rows
+        if keep == "all":
+            self.retain = self.learn = math.inf
+        else:
+            self.retain = RETAIN_TRANSFERS if retain is None else retain
+            self.learn = max(LEARN_TRANSFERS if learn is None else learn, self.retain)
+        self.sampler: Sampler | None = None
+        if keep == "sample":
+            self.sampler = Sampler(int(self.retain), SAMPLE_BLOCK if block is None else block)
+        self.info = pipe.info
         self.tick_s = self.info.tick_s
-        self.settled, self.framer = analysis.prepare(reader, cfg)
-        self.cfg, self.names = self.settled.cfg, self.settled.names
+        self.cfg = pipe.cfg
         self.mcfg = self.cfg
-        self.bits = analysis._bits(self.cfg)
-        self.prefix = settings_check.Prefix()
-        self.parts: list[dict] | None = []
+        self.parts: list[Framed] | None = []
         self.learn_n = 0
-        self.truncated: str | None = None
-        self.result = None
+        self.result_: analysis.Analysis | None = None
+        self.figures: FramerFigures | None = None      # the framer's figures with the last batch
         # bounded mode
         self.hists = {k: TickHistogram() for k in HIST_KINDS}
-        self.stores = {k: _StallStore(stall_keep) for k in STORE_KINDS}
+        self.stores = {k: _StallStore(STALL_KEEP if stall_keep is None else stall_keep) for k in STORE_KINDS}
         self.counts = WarnCounts()
         self.evidence = settings_check.Evidence()
         self.n_words = 0
-        self.starts = [0, None, None]
-        self.context: dict | None = None
+        self.starts: list = [0, None, None]
+        self.context: Framed | None = None
         self.n_done = 0
         self.last_message = 0
         self.grouping: grouping_mod.Grouping | None = None
@@ -354,9 +362,8 @@ class _Runner:
         self.wg_note = "no word gaps"
         self.wg_warning: str | None = None
         self.fallback_note: str | None = None
-        self.sampler: Sampler | None = None
         # framer batches not grouped for measuring yet: (batch, transfers, rows)
-        self.pending: list[tuple[dict, int, int]] = []
+        self.pending: list[tuple[Framed, int, int]] = []
         self.n_pending = 0
         self.rows_pending = 0
         # the statistics thread: decisions and measurements, in capture order
@@ -364,58 +371,49 @@ class _Runner:
         self.queued: collections.deque = collections.deque()     # (future, rows)
         self.n_queued = 0
 
-    def run(self):
-        try:
-            return self._run()
-        finally:
-            if self.stats is not None:      # an error or Ctrl-C: drop what is queued
-                self.stats.shutdown(wait=False, cancel_futures=True)
+    def close(self) -> None:
+        """Drop what is queued (after an error or Ctrl-C); nothing when the run completed."""
+        if self.stats is not None:
+            self.stats.shutdown(wait=False, cancel_futures=True)
+            self.stats = None
 
-    def _run(self):
-        last_tick = 0
-        try:
-            for block in self.settled.blocks:
-                self.framer.feed(block)
-                self.prefix.add(block.ticks, block.states)
-                last_tick = int(block.ticks[-1])
-                # the previous block's windows: this block's are framed meanwhile
-                self._batch(self.framer.take(lag=True), None)
-        except CaptureTruncated as e:
-            self.truncated = str(e)
-        reader = self.reader
-        end_tick = reader.end_tick if reader.end_tick is not None else last_tick + 1
-        if end_tick <= 0 and self.truncated is None:
-            raise InputError("the capture holds no samples", path=self.info.path,
-                             hint="was the acquisition stopped before it started?")
-        self._batch(self.framer.finish(end_tick), end_tick)
+    def result(self) -> "analysis.Analysis | BoundedAnalysis":
+        """The capture's analysis, once the last batch was added."""
         self._wait(0)
-        return self.result if self.result is not None else self._result(end_tick)
+        if self.result_ is not None:
+            return self.result_
+        end_tick = self.pipe.end_tick
+        assert end_tick is not None, "result() before the last batch"
+        return self._result(end_tick)
 
     # ---------------------------------------------------------- batches
-    def _batch(self, raw: dict, end_tick: int | None) -> None:
-        n = len(raw["windows"]["start"])
+    def add(self, batch: Batch) -> None:
+        """One batch of the pipeline (the last one closes the capture)."""
+        framed, self.figures = batch.framed, batch.figures
+        end_tick = self.pipe.end_tick if batch.final else None
+        n = framed.n
         if self.parts is not None:
             if n or not self.parts:
-                self.parts.append(raw)
+                self.parts.append(framed)
                 self.learn_n += n
             if end_tick is None and self.learn_n <= self.learn:
                 return
-            whole = monitor.concat_raw(self.parts)
+            whole = Framed.concat(self.parts)
             self.parts = None
             if end_tick is not None and self.learn_n <= self.retain:
-                # a capture that fits: analysis.run's very analysis
-                a = analysis._measure(self.info, self.cfg, self.framer, whole, end_tick, self.truncated)
-                self.result = analysis.settings_first(a, self.settled, self.prefix)
+                # a capture that fits: every transfer, measured at once
+                a = measure(self.info, self.cfg, batch.figures, whole, end_tick, self.pipe.truncated)
+                self.result_ = settings_check.settings_first(a, self.pipe.settled, self.pipe.prefix)
                 return
             # decisions and measurements run in the statistics thread, in order, while this
             # thread feeds the framer; each reads the framer's running figures as they
             # were when its batch was taken, so nothing depends on the threads' timing
             self.stats = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spigap-stats")
-            self._queue(self._decide, whole, self.learn_n + len(whole["words"]["first"]))
+            self._queue(self._decide, whole, self.learn_n + whole.n_words, batch.figures)
             return
         if n:
-            rows = n + len(raw["words"]["first"])
-            self.pending.append((raw, n, rows))
+            rows = n + framed.n_words
+            self.pending.append((framed, n, rows))
             self.n_pending += n
             self.rows_pending += rows
         while self.pending and (self.n_pending >= MEASURE_AT_ONCE or self.rows_pending >= MEASURE_ROWS
@@ -428,12 +426,12 @@ class _Runner:
             group, self.pending = self.pending[:k], self.pending[k:]
             self.n_pending -= n_group
             self.rows_pending -= rows
-            self._queue(self._measure, [g[0] for g in group], rows)
+            self._queue(self._measure, [g[0] for g in group], rows, batch.figures)
 
-    def _queue(self, job, raw, rows: int) -> None:
+    def _queue(self, job, framed, rows: int, figures: FramerFigures) -> None:
         assert self.stats is not None
         self._wait(QUEUED_ROWS - rows)
-        fut = self.stats.submit(job, raw, analysis.FramerFigures.of(self.framer))
+        fut = self.stats.submit(job, framed, figures)
         self.queued.append((fut, rows))
         self.n_queued += rows
 
@@ -447,31 +445,31 @@ class _Runner:
             self.stats.shutdown(wait=True)
             self.stats = None
 
-    def _decide(self, raw: dict, figures: analysis.FramerFigures) -> None:
+    def _decide(self, framed: Framed, figures: FramerFigures) -> None:
         """Measure the first batch and fix what needs a population: grouping, word-gap split."""
-        a = analysis._measure(self.info, self.cfg, figures, raw, self._end_guess(raw), None)
+        a = measure(self.info, self.cfg, figures, framed, self._end_guess(framed), None)
         self.grouping = a.grouping
-        self.thr, self.wg_note, self.wg_warning = analysis.word_gap_split(self.info, self.cfg, a.pair_gap)
+        self.thr, self.wg_note, self.wg_warning = word_gap_split(self.info, self.cfg, a.pair_gap)
         if self.thr is not None and self.cfg.inter_transfer_gap_s is None:
             self.mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=self.thr * self.tick_s)
-        # decided on these word gaps, as analysis.run decides once for a whole capture: one
-        # population (no threshold) stays one for the later batches
+        # decided on these word gaps, as a whole capture is decided once: one population
+        # (no threshold) stays one for the later batches
         self.split_fixed = len(a.pair_gap) > 0
         if self.cfg.cs is not None and a.n > 1:
             g = self.grouping
             if g.structure == "by length":
                 gaps = a.gap_before[1:]
                 self.by_length = split(gaps[:grouping_mod.WINDOW] if len(gaps) > grouping_mod.WINDOW else gaps,
-                                       "log", analysis._ticks_per_sample(self.info)).threshold
+                                       "log", ticks_per_sample(self.info)).threshold
             else:
                 self.period = _period_of(g.kinds)
         self._take(a, 0, 0, 0)
         if a.n:
-            self.context = monitor.raw_tail(raw)
+            self.context = framed.tail()
         self.n_done = a.n
 
-    def _end_guess(self, raw: dict) -> int:
-        e = raw["windows"]["end"]
+    def _end_guess(self, framed: Framed) -> int:
+        e = framed.windows.end
         return int(e[-1]) + 1 if len(e) else 0
 
     def _kinds(self, gaps: np.ndarray, g0: int) -> grouping_mod.Grouping:
@@ -494,27 +492,26 @@ class _Runner:
             # not seen: every structure analyze infers is periodic or by length
             self.fallback_note = ("the message structure of the capture's start does not repeat: later "
                                   "batches were grouped on their own gaps")
-            return grouping_mod.infer(gaps, resolution=analysis._ticks_per_sample(self.info),
+            return grouping_mod.infer(gaps, resolution=ticks_per_sample(self.info),
                                       context_switch=self.cfg.context_switch,
                                       device_lengths=self.cfg.message_lengths)
         return dataclasses.replace(g, kinds=np.asarray(kinds, np.int8))
 
-    def _measure(self, parts: list[dict], figures: analysis.FramerFigures) -> None:
+    def _measure(self, parts: list[Framed], figures: FramerFigures) -> None:
         """Measure consecutive framer batches as one, after the last window measured
         before them (the context: it gives the gap before the first one)."""
         ctx = self.context
-        batch = monitor.concat_raw(([ctx] if ctx is not None else []) + parts)      # one copy
+        batch = Framed.concat(([ctx] if ctx is not None else []) + parts)      # one copy
         skip = 1 if ctx is not None else 0
         g0 = self.n_done - skip                     # capture index of the batch's transfer 0
         grp = None
         if self.cfg.cs is not None:
-            w = batch["windows"]
-            grp = self._kinds((w["start"][1:] - w["end"][:-1]).astype(float), g0)
+            w = batch.windows
+            grp = self._kinds((w.start[1:] - w.end[:-1]).astype(float), g0)
         mcfg = self.mcfg
         if self.thr is None and self.split_fixed:
             mcfg = dataclasses.replace(mcfg, inter_transfer_gap_s=math.inf)     # no second population
-        a = analysis._measure(self.info, mcfg, figures, batch, self._end_guess(batch), None,
-                              grouping=grp)
+        a = measure(self.info, mcfg, figures, batch, self._end_guess(batch), None, grouping=grp)
         if self.thr is None and self.split_fixed:
             a.inter_transfer_threshold = None
         elif self.thr is not None:
@@ -523,11 +520,12 @@ class _Runner:
             a.pair_inter_transfer = a.pair_gap > self.thr
         elif a.inter_transfer_threshold is not None:
             # the first batches had no word gaps: the first that has some splits them
-            self.thr, self.wg_note, self.wg_warning = analysis.word_gap_split(self.info, self.cfg, a.pair_gap)
-            self.mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=self.thr * self.tick_s)
+            _, self.wg_note, self.wg_warning = word_gap_split(self.info, self.cfg, a.pair_gap)
+            self.thr = a.inter_transfer_threshold       # the same split measure() just made on these gaps
+            self.mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=a.inter_transfer_threshold * self.tick_s)
         self._take(a, skip, g0, self.last_message if ctx is not None else 0)
-        self.context = monitor.raw_tail(parts[-1])
-        self.n_done += sum(len(p["windows"]["start"]) for p in parts)
+        self.context = parts[-1].tail()
+        self.n_done += sum(p.n for p in parts)
 
     def _take(self, a: analysis.Analysis, skip: int, g0: int, msg0: int) -> None:
         """Add transfers ``skip``.. of ``a`` (capture index ``g0`` + k) to the histograms,
@@ -557,23 +555,22 @@ class _Runner:
             self.starts[2] = int(st[-1])
         self.last_message = msg0 + int(a.message[-1])
         if self.rows is not None:
-            from spigap.output.jsonout import transfer_rows
-
             for k in range(skip, a.n, ROWS_AT_ONCE):
-                if self.rows(a, transfer_rows(a, k, g0, msg0, stop=k + ROWS_AT_ONCE)) is False:
+                if self.rows(a, k, min(k + ROWS_AT_ONCE, a.n), g0, msg0) is False:
                     self.rows = None          # the sink has all it wants (text: the first 50)
                     break
 
     def _result(self, end_tick: int) -> "BoundedAnalysis | analysis.Analysis":
-        f = self.framer
+        f = self.figures
+        assert f is not None
         grp = self.grouping
         if grp is None:      # cannot happen: a bounded run measured a first batch
             raise AssertionError("no grouping")
         if self.fallback_note:
             grp = dataclasses.replace(grp, note=grp.note + "; " + self.fallback_note)
         b = BoundedAnalysis(
-            info=self.info, cfg=self.cfg, tick_s=self.tick_s, end_tick=end_tick, truncated=self.truncated,
-            grouping=grp, period_ticks=f.spacing.central_mean(), inter_transfer_threshold=self.thr,
+            info=self.info, cfg=self.cfg, tick_s=self.tick_s, end_tick=end_tick, truncated=self.pipe.truncated,
+            grouping=grp, period_ticks=f.period_ticks, inter_transfer_threshold=self.thr,
             word_gaps_note=self.wg_note, idle_timeout_ticks=f.idle_timeout, engine=f.engine,
             clk_outside_cs=f.clk_outside_cs, min_high=f.min_high, min_low=f.min_low, hists=self.hists,
             stores=self.stores, counts=self.counts, n_words=self.n_words, starts=tuple(self.starts),
@@ -581,11 +578,11 @@ class _Runner:
         w = list(self.info.warnings)
         if self.wg_warning:
             w.append(self.wg_warning)
-        w += analysis.warning_lines(b, self.counts, f.first_clk_outside)
+        w += warning_lines(b, self.counts, f.first_clk_outside)
         for kind, h in self.hists.items():
             if not h.exact:
                 w.append(f"{kind}: {h.n} gaps spread over more than {h.max_distinct} distinct values; their "
                          f"p50/p99/std are from bins of {1 << h.shift} samples (docs/gaps.md, 'Long captures')")
         b.warnings = w
-        b = analysis.settings_first(b, self.settled, self.prefix, self.evidence)
+        b = settings_check.settings_first(b, self.pipe.settled, self.pipe.prefix, self.evidence)
         return self.sampler.analysis(b) if self.sampler is not None else b
