@@ -76,11 +76,14 @@ wheel: setup
 	$(BIN)/python -m build -o dist . >dist.log 2>&1 || { tail -40 dist.log; exit 1; }
 	@ls dist
 
-## ruff and mypy (configured in pyproject.toml)
+## ruff, mypy, the layers (lint-imports) and dead code (vulture): configured in pyproject.toml
+## and .ci/vulture_whitelist.py (docs/architecture.md says why)
 lint: setup
 	$(BIN)/ruff check .
 	mkdir -p build/typecheck && ln -sfn ../../analyzer build/typecheck/spigap
 	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/vulture analyzer decoders .ci/vulture_whitelist.py --min-confidence 60 --exclude analyzer/sigrok/decoders
 
 ## the test suite against the installed wheel (needs sigrok-cli and PulseView: our oracles; trace-cmd);
 ## PYTEST_ARGS replaces the default arguments (the whole tests/ directory)

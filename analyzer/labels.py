@@ -120,7 +120,7 @@ def limits(spec):
 
 def label_transfers(analysis, spec: str) -> list[str]:
     """One label per transfer, in bus order."""
-    from spigap.sigrok.paths import load_decoder_module
+    from spigap.resources import load_decoder_module
 
     name, user_opts = parse(spec)
     decoder, module, defaults = DEVICES[name]

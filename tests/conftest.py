@@ -23,12 +23,12 @@ import zipfile
 import pytest
 from hypothesis import HealthCheck, settings
 
-from spigap.sigrok import paths as _paths
+from spigap import resources as _resources
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
 SOURCE_DECODERS = ROOT / "decoders"          # the copy edited by hand
-DECODERS = _paths.decoders_dir()             # the copy the package under test carries
+DECODERS = _resources.decoders_dir()             # the copy the package under test carries
 SHARED = pathlib.Path(os.environ.get("SPIGAP_SHARED", ROOT.parent / "shared"))
 REAL = SHARED / "captures-real"
 
@@ -217,33 +217,12 @@ def load_plain_module(decoder_id: str, module: str):
 
 
 def load_decoder_class(decoder_id: str):
-    """The Decoder class of one of our decoders, imported as a package under a fake
-    ``sigrokdecode`` module (only what pd.py needs at class definition)."""
-    import sys
-    import types
+    """The Decoder class of one of our decoders, imported as a package under the
+    package's stand-in ``sigrokdecode`` module (spigap.sigrok.pdinfo; only what pd.py
+    needs at class definition)."""
+    from spigap.sigrok import pdinfo
 
-    fake = types.ModuleType("sigrokdecode")
-    fake.Decoder = object
-    fake.OUTPUT_ANN, fake.OUTPUT_PYTHON, fake.OUTPUT_BINARY, fake.OUTPUT_META = 0, 1, 2, 3
-    fake.SRD_CONF_SAMPLERATE = 10000
-    saved = sys.modules.get("sigrokdecode")
-    sys.modules["sigrokdecode"] = fake
-    pkg_name = f"{decoder_id}_pkg"
-    try:
-        spec = importlib.util.spec_from_file_location(
-            pkg_name, DECODERS / decoder_id / "__init__.py",
-            submodule_search_locations=[str(DECODERS / decoder_id)])
-        pkg = importlib.util.module_from_spec(spec)
-        sys.modules[pkg_name] = pkg
-        spec.loader.exec_module(pkg)
-        return pkg.Decoder
-    finally:
-        for k in [k for k in sys.modules if k == pkg_name or k.startswith(pkg_name + ".")]:
-            sys.modules.pop(k, None)
-        if saved is None:
-            sys.modules.pop("sigrokdecode", None)
-        else:
-            sys.modules["sigrokdecode"] = saved
+    return pdinfo.load_decoder_class(DECODERS / decoder_id)
 
 
 def assert_sigrok_naming_rules(D, decoder_id: str):

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from spigap.api import SpiConfig, analyze_file
-from spigap.sigrok.paths import load_decoder_module
+from spigap.resources import load_decoder_module
 from conftest import CAPTURES, ROOT, real, run_sigrok
 
 GOLDEN = ROOT / "tests" / "golden" / "spi_gaps"

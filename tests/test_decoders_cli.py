@@ -9,6 +9,7 @@ import pathlib
 import pytest
 
 from spigap.cli import main
+from spigap import resources
 from spigap.sigrok import paths
 from conftest import CAPTURES, DECODERS, run_sigrok
 
@@ -31,8 +32,8 @@ def listed(text: str) -> set[str]:
 
 def test_our_decoders_are_all_there():
     assert "spi_gaps" in OUR_IDS
-    assert paths.decoder_ids() == OUR_IDS
-    assert paths.decoders_dir() == DECODERS.resolve()
+    assert resources.decoder_ids() == OUR_IDS
+    assert resources.decoders_dir() == DECODERS.resolve()
 
 
 def test_install_copies_and_sigrok_cli_lists_them(xdg, capsys):
@@ -125,20 +126,20 @@ def test_path_is_usable_as_sigrokdecode_dir(capsys):
 
 
 def test_override_and_missing_decoders(monkeypatch, tmp_path):
-    monkeypatch.setenv(paths.ENV_OVERRIDE, str(tmp_path))
-    with pytest.raises(paths.DecodersNotFound):
-        paths.decoders_dir()
+    monkeypatch.setenv(resources.ENV_OVERRIDE, str(tmp_path))
+    with pytest.raises(resources.DecodersNotFound):
+        resources.decoders_dir()
     (tmp_path / "x_pd").mkdir()
     (tmp_path / "x_pd" / "__init__.py").write_text("")
     (tmp_path / "x_pd" / "pd.py").write_text("")
-    assert paths.decoders_dir() == tmp_path.resolve()
-    assert paths.decoder_ids() == ["x_pd"]
+    assert resources.decoders_dir() == tmp_path.resolve()
+    assert resources.decoder_ids() == ["x_pd"]
 
 
 def test_gapdefs_loads_without_sigrokdecode():
     import sys
 
-    g = paths.load_decoder_module("spi_gaps", "gapdefs")
+    g = resources.load_decoder_module("spi_gaps", "gapdefs")
     sp = g.split_two([(10, 50), (11, 40), (40, 45), (41, 50)], "linear")
     assert sp.verdict == "two" and 11 < g.inter_transfer_threshold(sp) < 40
     assert g.inter_transfer_threshold(g.split_two([(10, 50), (11, 40)], "linear")) is None

@@ -21,7 +21,7 @@ from conftest import CAPTURES, DECODERS, ROOT, SOURCE_DECODERS, real
 
 import spigap
 from spigap import native
-from spigap.sigrok import paths
+from spigap import resources
 
 INSTALLED = os.environ.get("SPIGAP_TEST_INSTALLED") == "1"
 installed_only = pytest.mark.skipif(not INSTALLED, reason="runs against the installed wheel (make test)")
@@ -42,7 +42,7 @@ def _no_compiler_path(tmp_path: pathlib.Path) -> str:
 
 def test_packaged_decoders_are_the_source_ones():
     """The one copy edited by hand (decoders/) is what the package carries."""
-    ids = paths.decoder_ids()
+    ids = resources.decoder_ids()
     assert ids == ["ad7606", "mcp2518fd", "mcp3008", "spi_gaps"]
     for i in ids:
         src = sorted(p.name for p in (SOURCE_DECODERS / i).glob("*.py"))

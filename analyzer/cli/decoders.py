@@ -74,9 +74,10 @@ def add_subparser(sub) -> None:
 # ------------------------------------------------------------------ install / path
 
 def run_path(args) -> int:
+    from spigap import resources
     from spigap.sigrok import paths
 
-    print(paths.user_decoders_dir() if args.install_dir else paths.decoders_dir())
+    print(paths.user_decoders_dir() if args.install_dir else resources.decoders_dir())
     return 0
 
 
@@ -101,10 +102,10 @@ def install(ids, dest: pathlib.Path, *, link: bool, force: bool, out=None) -> li
     """Copy or link the decoders into ``dest``; returns the installed directories."""
     out = out or sys.stdout
     from spigap import __version__
-    from spigap.sigrok import paths
+    from spigap import resources
 
-    src_root = paths.decoders_dir()
-    available = paths.decoder_ids(src_root)
+    src_root = resources.decoders_dir()
+    available = resources.decoder_ids(src_root)
     ids = list(ids) or available
     unknown = [i for i in ids if i not in available]
     if unknown:
@@ -276,9 +277,10 @@ def gaps_signal(args):
 
 def spi_gaps_values(a) -> dict:
     """The spi_gaps decoder options that make it label every gap as the analysis ``a`` did."""
-    from spigap.sigrok import paths, pdinfo
+    from spigap import resources
+    from spigap.sigrok import pdinfo
 
-    g = paths.load_decoder_module("spi_gaps", "gapdefs")
+    g = resources.load_decoder_module("spi_gaps", "gapdefs")
     values = pdinfo.spi_options(a.cfg)         # its bitorder is no spi_gaps option: not written
     grp = a.grouping
     if grp.ambiguous:

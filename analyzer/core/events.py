@@ -169,7 +169,6 @@ class Pairing:
     n_src: int
     n_missing: int            # src events with no dst event before the next src event
     n_extra: int              # dst events beyond the first in a src cycle
-    n_dst: int
 
     def to_dict(self, tick_s: float) -> dict:
         d = describe(self.latency, tick_s)
@@ -195,7 +194,7 @@ def pair(src: np.ndarray, dst: np.ndarray, *, src_label: str = "A", dst_label: s
     index = np.where(ok, j, -1)
     lat = dst[j[ok]] - src[ok]
     return Pairing(src_label, dst_label, src[ok], lat.astype(np.int64), index.astype(np.int64), n,
-                   int(np.count_nonzero(~ok)), int(np.maximum(count - 1, 0).sum()), len(dst))
+                   int(np.count_nonzero(~ok)), int(np.maximum(count - 1, 0).sum()))
 
 
 @dataclasses.dataclass
@@ -309,7 +308,7 @@ def measure(reader, a: Analysis, specs: list[EventSpec]) -> EventReport:
         index = np.full(len(first), -1, np.int64)
         index[origin] = np.searchsorted(series[-1], src)
         total = Pairing(chain[0].label, chain[-1].label, first[origin], (src - first[origin]).astype(np.int64),
-                        index, len(first), int(len(first) - len(origin)), 0, len(series[-1]))
+                        index, len(first), int(len(first) - len(origin)), 0)
     chans = []
     seen = set()
     for s in specs:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from spigap.core.tickhist import counts, unique_inverse
-from spigap.sigrok.paths import load_decoder_module
+from spigap.resources import load_decoder_module
 
 defs = load_decoder_module("spi_gaps", "gapdefs")
 

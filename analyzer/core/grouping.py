@@ -71,17 +71,12 @@ class Grouping:
     ambiguous: bool = False
     settle: str | None = None   # the option that settles an ambiguous answer
     structure: str = "none"     # "pattern", "one population", "by length", "too few", "given"
-    populations: str = ""       # the split's note
 
     def boundary_mask(self, n_gaps: int) -> np.ndarray:
         """True where a gap ends a message; ambiguous gaps count as boundaries
         (each transfer its own message) because no message is known."""
         k = self.kinds[:n_gaps]
         return (k == CONTEXT_SWITCH) | (k == CLASS_A) | (k == CLASS_B)
-
-    @property
-    def roles_known(self) -> bool:
-        return not self.ambiguous
 
 
 def _grouping(kinds, *, n=None, phase=0, confidence, method, note, **kw) -> Grouping:
@@ -390,7 +385,7 @@ def infer(gaps_ticks: np.ndarray, *, resolution: float = 1.0, lead: float | None
                                else f"the CS-inactive gaps are one population ({sp_note})") + " with no repeating "
                               "pattern: each transfer is its own message and every gap a context switch "
                               "(give --transfers-per-message N if the call pattern says otherwise)",
-                         lengths=[1], structure="one population", populations=sp_note,
+                         lengths=[1], structure="one population",
                          evidence=["one population"])
     period, pattern, agreement = pat
     ends, why, key = _resolve(pattern, g, lead, context_switch, device_lengths, agreement)
@@ -412,8 +407,7 @@ def infer(gaps_ticks: np.ndarray, *, resolution: float = 1.0, lead: float | None
                 f"{settle} settles it")
         same_n = _constant(a.lengths) if _constant(a.lengths) == _constant(b.lengths) else None
         return _grouping(kinds, n=same_n, confidence=CONFIDENCE["ambiguous"], method="auto", note=note,
-                         lengths=[], ambiguous=True, settle=settle, structure="pattern",
-                         populations=sp_note, evidence=[])
+                         lengths=[], ambiguous=True, settle=settle, structure="pattern", evidence=[])
     r = rd[ends]
     kinds = np.where(lab_full == ends, CONTEXT_SWITCH, CS_CHANGE).astype(np.int8)
     conf = CONFIDENCE[key]
@@ -429,8 +423,7 @@ def infer(gaps_ticks: np.ndarray, *, resolution: float = 1.0, lead: float | None
     note = (f"{defs.describe_lengths(r.lengths)}: the {rel} CS-inactive gaps end messages "
             f"(evidence: {why}; {sp_note})")
     return _grouping(kinds, n=nconst, phase=phase, confidence=conf, method=method, note=note,
-                     lengths=r.lengths, first_start=r.first_start, evidence=[why], structure="pattern",
-                     populations=sp_note)
+                     lengths=r.lengths, first_start=r.first_start, evidence=[why], structure="pattern")
 
 
 def _distribution(ends: np.ndarray) -> str:
@@ -458,15 +451,14 @@ def _by_length(g: np.ndarray, sp, context_switch) -> Grouping:
         return _grouping(kinds, confidence=conf, method="user",
                          note=f"no repeating pattern; by length (the {context_switch} gaps end messages, given): "
                               f"{dist[context_switch == 'longer']} ({sp.note})",
-                         structure="by length", evidence=[f"--context-switch {context_switch}"],
-                         populations=sp.note)
+                         structure="by length", evidence=[f"--context-switch {context_switch}"])
     kinds = np.where(lab, CLASS_B, CLASS_A).astype(np.int8)
     settle = "--context-switch longer|shorter (or a kernel trace)"
     return _grouping(kinds, confidence=CONFIDENCE["ambiguous"], method="auto",
                      note=f"two kinds of CS-inactive gap ({sp.note}) with no repeating pattern: if the longer "
                           f"ones (class B) end messages, {dist[True]}; if the shorter ones (class A) do, "
                           f"{dist[False]}. Both are labelled cs_change|context_switch; {settle} settles it",
-                     ambiguous=True, settle=settle, structure="by length", populations=sp.note)
+                     ambiguous=True, settle=settle, structure="by length")
 
 
 def _settle(pattern, rd) -> str:

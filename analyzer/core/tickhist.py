@@ -127,10 +127,6 @@ class TickHistogram:
         order = np.argsort(d, kind="stable")
         return _median(d[order], counts[order])
 
-    def count_above(self, x: float) -> int:
-        values, counts = self.table()
-        return int(counts[values > x].sum())
-
     def sum_above(self, x: float) -> tuple[int, float]:
         """(count, sum of the values) of the values above ``x``."""
         values, counts = self.table()

@@ -108,7 +108,6 @@ class SrReader(ZipMembers, CaptureReader):
             raise InputError("metadata has no [device 1] section", path=self.path,
                              hint="not a sigrok session file?")
         dev = md[dev_name]
-        self.metadata = md
         self.capturefile = dev.get("capturefile")
         if self.capturefile is not None and not self.capturefile.strip():
             raise InputError("metadata 'capturefile' is empty: the logic data member is not named",
@@ -144,7 +143,6 @@ class SrReader(ZipMembers, CaptureReader):
         for n in sorted(probes):
             names.append(probes[n])
             self._bit_of.setdefault(probes[n], n - 1)
-        self._probe_bits = [n - 1 for n in sorted(probes)]
 
         rate_text = dev.get("samplerate")
         stored = parse_samplerate(rate_text) if rate_text else None

@@ -18,7 +18,6 @@ acquisition is analyzed as it comes instead of in 2 MiB lumps.
 from __future__ import annotations
 
 import collections
-import os
 import select
 import sys
 import time
@@ -167,7 +166,3 @@ def open_stdin(input_format: str | None, opts):
                               "--samplerate HZ --unitsize BYTES")
     raise InputError(f"--input-format {input_format} cannot be read from a pipe (only vcd and raw can)",
                      path=STDIN_PATH, hint="give the file's path instead of -")
-
-
-def is_stdin(path) -> bool:
-    return os.fspath(path) == "-"

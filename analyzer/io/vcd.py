@@ -301,7 +301,6 @@ class VcdReader(CaptureReader):
         for c in channels:
             v, k = self._chan[self.info.channels[self.channel_index(c)]]
             want.append((id_hash(v.ident), v.ident, v.size, k))
-        self._warned_xz = False
         p = _Parser(self, want)
         self.end_tick = 0
         # one VCD time may continue into the next chunk: merge entries across blocks

@@ -44,7 +44,6 @@ class ZipMembers:
     _fd: Any                   # the open file descriptor (None once closed)
     _size: int
     _members: dict
-    _names: list
     _recovered: bool
 
     def _open_fd(self) -> None:
@@ -72,7 +71,6 @@ class ZipMembers:
         for i in infos:
             members[i.filename] = _Member(i.filename, i.compress_type, i.header_offset,
                                           i.compress_size, i.file_size, i.CRC)
-        self._names = list(members)
         return members
 
     def _scan_local_headers(self) -> dict[str, _Member]:
@@ -96,7 +94,6 @@ class ZipMembers:
             off = data_off + csize
             if flags & 0x08:
                 break
-        self._names = list(members)
         return members
 
     def _data_offset(self, m: _Member) -> int:

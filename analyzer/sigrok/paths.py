@@ -1,10 +1,4 @@
-"""Where spigap's sigrok protocol decoders are, and where libsigrokdecode looks.
-
-The decoders are edited in ``decoders/<id>/`` at the top of the source tree.
-``analyzer/sigrok/decoders`` is a symlink to it, so the package carries them
-as package data: a wheel or sdist install has real copies there, an editable
-install follows the link. They are found with ``importlib.resources``;
-``SPIGAP_DECODERS`` overrides that.
+"""Where libsigrokdecode looks for decoders (spigap's own are found by resources.py).
 
 libsigrokdecode 0.5.3 (``srd_init``) searches, the last one winning on equal
 ids: ``$XDG_DATA_DIRS/*/libsigrokdecode/decoders`` (Debian:
@@ -16,52 +10,12 @@ directory).
 
 from __future__ import annotations
 
-import importlib.resources
-import importlib.util
 import os
 import pathlib
-import sys
 
-from spigap.errors import SpigapError
+from spigap.resources import DecodersNotFound, decoders_dir, is_decoder_dir
 
-ENV_OVERRIDE = "SPIGAP_DECODERS"
 SYSTEM_DECODERS = pathlib.Path("/usr/share/libsigrokdecode/decoders")
-
-
-class DecodersNotFound(SpigapError):
-    """The decoders directory (or one decoder) cannot be found."""
-
-
-def _is_decoder_dir(p: pathlib.Path) -> bool:
-    return (p / "__init__.py").is_file() and (p / "pd.py").is_file()
-
-
-def _packaged() -> pathlib.Path | None:
-    """The decoders shipped inside the package, when they are files on disk."""
-    res = importlib.resources.files("spigap.sigrok").joinpath("decoders")
-    return res if isinstance(res, pathlib.Path) else None
-
-
-def decoders_dir() -> pathlib.Path:
-    """The directory holding spigap's decoders (one subdirectory per decoder id)."""
-    env = os.environ.get(ENV_OVERRIDE)
-    if env:
-        c = pathlib.Path(env)
-        if c.is_dir() and any(_is_decoder_dir(d) for d in c.iterdir()):
-            return c.resolve()
-        raise DecodersNotFound(f"${ENV_OVERRIDE}={env} holds no decoders "
-                               "(expected <dir>/<id>/__init__.py and pd.py)")
-    packaged = _packaged()
-    if packaged is not None and packaged.is_dir() and any(_is_decoder_dir(d) for d in packaged.iterdir()):
-        return packaged.resolve()
-    raise DecodersNotFound(f"spigap's sigrok decoders are missing from this installation ({packaged})",
-                           hint=f"reinstall spigap, or set {ENV_OVERRIDE}=<checkout>/decoders")
-
-
-def decoder_ids(root: pathlib.Path | None = None) -> list[str]:
-    """Ids of the decoders in ``root`` (default: spigap's own), sorted."""
-    root = root or decoders_dir()
-    return sorted(d.name for d in root.iterdir() if d.is_dir() and _is_decoder_dir(d))
 
 
 def user_decoders_dir(environ=None) -> pathlib.Path:
@@ -109,40 +63,7 @@ def find_decoder(decoder_id: str, extra_first: list[pathlib.Path] | None = None)
     roots += search_path()
     for r in roots:
         d = r / decoder_id
-        if _is_decoder_dir(d):
+        if is_decoder_dir(d):
             return d
     raise DecodersNotFound(f"no sigrok decoder {decoder_id!r} (looked in "
                            f"{', '.join(str(r) for r in roots)})")
-
-
-def module_spec(name: str, path: pathlib.Path, package_dir: pathlib.Path | None = None):
-    """The import spec of the Python file ``path`` under the module name ``name``
-    (a package when ``package_dir`` is given); DecodersNotFound when it is not
-    a loadable Python file."""
-    spec = importlib.util.spec_from_file_location(
-        name, path, submodule_search_locations=None if package_dir is None else [str(package_dir)])
-    if spec is None or spec.loader is None:
-        raise DecodersNotFound(f"{path} cannot be loaded as a Python module")
-    return spec
-
-
-def load_decoder_module(decoder_id: str, module: str):
-    """Import a plain module of one of spigap's decoders (e.g. ``spi_gaps``'s
-    ``gapdefs``) without importing the decoder itself (its ``pd.py`` needs
-    libsigrokdecode's ``sigrokdecode`` module). The module must not use
-    relative imports."""
-    path = decoders_dir() / decoder_id / f"{module}.py"
-    if not path.is_file():
-        raise DecodersNotFound(f"{path} does not exist")
-    name = f"spigap_decoders.{decoder_id}.{module}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = module_spec(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return mod

@@ -13,8 +13,10 @@ import importlib.util
 import pathlib
 import sys
 import types
+from typing import Any
 
 from spigap.errors import UsageError
+from spigap import resources
 from spigap.sigrok import paths
 
 def spi_options(cfg) -> dict:
@@ -102,8 +104,10 @@ def _stub() -> types.ModuleType:
     return m
 
 
-def read_decoder(directory: pathlib.Path) -> DecoderInfo:
-    """Import the decoder package in ``directory`` (``<root>/<id>``) and read its class."""
+def load_decoder_class(directory: pathlib.Path) -> Any:
+    """The ``Decoder`` class of the decoder package in ``directory`` (``<root>/<id>``),
+    imported under the stand-in ``sigrokdecode`` module (the one stand-in: the tests
+    use it too); ``sys.modules`` is left as it was. Raises what the import raises."""
     directory = pathlib.Path(directory)
     saved_modules = set(sys.modules)
     saved_srd = sys.modules.get("sigrokdecode")
@@ -112,11 +116,26 @@ def read_decoder(directory: pathlib.Path) -> DecoderInfo:
     sys.modules["sigrokdecode"] = _stub()
     sys.path.insert(0, str(directory.parent))   # for decoders importing 'common'
     try:
-        spec = paths.module_spec(name, directory / "__init__.py", package_dir=directory)
+        spec = resources.module_spec(name, directory / "__init__.py", package_dir=directory)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
         spec.loader.exec_module(mod)
-        cls = mod.Decoder
+        return mod.Decoder
+    finally:
+        for k in set(sys.modules) - saved_modules:
+            del sys.modules[k]
+        if saved_srd is None:
+            sys.modules.pop("sigrokdecode", None)
+        else:
+            sys.modules["sigrokdecode"] = saved_srd
+        sys.path[:] = saved_path
+
+
+def read_decoder(directory: pathlib.Path) -> DecoderInfo:
+    """Import the decoder package in ``directory`` (``<root>/<id>``) and read its class."""
+    directory = pathlib.Path(directory)
+    try:
+        cls = load_decoder_class(directory)
         chans = tuple(Channel(c["id"], c["name"], c["desc"], False) for c in getattr(cls, "channels", ()))
         chans += tuple(Channel(c["id"], c["name"], c["desc"], True)
                        for c in getattr(cls, "optional_channels", ()))
@@ -130,20 +149,12 @@ def read_decoder(directory: pathlib.Path) -> DecoderInfo:
                            path=directory)
     except Exception as e:
         raise UsageError(f"cannot read the sigrok decoder in {directory}: {type(e).__name__}: {e}") from None
-    finally:
-        for k in set(sys.modules) - saved_modules:
-            del sys.modules[k]
-        if saved_srd is None:
-            sys.modules.pop("sigrokdecode", None)
-        else:
-            sys.modules["sigrokdecode"] = saved_srd
-        sys.path[:] = saved_path
 
 
 def load(decoder_id: str) -> DecoderInfo:
     """The decoder ``decoder_id`` as PulseView would find it (spigap's own first)."""
     try:
         d = paths.find_decoder(decoder_id)
-    except paths.DecodersNotFound as e:
+    except resources.DecodersNotFound as e:
         raise UsageError(str(e), hint="check the id with sigrok-cli -L") from None
     return read_decoder(d)

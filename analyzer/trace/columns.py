@@ -19,8 +19,6 @@ import dataclasses
 import numpy as np
 
 # the SPI tracepoints (include/trace/events/spi.h), as named in Trace.events
-SPI_CONTROLLER_BUSY = "spi:spi_controller_busy"
-SPI_CONTROLLER_IDLE = "spi:spi_controller_idle"
 SPI_MESSAGE_SUBMIT = "spi:spi_message_submit"
 SPI_MESSAGE_START = "spi:spi_message_start"
 SPI_MESSAGE_DONE = "spi:spi_message_done"

@@ -49,7 +49,6 @@ CLK_AT_CS_DEASSERT_INSIDE = False
 CS_CHANGE = 'cs_change'
 CONTEXT_SWITCH = 'context_switch'
 AMBIGUOUS = 'cs_change|context_switch'     # which is which cannot be told
-CONTEXT_SWITCH_CHOICES = ('longer', 'shorter')
 
 # ------------------------------------------------- two-population split
 # docs/gaps.md "Two populations". Values are binned on a log scale (gaps

@@ -1,0 +1,58 @@
+"""What inference reports: where each setting came from, the buses it found, and the
+settled configuration with the edge stream to frame."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from spigap.core.config import SpiConfig
+from spigap.io.base import EdgeBlock
+
+if TYPE_CHECKING:
+    from spigap.core.infer.evidence import Evidence
+
+
+@dataclasses.dataclass
+class Source:
+    """Where one setting came from: 'given', 'name', 'file', 'inferred' or 'default'."""
+
+    how: str
+    confidence: float = 1.0
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return {"from": self.how, "confidence": round(float(self.confidence), 3), "note": self.note}
+
+
+@dataclasses.dataclass
+class Bus:
+    """One SPI bus found in the signals (channel names; cs None = CS-less)."""
+
+    clk: str
+    cs: str | None
+    data: list[str]
+    edges: int                     # SCLK changes in the prefix (the busiest bus is not always first)
+    cs_active: int | None = None   # the CS level during the bursts
+    cs_confidence: float = 0.0
+
+    def channels(self) -> list[str]:
+        return [self.clk] + ([self.cs] if self.cs else []) + self.data
+
+
+@dataclasses.dataclass
+class Settled:
+    """The outcome: the configuration to analyze with, the edge stream in its
+    channel order, and the report of where every setting came from."""
+
+    cfg: SpiConfig
+    names: list[str]
+    blocks: Iterator[EdgeBlock]
+    sources: dict[str, Source]
+    buses: list[Bus]
+    warnings: list[str]
+    evidence: Evidence | None = None    # the prefix the signals were read from (None: names sufficed)
+
+    def sources_dict(self) -> dict:
+        return {k: v.as_dict() for k, v in self.sources.items()}

@@ -1,0 +1,142 @@
+"""CS polarity, CPOL, CPHA and word size from the prefix (bit order cannot be seen on
+the wires: MSB first unless given)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from spigap.core.config import SpiConfig
+from spigap.core.infer.evidence import (
+    BRACKET,
+    Evidence,
+    bursts,
+    clock_score,
+    cs_level,
+    cs_windows,
+    idle_level,
+    in_cycle,
+    in_windows,
+    lead_trail,
+)
+from spigap.core.infer.report import Source
+from spigap.core.settings_check import COMMON_WORDSIZES
+from spigap.core.tickhist import median_of
+
+def infer_settings(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evidence,
+                    data_lines: list[str]) -> None:
+    """CS polarity, CPOL, CPHA, word size and bit order where not given."""
+    clk, cs = out.clk, out.cs
+    have = clk in ev.level
+    assert clk is not None
+    if "cs_polarity" in cfg.infer:
+        level = cs_level(ev, cs, clk, 1) if cs is not None and have and cs in ev.level else (None, 0.0, 0)
+        if level[0] is not None:
+            active, share, _ = level
+            out.cs_active_low = active == 0
+            sources["cs_polarity"] = Source("inferred", min(0.99, share if share >= BRACKET else 0.6),
+                                            f"CS is {'low' if active == 0 else 'high'} at {share:.0%} of SCLK edges")
+        else:
+            sources["cs_polarity"] = Source("default", 1.0 if cs is None else 0.5,
+                                            "no CS line" if cs is None else "no SCLK edge in the prefix")
+    active = (0 if out.cs_active_low else 1) if cs is not None else None
+    if "mode" in cfg.infer:
+        if have and len(ev.changes[clk]) >= 4:
+            idle = idle_level(ev, clk, cs if cs in ev.level else None, active)
+            cpol = idle
+            _, half = clock_score(ev, clk)
+            lead = trail = 0
+            for d in data_lines:
+                if d not in ev.level:
+                    continue
+                ch = ev.changes[d]
+                inside = in_windows(ev, ch, clk, cs if cs in ev.level else None, active, half)
+                a, b = lead_trail(ev, clk, in_cycle(ev, ev.t[ch[inside]], clk, half)[0], idle)
+                lead += a
+                trail += b
+            total = lead + trail
+            if total >= 4:
+                cpha = 1 if lead > trail else 0
+                share = max(lead, trail) / total
+                conf = share * min(1.0, total / 16)
+                note = (f"CPOL {cpol}: SCLK idles {'high' if cpol else 'low'}; CPHA {cpha}: "
+                        f"{max(lead, trail)} of {total} data changes follow the "
+                        f"{'leading' if cpha else 'trailing'} clock edge")
+                sources["mode"] = Source("inferred", conf, note)
+            else:
+                cpha = cfg.cpha
+                sources["mode"] = Source("inferred", 0.5,
+                                         f"CPOL {cpol} from the idle clock; CPHA {cpha} is the default: the "
+                                         f"data lines hardly change, so the signals cannot tell")
+            out.cpol, out.cpha = cpol, cpha
+        else:
+            sources["mode"] = Source("default", 0.3, "too few SCLK edges to tell")
+    if "wordsize" in cfg.infer:
+        w, conf, note = _wordsize(ev, out, active)
+        if w is not None:
+            out.wordsize = w
+            sources["wordsize"] = Source("inferred", conf, note)
+        else:
+            sources["wordsize"] = Source("default", 0.5, note)
+    if "bitorder" in cfg.infer:
+        sources["bitorder"] = Source("default", 0.9, "MSB first: the wires cannot tell bit order; "
+                                     "give --bitorder lsb for LSB-first devices")
+
+
+def _wordsize(ev: Evidence, out: SpiConfig, active: int | None) -> tuple[int | None, float, str]:
+    """Word size from the sampling edges per window and where the clock pauses inside them."""
+    clk, cs = out.clk, out.cs
+    assert clk is not None
+    ci = ev.changes[clk]
+    if len(ci) < 4:
+        return None, 0.0, f"{out.wordsize} (default): too few SCLK edges"
+    ct = ev.t[ci]
+    leading = ev.level[clk][ci] != out.cpol          # one per clock cycle
+    lt = ct[leading]
+    if cs is not None and active is not None and cs in ev.level:
+        starts, ends = cs_windows(ev, cs, active)
+        # complete windows only (an assert and a deassert inside the prefix)
+        ok = (starts > 0) & (ends < ev.end)
+        starts, ends = starts[ok], ends[ok]
+    else:
+        starts, ends = bursts(ev, clk)
+        starts, ends = starts[1:-1], ends[1:-1]      # the first and last burst may be cut
+    if not len(starts):
+        return None, 0.0, "no complete transfer in the prefix"
+    a = np.searchsorted(lt, starts, side="right")
+    b = np.searchsorted(lt, ends, side="left")
+    bits = (b - a)
+    bits = bits[bits > 0]
+    if not len(bits):
+        return None, 0.0, "no clock cycle inside the windows"
+    g = int(np.gcd.reduce(bits))
+    # pauses inside windows: bit counts before a clock cycle that starts late
+    d = np.diff(lt)
+    period = median_of(d) if len(d) else 0.0
+    pause_at: list[int] = []
+    if period > 0:
+        late = np.flatnonzero(d > 1.5 * period + 1) + 1      # index of the late cycle
+        w_of = np.searchsorted(starts, lt[late], side="right") - 1
+        ok = (w_of >= 0) & (lt[late] < ends[np.clip(w_of, 0, len(ends) - 1)])
+        if ok.any():
+            first = a[np.clip(w_of[ok], 0, len(a) - 1)]
+            pause_at = (late[ok] - first).tolist()
+    if pause_at:
+        pg = int(np.gcd.reduce(pause_at))
+        if pg > 1 and g % pg == 0 and len(pause_at) >= 2:
+            return min(pg, 1024), 0.95, f"the clock pauses every {pg} bits inside transfers"
+    if g >= 1 and g % 8 == 0:
+        fits = [w for w in COMMON_WORDSIZES if g % w == 0 and w != 8]
+        conf = 0.9 if not fits else 0.7
+        return 8, conf, (f"every transfer is {g} bits or a multiple" + (
+            f"; {', '.join(map(str, fits))}-bit words fit too (give --wordsize)" if fits else ""))
+    fits = [w for w in COMMON_WORDSIZES if g % w == 0]
+    if fits:
+        # transfers of several lengths narrow it to their common divisor; one length cannot
+        # tell 3 x 12 from 4 x 9 bits: the largest usual size, said to be a choice
+        w = fits[-1]
+        alone = len(fits) == 1 and len(np.unique(bits)) > 1
+        return w, 0.8 if alone else 0.5, (f"every transfer is a multiple of {g} bits" + (
+            "" if len(fits) == 1 else f"; {', '.join(map(str, fits[:-1]))}-bit words fit too (give --wordsize)"))
+    if 1 < g <= 64:
+        return g, 0.5, f"every transfer is {g} bits or a multiple, no usual word size divides it"
+    return None, 0.3, f"transfers of {', '.join(map(str, np.unique(bits)[:6].tolist()))} bits share no word size; {out.wordsize} (default)"

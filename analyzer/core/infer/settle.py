@@ -1,0 +1,276 @@
+"""Inference's entry: resolve a configuration against a capture. The user's settings
+first, then names (``config.autodetect``, ``<bus>_<role>`` prefixes, a file's own
+decoder settings), then the signals of a bounded prefix of the edge stream, read
+once: the same blocks then go on to the framer (no second pass; works on a pipe)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+from spigap.core import config as config_mod
+from spigap.core.config import SpiConfig
+from spigap.core.infer.buses import find_buses
+from spigap.core.infer.evidence import Evidence
+from spigap.core.infer.mosi_miso import assign_data
+from spigap.core.infer.report import Bus, Settled, Source
+from spigap.core.infer.settings import infer_settings
+from spigap.errors import CaptureTruncated, UsageError
+from spigap.io.base import EdgeBlock
+from spigap.io.stdin import STDIN_PATH
+
+PREFIX_ENTRIES = 1 << 17      # edge-stream entries inferred from (bounded memory, one pass)
+LIVE_PREFIX_S = 2.0           # on a pipe: at most this long waiting for them
+MAX_CHANNELS = 32             # an edge stream packs at most 32 channels
+LOW_CONFIDENCE = 0.75         # below this a setting is a warning naming its option
+ROLES = ("clk", "mosi", "miso", "cs")
+SETTINGS = ("mode", "cs_polarity", "wordsize", "bitorder")
+ROLE_OPTION = {"clk": "--clk", "mosi": "--mosi", "miso": "--miso", "cs": "--cs"}
+SETTING_OPTION = {"mode": "--mode", "cs_polarity": "--cs-polarity", "wordsize": "--wordsize",
+                  "bitorder": "--bitorder"}
+
+
+def settle(reader, cfg: SpiConfig) -> Settled:
+    """Resolve ``cfg`` against the capture: the user's settings, then names, then
+    the signals. Returns the stream to frame (it starts with the prefix read here)."""
+    info = reader.info
+    channels = list(info.channels)
+    named = cfg.resolve(channels, path=info.path, defaults=info.spi_channels, partial=True)
+    warnings: list[str] = []
+    prefix_of: dict[str, str] = {}
+    if any(getattr(named, r) is None for r in ROLES):
+        named = _by_bus_prefix(named, cfg, channels, warnings, prefix_of)
+    sources: dict[str, Source] = {}
+    for role in ROLES:
+        name = getattr(named, role)
+        if getattr(cfg, role) is not None:
+            sources[role] = Source("given")
+        elif name is not None:
+            from_file = (info.spi_channels or {}).get(role) == name
+            sources[role] = Source("file" if from_file else "name", 1.0,
+                                   "the capture's decoder settings" if from_file else f"named {name!r}"
+                                   + (f" (bus prefix {prefix_of[name]!r})" if name in prefix_of else ""))
+        elif role == "cs" and cfg.no_cs:
+            sources[role] = Source("given", 1.0, "--no-cs")
+    for s in SETTINGS:
+        if s in cfg.assumed:
+            sources[s] = Source("default", 1.0, "--no-infer: the default")
+        elif s not in cfg.infer:
+            sources[s] = Source("given")
+    # roles the names leave open are worth inferring only if some channel is not assigned yet
+    assigned = {getattr(named, r) for r in ROLES} - {None}
+    need_roles = any(r not in sources for r in ROLES) and any(c not in assigned for c in channels)
+    if not need_roles and not cfg.infer:
+        out = _finish_roles(named, sources, info)
+        names = out.stream_names()
+        return Settled(out, names, reader.edges(names), sources, [], warnings)
+
+    request = channels[:MAX_CHANNELS] if need_roles else _finish_roles(named, sources, info).stream_names()
+    if need_roles and len(channels) > MAX_CHANNELS:
+        request = named.stream_names()
+        request += [c for c in channels if c not in request][:MAX_CHANNELS - len(request)]
+        warnings.append(f"the capture has {len(channels)} channels; roles were looked for among the "
+                        f"first {MAX_CHANNELS} (name the others with --clk/--mosi/--miso/--cs)")
+    it = reader.edges(request)
+    prefix, pending, ev = read_prefix(it, request, live=info.path == STDIN_PATH)
+    out, buses = _infer(named, cfg, sources, ev, need_roles, warnings, info)
+    names = out.stream_names()
+    blocks = _stream(prefix, it, pending, request, names)
+    return Settled(out, names, blocks, sources, buses, warnings, ev)
+
+
+def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False):
+    """(blocks, a CaptureTruncated to raise after them or None, Evidence) of the
+    first PREFIX_ENTRIES entries of an edge stream (the blocks that hold them; the evidence
+    is of those entries only). ``live`` (a
+    pipe): also stop after LIVE_PREFIX_S of waiting, so a slow live stream is
+    not held back (spigap monitor prints its first interval soon)."""
+    prefix: list[EdgeBlock] = []
+    n = 0
+    pending: BaseException | None = None
+    t0 = time.monotonic()
+    try:
+        for b in it:
+            prefix.append(b)
+            n += len(b)
+            if n >= PREFIX_ENTRIES or (live and time.monotonic() - t0 >= LIVE_PREFIX_S):
+                break
+    except CaptureTruncated as e:
+        pending = e
+    if prefix:
+        # the evidence is the first PREFIX_ENTRIES entries exactly (the blocks go on whole
+        # to the framer): a dense capture's first block alone may hold four times as many
+        t = np.concatenate([b.ticks for b in prefix])[:PREFIX_ENTRIES]
+        s = np.concatenate([b.states for b in prefix])[:PREFIX_ENTRIES]
+    else:
+        t, s = np.zeros(1, np.int64), np.zeros(1, np.uint32)
+    return prefix, pending, Evidence(t, s, names)
+
+
+def all_buses(reader) -> list[Bus]:
+    """Every SPI bus in a bounded prefix of the capture (``spigap detect``)."""
+    names = list(reader.info.channels)[:MAX_CHANNELS]
+    _, _, ev = read_prefix(reader.edges(names), names)
+    return find_buses(ev, exclude=set())
+
+
+def buses_seen(settled: Settled, channels: list[str]) -> list[Bus] | None:
+    """``all_buses`` from the prefix ``settle`` has read, when it holds the same channels
+    (None: names sufficed, or it read fewer channels; ``all_buses`` then reads its own)."""
+    ev = settled.evidence
+    if ev is None or list(ev.names) != list(channels)[:MAX_CHANNELS]:
+        return None
+    return find_buses(ev, exclude=set())
+
+
+def _by_bus_prefix(named: SpiConfig, cfg: SpiConfig, channels: list[str], warnings: list[str],
+                   prefix_of: dict[str, str]) -> SpiConfig:
+    """Roles from ``<bus>_<role>`` names ("rpi_CLK"): the bus a given channel belongs
+    to, else the first; the others are listed with the options that select them."""
+    groups = config_mod.bus_groups(channels)
+    if not groups:
+        return named
+    given = {getattr(cfg, r) for r in ROLES} - {None}
+    chosen = next((p for p, g in groups.items() if given & set(g.values())), next(iter(groups)))
+    out = dataclasses.replace(named)
+    for role, name in groups[chosen].items():
+        if getattr(out, role) is None and name not in given:
+            setattr(out, role, name)
+            prefix_of[name] = chosen
+    for p, g in groups.items():
+        if p != chosen:
+            opts = " ".join(f"{ROLE_OPTION[r]} {g[r]}" for r in ROLES if r in g)
+            warnings.append(f"the capture holds another SPI bus by its names ({p}_*); this analysis is of "
+                            f"{chosen}_*; select the other with {opts}")
+    return out
+
+
+def _finish_roles(named: SpiConfig, sources: dict[str, Source], info) -> SpiConfig:
+    """Roles from names only (nothing to infer): the old errors when they do not suffice."""
+    _check_roles(named, info)
+    for role in ROLES:
+        sources.setdefault(role, Source("name", 1.0, "no channel has this role's name") if role != "cs"
+                           else Source("name", 1.0, "no channel is named like a CS: framed without CS"))
+    return named
+
+
+def _check_roles(cfg: SpiConfig, info) -> None:
+    """A clock, a data line, and no channel in two roles: else one error line naming the option."""
+    if cfg.clk is None:
+        raise UsageError(f"no clock channel found; the capture has: {', '.join(info.channels)}",
+                         path=info.path, hint="name it with --clk")
+    if cfg.mosi is None and cfg.miso is None:
+        raise UsageError(f"no MOSI or MISO channel found; the capture has: {', '.join(info.channels)}",
+                         path=info.path, hint="name them with --mosi/--miso")
+    used = [n for n in (cfg.clk, cfg.mosi, cfg.miso, cfg.cs) if n is not None]
+    if len(set(used)) != len(used):
+        raise UsageError(f"one channel is mapped to two roles: clk={cfg.clk} mosi={cfg.mosi} "
+                         f"miso={cfg.miso} cs={cfg.cs}", path=info.path)
+
+
+def _stream(prefix: list[EdgeBlock], rest: Iterator[EdgeBlock], pending: BaseException | None,
+            request: list[str], names: list[str]) -> Iterator[EdgeBlock]:
+    """The prefix then the rest of the stream, with the states of ``request``'s
+    channels re-packed as ``names`` (entries where none of them changes dropped)."""
+    blocks = itertools.chain(prefix, _then_raise(rest, pending))
+    if request == names:
+        yield from blocks
+        return
+    src = [request.index(n) for n in names]
+    last = None
+    for b in blocks:
+        ns = np.zeros(len(b), np.uint32)
+        for j, k in enumerate(src):
+            ns |= ((b.states >> np.uint32(k)) & np.uint32(1)) << np.uint32(j)
+        keep = np.empty(len(ns), bool)
+        keep[1:] = ns[1:] != ns[:-1]
+        keep[0] = last is None or ns[0] != last
+        last = ns[-1]
+        if keep.any():
+            yield EdgeBlock(b.ticks[keep], ns[keep])
+
+
+def _then_raise(rest: Iterator[EdgeBlock], pending: BaseException | None) -> Iterator[EdgeBlock]:
+    if pending is not None:
+        raise pending
+    yield from rest
+
+
+def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evidence, need_roles: bool,
+           warnings: list[str], info) -> tuple[SpiConfig, list[Bus]]:
+    out = dataclasses.replace(named, infer=frozenset(), assumed=frozenset())
+    buses: list[Bus] = []
+    if need_roles:
+        fixed = {getattr(named, r) for r in ROLES} - {None}
+        buses = find_buses(ev, exclude={n for n in fixed if n != named.clk})
+        bus = _pick_bus(buses, named)
+        if bus is None:
+            if named.clk is None:
+                raise UsageError(f"no SPI clock found in the signals (no channel toggles in regular bursts); "
+                                 f"the capture has: {', '.join(info.channels)}", path=info.path,
+                                 hint="name the clock with --clk (spigap detect shows what was found)")
+            bus = Bus(named.clk, None, [], len(ev.changes.get(named.clk, [])))
+        if named.clk is None:
+            out.clk = bus.clk
+            sources["clk"] = Source("inferred", 0.95, "toggles in regular bursts")
+        if "cs" not in sources:
+            if bus.cs is not None and bus.cs not in {out.mosi, out.miso}:
+                out.cs = bus.cs
+                sources["cs"] = Source("inferred", bus.cs_confidence, "its level brackets the SCLK bursts"
+                                       if bus.cs_confidence >= LOW_CONFIDENCE else
+                                       "each of its windows holds an SCLK burst, but SCLK also runs outside them")
+            else:
+                out.cs = None
+                sources["cs"] = Source("inferred", 0.8, "no channel brackets the SCLK bursts: "
+                                       "framed without CS (by SCLK idle time)")
+        data_lines = [d for d in bus.data if d not in {out.clk, out.cs}]
+        infer_settings(out, cfg, sources, ev, data_lines + [d for d in (out.mosi, out.miso) if d])
+        active = (0 if out.cs_active_low else 1) if out.cs is not None else None
+        assign_data(out, Bus(out.clk or bus.clk, out.cs, data_lines, bus.edges, active), ev, sources)
+        if len(buses) > 1:
+            others = [b for b in buses if b.clk != out.clk]
+            for b in others:
+                opts = " ".join(f"{ROLE_OPTION[r]} {n}" for r, n in
+                                (("clk", b.clk), ("cs", b.cs)) if n) + "".join(
+                    f" --{'mosi' if i == 0 else 'miso'} {d}" for i, d in enumerate(b.data[:2]))
+                warnings.append(f"the capture holds another SPI bus (clk={b.clk}"
+                                f"{f' cs={b.cs}' if b.cs else ''} data={','.join(b.data) or '–'}); "
+                                f"this analysis is of clk={out.clk}; select the other with {opts}")
+    _check_roles(out, info)
+    if "cs" not in sources:
+        sources["cs"] = Source("name", 1.0, "no channel is named like a CS: framed without CS")
+    for role in ("mosi", "miso"):
+        sources.setdefault(role, Source("inferred", 0.8, "no second data line"))
+    if not need_roles:
+        infer_settings(out, cfg, sources, ev, [d for d in (out.mosi, out.miso) if d])
+    for key, src in sources.items():
+        if src.how in ("inferred", "default") and src.confidence < LOW_CONFIDENCE:
+            opt = ROLE_OPTION.get(key) or SETTING_OPTION.get(key, key)
+            warnings.append(f"{key} {_value(out, key)} is {src.how} with confidence {src.confidence:.2f} "
+                            f"({src.note}); give {opt} if it is wrong")
+    return out, buses
+
+
+def _pick_bus(buses: list[Bus], named: SpiConfig) -> Bus | None:
+    """The bus the names point to (a named role on it), else the first."""
+    if not buses:
+        return None
+    fixed = {getattr(named, r) for r in ROLES} - {None}
+    for b in buses:
+        if b.clk in fixed or (b.cs and b.cs in fixed):
+            return b
+    return buses[0]
+
+
+def _value(cfg: SpiConfig, key: str):
+    if key == "mode":
+        return cfg.mode
+    if key == "cs_polarity":
+        return "low" if cfg.cs_active_low else "high"
+    if key == "bitorder":
+        return "lsb" if cfg.lsb_first else "msb"
+    return getattr(cfg, key)
