@@ -24,7 +24,7 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
                  events=None, **reader_options):
     """Read and analyze one capture. Raises SpigapError subclasses on bad input.
 
-    Without ``cfg`` every setting is found from names and signals (core/infer.py); a
+    Without ``cfg`` every setting is found from names and signals (core/infer/); a
     given ``cfg`` is taken as is, except roles it leaves None and its ``infer`` set.
     ``keep``, ``rows``: core/pipeline.analyze ("all": an Analysis of every transfer;
     "bounded": histograms past 100 000 transfers, their rows to ``rows``; "sample").

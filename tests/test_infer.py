@@ -1,4 +1,4 @@
-"""Roles, mode, CS polarity and word size inferred from the signals (core/infer.py,
+"""Roles, mode, CS polarity and word size inferred from the signals (core/infer/,
 docs/inference.md).
 
 Oracles: the real captures' documented channel maps (../shared/captures-real/

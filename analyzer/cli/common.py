@@ -392,7 +392,7 @@ def config_from_args(args, profile=None) -> SpiConfig:
         cpha = args.cpha or 0
     if args.no_cs and args.cs:
         raise UsageError("--no-cs and --cs contradict each other")
-    # settings the command line leaves out are inferred from the signals (core/infer.py)
+    # settings the command line leaves out are inferred from the signals (core/infer/)
     missing = {k for k, given in (("mode", args.mode is not None or args.cpol is not None or args.cpha is not None),
                                   ("cs_polarity", args.cs_polarity is not None),
                                   ("wordsize", args.wordsize is not None),

@@ -116,7 +116,7 @@ class Analysis(CaptureFigures):
     events: Any = None                   # --event: core/events.EventReport
     # given settings the signals contradict (also first in ``warnings``), core/settings_check.py
     setting_warnings: list[str] = dataclasses.field(default_factory=list)
-    # where each setting came from (core/infer.py Source), and every SPI bus the signals show
+    # where each setting came from (core/infer/ Source), and every SPI bus the signals show
     sources: dict = dataclasses.field(default_factory=dict)
     buses: list = dataclasses.field(default_factory=list)
     # a systematic sample of a long capture (core/collect.py; compare, report): blocks of

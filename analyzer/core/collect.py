@@ -212,7 +212,7 @@ class BoundedAnalysis(analysis.CaptureFigures):
     last_message: int
     warnings: list = dataclasses.field(default_factory=list)
     setting_warnings: list = dataclasses.field(default_factory=list)
-    sources: dict = dataclasses.field(default_factory=dict)     # core/infer.py, as in Analysis
+    sources: dict = dataclasses.field(default_factory=dict)     # core/infer/, as in Analysis
     buses: list = dataclasses.field(default_factory=list)
     device: str | None = None
     labels: None = None

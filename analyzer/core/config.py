@@ -72,7 +72,7 @@ class SpiConfig:
     transfers_per_message: int | None = None   # None = infer
     context_switch: str | None = None          # "longer"/"shorter": which CS-inactive gaps end messages
     message_lengths: tuple | None = None       # message lengths a --device's driver uses (evidence)
-    # settings to infer from the signals (core/infer.py): any of INFERABLE. Empty for a
+    # settings to infer from the signals (core/infer/): any of INFERABLE. Empty for a
     # SpiConfig built in code (its values are taken as given); the CLI lists what the
     # command line leaves out, analyze_file() without a config infers everything.
     infer: frozenset = frozenset()
@@ -115,7 +115,7 @@ class SpiConfig:
                 defaults: dict[str, str] | None = None, partial: bool = False) -> "SpiConfig":
         """Fill in channel names: the user's, else the file's own map (``defaults``,
         e.g. DSView's decoder settings), else auto-detected by name; check that they
-        exist. ``partial``: leave roles no name settles as None (core/infer.py finds
+        exist. ``partial``: leave roles no name settles as None (core/infer/ finds
         them in the signals) instead of failing."""
         from spigap.io.base import resolve_channel
 

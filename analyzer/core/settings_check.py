@@ -184,7 +184,7 @@ def settings_first(a, settled, prefix: Prefix, evidence: Evidence | None = None)
     """Put the settings' story at the top of ``a``'s warnings (``a``: an Analysis or a
     BoundedAnalysis): given settings the signals contradict, naming what fits
     (docs/gaps.md), then what inference could not settle firmly (docs/inference.md);
-    and record where each setting came from (``settled``: core/infer.py's Settled)."""
+    and record where each setting came from (``settled``: core/infer/'s Settled)."""
     a.sources, a.buses = settled.sources, settled.buses
     a.setting_warnings = contradictions(a, prefix, a.cfg.stream_bits(), evidence) + settled.warnings
     a.warnings[:0] = a.setting_warnings
