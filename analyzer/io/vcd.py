@@ -110,6 +110,31 @@ def _same_ident(a: np.ndarray, start: np.ndarray, length: np.ndarray, ident: byt
     return ok
 
 
+def _token_bounds(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) byte offsets of the whitespace-separated tokens of ``a``."""
+    nonws = a > 32
+    d = np.diff(nonws.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+
+
+def _values_and_ids(first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which tokens are vector/real/string values and which their identifiers, from each
+    token's first byte: such a value takes the next token as its identifier, so a run of
+    b/r/s-like tokens alternates value, identifier, value ..."""
+    n = len(first)
+    pair = _LUT_PAIR[first]
+    run_start = np.empty(n, bool)
+    run_start[0] = True
+    run_start[1:] = ~pair[:-1]
+    # position inside the run of pair-like tokens
+    last_start = np.maximum.accumulate(np.where(pair & run_start, np.arange(n), -1))
+    rank = np.arange(n) - last_start
+    is_value = pair & (rank % 2 == 0)
+    is_id = np.zeros(n, bool)
+    is_id[1:] = is_value[:-1]
+    return is_value, is_id
+
+
 class _Var:
     __slots__ = ("kind", "size", "ident", "ref", "msb", "lsb", "scope", "selected")
 
@@ -443,76 +468,30 @@ class _Parser:
 
     # ----------------------------------------------------------- one chunk
     def _chunk(self, buf: bytes, pos: int, final: bool):
-        """Decode whole tokens of ``buf``; returns (bytes consumed, EdgeBlock or None)."""
+        """Decode whole tokens of ``buf``; returns (bytes consumed, EdgeBlock or None).
+
+        In steps, each vectorized over the chunk's tokens: find the tokens, drop the
+        keywords and skipped sections, tell values, identifiers, timestamps and scalar
+        changes apart, check the timestamps, pick the requested channels' changes."""
         a = np.frombuffer(buf, dtype=np.uint8)
-        nonws = a > 32
-        d = np.diff(nonws.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-        starts = np.flatnonzero(d == 1)
-        ends = np.flatnonzero(d == -1)
+        starts, ends = _token_bounds(a)
         if len(starts) == 0:
             return len(buf), None
-        length = ends - starts
-        first = a[starts]
-        alive = np.ones(len(starts), bool)
-
-        # keywords and skipped sections ($comment ... $end); rare, so a loop per keyword is fine
-        kw = np.flatnonzero(first == ord("$"))
-        end_tok = np.zeros(len(starts), bool)
-        if len(kw):
-            texts = [buf[starts[i]:ends[i]] for i in kw]
-            is_end = np.array([t == b"$end" for t in texts], bool)
-            end_tok[kw[is_end]] = True
-        i0 = 0
-        if self.in_section:
-            e = np.flatnonzero(end_tok)
-            if len(e) == 0:
-                return len(buf), None
-            alive[:e[0] + 1] = False
-            i0 = e[0] + 1
-            self.in_section = False
-        if len(kw):
-            end_idx = np.flatnonzero(end_tok)
-            for i, t in zip(kw, texts):
-                if i < i0 or not alive[i]:
-                    continue
-                if len(t) == 1:
-                    continue                  # a lone '$' is an identifier
-                word = t[1:]
-                if word in (b"dumpvars", b"dumpall", b"dumpon", b"dumpoff", b"end"):
-                    alive[i] = False
-                    continue
-                if not word.isalpha():
-                    continue                  # '$x' style identifier after a vector value
-                # unknown or comment section: skip to its $end
-                k = np.searchsorted(end_idx, i, side="right")
-                if k == len(end_idx):
-                    alive[i:] = False
-                    self.in_section = True
-                    break
-                alive[i:end_idx[k] + 1] = False
-        starts, ends, length, first = starts[alive], ends[alive], length[alive], first[alive]
+        alive = self._skip_sections(buf, starts, ends)
+        if alive is None:
+            return len(buf), None
+        starts, ends = starts[alive], ends[alive]
+        length, first = ends - starts, a[starts]
         n = len(starts)
         if n == 0:
             return len(buf), None
-
-        # value tokens that take the next token as identifier: runs of b/r/s tokens alternate
-        pair = _LUT_PAIR[first]
-        run_start = np.empty(n, bool)
-        run_start[0] = True
-        run_start[1:] = ~pair[:-1]
-        # position inside the run of pair-like tokens
-        last_start = np.maximum.accumulate(np.where(pair & run_start, np.arange(n), -1))
-        rank = np.arange(n) - last_start
-        is_value = pair & (rank % 2 == 0)
-        is_id = np.zeros(n, bool)
-        is_id[1:] = is_value[:-1]
+        is_value, is_id = _values_and_ids(first)
         used = len(buf)
         if n and is_value[-1] and not final:
             # the identifier of the last vector value is in the next chunk
             used = int(starts[-1])
-            keep = np.arange(n) < n - 1
-            starts, ends, length, first = starts[keep], ends[keep], length[keep], first[keep]
-            is_value, is_id = is_value[keep], is_id[keep]
+            starts, ends, length, first = starts[:-1], ends[:-1], length[:-1], first[:-1]
+            is_value, is_id = is_value[:-1], is_id[:-1]
             n -= 1
         if n and is_value[-1] and final:
             raise _Damage("a vector value without its identifier (the file is cut)", pos + int(starts[-1]))
@@ -522,8 +501,66 @@ class _Parser:
         is_time = (first == ord("#")) & ~is_id
         is_scalar = _LUT_SCALAR[first] & ~is_id & ~is_value
         bad = ~(is_time | is_scalar | is_value | is_id) | (is_scalar & (length < 2))
+        t_idx, times, lim, problem = self._timestamps(a, buf, starts, ends, length, first, is_time, bad)
 
-        # timestamps: '#' and 1..18 decimal digits, never decreasing
+        changes = np.flatnonzero((is_scalar | is_value)[:lim])
+        if len(t_idx):
+            self.changes_after_time = bool(len(changes)) and bool(changes[-1] > t_idx[-1])
+        elif len(changes):
+            self.changes_after_time = True
+        rec_tok, rec_ch, rec_lv = self._requested(a, starts, length, first, is_scalar[:lim],
+                                                  is_value[:lim] & _LUT_VECTOR[first[:lim]])
+        block = self._records(rec_tok, rec_ch, rec_lv, t_idx, times)
+        if problem is not None:
+            raise _Damage(problem, pos + int(starts[lim]), block)
+        return used, block
+
+    def _skip_sections(self, buf: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
+        """Which tokens are data: not keywords ($dumpvars ... $end markers) nor inside a
+        skipped section ($comment ... $end, which may run across chunks). None: the whole
+        chunk is inside a section. Keywords are rare, so a loop over them is fine."""
+        first = np.frombuffer(buf, dtype=np.uint8)[starts]
+        alive = np.ones(len(starts), bool)
+        kw = np.flatnonzero(first == ord("$"))
+        end_tok = np.zeros(len(starts), bool)
+        texts = [buf[starts[i]:ends[i]] for i in kw]
+        if len(kw):
+            is_end = np.array([t == b"$end" for t in texts], bool)
+            end_tok[kw[is_end]] = True
+        i0 = 0
+        if self.in_section:
+            e = np.flatnonzero(end_tok)
+            if len(e) == 0:
+                return None
+            alive[:e[0] + 1] = False
+            i0 = e[0] + 1
+            self.in_section = False
+        end_idx = np.flatnonzero(end_tok)
+        for i, t in zip(kw, texts):
+            if i < i0 or not alive[i]:
+                continue
+            if len(t) == 1:
+                continue                  # a lone '$' is an identifier
+            word = t[1:]
+            if word in (b"dumpvars", b"dumpall", b"dumpon", b"dumpoff", b"end"):
+                alive[i] = False
+                continue
+            if not word.isalpha():
+                continue                  # '$x' style identifier after a vector value
+            # unknown or comment section: skip to its $end
+            k = np.searchsorted(end_idx, i, side="right")
+            if k == len(end_idx):
+                alive[i:] = False
+                self.in_section = True
+                break
+            alive[i:end_idx[k] + 1] = False
+        return alive
+
+    def _timestamps(self, a, buf, starts, ends, length, first, is_time, bad):
+        """(token indices of the timestamps, their values, the index of the first bad token
+        or the token count, the problem there or None): '#' and 1..18 decimal digits,
+        never decreasing."""
+        n = len(starts)
         t_idx = np.flatnonzero(is_time)
         times, t_ok = self._times(a, starts[t_idx] + 1, length[t_idx] - 1)
         bad[t_idx[~t_ok]] = True
@@ -543,18 +580,15 @@ class _Parser:
                 prior = before if j == 0 else int(times[j - 1])
                 problem = f"timestamps go backwards (#{int(times[j])} after #{prior})"
                 t_idx, times = t_idx[:j], times[:j]
+        return t_idx, times, lim, problem
 
-        changes = np.flatnonzero((is_scalar | is_value)[:lim])
-        if len(t_idx):
-            self.changes_after_time = bool(len(changes)) and bool(changes[-1] > t_idx[-1])
-        elif len(changes):
-            self.changes_after_time = True
-
-        # records: one per value change of a requested channel
+    def _requested(self, a, starts, length, first, is_scalar, is_vector):
+        """Records of the requested channels' changes: (token indices, channel, level)
+        lists. Identifiers are matched by hash first (scalar ids follow their value char,
+        vector ids are the next token), then exactly."""
         rec_tok, rec_ch, rec_lv = [], [], []
-        sc = np.flatnonzero(is_scalar[:lim])
-        vv = np.flatnonzero(is_value[:lim] & _LUT_VECTOR[first[:lim]])
-        # identifier hashes: scalar ids follow their value char; vector ids are the next token
+        sc = np.flatnonzero(is_scalar)
+        vv = np.flatnonzero(is_vector)
         h_sc = _hash_tokens(a, starts[sc] + 1, length[sc] - 1) if len(sc) else np.empty(0, np.uint64)
         h_vv = _hash_tokens(a, starts[vv + 1], length[vv + 1]) if len(vv) else np.empty(0, np.uint64)
         for j, (h, ident, size, k) in enumerate(self.want):
@@ -584,10 +618,7 @@ class _Parser:
                 rec_tok.append(m)
                 rec_ch.append(np.full(len(m), j, np.int64))
                 rec_lv.append(lv)
-        block = self._records(rec_tok, rec_ch, rec_lv, t_idx, times)
-        if problem is not None:
-            raise _Damage(problem, pos + int(starts[lim]), block)
-        return used, block
+        return rec_tok, rec_ch, rec_lv
 
     @staticmethod
     def _times(a, start, length):
