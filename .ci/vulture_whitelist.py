@@ -44,3 +44,8 @@ api_version, license, tags
 _.metadata
 # the MCP3x0x frame length helper: checked against the datasheet in tests/test_decoder_mcp3008.py
 frame_clocks
+# read by Python's import system (resources.load_plain_module's bare package)
+_.submodule_search_locations
+# decoders/mcp2518fd: the LEN byte of a READ_CRC/WRITE_CRC transfer, part of the decode
+# result (Transfer) beside its address and data
+_.len_byte

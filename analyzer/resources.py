@@ -11,6 +11,7 @@ implementation the analyzer and PulseView share.
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.resources
 import importlib.util
 import os
@@ -69,17 +70,22 @@ def module_spec(name: str, path: pathlib.Path, package_dir: pathlib.Path | None 
     return spec
 
 
-def load_decoder_module(decoder_id: str, module: str):
-    """Import a plain module of one of spigap's decoders (e.g. ``spi_gaps``'s
-    ``gapdefs``) without importing the decoder itself (its ``pd.py`` needs
-    libsigrokdecode's ``sigrokdecode`` module). The module must not use
-    relative imports."""
-    path = decoders_dir() / decoder_id / f"{module}.py"
+def load_plain_module(directory: pathlib.Path, module: str, package: str):
+    """Import ``directory/<module>.py`` as ``<package>.<module>``, ``package`` being a
+    bare package over ``directory``: its ``__init__.py`` is not run (a decoder's imports
+    ``pd.py``, which needs libsigrokdecode's ``sigrokdecode`` module), yet the module
+    may import its plain siblings relatively (``from .lists import ...``), as it does
+    when libsigrokdecode imports the decoder directory as a package."""
+    path = directory / f"{module}.py"
     if not path.is_file():
         raise DecodersNotFound(f"{path} does not exist")
-    name = f"spigap_decoders.{decoder_id}.{module}"
+    name = f"{package}.{module}"
     if name in sys.modules:
         return sys.modules[name]
+    if package not in sys.modules:
+        pkg_spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+        pkg_spec.submodule_search_locations = [str(directory)]
+        sys.modules[package] = importlib.util.module_from_spec(pkg_spec)
     spec = module_spec(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
@@ -89,3 +95,9 @@ def load_decoder_module(decoder_id: str, module: str):
         del sys.modules[name]
         raise
     return mod
+
+
+def load_decoder_module(decoder_id: str, module: str):
+    """Import a plain module of one of spigap's decoders (e.g. ``spi_gaps``'s
+    ``gapdefs``) without importing the decoder itself (see load_plain_module)."""
+    return load_plain_module(decoders_dir() / decoder_id, module, f"spigap_decoders.{decoder_id}")

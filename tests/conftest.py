@@ -11,7 +11,6 @@ the editable checkout.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import pathlib
@@ -207,13 +206,9 @@ def capture_channels(sr) -> list[str]:
 
 
 def load_plain_module(decoder_id: str, module: str):
-    """A decoder's plain module loaded by file path, as the analyzer does
-    (no package, no sigrokdecode), fresh for the tests."""
-    path = DECODERS / decoder_id / f"{module}.py"
-    spec = importlib.util.spec_from_file_location(f"{module}_under_test", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """A decoder's plain module loaded by file path as the analyzer does (in a bare
+    package, without sigrokdecode), under its own package name for the tests."""
+    return _resources.load_plain_module(DECODERS / decoder_id, module, f"{decoder_id}_under_test")
 
 
 def load_decoder_class(decoder_id: str):

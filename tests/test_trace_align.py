@@ -168,6 +168,22 @@ def test_granularity():
     assert align.granularity(np.array([0.0, 0.5e-9 * 3])) is None
 
 
+def test_theil_sen_is_scipys():
+    """The Theil-Sen fit written out in align/fit.py (to spare the scipy.stats import) is
+    scipy.stats.theilslopes with the joint intercept, bit for bit: ties in x, outliers."""
+    from scipy import stats
+
+    from spigap.trace.align import fit
+
+    rng = np.random.default_rng(4)
+    for n in (2, 3, 50, 400, fit.FIT_SAMPLE):
+        x = np.round(rng.uniform(0, 2, n), 3)               # unsorted, with ties from n = 50 on
+        y = 3e-6 + 40e-6 * x + rng.normal(0, 1e-6, n)
+        y[::7] += 5e-5
+        r = stats.theilslopes(y, x, method="joint")
+        assert fit.theil_sen(x, y) == (float(r.slope), float(r.intercept)), n
+
+
 def test_sync_channel(tmp_path):
     """--sync-channel: gpio_value events against a captured pin. The CS line stands in for
     the spare channel; the model traces the CS GPIO writes, which sit at 70 % of the way

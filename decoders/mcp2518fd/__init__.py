@@ -46,8 +46,9 @@ apply: writes are TX objects (16 or 72 bytes), reads are RX objects (20 or
 Option chip: SEQ in TX/TEF objects is 7 bits on the MCP2517FD and 23 bits
 on the MCP2518FD/MCP251863.
 
-The protocol tables and decoding functions are in mcp251xfd.py, a plain
-Python module that spigap's analyzer imports too.
+The decoding is in mcp251xfd.py, a plain Python module that spigap's
+analyzer imports too; the protocol tables are in lists.py, the CRC in
+crc.py, message objects in objects.py.
 '''
 
 from .pd import Decoder

@@ -8,15 +8,17 @@
 ##
 
 '''
-MCP2517FD / MCP2518FD / MCP251863 SPI protocol: tables and pure decoding.
+MCP2517FD / MCP2518FD / MCP251863 SPI protocol: what one CS window does.
 
-This module is plain Python (no sigrokdecode import, no relative imports):
-the sigrok decoder (pd.py) and spigap's analyzer (loaded by file path) use
-the same code. Sources of the facts: spigap's domain-reference §6 (Linux
-mcp251xfd driver header and datasheet register map).
+Plain Python (no sigrokdecode import): the sigrok decoder (pd.py) and
+spigap's analyzer use the same code. Its siblings, imported relatively as in
+any libsigrokdecode decoder (the analyzer loads this module inside a bare
+package over this directory, spigap.sigrok.paths.load_decoder_module):
+  lists.py    the tables: instructions, register map, fields, object sizes.
+  crc.py      crc16(data): CRC-16/CMS as the chip computes it.
+  objects.py  decode_object(): one CAN message object from its RAM bytes.
 
 Main entry points:
-  crc16(data)                      CRC-16/CMS as the chip computes it.
   State()                          what the decoder learns across CS windows
                                    (FIFO configuration, TX FIFOs, last status).
   decode_transfer(mosi, miso, st)  one CS window -> Transfer (annotations by
@@ -24,74 +26,16 @@ Main entry points:
   label_transfer(mosi, miso, opts) one short line for one CS window.
 '''
 
-# ------------------------------------------------------------------ CRC-16
-
-def _crc_table():
-    table = []
-    for byte in range(256):
-        crc = byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x8005) if crc & 0x8000 else (crc << 1)
-        table.append(crc & 0xFFFF)
-    return table
-
-
-_CRC_TABLE = _crc_table()
-
-
-def crc16(data, crc=0xFFFF):
-    '''CRC-16 poly 0x8005, init 0xFFFF, MSB first, no reflection, no final
-    XOR (CRC-16/CMS; check value 0xAEE7 for b"123456789").'''
-    for b in data:
-        crc = ((crc << 8) & 0xFFFF) ^ _CRC_TABLE[((crc >> 8) ^ b) & 0xFF]
-    return crc
-
-
-# ------------------------------------------------------------ instructions
-
-RESET, WRITE, READ, WRITE_CRC, READ_CRC, WRITE_SAFE = 0x0, 0x2, 0x3, 0xA, 0xB, 0xC
-
-INSTRUCTIONS = {
-    RESET: 'RESET',
-    WRITE: 'WRITE',
-    READ: 'READ',
-    WRITE_CRC: 'WRITE_CRC',
-    READ_CRC: 'READ_CRC',
-    WRITE_SAFE: 'WRITE_SAFE',
-}
-
-# Shorter names for narrow zoom levels.
-INSTRUCTION_SHORT = {
-    'RESET': ('RST', 'R'),
-    'WRITE': ('WR', 'W'),
-    'READ': ('RD', 'R'),
-    'WRITE_CRC': ('WR_CRC', 'WC'),
-    'READ_CRC': ('RD_CRC', 'RC'),
-    'WRITE_SAFE': ('WR_SAFE', 'WS'),
-}
-
-RAM_START = 0x400
-RAM_END = 0xC00     # exclusive: 2 KiB message RAM 0x400-0xBFF
-
-CHIPS = ('mcp2518fd', 'mcp251863', 'mcp2517fd')
-
-
-def in_ram(addr):
-    return RAM_START <= addr < RAM_END
+from .crc import crc16
+from .lists import (CAN_MODES, CHIPS, FALLBACK_SIZES, FIELDS, FIXED_REGS, INSTRUCTION_SHORT, INSTRUCTIONS,
+                    PLSIZE_BYTES, RAM_END, RAM_START, READ, READ_CRC, RESET, WRITE, WRITE_SAFE)
+from .objects import decode_object
 
 
 # ------------------------------------------------------------ register map
 
-_FIXED_REGS = {
-    0x000: 'C1CON', 0x004: 'C1NBTCFG', 0x008: 'C1DBTCFG', 0x00C: 'C1TDC',
-    0x010: 'C1TBC', 0x014: 'C1TSCON', 0x018: 'C1VEC', 0x01C: 'C1INT',
-    0x020: 'C1RXIF', 0x024: 'C1TXIF', 0x028: 'C1RXOVIF', 0x02C: 'C1TXATIF',
-    0x030: 'C1TXREQ', 0x034: 'C1TREC', 0x038: 'C1BDIAG0', 0x03C: 'C1BDIAG1',
-    0x040: 'C1TEFCON', 0x044: 'C1TEFSTA', 0x048: 'C1TEFUA',
-    0x050: 'C1TXQCON', 0x054: 'C1TXQSTA', 0x058: 'C1TXQUA',
-    0xE00: 'OSC', 0xE04: 'IOCON', 0xE08: 'CRC', 0xE0C: 'ECCCON',
-    0xE10: 'ECCSTAT', 0xE14: 'DEVID',
-}
+def in_ram(addr):
+    return RAM_START <= addr < RAM_END
 
 
 def register(addr):
@@ -99,7 +43,7 @@ def register(addr):
     or None for RAM and reserved addresses. ``kind`` selects the field table
     (C1FIFOCON3 -> kind 'FIFOCON', index 3).'''
     addr &= 0xFFC
-    name = _FIXED_REGS.get(addr)
+    name = FIXED_REGS.get(addr)
     if name is not None:
         kind = name[2:] if name.startswith('C1') else name
         return name, kind, None
@@ -122,10 +66,6 @@ def fifocon_addr(m):
     return 0x050 + 0xC * m
 
 
-def fifosta_addr(m):
-    return 0x054 + 0xC * m
-
-
 def address_name(addr):
     '''Human name of any 12-bit address: register (+byte offset) or RAM.'''
     if in_ram(addr):
@@ -136,130 +76,7 @@ def address_name(addr):
     return reg[0] + ('+%d' % (addr & 3) if addr & 3 else '')
 
 
-# ------------------------------------------------------------ field tables
-
-MODES = ('Normal FD', 'Sleep', 'Int loopback', 'Listen only', 'Config',
-         'Ext loopback', 'Normal CAN 2.0', 'Restricted')
-PLSIZE_BYTES = (8, 12, 16, 20, 24, 32, 48, 64)
-DLC_LEN = (0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 20, 24, 32, 48, 64)
-_TXAT = ('one-shot', '3 attempts', 'unlimited', 'unlimited')
-_TDCMOD = ('off', 'manual', 'auto', 'auto')
-_CLKODIV = ('/1', '/2', '/4', '/10')
-
-# One entry per field: (name, msb, lsb, style[, values]). Styles:
-#   flag  shown (by name) when set     num   always shown as NAME=value
-#   nz    NAME=value when not zero     hex   NAME=0x.. always
-#   enum  NAME=values[v]               fsize FSIZE=n (n+1 objects)
-#   plsize PLSIZE=n (bytes)            fifos bit mask of FIFOs (bit 0 = TXQ)
-#   ua    user address (RAM offset)
-_FIFO_COMMON_CON = [
-    ('PLSIZE', 31, 29, 'plsize'), ('FSIZE', 28, 24, 'fsize'),
-    ('TXAT', 22, 21, 'enum', _TXAT), ('TXPRI', 20, 16, 'nz'),
-    ('FRESET', 10, 10, 'flag'), ('TXREQ', 9, 9, 'flag'), ('UINC', 8, 8, 'flag'),
-]
-
-FIELDS = {
-    'CON': [
-        ('TXBWS', 31, 28, 'nz'), ('ABAT', 27, 27, 'flag'),
-        ('REQOP', 26, 24, 'enum', MODES), ('OPMOD', 23, 21, 'enum', MODES),
-        ('TXQEN', 20, 20, 'flag'), ('STEF', 19, 19, 'flag'),
-        ('SERR2LOM', 18, 18, 'flag'), ('ESIGM', 17, 17, 'flag'),
-        ('RTXAT', 16, 16, 'flag'), ('BRSDIS', 12, 12, 'flag'),
-        ('BUSY', 11, 11, 'flag'), ('WFT', 10, 9, 'nz'), ('WAKFIL', 8, 8, 'flag'),
-        ('PXEDIS', 6, 6, 'flag'), ('ISOCRCEN', 5, 5, 'flag'), ('DNCNT', 4, 0, 'nz'),
-    ],
-    'NBTCFG': [('BRP', 31, 24, 'num'), ('TSEG1', 23, 16, 'num'),
-               ('TSEG2', 14, 8, 'num'), ('SJW', 6, 0, 'num')],
-    'DBTCFG': [('BRP', 31, 24, 'num'), ('TSEG1', 20, 16, 'num'),
-               ('TSEG2', 11, 8, 'num'), ('SJW', 3, 0, 'num')],
-    'TDC': [('EDGFLTEN', 25, 25, 'flag'), ('SID11EN', 24, 24, 'flag'),
-            ('TDCMOD', 17, 16, 'enum', _TDCMOD), ('TDCO', 14, 8, 'num'),
-            ('TDCV', 5, 0, 'num')],
-    'TBC': [('TBC', 31, 0, 'num')],
-    'TSCON': [('TSRES', 18, 18, 'flag'), ('TSEOF', 17, 17, 'flag'),
-              ('TBCEN', 16, 16, 'flag'), ('TBCPRE', 9, 0, 'num')],
-    'VEC': [('RXCODE', 30, 24, 'num'), ('TXCODE', 22, 16, 'num'),
-            ('FILHIT', 12, 8, 'num'), ('ICODE', 6, 0, 'num')],
-    'INT': [
-        ('TXIF', 0, 0, 'flag'), ('RXIF', 1, 1, 'flag'), ('TBCIF', 2, 2, 'flag'),
-        ('MODIF', 3, 3, 'flag'), ('TEFIF', 4, 4, 'flag'), ('ECCIF', 8, 8, 'flag'),
-        ('SPICRCIF', 9, 9, 'flag'), ('TXATIF', 10, 10, 'flag'),
-        ('RXOVIF', 11, 11, 'flag'), ('SERRIF', 12, 12, 'flag'),
-        ('CERRIF', 13, 13, 'flag'), ('WAKIF', 14, 14, 'flag'),
-        ('IVMIF', 15, 15, 'flag'),
-        ('TXIE', 16, 16, 'flag'), ('RXIE', 17, 17, 'flag'), ('TBCIE', 18, 18, 'flag'),
-        ('MODIE', 19, 19, 'flag'), ('TEFIE', 20, 20, 'flag'), ('ECCIE', 24, 24, 'flag'),
-        ('SPICRCIE', 25, 25, 'flag'), ('TXATIE', 26, 26, 'flag'),
-        ('RXOVIE', 27, 27, 'flag'), ('SERRIE', 28, 28, 'flag'),
-        ('CERRIE', 29, 29, 'flag'), ('WAKIE', 30, 30, 'flag'),
-        ('IVMIE', 31, 31, 'flag'),
-    ],
-    'RXIF': [('', 31, 0, 'fifos')], 'TXIF': [('', 31, 0, 'fifos')],
-    'RXOVIF': [('', 31, 0, 'fifos')], 'TXATIF': [('', 31, 0, 'fifos')],
-    'TXREQ': [('', 31, 0, 'fifos')],
-    'TREC': [('TXBO', 21, 21, 'flag'), ('TXBP', 20, 20, 'flag'),
-             ('RXBP', 19, 19, 'flag'), ('TXWARN', 18, 18, 'flag'),
-             ('RXWARN', 17, 17, 'flag'), ('EWARN', 16, 16, 'flag'),
-             ('TEC', 15, 8, 'num'), ('REC', 7, 0, 'num')],
-    'BDIAG0': [('DTERRCNT', 31, 24, 'num'), ('DRERRCNT', 23, 16, 'num'),
-               ('NTERRCNT', 15, 8, 'num'), ('NRERRCNT', 7, 0, 'num')],
-    'BDIAG1': [('DLCMM', 31, 31, 'flag'), ('ESI', 30, 30, 'flag'),
-               ('DCRCERR', 29, 29, 'flag'), ('DSTUFERR', 28, 28, 'flag'),
-               ('DFORMERR', 27, 27, 'flag'), ('DBIT1ERR', 25, 25, 'flag'),
-               ('DBIT0ERR', 24, 24, 'flag'), ('TXBOERR', 23, 23, 'flag'),
-               ('NCRCERR', 21, 21, 'flag'), ('NSTUFERR', 20, 20, 'flag'),
-               ('NFORMERR', 19, 19, 'flag'), ('NACKERR', 18, 18, 'flag'),
-               ('NBIT1ERR', 17, 17, 'flag'), ('NBIT0ERR', 16, 16, 'flag'),
-               ('EFMSGCNT', 15, 0, 'num')],
-    'TEFCON': [('FSIZE', 28, 24, 'fsize'), ('FRESET', 10, 10, 'flag'),
-               ('UINC', 8, 8, 'flag'), ('TEFTSEN', 5, 5, 'flag'),
-               ('TEFOVIE', 3, 3, 'flag'), ('TEFFIE', 2, 2, 'flag'),
-               ('TEFHIE', 1, 1, 'flag'), ('TEFNEIE', 0, 0, 'flag')],
-    'TEFSTA': [('TEFOVIF', 3, 3, 'flag'), ('TEFFIF', 2, 2, 'flag'),
-               ('TEFHIF', 1, 1, 'flag'), ('TEFNEIF', 0, 0, 'flag')],
-    'TEFUA': [('UA', 31, 0, 'ua')], 'TXQUA': [('UA', 31, 0, 'ua')],
-    'FIFOUA': [('UA', 31, 0, 'ua')],
-    'TXQCON': _FIFO_COMMON_CON + [
-        ('TXEN', 7, 7, 'flag'), ('TXATIE', 4, 4, 'flag'),
-        ('TXQEIE', 2, 2, 'flag'), ('TXQNIE', 0, 0, 'flag')],
-    'TXQSTA': [('TXQCI', 12, 8, 'num'), ('TXABT', 7, 7, 'flag'),
-               ('TXLARB', 6, 6, 'flag'), ('TXERR', 5, 5, 'flag'),
-               ('TXATIF', 4, 4, 'flag'), ('TXQEIF', 2, 2, 'flag'),
-               ('TXQNIF', 0, 0, 'flag')],
-    'FIFOCON': _FIFO_COMMON_CON + [
-        ('TXEN', 7, 7, 'flag'), ('RTREN', 6, 6, 'flag'), ('RXTSEN', 5, 5, 'flag'),
-        ('TXATIE', 4, 4, 'flag'), ('RXOVIE', 3, 3, 'flag'),
-        ('TFERFFIE', 2, 2, 'flag'), ('TFHRFHIE', 1, 1, 'flag'),
-        ('TFNRFNIE', 0, 0, 'flag')],
-    'FIFOSTA': [('FIFOCI', 12, 8, 'num'), ('TXABT', 7, 7, 'flag'),
-                ('TXLARB', 6, 6, 'flag'), ('TXERR', 5, 5, 'flag'),
-                ('TXATIF', 4, 4, 'flag'), ('RXOVIF', 3, 3, 'flag'),
-                ('TFERFFIF', 2, 2, 'flag'), ('TFHRFHIF', 1, 1, 'flag'),
-                ('TFNRFNIF', 0, 0, 'flag')],
-    'FLTOBJ': [('EXIDE', 30, 30, 'flag'), ('SID11', 29, 29, 'flag'),
-               ('EID', 28, 11, 'hex'), ('SID', 10, 0, 'hex')],
-    'MASK': [('MIDE', 30, 30, 'flag'), ('MSID11', 29, 29, 'flag'),
-             ('MEID', 28, 11, 'hex'), ('MSID', 10, 0, 'hex')],
-    'OSC': [('SCLKRDY', 12, 12, 'flag'), ('OSCRDY', 10, 10, 'flag'),
-            ('PLLRDY', 8, 8, 'flag'), ('CLKODIV', 6, 5, 'enum', _CLKODIV),
-            ('SCLKDIV', 4, 4, 'flag'), ('LPMEN', 3, 3, 'flag'),
-            ('OSCDIS', 2, 2, 'flag'), ('PLLEN', 0, 0, 'flag')],
-    'IOCON': [('INTOD', 30, 30, 'flag'), ('SOF', 29, 29, 'flag'),
-              ('TXCANOD', 28, 28, 'flag'), ('PM1', 25, 25, 'flag'),
-              ('PM0', 24, 24, 'flag'), ('GPIO1', 17, 17, 'flag'),
-              ('GPIO0', 16, 16, 'flag'), ('LAT1', 9, 9, 'flag'),
-              ('LAT0', 8, 8, 'flag'), ('XSTBYEN', 6, 6, 'flag'),
-              ('TRIS1', 1, 1, 'flag'), ('TRIS0', 0, 0, 'flag')],
-    'CRC': [('FERRIE', 25, 25, 'flag'), ('CRCERRIE', 24, 24, 'flag'),
-            ('FERRIF', 17, 17, 'flag'), ('CRCERRIF', 16, 16, 'flag'),
-            ('CRC', 15, 0, 'hex')],
-    'ECCCON': [('PARITY', 14, 8, 'nz'), ('DEDIE', 2, 2, 'flag'),
-               ('SECIE', 1, 1, 'flag'), ('ECCEN', 0, 0, 'flag')],
-    'ECCSTAT': [('ERRADDR', 27, 16, 'hex'), ('DEDIF', 2, 2, 'flag'),
-                ('SECIF', 1, 1, 'flag')],
-    'DEVID': [('ID', 7, 4, 'num'), ('REV', 3, 0, 'num')],
-}
-
+# ------------------------------------------------------------ field decoding
 
 def _bits_mask(msb, lsb):
     return ((1 << (msb - lsb + 1)) - 1) << lsb
@@ -334,123 +151,6 @@ def hex32(v):
     return '0x%04X_%04X' % (v >> 16, v & 0xFFFF)
 
 
-# ------------------------------------------------------- message objects
-
-class Frame:
-    '''One CAN message object found in a RAM access.'''
-
-    __slots__ = ('kind', 'fifo', 'index', 'addr', 'can_id', 'ext', 'sid11', 'dlc',
-                 'length', 'rtr', 'fdf', 'brs', 'esi', 'seq', 'filhit', 'ts', 'data',
-                 'complete')
-
-    def __init__(self, **kw):
-        for k in self.__slots__:
-            setattr(self, k, kw.get(k))
-
-    def id_text(self):
-        return ('0x%08X' % self.can_id) if self.ext else ('0x%03X' % self.can_id)
-
-    def flags_text(self):
-        f = []
-        if self.ext:
-            f.append('ext')
-        if self.fdf:
-            f.append('FD')
-        if self.brs:
-            f.append('BRS')
-        if self.esi:
-            f.append('ESI')
-        if self.rtr:
-            f.append('RTR')
-        return f
-
-    def where(self):
-        s = self.kind
-        if self.fifo is not None and self.kind != 'TEF':
-            s += ' TXQ' if self.fifo == 0 else ' FIFO%d' % self.fifo
-        if self.index is not None:
-            s += '[%d]' % self.index
-        return s
-
-    def text(self, max_data=64, where=True):
-        parts = [self.where()] if where else []
-        parts += ['ID', self.id_text()]
-        parts += self.flags_text()
-        parts.append('DLC %d' % self.dlc)
-        if self.seq is not None and self.kind in ('TX', 'TEF'):
-            parts.append('SEQ %d' % self.seq)
-        if self.ts is not None:
-            parts.append('TS %d' % self.ts)
-        if self.data:
-            d = ' '.join('%02X' % b for b in self.data[:max_data])
-            parts.append(d + (' ..' if len(self.data) > max_data else ''))
-        return ' '.join(parts)
-
-
-def dlc_length(dlc, fdf):
-    if not fdf:
-        return min(dlc, 8)
-    return DLC_LEN[dlc & 0xF]
-
-
-def decode_id(word):
-    '''(can_id, extended?, sid11) from an object/filter ID word given the
-    IDE flag later: returns the raw SID and EID too.'''
-    sid = word & 0x7FF
-    eid = (word >> 11) & 0x3FFFF
-    sid11 = (word >> 29) & 1
-    return sid, eid, sid11
-
-
-def decode_object(kind, data, chip='mcp2518fd', has_ts=None):
-    '''Decode one message object (``kind`` 'RX', 'TX' or 'TEF') from its
-    bytes. ``has_ts``: timestamp word present (RX: RXTSEN, TEF: TEFTSEN;
-    default True as the Linux driver enables both). Returns (Frame, problems)
-    where problems lists implausible bits (reserved bits set, ...).'''
-    if has_ts is None:
-        has_ts = kind != 'TX'
-    problems = []
-    w = [int.from_bytes(bytes(data[i:i + 4]), 'little') for i in range(0, min(len(data), 12) - 3, 4)]
-    id_word = w[0] if len(w) > 0 else 0
-    flags = w[1] if len(w) > 1 else 0
-    sid, eid, sid11 = decode_id(id_word)
-    ide = (flags >> 4) & 1
-    fdf = (flags >> 7) & 1
-    dlc = flags & 0xF
-    if id_word >> 30:
-        problems.append('ID word bits 31:30 set')
-    if not ide and eid:
-        problems.append('EID bits set in a standard frame')
-    fr = Frame(kind=kind, can_id=(sid << 18 | eid) if ide else sid, ext=bool(ide),
-               sid11=sid11, dlc=dlc, length=dlc_length(dlc, fdf), rtr=bool(flags >> 5 & 1),
-               fdf=bool(fdf), brs=bool(flags >> 6 & 1), esi=bool(flags >> 8 & 1))
-    if kind in ('TX', 'TEF'):
-        fr.seq = (flags >> 9) & (0x7F if chip == 'mcp2517fd' else 0x7FFFFF)
-        if chip == 'mcp2517fd' and flags >> 16:
-            problems.append('flags bits 31:16 set')
-    else:
-        fr.filhit = (flags >> 11) & 0x1F
-        if flags >> 16 or flags & 0x600:
-            problems.append('reserved flag bits set')
-    if not fdf and (fr.brs or fr.esi):
-        problems.append('BRS/ESI without FDF')
-    if fdf and fr.rtr:
-        problems.append('RTR in an FD frame')
-    head = 12 if (has_ts and kind != 'TX') else 8
-    if has_ts and kind != 'TX' and len(w) > 2:
-        fr.ts = w[2]
-    payload = list(data[head:])
-    if kind == 'TEF':
-        fr.data = []
-    else:
-        n = 0 if fr.rtr else fr.length
-        if n > len(payload):
-            problems.append('DLC %d needs %d data bytes, object holds %d' % (dlc, n, len(payload)))
-        fr.data = payload[:n]
-    fr.complete = len(data) >= head
-    return fr, problems
-
-
 # ----------------------------------------------------------------- state
 
 class Region:
@@ -466,11 +166,9 @@ class State:
     writes, and from reads with a good or no CRC), the FIFOs seen used for
     TX (RTS writes), and which status register was read last.'''
 
-    TRACKED = None   # set below: addresses of the configuration registers
-
     def __init__(self, chip='mcp2518fd', can_mode='auto'):
         self.chip = chip if chip in CHIPS else 'mcp2518fd'
-        self.can_mode = can_mode if can_mode in ('auto', 'classic', 'fd') else 'auto'
+        self.can_mode = can_mode if can_mode in CAN_MODES else 'auto'
         self.reset()
 
     def reset(self):
@@ -833,13 +531,6 @@ def _decode_sfr(t, state, addr, data, start, reading, remember):
         i = j
 
 
-_FALLBACK_SIZES = {
-    'classic': (('RX', 20), ('TEF', 12)),
-    'fd': (('RX', 76), ('TEF', 12)),
-    'auto': (('RX', 20), ('RX', 76), ('TEF', 12)),
-}
-
-
 def _classify_ram(t, state, addr, data, reading):
     '''Return (kind, obj_size, has_ts, fifo, first_index) for a RAM access
     holding whole message objects, or None.'''
@@ -864,7 +555,7 @@ def _classify_ram(t, state, addr, data, reading):
     hint = 'TEF' if (state.last_status == 'TEF' or (isinstance(state.last_status, int)
                                                      and state.is_tx_fifo(state.last_status))) \
         else 'RX'
-    for kind, size in _FALLBACK_SIZES[state.can_mode]:
+    for kind, size in FALLBACK_SIZES[state.can_mode]:
         if n % size:
             continue
         bad = 0

@@ -12,7 +12,8 @@
 # annotations at the sample positions of those bytes.
 
 import sigrokdecode as srd
-from .mcp251xfd import State, decode_transfer, CHIPS
+from .lists import CAN_MODES, CHIPS
+from .mcp251xfd import State, decode_transfer
 
 CLASSES = ('instruction', 'length', 'crc', 'register', 'ram', 'field',
            'frame', 'warning', 'transaction')
@@ -35,7 +36,7 @@ class Decoder(srd.Decoder):
         {'id': 'chip', 'desc': 'Chip (sets the SEQ field width)',
          'default': 'mcp2518fd', 'values': CHIPS},
         {'id': 'can_mode', 'desc': 'Message objects if FIFO setup unseen',
-         'default': 'auto', 'values': ('auto', 'classic', 'fd')},
+         'default': 'auto', 'values': CAN_MODES},
     )
     annotations = (
         ('instruction', 'Instruction'),
