@@ -1,6 +1,6 @@
 """``spigap trace CAPTURE --ftrace FILE``: the kernel's trace on the bus clock, every gap split into phases.
 
-The logic is in analyzer/trace/ (align.py, phases.py, perfetto.py); this module
+The logic is in analyzer/trace/ (align/, phases.py, perfetto.py); this module
 parses options and prints (docs/trace.md).
 """
 
