@@ -1,9 +1,9 @@
 """`spigap check`: verdicts against profiles and device limits, the ±1-sample rule,
 and the text / JSON / JUnit outputs.
 
-Oracles: the ground truth of captures synthesized by spigap.synth (from a
-profile, from captures/*.toml recipes, or with injected CONVST/BUSY faults) and
-the figures of seeds 000, 001 and 003 that the profiles carry.
+Oracles: the ground truth of captures synthesized by spigap.synth (the bundled
+captures/*.toml recipes, a profile checked with another one, or injected
+CONVST/BUSY faults) and the figures of seeds 000, 001 and 003 as the seeds print them.
 """
 
 from __future__ import annotations
@@ -126,23 +126,144 @@ def test_mcp3008_at_2v7_fails_the_clock():
     assert it5["device.fSCLK"].verdict == MARGINAL
 
 
-# ------------------------------------------------------------------ profile-synthesized captures
-@pytest.mark.parametrize("profile,n", [("rpi3-k4.4-vanilla", 10), ("rpi3-k4.4-vanilla", 1),
-                                       ("rpi3-k4.4-nodelay", 100), ("pi5-k6.6.31-ad7606", 1),
-                                       ("pi5-k6.12.25-ad7606", 1), ("imx8mp-k5.18-C-mcp2518fd", 1)])
-def test_capture_synthesized_from_a_profile_passes_it(tmp_path, profile, n):
-    # auto grouping needs >= 5 messages to see the structure (docs/gaps.md)
-    path, tl = synth_from_profile(tmp_path, profile, n, messages=max(400 // n, 8))
-    res = check_file(path, profile)
-    bad = [(it.id, it.verdict, it.reason) for it in res.items if it.verdict not in (PASS, SKIP)]
-    assert res.verdict == PASS, bad
-    checked = {it.id for it in res.items if it.verdict == PASS}
-    assert {"cs_setup.p50", "cs_hold.p50", "context_switch.p50", "sclk.value"} <= checked
-    if n > 1:
-        assert "cs_change.p50" in checked
-    # the synth truth agrees with what passed
-    truth = tl.truth()
-    assert np.median(truth["cs_setup"]) == pytest.approx(load_profile(profile).timing["cs_setup"], rel=0.05)
+# ------------------------------------------------------------------ measured vs the captures' truth
+# The figures of the field reports the profiles cite (../shared/seeds), as the seeds
+# print them: what a check must judge against.
+SEED_FIGURES = {
+    # seed 000: "I am measuring 1.6 us for the start and 0.4 us for the end", "Transaction
+    # Delay is ~10 us", "the Context Switching Delay measured with a scope is around 5 us";
+    # patched spi.c: "the cs line still toggles for about 0.25 us"
+    "rpi3-k4.4-vanilla": {"cs_setup": 1.6e-6, "cs_hold": 0.4e-6, "cs_change": 10e-6, "context_switch": 5e-6},
+    "rpi3-k4.4-nodelay": {"cs_setup": 1.6e-6, "cs_hold": 0.4e-6, "cs_change": 0.25e-6, "context_switch": 5e-6},
+    # seed 001, kernels A / B / C: CS to first clock "ca. 10us" / "9.8us" / "2.6us",
+    # CS high between accesses "ca 25us" / "ca 30us" / "5us"
+    "imx8mp-k5.18-A-mcp2518fd": {"cs_setup": 10e-6, "context_switch": 25e-6},
+    "imx8mp-k5.18-B-mcp2518fd": {"cs_setup": 9.8e-6, "context_switch": 30e-6},
+    "imx8mp-k5.18-C-mcp2518fd": {"cs_setup": 2.6e-6, "context_switch": 5e-6},
+    # seed 003: "that step [xfer2] increases from an average of 21.6 -> 24.3 uSec"
+    "pi5-k6.6.31-ad7606": {"transfer_period": 21.6e-6},
+    "pi5-k6.12.25-ad7606": {"transfer_period": 24.3e-6},
+}
+
+
+def true_values(truth: dict, metric: str, idle_gap: float | None) -> np.ndarray:
+    """A metric's values as the synthesizer placed the edges (seconds), by docs/gaps.md
+    and docs/timing-model.md: CS-high gaps above the profile's idle_gap left out."""
+    gap, kind = truth["gap_before"], truth["kind"]
+    idle = np.zeros(len(gap), bool)
+    if idle_gap is not None:
+        idle = np.isin(kind, ["cs_change", "context_switch"]) & (gap > idle_gap)
+    if metric in ("cs_change", "context_switch"):
+        return gap[(kind == metric) & ~idle]
+    if metric == "transfer_period":
+        return truth["period"][~idle[1:]]
+    if metric == "transfer_duration":
+        return truth["duration"]
+    return truth[metric]          # cs_setup, cs_hold, inter_byte, inter_transfer
+
+
+def documented_bounds(prof, metric: str, statistic: str, sc) -> tuple:
+    """(expected, low, high) of one figure, from the profile's numbers and the rules of
+    docs/timing-model.md ("Profile files"): p50 ± tolerance (or ± a fraction of it),
+    the p99 bounds, inter_byte derived from [bus] when the profile has no table for
+    it, and ``model = true`` predicted for the recipe's own transfer size and
+    transfers per message."""
+    T = 1 / prof.sclk_hz
+    if metric == "inter_byte" and metric not in prof.expect:
+        p50, tol, rel, p99 = (0.5 + prof.idle_clocks) * T, T / 4, None, (None, (1.5 + prof.idle_clocks) * T)
+    else:
+        ex = prof.expect[metric]
+        p50, tol, rel, p99 = ex.p50, ex.tolerance, ex.rel_tolerance, (ex.p99_min, ex.p99_max)
+        if ex.model and metric == "transfer_duration":
+            p50 = prof.model().capture_transfer_time(sc.words_per_transfer)
+        elif ex.model:
+            p50 = prof.model().rate(sc.words_per_transfer, sc.transfers_per_message, edges=True)
+    if statistic == "p99":
+        return (None, *p99)
+    half = tol if tol is not None else rel * abs(p50)
+    return p50, p50 - half, p50 + half
+
+
+def verdict_from_truth(true_figure: float, low, high, resolution: float, headroom: float) -> str | None:
+    """The verdict the ±1-sample rule must give, worked out from the true figure: the
+    measured one is within ±resolution of it, so a true margin of at least 2 resolutions
+    plus the headroom is a PASS whatever the sampling, one of −2 resolutions or less a
+    FAIL; None in between (the sampling decides)."""
+    margins = []
+    if low is not None:
+        margins.append(true_figure - low)
+    if high is not None:
+        margins.append(high - true_figure)
+    m = min(margins)
+    if m >= 2 * resolution + headroom:
+        return PASS
+    if m <= -2 * resolution:
+        return FAIL
+    return None
+
+
+@pytest.mark.parametrize("capture,profile", [
+    ("mcp3008-rpi3-k4.4-b1", "rpi3-k4.4-vanilla"), ("mcp3008-rpi3-k4.4-b10", "rpi3-k4.4-vanilla"),
+    ("mcp3008-rpi3-k4.4-b100", "rpi3-k4.4-vanilla"), ("mcp3008-rpi3-k4.4-nodelay-b10", "rpi3-k4.4-nodelay"),
+    ("mcp3008-rpi3-k4.4-nodelay-b100", "rpi3-k4.4-nodelay"), ("mcp3008-rpi3-k4.4-b10", "rpi3-k4.4-nodelay"),
+    ("ad7606-pi5-k6.6.31", "pi5-k6.6.31-ad7606"), ("ad7606-pi5-k6.12.25", "pi5-k6.12.25-ad7606"),
+    ("ad7606-pi5-k6.12.25", "pi5-k6.6.31-ad7606"),
+    ("mcp2518fd-imx8mp-k5.18-A-rx", "imx8mp-k5.18-A-mcp2518fd"),
+    ("mcp2518fd-imx8mp-k5.18-B-rx", "imx8mp-k5.18-B-mcp2518fd"),
+    ("mcp2518fd-imx8mp-k5.18-C-rx", "imx8mp-k5.18-C-mcp2518fd"),
+    ("mcp2518fd-imx8mp-k5.18-A-rx", "imx8mp-k5.18-B-mcp2518fd"),
+])
+def test_check_measures_the_captures_truth_and_judges_it_by_the_rule(capture, profile):
+    """Oracles: the ground truth of the bundled seed captures (the edge times the
+    synthesizer placed from captures/*.toml, not measured by spigap), the seeds' own
+    figures and the documented rules. Every figure check reports must be the
+    capture's true figure within its ±resolution, counted over the same events; it
+    must be judged against the seed's number within the documented bounds; and
+    wherever the truth decides the verdict, check's verdict must be that one."""
+    prof = load_profile(profile)
+    res = check_file(CAPTURES / f"{capture}.sr", prof)         # the profile alone: no device limits
+    sc = scenario.Scenario.from_toml(CAPTURES / f"{capture}.toml")
+    truth = sc.timeline().truth()
+    items = by_id(res)
+    # 1. the numbers it judges against are the seed's
+    judged = [m for m in SEED_FIGURES[profile] if items[f"{m}.p50"].verdict != SKIP]
+    assert judged
+    for metric in judged:
+        assert items[f"{metric}.p50"].expected == pytest.approx(SEED_FIGURES[profile][metric]), metric
+    decided = n_judged = 0
+    for it in res.items:
+        # 2. what it measured is in the capture ...
+        if it.metric == "sclk":
+            want, n = sc.sclk, None
+        elif it.metric == "transfer_rate":
+            s = truth["cs_assert"]
+            want, n = (len(s) - 1) / (s[-1] - s[0]), len(s)
+        else:
+            v = true_values(truth, it.metric, prof.idle_gap)
+            v = v[~np.isnan(v)]
+            if len(v) == 0:            # nothing of the kind in the capture: skipped, never judged
+                assert it.verdict == SKIP, (it.id, it.verdict)
+                continue
+            want, n = float(np.percentile(v, 99 if it.statistic == "p99" else 50)), len(v)
+            assert it.resolution == pytest.approx(1 / sc.samplerate), it.id   # edge to edge: one sample
+        assert it.verdict != SKIP, (it.id, it.reason)
+        n_judged += 1
+        assert abs(it.measured - want) <= it.resolution * 1.001, (it.id, it.measured, want, it.resolution)
+        if n is not None:
+            assert it.n == n, (it.id, it.n, n)
+        # ... judged within the documented bounds and headroom ...
+        expected, lo, hi = documented_bounds(prof, it.metric, it.statistic, sc)
+        assert (it.expected, it.low, it.high) == pytest.approx((expected, lo, hi)), it.id
+        half = (hi - lo) / 2 if lo is not None and hi is not None else abs(lo if lo is not None else hi)
+        assert it.headroom == pytest.approx(res.headroom * half), it.id
+        # 3. ... by the ±1-sample rule, wherever the truth decides
+        want_verdict = verdict_from_truth(want, lo, hi, it.resolution, it.headroom)
+        if want_verdict is not None:
+            decided += 1
+            assert it.verdict == want_verdict, (it.id, it.verdict, want_verdict, want, lo, hi)
+    # undecided here: SCLK (±37 kHz at 50 MS/s against a ±72 kHz band) and the 62.5 ns
+    # inter-byte gap at 8 MHz (±20 ns against ±31 ns)
+    assert decided >= n_judged - 2, "the truth decides nearly every figure of these captures"
 
 
 @pytest.mark.parametrize("made_from,checked_with,failing", [

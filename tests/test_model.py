@@ -210,6 +210,17 @@ def test_device_limits_and_unverified_marks():
     ("[profile]\nname='x'\ntitle='t'\nsources=['s']\n[bus]\nsclk='1MHz'\n[timing]\ncs_setup='-1us'\n",
      "timing.cs_setup"),
     ("[profile]\nname='x'\ntitle='t'\nsources=[]\n[bus]\nsclk='1MHz'\n[timing]\n", "profile.sources"),
+    ("[profile]\nname='x'\ntitle='t'\nsources=['s']\n[bus]\nsclk='1MHz'\nmode=4\n[timing]\n", "bus.mode: must be 0..3"),
+    ("[profile]\nname='x'\ntitle='t'\nsources=['s']\n[bus]\nsclk='1MHz'\n[timing]\n[analysis]\n"
+     "transfers_per_message='some'\n", "analysis.transfers_per_message: must be an integer"),
+    # a value metric has `value`, not `p50`: the typo is named
+    ("[profile]\nname='x'\ntitle='t'\nsources=['s']\n[bus]\nsclk='1MHz'\n[timing]\n"
+     "[expect.sclk]\np50='1MHz'\ntolerance='1%'\nsource='s'\n", "expect.sclk.p50: unknown key"),
+    ("[profile]\nname='x'\ntitle='t'\nsources=['s']\n[bus]\nsclk='1MHz'\n[timing]\ncs_setup='1us'\n"
+     "[expect.cs_setup]\nmodel=true\ntolerance='1%'\nsource='s'\n", "expect.cs_setup.model: only"),
+    ("[profile]\nname='x'\ntitle='t'\nsources=['s']\n[bus]\nsclk='1MHz'\n[timing]\n"
+     "[expect.cs_hold]\ntolerance='0.1us'\nsource='s'\n", "expect.cs_hold.p50: is required with a tolerance"),
+    ("schema = 2\n[profile]\nname='x'\n", "schema 2 is not supported"),
 ])
 def test_bad_profile_files_give_one_line_errors(tmp_path, text, where):
     f = tmp_path / "bad.toml"
@@ -223,6 +234,34 @@ def test_bad_profile_files_give_one_line_errors(tmp_path, text, where):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("spigap: error:") and where in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+DEVICE = "[device]\nname='d'\ntitle='t'\nsources=['s']\n"
+LIMIT = "[limits.fS]\nmetric='sclk'\nmax='1MHz'\nwhat='w'\nsource='s'\n"
+
+
+@pytest.mark.parametrize("text,where", [
+    (LIMIT, "[device] table is missing"),
+    ("[device]\nname='d'\ntitle='t'\n" + LIMIT, "device.sources: is required"),
+    (DEVICE + "[limits.fS]\nmetric='speed'\nmax='1MHz'\nwhat='w'\nsource='s'\n", "limits.fS.metric: unknown metric"),
+    (DEVICE + "[limits.fS]\nmetric='sclk'\nmax='quick'\nwhat='w'\nsource='s'\n", "limits.fS.max: not a frequency"),
+    (DEVICE + "[limits.t]\nmetric='cs_setup'\nmin='1MHz'\nwhat='w'\nsource='s'\n", "limits.t.min: unknown time unit"),
+    (DEVICE + "[limits.fS]\nmetric='sclk'\nwhat='w'\nsource='s'\n", "a limit needs min, max or multiple_of"),
+    (DEVICE + "[limits.e]\nmetric='cs_setup'\nmultiple_of=16\nwhat='w'\nsource='s'\n", "limits.e.multiple_of: only"),
+    (DEVICE + "[limits]\nfS = 1\n", "[limits.fS] must be a table"),
+    # a typo in a variant that was not asked for is still reported
+    (DEVICE + "default_variant='a'\n" + LIMIT + "[variants.a]\ntitle='A'\n[variants.b.limits.fS]\nmax='2MHz'\nmxa=1\n",
+     "variants.b.limits.fS.mxa: unknown key"),
+    (DEVICE + LIMIT + "[variants.a]\ntitle='A'\n[variants.b]\ntitle='B'\n", "has variants: give one as d@VARIANT"),
+    ("limit = 1\n" + DEVICE + LIMIT, "limit: unknown key"),
+])
+def test_bad_device_files_give_one_line_errors(tmp_path, text, where):
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    with pytest.raises(ProfileError) as e:
+        load_device(f)
+    msg = str(e.value)
+    assert where in msg and str(f) in msg and "\n" not in msg
 
 
 def test_unknown_names_and_missing_files():
