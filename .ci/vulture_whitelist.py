@@ -49,3 +49,5 @@ _.submodule_search_locations
 # decoders/mcp2518fd: the LEN byte of a READ_CRC/WRITE_CRC transfer, part of the decode
 # result (Transfer) beside its address and data
 _.len_byte
+# the profile/device file format version: checked as it is read (timing/toml_tables.py), not used after
+schema
