@@ -200,8 +200,9 @@ CAPTURE_HELP = ("capture file: .sr, VCD, sigrok CSV, Saleae export or scope CSV 
                 "(docs/formats.md)")
 
 
-def add_capture_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("capture and channels")
+def add_reader_options(g) -> None:
+    """How a capture file is read (every reader option of ``reader_options``); spigap
+    convert takes these alone."""
     g.add_argument("--input-format", metavar="FMT",
                    help="reader to use: sr, vcd, csv, saleae, scope-csv (default: from extension/content)")
     g.add_argument("--samplerate", type=_freq, metavar="HZ",
@@ -217,6 +218,11 @@ def add_capture_options(p: argparse.ArgumentParser) -> None:
                         "the signal with 10%% hysteresis; repeatable")
     g.add_argument("--deglitch", type=_deglitch_ns, metavar="NS",
                    help="drop pulses shorter than NS nanoseconds (or 0.5us, 20ns) on every channel")
+
+
+def add_capture_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("capture and channels")
+    add_reader_options(g)
     g.add_argument("--clk", metavar="NAME", help="SCLK channel (default: CLK/SCLK/SCK...)")
     g.add_argument("--mosi", metavar="NAME", help="MOSI channel (default: MOSI/SDI/DIN...)")
     g.add_argument("--miso", metavar="NAME", help="MISO channel (default: MISO/SDO/DOUT...)")
