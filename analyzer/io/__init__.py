@@ -62,6 +62,8 @@ _SPECS = [
     # oscilloscopes' own files (io/scopefile.py and one module per format)
     ReaderSpec("isf", (".isf",), _lazy_sniff("spigap.io.isf"), "spigap.io.isf:IsfReader",
                ("samplerate", "threshold")),
+    ReaderSpec("keysight-bin", (".bin",), _lazy_sniff("spigap.io.keysight_bin"),
+               "spigap.io.keysight_bin:KeysightBinReader", ("samplerate", "threshold")),
     # headerless raw sample words: only with --input-format raw (never sniffed, no extension)
     ReaderSpec("raw", (), _sniff_never, "spigap.io.raw:RawReader", ("samplerate", "unitsize")),
 ]
