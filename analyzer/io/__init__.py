@@ -62,6 +62,10 @@ _SPECS = [
     # oscilloscopes' own files (io/scopefile.py and one module per format)
     ReaderSpec("isf", (".isf",), _lazy_sniff("spigap.io.isf"), "spigap.io.isf:IsfReader",
                ("samplerate", "threshold")),
+    ReaderSpec("tek-wfm", (".wfm",), _lazy_sniff("spigap.io.tek_wfm"), "spigap.io.tek_wfm:TekWfmReader",
+               ("samplerate", "threshold")),
+    ReaderSpec("lecroy-trc", (".trc",), _lazy_sniff("spigap.io.lecroy_trc"), "spigap.io.lecroy_trc:LecroyTrcReader",
+               ("samplerate", "threshold")),
     ReaderSpec("keysight-bin", (".bin",), _lazy_sniff("spigap.io.keysight_bin"),
                "spigap.io.keysight_bin:KeysightBinReader", ("samplerate", "threshold")),
     # headerless raw sample words: only with --input-format raw (never sniffed, no extension)

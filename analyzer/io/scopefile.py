@@ -53,6 +53,11 @@ class Waveform:
     scale: float = 1.0             # volts = raw * scale + shift
     shift: float = 0.0
     read: Callable[[int, int], np.ndarray] | None = None   # (lo, hi) -> raw samples, instead of the file
+    # segmented records (Tektronix FastFrame): ``n`` = frames x frame_len samples; frame k's
+    # samples start at byte offset + k * frame_stride and at tick frame_ticks[k]
+    frame_len: int = 0
+    frame_stride: int = 0
+    frame_ticks: np.ndarray | None = None
 
     def available(self) -> int:
         """Samples the file really holds (a cut file holds fewer than announced)."""
@@ -60,14 +65,45 @@ class Waveform:
             return self.n
         size = os.path.getsize(self.path)
         item = np.dtype(self.dtype).itemsize
-        return int(min(self.n, max(0, (size - self.offset) // item)))
+        if self.frame_ticks is None:
+            return int(min(self.n, max(0, (size - self.offset) // item)))
+        full = max(0, (size - self.offset) // self.frame_stride) if self.frame_stride else 0
+        full = min(full, len(self.frame_ticks))
+        part = 0
+        if full < len(self.frame_ticks):
+            part = min(self.frame_len, max(0, (size - self.offset - full * self.frame_stride) // item))
+        return int(min(self.n, full * self.frame_len + part))
+
+    def end_tick(self, available: int) -> int:
+        """The tick after sample ``available - 1``."""
+        if self.frame_ticks is None or available == 0:
+            return available
+        k, i = divmod(available - 1, self.frame_len)
+        return int(self.frame_ticks[k]) + i + 1
+
+    def tick_of(self, samples: np.ndarray) -> np.ndarray:
+        assert self.frame_ticks is not None
+        k, i = np.divmod(samples, self.frame_len)
+        return self.frame_ticks[k] + i
+
+    def _raw(self, lo: int, hi: int) -> np.ndarray:
+        item = np.dtype(self.dtype).itemsize
+        if self.frame_ticks is None:
+            return np.fromfile(self.path, dtype=self.dtype, count=hi - lo, offset=self.offset + lo * item)
+        parts = []
+        while lo < hi:
+            k, i = divmod(lo, self.frame_len)
+            m = min(hi - lo, self.frame_len - i)
+            parts.append(np.fromfile(self.path, dtype=self.dtype, count=m,
+                                     offset=self.offset + k * self.frame_stride + i * item))
+            lo += m
+        return np.concatenate(parts) if parts else np.empty(0, self.dtype)
 
     def volts(self, lo: int, hi: int) -> np.ndarray:
         if self.read is not None:
             raw = np.asarray(self.read(lo, hi))
         else:
-            item = np.dtype(self.dtype).itemsize
-            raw = np.fromfile(self.path, dtype=self.dtype, count=hi - lo, offset=self.offset + lo * item)
+            raw = self._raw(lo, hi)
         with np.errstate(invalid="ignore", over="ignore"):
             v = raw.astype(np.float64)
             if self.scale != 1.0:
@@ -154,7 +190,7 @@ class WaveformReader(CaptureReader):
         self._thr_spec = threshold
         self._thresholds: dict[str, Threshold] | None = None
         self.info = CaptureInfo(path=path, format=fmt, channels=names, tick_s=dt, samplerate_hz=1.0 / dt,
-                                n_ticks=first.n, warnings=warnings, resolution_source=src,
+                                n_ticks=first.end_tick(first.n), warnings=warnings, resolution_source=src,
                                 time_offset_s=first.t0, analog_channels=list(names))
 
     def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
@@ -168,15 +204,19 @@ class WaveformReader(CaptureReader):
                 lambda ns: {n: self._by_name[n].volts(0, n_head) for n in ns}, path=self.path)
             self.info.warnings.extend(notes)
             self.info.thresholds.update({k: (v.level, v.hysteresis) for k, v in self._thresholds.items()})
-        sources = [Source(sampled_source(self._by_name[n].chunks(self._avail), Schmitt(self._thresholds[n])),
-                          shift=j) for j, n in enumerate(names)]
+        sources = []
+        for j, n in enumerate(names):
+            wf = self._by_name[n]
+            tick_of = wf.tick_of if wf.frame_ticks is not None else None
+            sources.append(Source(sampled_source(wf.chunks(self._avail), Schmitt(self._thresholds[n]),
+                                                 tick_of=tick_of), shift=j))
         self.end_tick = None
         yield from merge(sources)
-        self.end_tick = self._avail
+        self.end_tick = self.waveforms[0].end_tick(self._avail)
         if self._avail < self.waveforms[0].n:
             raise CaptureTruncated(
                 f"the file ends after sample {self._avail} of {self.waveforms[0].n} (cut short); results up to "
-                f"{self._avail * self.info.tick_s:.6g} s", path=self.path, at_tick=self._avail)
+                f"{self.end_tick * self.info.tick_s:.6g} s", path=self.path, at_tick=self.end_tick)
 
 
 def describe_time_base(dt: float, t0: float | None, n: int | None) -> str:
