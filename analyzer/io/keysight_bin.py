@@ -116,6 +116,10 @@ def read_bin(path: str) -> tuple[str, str, list[Waveform], list[str]]:
             raise InputError(f"waveform {name}: not a time-domain waveform (x units code {xunits}, e.g. an FFT)",
                              path=path)
         n = min(points, bsize // 4) if points > 0 else bsize // 4
+        if head[:2] == b"RG":
+            # Rigol stores the time from the first sample to the trigger: +n*dt/2 with the trigger
+            # at the screen centre in RigolWFM's MSO5000 and DHO800 files (RigolWFM negates it too)
+            xorg = -xorg
         wf = Waveform(name=name, n=n, dt=xinc, t0=xorg, path=path, offset=data_off, dtype="<f4")
         check_waveform(wf, f"waveform {name}")
         waves.append(wf)
