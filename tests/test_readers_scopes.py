@@ -301,3 +301,35 @@ def test_copied_isf_pair_groups_by_name(tmp_path):
     paths = sorted(str(p) for p in tmp_path.iterdir()) + [str(DATA / "scope_27.bin")]
     assert group_acquisitions(paths) == [[str(tmp_path / "tek0000CH1.isf"), str(tmp_path / "tek0000CH2.isf")],
                                          [str(DATA / "scope_27.bin")]]
+
+
+# ------------------------------------------------------------- Keysight .h5
+def test_h5_is_what_h5py_reads_and_the_attributes_say():
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(DATA / "keysight1.h5", "r") as f:
+        g = f["Waveforms/Memory 1"]
+        ref = g["Memory 1Data"][:]
+        xinc, xorg = float(g.attrs["XInc"]), float(g.attrs["XOrg"])
+    info, v = volts(DATA / "keysight1.h5")
+    assert info.format == "Keysight .h5 (MSO9254A)" and info.channels == ["Memory 1"]
+    assert np.array_equal(v["Memory 1"], ref.astype(np.float64))
+    assert info.tick_s == xinc and info.time_offset_s == xorg and info.n_ticks == 100_000
+
+
+def test_h5_without_h5py_says_how_to_get_it(monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "h5py", None)       # import h5py now raises ImportError
+    assert main(["analyze", str(DATA / "keysight1.h5")]) == 2
+    err = capsys.readouterr().err
+    assert "needs the Python package 'h5py'" in err and "install spigap[scopes]" in err and err.count("\n") == 1
+
+
+def test_h5_that_is_not_a_waveform_is_one_line(tmp_path, capsys):
+    h5py = pytest.importorskip("h5py")
+    p = tmp_path / "other.h5"
+    with h5py.File(p, "w") as f:
+        f["x"] = np.arange(10)
+    assert main(["analyze", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "not a Keysight/Agilent waveform file" in err and err.count("\n") == 1

@@ -66,6 +66,8 @@ _SPECS = [
                ("samplerate", "threshold")),
     ReaderSpec("lecroy-trc", (".trc",), _lazy_sniff("spigap.io.lecroy_trc"), "spigap.io.lecroy_trc:LecroyTrcReader",
                ("samplerate", "threshold")),
+    ReaderSpec("keysight-h5", (".h5", ".hdf5"), _lazy_sniff("spigap.io.keysight_h5"),
+               "spigap.io.keysight_h5:KeysightH5Reader", ("samplerate", "threshold")),
     ReaderSpec("keysight-bin", (".bin",), _lazy_sniff("spigap.io.keysight_bin"),
                "spigap.io.keysight_bin:KeysightBinReader", ("samplerate", "threshold")),
     # headerless raw sample words: only with --input-format raw (never sniffed, no extension)
