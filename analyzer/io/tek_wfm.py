@@ -29,6 +29,7 @@ the header is a fixed, documented block.
 
 from __future__ import annotations
 
+import os
 import struct
 
 import numpy as np
@@ -110,6 +111,9 @@ def read_wfm(path: str) -> tuple[Waveform, int, list[str]]:
 
 def _frame_ticks(path, e, frames, length, dt, frac0, gmt0, notes) -> np.ndarray:
     """Ticks of the frames' first samples, from their trigger timestamps."""
+    if HEADER + 24 * (frames - 1) > os.path.getsize(path):
+        raise InputError(f"{frames} FastFrames announced, but the file is too short for their timestamp "
+                         "table (damaged header?)", path=path)
     table = read_exact(path, HEADER, 24 * (frames - 1), "FastFrame timestamp table")
     spec = np.frombuffer(table, dtype=np.dtype([("off", e + "u4"), ("tt", e + "f8"), ("frac", e + "f8"),
                                                 ("gmt", e + "i4")]), count=frames - 1)
