@@ -334,3 +334,22 @@ def test_h5_that_is_not_a_waveform_is_one_line(tmp_path, capsys):
     assert main(["analyze", str(p)]) == 2
     err = capsys.readouterr().err
     assert "not a Keysight/Agilent waveform file" in err and err.count("\n") == 1
+
+
+def test_files_sharing_names_get_their_stems():
+    with open_capture([DATA / "scope_30.bin", DATA / "scope_30.bin"]) as r:
+        assert r.info.channels == ["scope_30:1", "scope_30:2", "scope_30:1_2", "scope_30:2_2"]
+        blocks = list(check_stream(r.edges(["scope_30:1", "scope_30:1_2"]), 2))
+        states = np.concatenate([b.states for b in blocks])
+        assert set(states.tolist()) <= {0, 3}          # the same channel twice: always equal
+
+
+def test_threshold_goes_to_the_file_with_the_channel(capsys):
+    assert main(["analyze", *map(str, ISF), "--threshold", "Ch1=1.0,0.2", "--threshold", "Ch2=2.0,0.2",
+                 "--no-cs", "--clk", "Ch2", "--mosi", "Ch1", "--format", "json"]) == 0
+    import json
+
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert not any("auto" in w for w in warnings)
+    assert main(["analyze", *map(str, ISF), "--threshold", "Ch9=1.0"]) == 2
+    assert "--threshold names channel 'Ch9'" in capsys.readouterr().err

@@ -25,7 +25,7 @@ import numpy as np
 
 from spigap.errors import InputError
 from spigap.io.base import CaptureReader, EdgeBlock
-from spigap.io.scopefile import describe_time_base, same_time_base
+from spigap.io.scopefile import describe_time_base, same_time_base, unique_names
 from spigap.io.threshold import Source, merge
 
 
@@ -56,6 +56,7 @@ class CombinedReader(CaptureReader):
             for n in info.channels:
                 names.append(f"{stem}:{n}" if all_names.count(n) > 1 else n)
                 self._owner.append((k, n))
+        names = unique_names(names)         # the same file twice: big:Ch2, big:Ch2_2
         warnings: list[str] = []
         for info in infos:
             warnings += [f"{os.path.basename(info.path)}: {w}" for w in info.warnings]
