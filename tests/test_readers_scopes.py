@@ -353,3 +353,32 @@ def test_threshold_goes_to_the_file_with_the_channel(capsys):
     assert not any("auto" in w for w in warnings)
     assert main(["analyze", *map(str, ISF), "--threshold", "Ch9=1.0"]) == 2
     assert "--threshold names channel 'Ch9'" in capsys.readouterr().err
+
+
+# --------------------------------------------------------- damaged files
+@pytest.mark.parametrize("name", ["tek0000CH1.isf", "scope_30.bin", "DHO824-ch12.bin", "lecroy_4.trc",
+                                  "sample_1.wfm", "sample_ff1.wfm", "keysight1.h5"])
+def test_damaged_scope_files_are_errors_not_crashes(name, tmp_path):
+    """Cut anywhere or with header bytes overwritten: the reader gives edges or a
+    SpigapError (one line, exit 2), never another exception (exit 3)."""
+    from spigap.errors import SpigapError
+
+    raw = (DATA / name).read_bytes()
+    rng = np.random.default_rng(23)
+    p = tmp_path / name
+    for k in range(40):
+        b = bytearray(raw)
+        if k % 2:
+            b = b[:int(rng.integers(0, len(raw)))]
+        else:
+            at = rng.integers(0, min(len(raw), 1200), size=4)
+            b_arr = np.frombuffer(bytes(b), np.uint8).copy()
+            b_arr[at] = rng.integers(0, 256, size=4)
+            b = bytearray(b_arr.tobytes())
+        p.write_bytes(bytes(b))
+        try:
+            with open_capture(p) as r:
+                for _ in check_stream(r.edges(r.info.channels[:1]), 1, path=str(p)):
+                    pass
+        except SpigapError as e:
+            assert "\n" not in str(e)

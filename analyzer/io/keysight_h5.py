@@ -45,7 +45,11 @@ class KeysightH5Reader(WaveformReader):
         except OSError as e:
             raise InputError(f"not a readable HDF5 file ({e})", path=path) from None
         try:
-            waves, model = self._waveforms(path)
+            try:
+                waves, model = self._waveforms(path)
+            except (KeyError, ValueError, TypeError, OSError, RuntimeError, AttributeError) as e:
+                # h5py reports a damaged object table as any of these
+                raise InputError(f"a damaged HDF5 structure ({type(e).__name__}: {e})", path=path) from None
             super().__init__(path, waves, fmt=f"Keysight .h5 ({model})" if model else "Keysight .h5",
                              samplerate=samplerate, threshold=threshold)
         except BaseException:
@@ -64,10 +68,7 @@ class KeysightH5Reader(WaveformReader):
                 model = _text(f["Frame/TheFrame"][()]["Model"])
             except (KeyError, ValueError, TypeError, IndexError):
                 model = ""
-        try:
-            return self._read_groups(path, f, model)
-        except (KeyError, ValueError, TypeError, OSError) as e:
-            raise InputError(f"a damaged waveform group ({type(e).__name__}: {e})", path=path) from None
+        return self._read_groups(path, f, model)
 
     def _read_groups(self, path, f, model):
         waves, names = [], []
@@ -104,5 +105,5 @@ class KeysightH5Reader(WaveformReader):
 def _slice(ds, lo: int, hi: int, path: str):
     try:
         return ds[lo:hi]
-    except (OSError, ValueError) as e:       # a damaged chunk: HDF5 cannot inflate it
+    except (OSError, ValueError, KeyError, RuntimeError) as e:   # a damaged chunk: HDF5 cannot inflate it
         raise InputError(f"samples {lo}..{hi} cannot be read ({e})", path=path) from None
