@@ -16,6 +16,7 @@ exc  # analyzer/io/base.py
 
 # readers are found through the registry (io/__init__.py ReaderSpec entries), not by name
 ChangeCsvReader, DslReader, SaleaeReader, ScopeCsvReader, SigrokCsvReader
+IsfReader, KeysightBinReader, KeysightH5Reader, LecroyTrcReader, TekWfmReader
 
 # CaptureInfo: the reader API's record of what a reader read (spigap.api users see it;
 # deglitch_ns is also checked by the tests)
@@ -51,3 +52,4 @@ _.submodule_search_locations
 _.len_byte
 # the profile/device file format version: checked as it is read (timing/toml_tables.py), not used after
 schema
+group_acquisitions  # io/combine.py: spigap batch groups a scope's CH<n> files with it

@@ -26,8 +26,10 @@ def add_subparser(sub) -> None:
                        description="Frame SPI transfers from the raw CS/SCLK edges and measure CS "
                                    "setup, CS hold, inter-byte, inter-transfer, cs_change and "
                                    "context-switch gaps (definitions: docs/gaps.md).")
-    p.add_argument("capture", help=CAPTURE_HELP + ", or - for standard input (VCD, or raw samples with "
-                                                 "--input-format raw; docs/live.md)")
+    p.add_argument("capture", nargs="+", help=CAPTURE_HELP + ", or - for standard input (VCD, or raw samples "
+                                                            "with --input-format raw; docs/live.md); several "
+                                                            "files of one acquisition (a scope's CH1.isf CH2.isf) "
+                                                            "are read as one capture")
     add_capture_options(p)
     add_device_option(p, use="label each transfer with its device meaning, decoded by spigap's sigrok "
                              "decoder code (implies --transfers)")
@@ -41,6 +43,8 @@ def add_subparser(sub) -> None:
 
 
 def run(args) -> int:
+    if len(args.capture) == 1:
+        args.capture = args.capture[0]      # one file; a list is one acquisition in several files
     check_output_path(args.output)
     if args.event and args.capture == "-":
         raise UsageError("--event reads the capture a second time, which a pipe cannot give",

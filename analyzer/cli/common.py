@@ -197,14 +197,16 @@ def _device(text):
 
 
 # ------------------------------------------------------------------ option groups
-CAPTURE_HELP = ("capture file: .sr, VCD, sigrok CSV, Saleae export or scope CSV "
-                "(docs/formats.md)")
+CAPTURE_HELP = ("capture file: .sr, VCD, sigrok CSV, Saleae export, scope CSV or a scope's own file "
+                "(.isf, .wfm, .bin, .h5, .trc; docs/formats.md)")
 
 
-def add_capture_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("capture and channels")
+def add_reader_options(g) -> None:
+    """How a capture file is read (every reader option of ``reader_options``); spigap
+    convert takes these alone."""
     g.add_argument("--input-format", metavar="FMT",
-                   help="reader to use: sr, vcd, csv, saleae, scope-csv (default: from extension/content)")
+                   help="reader to use: sr, dsl, vcd, csv, sigrok-csv, saleae, scope-csv, isf, tek-wfm, "
+                        "lecroy-trc, keysight-h5, keysight-bin, raw (default: from extension/content)")
     g.add_argument("--samplerate", type=_freq, metavar="HZ",
                    help="override the capture's samplerate (e.g. 5MHz) when its metadata is wrong")
     g.add_argument("--unitsize", type=int, metavar="BYTES",
@@ -213,11 +215,16 @@ def add_capture_options(p: argparse.ArgumentParser) -> None:
                    help="rename channels, e.g. 0=SCLK,1=MOSI,2=MISO,3=CS (key: channel name, Saleae "
                         "channel number, or 0-based position); repeatable")
     g.add_argument("--threshold", type=_threshold, action="append", metavar="[CH=]V[,HYST]",
-                   help="logic threshold (and hysteresis band, V) for analog channels (scope CSV, Saleae "
-                        "analog, analog .sr), e.g. SCLK=1.65,0.2 or 1.4 for all; default: mid-range of "
+                   help="logic threshold (and hysteresis band, V) for analog channels (scope files and CSV, "
+                        "Saleae analog, analog .sr), e.g. SCLK=1.65,0.2 or 1.4 for all; default: mid-range of "
                         "the signal with 10%% hysteresis; repeatable")
     g.add_argument("--deglitch", type=_deglitch_ns, metavar="NS",
                    help="drop pulses shorter than NS nanoseconds (or 0.5us, 20ns) on every channel")
+
+
+def add_capture_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("capture and channels")
+    add_reader_options(g)
     g.add_argument("--clk", metavar="NAME", help="SCLK channel (default: CLK/SCLK/SCK...)")
     g.add_argument("--mosi", metavar="NAME", help="MOSI channel (default: MOSI/SDI/DIN...)")
     g.add_argument("--miso", metavar="NAME", help="MISO channel (default: MISO/SDO/DOUT...)")

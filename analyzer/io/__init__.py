@@ -59,6 +59,17 @@ _SPECS = [
                "spigap.io.sigrok_csv:SigrokCsvReader"),
     ReaderSpec("scope-csv", (".csv", ".txt", ".tsv"), _lazy_sniff("spigap.io.scope_csv"),
                "spigap.io.scope_csv:ScopeCsvReader", ("samplerate", "threshold")),
+    # oscilloscopes' own files (io/scopefile.py and one module per format)
+    ReaderSpec("isf", (".isf",), _lazy_sniff("spigap.io.isf"), "spigap.io.isf:IsfReader",
+               ("samplerate", "threshold")),
+    ReaderSpec("tek-wfm", (".wfm",), _lazy_sniff("spigap.io.tek_wfm"), "spigap.io.tek_wfm:TekWfmReader",
+               ("samplerate", "threshold")),
+    ReaderSpec("lecroy-trc", (".trc",), _lazy_sniff("spigap.io.lecroy_trc"), "spigap.io.lecroy_trc:LecroyTrcReader",
+               ("samplerate", "threshold")),
+    ReaderSpec("keysight-h5", (".h5", ".hdf5"), _lazy_sniff("spigap.io.keysight_h5"),
+               "spigap.io.keysight_h5:KeysightH5Reader", ("samplerate", "threshold")),
+    ReaderSpec("keysight-bin", (".bin",), _lazy_sniff("spigap.io.keysight_bin"),
+               "spigap.io.keysight_bin:KeysightBinReader", ("samplerate", "threshold")),
     # headerless raw sample words: only with --input-format raw (never sniffed, no extension)
     ReaderSpec("raw", (), _sniff_never, "spigap.io.raw:RawReader", ("samplerate", "unitsize")),
 ]
@@ -73,13 +84,16 @@ def open_capture(path, *, input_format: str | None = None, samplerate: float | N
     ``threshold``: ``[CH=]V[,HYST]`` string(s) or {channel: volts} for analog channels;
     ``channel_map``: "0=SCLK,1=MOSI" or {key: name}; ``deglitch``: ns (pulses shorter
     than this are dropped on every channel); ``unitsize``: bytes per sample word of
-    raw input. ``path`` "-" reads standard input (VCD or raw samples)."""
-    path = os.fspath(path)
+    raw input. ``path`` "-" reads standard input (VCD or raw samples). ``path`` may be a
+    list of files: the files of one acquisition (a scope's one file per channel), read
+    as one capture when they share a time base (io/combine.py)."""
+    paths = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else [os.fspath(path)]
+    path = paths[0] if len(paths) == 1 else " + ".join(paths)
     cmap = parse_channel_map(channel_map, path=path)
     if cmap and threshold is not None:
         threshold = _thresholds_to_original(threshold, cmap)
     opts = ReaderOptions(samplerate=samplerate, threshold=threshold, unitsize=unitsize)
-    reader = _open(path, input_format, opts)
+    reader = _open(paths[0], input_format, opts) if len(paths) == 1 else _open_many(paths, input_format, opts)
     try:
         if threshold is not None and not reader.info.analog_channels:
             reader.info.warnings.append("--threshold has no effect: the capture has no analog channels")
@@ -95,6 +109,38 @@ def open_capture(path, *, input_format: str | None = None, samplerate: float | N
         reader.close()
         raise
     return reader
+
+
+def _open_many(paths: list[str], input_format, opts: ReaderOptions) -> CaptureReader:
+    """Several files of one acquisition as one capture. A ``--threshold`` that names a
+    channel goes to the file that has it (each file resolves its own channels)."""
+    from spigap.io.combine import CombinedReader
+    from spigap.io.threshold import normalize_threshold_option
+
+    if "-" in paths:
+        raise UsageError("standard input cannot be combined with other files", path=" + ".join(paths))
+    readers: list[CaptureReader] = []
+    try:
+        for p in paths:
+            readers.append(_open(p, input_format, dataclasses.replace(opts, threshold=None)))
+        if opts.threshold is not None:
+            spec = normalize_threshold_option(opts.threshold)
+            names = [n for r in readers for n in r.info.channels]
+            for key, _ in spec:
+                if key is not None and resolve_channel(key, names) is None:
+                    raise UsageError(f"--threshold names channel {key!r}, but the files have: {', '.join(names)}",
+                                     path=" + ".join(paths))
+            for k, r in enumerate(readers):
+                mine = [(key, thr) for key, thr in spec
+                        if key is None or resolve_channel(key, r.info.channels) is not None]
+                if mine:
+                    r.close()
+                    readers[k] = _open(paths[k], input_format, dataclasses.replace(opts, threshold=mine))
+        return CombinedReader(readers)
+    except BaseException:
+        for r in readers:
+            r.close()
+        raise
 
 
 def _open(path, input_format, opts: ReaderOptions) -> CaptureReader:

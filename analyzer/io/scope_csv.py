@@ -87,19 +87,21 @@ def _data_rows(lines: list[str]):
     for sep in (",", ";", "\t"):
         ncols = None
         start = None
+        lo, hi = 0, 1 << 30     # columns: at least the widest row's filled ones, at most the narrowest row's
         for i in range(len(lines) - 1, -1, -1):
             s = lines[i].strip()
             if not s:
                 continue
             f = _fields(lines[i], sep)
-            while len(f) > 1 and f[-1] == "":
+            raw = len(f)
+            while len(f) > 1 and f[-1] == "":     # a trailing separator (Rigol) or empty values
                 f.pop()
             if not all(_is_num(x) for x in f) or all(x == "" for x in f):
                 break
-            if ncols is None:
-                ncols = len(f)
-            elif len(f) != ncols:
+            if max(lo, len(f)) > min(hi, raw):
                 break
+            lo, hi = max(lo, len(f)), min(hi, raw)
+            ncols = lo
             start = i
         if start is not None and ncols:
             # the separator giving more columns over more rows wins; ties go to ','
@@ -128,7 +130,8 @@ class _Layout:
         self.channels: list[tuple[int, str, float]] = []   # (column, name, volts per unit)
         self.dt: float | None = None
         self.t0: float | None = None
-        self.keys: dict[str, str] = {}
+        self.keys: dict[str, str] = {}       # numeric header values by lower-case key
+        self.meta: dict[str, str] = {}       # every "key,value" header line (text too), for the dialect
         self.dialect = "generic"
 
 
@@ -216,9 +219,19 @@ class ScopeCsvReader(CaptureReader):
         sep, ncols = self._sep, self.ncols
         rows = [_fields(ln, sep) for ln in header if ln.strip()]
         # key/value pairs: "XInc,2e-10" or "Sample Interval:1e-7" or Rigol's extra columns
+        if rows:
+            lay.meta["\0first"] = rows[0][0]
         for f in rows:
-            if len(f) >= 2 and f[0] and not _is_num(f[0]) and _is_num(f[1]) and f[1] != "":
-                lay.keys[f[0].lower()] = f[1]
+            if len(f) >= 2 and f[0] and not _is_num(f[0]):
+                lay.meta.setdefault(f[0].lower(), f[1])
+                if len(f) >= 4 and f[2] and not _is_num(f[2]):
+                    lay.meta.setdefault(f[2].lower(), f[3])     # LeCroy: Segments,1,SegmentSize,N
+            if len(f) >= 2 and f[0] and not _is_num(f[0]):
+                # Siglent writes "Sample Interval,Analog:5.0E-05" / "Vertical Scale,CH1: 0.05"
+                m = re.fullmatch(r"[A-Za-z]+\d*\s*:\s*(\S+)", f[1])
+                value = m.group(1) if m and _is_num(m.group(1)) else f[1]
+                if _is_num(value) and value != "":
+                    lay.keys[f[0].lower()] = value
             elif len(f) == 1 and ":" in f[0]:
                 k, v = f[0].split(":", 1)
                 if _is_num(v):
@@ -286,6 +299,10 @@ class ScopeCsvReader(CaptureReader):
                 if v and v > 0:
                     lay.dt = v
                     break
+        for key in ("sample rate", "sampling rate"):     # Siglent: "Sample Rate,100000000.0"
+            v = _float(lay.keys.get(key, ""))
+            if lay.dt is None and v and v > 0:
+                lay.dt = 1.0 / v
         for key in _ORIGIN_KEYS:
             if key in lay.keys:
                 v = _float(lay.keys[key])
@@ -310,7 +327,7 @@ class ScopeCsvReader(CaptureReader):
             if m:
                 scale = _VOLT_UNIT[(m.group(1) or m.group(2)).lower()]
             lay.channels.append((j, name, scale))
-        lay.dialect = _dialect(names, units, lay.keys, self._pairs_hint(data, tcol))
+        lay.dialect = _dialect(names, units, lay.keys, lay.meta, self._pairs_hint(data, tcol))
         return lay
 
     @staticmethod
@@ -522,18 +539,36 @@ def _clean_name(name: str) -> str:
     return name.strip()
 
 
-def _dialect(names, units, keys, pairs) -> str:
+# Which instrument wrote the file, from what only its own exports carry (the
+# header examples in the manuals and in public exports; docs/formats.md):
+_TEK_MODEL = re.compile(r"^(mdo|mso|dpo|tds|tbs|dsa|tps|mso\d|lpd|tek)", re.I)
+
+
+def _dialect(names, units, keys, meta, pairs) -> str:
     low = [n.lower() for n in names]
-    if "xinc" in keys or "xorg" in keys or (low and low[0] == "x-axis"):
-        return "Keysight"
-    if "increment" in keys and low and low[0] == "x":
-        return "Rigol"
+    first = low[0] if low else ""
+    unit0 = units[0].lower() if units else ""
+    if meta.get("\0first", "").upper().startswith("LECROY") or ("segments" in meta and "segmentsize" in meta):
+        return "LeCroy"           # LECROY<model>,<serial>,Waveform / Segments,1,SegmentSize,N / Time,Ampl
+    if _TEK_MODEL.match(meta.get("model", "")) or ("firmware version" in meta and "waveform type" in meta):
+        return "Tektronix"        # Model,MDO4104C / Firmware Version / Waveform Type,ANALOG / ... / TIME,CH1
+    if "xinc" in keys or "xorg" in keys or first == "x-axis":
+        return "Keysight"         # Infiniium XInc/XOrg block; InfiniiVision x-axis,1,2 / second,Volt
+    if "increment" in keys and first == "x":
+        return "Rigol"            # DS1000Z/2000/4000: X,CH1,..,Start,Increment / Sequence,Volt,..
+    if first == "x" and any(re.match(r"ch ?\d+ \(", n) for n in low[1:]):
+        return "Rigol"            # DS1000D/E: X,CH 1 (V),CH 2 (V)
     if any(n.startswith("channel ") for n in low) and any(u.startswith("(") for u in units):
-        return "PicoScope"
-    if low and low[0].startswith("in ") or pairs:
-        return "R&S" + (" min/max" if pairs else "")
-    if "sample interval" in keys:
-        return "Siglent"
+        return "PicoScope"        # Time,Channel A / (us),(V)
+    if first.startswith("in ") or pairs:
+        return "R&S" + (" min/max" if pairs else "")   # in s,C1 in V
+    if meta.get("record length", "").lower().startswith("analog") or "source" in meta or \
+            ("sample interval" in keys and unit0 == "second"):
+        return "Siglent"          # Record Length,Analog:N / Sample Interval / Second,Value; or Source,CH1
+    if first == "" and unit0 == "second":
+        return "Rigol"            # DS1000B: ,CH2,CH4 / Second,Volt,Volt
+    if any("[s]" in n for n in low):
+        return "Saleae"
     return "generic"
 
 
