@@ -103,7 +103,7 @@ test-dev: setup sigrok-cli
 
 ## spigap vs sigrok-cli, side by side (writes nothing; see BENCHMARKS.md)
 bench: setup sigrok-cli
-	$(BIN)/spigap bench --real ../shared/captures-real/spi__enc28j60__enc28j60-init-and-ping.sr --sigrok-big --repeat 5 --format markdown
+	$(BIN)/spigap bench --real captures/real/spi__enc28j60__enc28j60-init-and-ping.sr --sigrok-big --repeat 5 --format markdown
 
 ## rebuild captures/*.sr from their TOML recipes
 captures: setup

@@ -12,7 +12,7 @@ MCP2517FD / MCP2518FD / MCP251863 SPI protocol: tables and pure decoding.
 
 This module is plain Python (no sigrokdecode import, no relative imports):
 the sigrok decoder (pd.py) and spigap's analyzer (loaded by file path) use
-the same code. Sources of the facts: spigap's domain-reference §6 (Linux
+the same code. Sources of the facts: spigap's docs/linux-spi-timing.md §6 (Linux
 mcp251xfd driver header and datasheet register map).
 
 Main entry points:
