@@ -515,7 +515,7 @@ def test_local_dask_cluster_gives_the_same_rows_as_the_pool(matrix_dir, tmp_path
     rc, pool_rows, _ = run_cli(capsys, *args, "-j", "2")
     assert rc == 2
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster:
+                                  host="127.0.0.1", dashboard_address=":0") as cluster:   # any free port
         assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
         rc, dask_rows, err = run_cli(capsys, *args, "--dask-scheduler", cluster.scheduler_address)
     assert rc == 2

@@ -65,7 +65,8 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     command = next((a for a in (argv or []) if not a.startswith("-")), None)
     for mod in subcommand_modules(command):
         mod.add_subparser(sub)
-    parser.subcommands = sub.choices          # type: ignore[attr-defined]  (parse() suggests from them)
+    # parse() suggests from them when a command or option is misspelt
+    parser.subcommands = sub.choices  # type: ignore[attr-defined]
     return parser
 
 
