@@ -132,3 +132,18 @@ def test_relative_markdown_links_resolve(top):
             elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
                 bad.append(f"{p.relative_to(ROOT)}: {target} (no such anchor)")
     assert bad == []
+
+
+def test_quoted_phrases_of_cited_sections_are_in_them():
+    """A citation that quotes the section ("§7 'Device limits a checker can apply'")
+    quotes words that are in that section."""
+    text = REFERENCE.read_text()
+    sections = {m[1]: m[2] for m in re.finditer(r'<a id="s([\d.]+)"></a>\n(.*?)(?=<a id="s|\Z)', text, re.S)}
+    quotes = []
+    for p, body in text_files(*CITING):
+        for m in re.finditer(r"linux-spi-timing\.md §([\d.]+):? '([^']+)'", body):
+            quotes.append((p, m[1], m[2]))
+    assert len(quotes) >= 4
+    missing = [(str(p.relative_to(ROOT)), sec, q) for p, sec, q in quotes
+               if " ".join(q.split()) not in " ".join(sections[sec].split())]
+    assert missing == []
