@@ -147,3 +147,30 @@ def test_quoted_phrases_of_cited_sections_are_in_them():
     missing = [(str(p.relative_to(ROOT)), sec, q) for p, sec, q in quotes
                if " ".join(q.split()) not in " ".join(sections[sec].split())]
     assert missing == []
+
+
+REPO_PATH = re.compile(r"(?<![\w./-])((?:analyzer|tests|captures|decoders|docs|\.ci)/[\w./*{},-]*[\w*}])")
+
+
+def test_repository_paths_in_the_docs_exist():
+    """Every path into the repository that README, BENCHMARKS, docs/ and captures/
+    name exists (globs and {a,b} alternatives match something; ``X`` is a
+    placeholder). CHANGELOG is history: it may name what was renamed since."""
+    import glob
+
+    bad = []
+    for top in ("README.md", "BENCHMARKS.md", "docs", "captures"):
+        for p, text in text_files(top):
+            if p.suffix != ".md":
+                continue
+            for m in REPO_PATH.finditer(text):
+                path = m[1]
+                if re.search(r"(^|/)X\.\w+$", path):
+                    continue
+                if any(c in path for c in "*{"):
+                    pattern = re.sub(r"\{[^}]*\}?", "*", path)
+                    if not glob.glob(str(ROOT / pattern)):
+                        bad.append(f"{p.relative_to(ROOT)}: {path}")
+                elif not (ROOT / path).exists():
+                    bad.append(f"{p.relative_to(ROOT)}: {path}")
+    assert bad == []
