@@ -11,8 +11,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.spigap-installed
 # the venv the test suite runs in: the built wheel, installed as a user would
 TVENV ?= .venv-wheel
-# the test run's working directory, outside the checkout (so nothing imports the source tree)
-TESTDIR ?= $(shell mktemp -d 2>/dev/null || echo /tmp/spigap-test)
+# pytest workers (pytest-xdist): one per core, at most 4 (each holds its own imports and caches)
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+# what every suite run prints: the skips and failures (-ra) and the 20 slowest tests
+PYTEST_REPORT := -ra --durations=20
 DEMO ?= captures/mcp3008-rpi3-k4.4-b10.sr
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get
 
@@ -87,27 +89,36 @@ lint: setup
 	$(BIN)/vulture analyzer decoders .ci/vulture_whitelist.py --min-confidence 60 --exclude analyzer/sigrok/decoders
 
 ## the test suite against the installed wheel (needs sigrok-cli and PulseView: our oracles; trace-cmd);
-## PYTEST_ARGS replaces the default arguments (the whole tests/ directory)
+## PYTEST_ARGS replaces the default arguments (the whole tests/ directory). It runs in a fresh
+## temporary directory outside the checkout (so nothing imports the source tree), which also
+## holds every temporary file of the run (TMPDIR, pytest's basetemp) and is removed at the end;
+## after a failure it is kept (pytest keeps the failed tests' tmp_path) and its path printed.
 test: wheel sigrok-cli
 	rm -rf $(TVENV)
 	$(PYTHON) -m venv $(TVENV)
 	$(TVENV)/bin/python -m pip install -q --upgrade pip
 	$(TVENV)/bin/python -m pip install -q "$$(ls dist/spigap-*.whl)[test]"
-	cd $(TESTDIR) && SPIGAP_TEST_INSTALLED=1 SPIGAP_SDIST="$$(ls $(CURDIR)/dist/spigap-*.tar.gz)" \
+	@d=$$(mktemp -d -t spigap-test.XXXXXX) || exit 1; \
+	  echo "cd $$d && pytest -n $(TEST_WORKERS) ... (the installed wheel, from outside the checkout)"; \
+	  cd "$$d" && TMPDIR="$$d" SPIGAP_TEST_INSTALLED=1 SPIGAP_SDIST="$$(ls $(CURDIR)/dist/spigap-*.tar.gz)" \
 	  $(CURDIR)/$(TVENV)/bin/python -m pytest -c $(CURDIR)/pyproject.toml --rootdir $(CURDIR) \
-	  -p no:cacheprovider -q $(or $(PYTEST_ARGS),$(CURDIR)/tests)
+	  -p no:cacheprovider -q --basetemp "$$d/pytest" -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_REPORT) \
+	  $(or $(PYTEST_ARGS),$(CURDIR)/tests); rc=$$?; cd /; \
+	  if [ $$rc = 0 ]; then rm -rf "$$d"; else echo "make test: the failed tests' files are in $$d (rm -rf it when done)"; fi; \
+	  exit $$rc
 
 ## the long fuzz runs (random examples, SPIGAP_FUZZ_EXAMPLES per reader, default 10000)
 fuzz: setup
 	SPIGAP_HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q -m fuzz $(PYTEST_ARGS)
 
-## the tests on the editable checkout (quicker while developing; CI runs `make test`)
+## the tests on the editable checkout (quicker while developing; CI runs `make test`);
+## serial by default (PYTEST_ARGS='-n 2' for workers)
 test-dev: setup sigrok-cli
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(PYTEST_REPORT) $(PYTEST_ARGS)
 
 ## spigap vs sigrok-cli, side by side (writes nothing; see BENCHMARKS.md)
 bench: setup sigrok-cli
-	$(BIN)/spigap bench --real ../shared/captures-real/spi__enc28j60__enc28j60-init-and-ping.sr --sigrok-big --repeat 5 --format markdown
+	$(BIN)/spigap bench --real captures/real/spi__enc28j60__enc28j60-init-and-ping.sr --sigrok-big --repeat 5 --format markdown
 
 ## rebuild captures/*.sr from their TOML recipes
 captures: setup

@@ -74,3 +74,22 @@ def parse_freq(text: str | float | int) -> float:
     # Lower-case m means mega here, as in libsigrok (frequencies below 1 Hz make no sense).
     scale = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9}[m.group(2)]
     return float(m.group(1)) * scale
+
+
+def round_time(seconds: float | None, resolution: float | None) -> float | None:
+    """A time for CSV: rounded one decimal digit below the capture's resolution
+    (its sample period), so it prints without float noise (3.4000000000000003e-07
+    -> 3.4e-07 at 20 ns) and never moves by more than a tenth of a sample; the
+    statistics (means, interpolated percentiles) keep sub-sample digits, the
+    ±1-sample uncertainty itself is stated beside them (resolution_s)."""
+    if seconds is None or not resolution or resolution <= 0 or not math.isfinite(seconds):
+        return seconds
+    return round(seconds, max(0, math.ceil(-math.log10(resolution))) + 1)
+
+
+def round_rate(hz: float | None) -> float | None:
+    """A frequency or rate for CSV: 7 significant digits (0.1-1 ppm, finer than any
+    logic analyzer's timebase, which is good to tens of ppm)."""
+    if hz is None or hz == 0 or not math.isfinite(hz):
+        return hz
+    return round(hz, 6 - math.floor(math.log10(abs(hz))))

@@ -27,9 +27,8 @@ from spigap import resources as _resources
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
 SOURCE_DECODERS = ROOT / "decoders"          # the copy edited by hand
-DECODERS = _resources.decoders_dir()             # the copy the package under test carries
-SHARED = pathlib.Path(os.environ.get("SPIGAP_SHARED", ROOT.parent / "shared"))
-REAL = SHARED / "captures-real"
+DECODERS = _resources.decoders_dir()         # the copy the package under test carries
+REAL = CAPTURES / "real"                      # the real captures, in the repository (captures/real/README.md)
 
 
 # One commit, one verdict: property tests draw the same examples on every run
@@ -43,15 +42,14 @@ settings.load_profile(os.environ.get("SPIGAP_HYPOTHESIS_PROFILE", "default"))
 
 
 def real(name: str) -> pathlib.Path:
-    """A real capture from ../shared/captures-real (skip if shared/ is absent)."""
+    """A real capture from captures/real/ (part of the repository: a missing one fails)."""
     p = REAL / name
-    if not p.exists():
-        pytest.skip(f"{p} not available (shared/ not beside the checkout)")
+    assert p.is_file(), f"{p} is missing: captures/real/ is part of the repository (git checkout captures/real)"
     return p
 
 
 # The 12 real captures (13 configurations: the nRF24L01 file carries two buses),
-# with the channel maps and options of ../shared/captures-real/README.md:
+# with the channel maps and options of captures/real/README.md:
 # name: (file, spigap SpiConfig keywords, sigrok spi -P options, samplerate override)
 REAL_CAPTURES = {
     "ad7920": ("spi__ad7920__ad7920_fast_read.sr", dict(clk="0", miso="1", cs="2"), "clk=0:miso=1:cs=2", 5e6),

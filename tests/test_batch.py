@@ -515,7 +515,7 @@ def test_local_dask_cluster_gives_the_same_rows_as_the_pool(matrix_dir, tmp_path
     rc, pool_rows, _ = run_cli(capsys, *args, "-j", "2")
     assert rc == 2
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster:
+                                  host="127.0.0.1", dashboard_address=":0") as cluster:   # any free port
         assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
         rc, dask_rows, err = run_cli(capsys, *args, "--dask-scheduler", cluster.scheduler_address)
     assert rc == 2
@@ -546,7 +546,7 @@ def test_dask_cluster_without_workers_is_a_one_line_error():
 
 
 # ------------------------------------------------------------ held-out: the real captures
-# CS windows per capture, from ../shared/captures-real/README.md (atmega32: the last
+# CS windows per capture, from captures/real/README.md (atmega32: the last
 # window is cut by the end of the capture; ssi32: CS is already active at sample 0,
 # so the partial first window counts too)
 REAL_TRANSFERS = {
@@ -565,8 +565,6 @@ REAL_TRANSFERS = {
 
 
 def test_all_real_captures_analyze_in_batch_without_error_rows(tmp_path, capsys):
-    if not REAL.is_dir():
-        pytest.skip(f"{REAL} not available (shared/ not beside the checkout)")
     j = tmp_path / "real.json"
     rc, out, err = run_cli(capsys, REAL, "--manifest", REAL_MANIFEST, "--json", j,
                            "--rows", "device", "--cols", "host", "--metric", "cs_setup.p50")

@@ -127,7 +127,7 @@ def test_mcp3008_at_2v7_fails_the_clock():
 
 
 # ------------------------------------------------------------------ measured vs the captures' truth
-# The figures of the field reports the profiles cite (../shared/seeds), as the seeds
+# The figures of the field reports the profiles cite (docs/linux-spi-timing.md §2.4), as the seeds
 # print them: what a check must judge against.
 SEED_FIGURES = {
     # seed 000: "I am measuring 1.6 us for the start and 0.4 us for the end", "Transaction

@@ -237,7 +237,7 @@ def test_never_raises_on_random_traffic():
     ("crc", {("status", 72), ("rx", 200), ("uinc", 40)}),
 ])
 def test_generator_has_the_driver_transfer_sizes(name, sizes):
-    """domain-reference §6.1/§6.4/§6.5: the Linux driver's signature sizes."""
+    """docs/linux-spi-timing.md §6.1/§6.4/§6.5: the Linux driver's signature sizes."""
     _, acc = truth(name)
     have = {(a.what, 8 * len(a.mosi)) for a in acc}
     assert sizes <= have

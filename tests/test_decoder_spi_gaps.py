@@ -1,7 +1,7 @@
 """The spi_gaps sigrok decoder, run by the real sigrok-cli (libsigrokdecode 0.5.3):
 its numbers must be the analyzer's (spigap.api.analyze_file) to the sample,
 on synthesized captures (every mode, CS polarity, word size, partial windows,
-same-sample edges) and on the real captures in ../shared/captures-real.
+same-sample edges) and on the real captures in captures/real.
 
 Goldens (sigrok-test style, ``ss-es spi_gaps: class: "text" ...``) live in
 tests/golden/spi_gaps/; regenerate them with SPIGAP_REGEN_GOLDEN=1 after an

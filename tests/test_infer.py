@@ -1,7 +1,7 @@
 """Roles, mode, CS polarity and word size inferred from the signals (core/infer/,
 docs/inference.md).
 
-Oracles: the real captures' documented channel maps (../shared/captures-real/
+Oracles: the real captures' documented channel maps (captures/real/
 README.md, checked there with sigrok-cli) — a capture analyzed with no options
 must give the same words on the same lines as with its documented map — and
 synthesized captures whose settings are known because we wrote them (the grid
@@ -261,7 +261,7 @@ def test_detect_lists_both_buses(capsys):
     assert "another SPI bus by its names (uc_*)" in out
 
 
-def test_batch_over_the_shared_captures_has_no_error_rows(tmp_path, capsys):
+def test_batch_over_the_real_captures_has_no_error_rows(tmp_path, capsys):
     from conftest import REAL
 
     out = tmp_path / "b.json"

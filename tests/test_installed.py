@@ -69,7 +69,7 @@ def test_wheel_runs_compiled_core_without_a_compiler(tmp_path):
     exe = pathlib.Path(sys.executable).with_name("spigap")
     ver = subprocess.run([str(exe), "--version"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert ver.returncode == 0 and ver.stdout.startswith(f"spigap {spigap.__version__} (c engine"), ver
-    # a real capture (1 G samples, named channels): 182 transfers per ../shared/captures-real/README.md
+    # a real capture (1 G samples, named channels): 182 transfers per captures/real/README.md
     cap = real("spi__enc28j60__enc28j60-init-and-ping.sr")
     out = subprocess.run([str(exe), "analyze", str(cap), "--format", "json"], capture_output=True, text=True,
                          env=env, cwd=tmp_path)

@@ -1,7 +1,7 @@
 """The timing model, delay semantics, profiles as data and `spigap model`.
 
 Oracles: the numbers printed in seed 000 (jumpnowtek) and seed 001 (Jander RFC),
-domain-reference.md's delay table, and captures synthesized by `spigap synth`
+docs/linux-spi-timing.md's delay table, and captures synthesized by `spigap synth`
 from recipes this module did not write (captures/*.toml).
 """
 
@@ -183,7 +183,7 @@ def test_device_limits_and_unverified_marks():
     assert lim5["tHI/tLO"].min == pytest.approx(125e-9)
     assert lim5["fSCLK"].max == pytest.approx(3.6e6)
     assert {lim.name: lim for lim in d27.limits}["fSCLK"].max == pytest.approx(1.35e6)
-    # domain-reference §4.3: the VDD condition of every MCP3008 value is UNVERIFIED
+    # docs/linux-spi-timing.md §4.3: the VDD condition of every MCP3008 value is UNVERIFIED
     assert all(lim5[k].unverified for k in ("tSUCS", "tCSH", "tHI/tLO", "fSCLK"))
     ad = {lim.name: lim for lim in load_device("ad7606").limits}
     assert ad["fSCLK"].max == pytest.approx(23.5e6) and not ad["fSCLK"].unverified

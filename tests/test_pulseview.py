@@ -26,6 +26,10 @@ from spigap.cli import main
 from spigap.sigrok import pvs
 from conftest import CAPTURES, DECODERS
 
+# one PulseView at a time: make test runs pytest-xdist workers with --dist loadgroup, which
+# keeps this group in one worker (two Qt instances at once only compete for the two cores)
+pytestmark = pytest.mark.xdist_group("pulseview")
+
 ALL_FOUR = {"mcp3008", "ad7606", "mcp2518fd", "spi_gaps"}
 SHIPPED = sorted(CAPTURES.glob("*.pvs"))
 

@@ -77,7 +77,7 @@ def test_demo_words_equal_sigrok_cli(sigrok_cli, demo_sr):
         theirs = np.array([int(x.split(": ")[1], 16) for x in out.splitlines() if x.strip()], np.uint64)
         assert len(ours) == len(theirs) > 0, (line, len(ours), len(theirs))
         assert np.array_equal(ours, theirs), f"{line} words differ"
-    # the README's figures (captures-real/README.md, dsview__demo_spi.dsl)
+    # the README's figures (captures/real/README.md, dsview__demo_spi.dsl)
     assert len(a.mosi) == 1698
     assert [int(w) for w in a.mosi[:9]] == [0x81, 0x01, 0x00, 0x01, 0x01, 0x01, 0x01, 0x03, 0x1C]
 

@@ -1,4 +1,4 @@
-"""Held-out check on real captures (../shared/captures-real): every one analyzes without
+"""Held-out check on real captures (captures/real): every one analyzes without
 error, and the same real edges written as VCD / Saleae binary / change-only CSV (and, for
 the small ones, as analog .sr) give the same analysis as the original .sr."""
 
@@ -31,8 +31,6 @@ def test_every_real_capture_analyzes_without_error(name):
 
 
 def test_all_files_in_captures_real_are_covered():
-    if not REAL.exists():
-        pytest.skip("shared/ not available")
     files = {p.name for p in REAL.glob("*.sr")}
     assert files and files <= {c[0] for c in CAPTURES.values()}, files - {c[0] for c in CAPTURES.values()}
 

@@ -1,7 +1,7 @@
 """Files written by a tool we did not write: sigrok-cli's own ``-O vcd`` and
 ``-O csv`` exports of the real captures analyze like the .sr they came from.
 
-For every real configuration (../shared/captures-real, channel maps from
+For every real configuration (captures/real, channel maps from
 conftest.REAL_CAPTURES), sigrok-cli converts the .sr; spigap analyzes the
 export and the original with the same SPI settings. Words must be equal word
 for word, transfer boundaries equal in seconds (the VCD's tick is its

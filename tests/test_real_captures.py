@@ -1,4 +1,4 @@
-"""Real captures (../shared/captures-real): oracles we did not write.
+"""Real captures (captures/real): oracles we did not write.
 
 1. Every MOSI/MISO word equals what the real sigrok-cli spi decoder outputs.
 2. The README's sample-granular reference timings (CS→first SCLK, last
@@ -9,16 +9,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 
 import numpy as np
 import pytest
 
 from spigap.api import SpiConfig, analyze_file
 from conftest import REAL_CAPTURES as CAPTURES
-from conftest import real, run_sigrok
+from conftest import REAL, real, run_sigrok
 
-# From ../shared/captures-real/README.md, "Reference timing" (µs): (n, min, median, max)
+# From captures/real/README.md, "Reference timing" (µs): (n, min, median, max)
 REFERENCE = {
     "ad7920": {"setup": (320, "0.4", "0.6", "0.6"), "hold": (320, "0.4", "0.6", "0.6"),
                "gap": (319, "6.05e+03", "6.23e+03", "6.74e+03")},
@@ -57,6 +59,46 @@ def sigrok_words(name, line):
     # words do not depend on the samplerate, so the wrong ad7920 metadata is harmless here
     out = run_sigrok(["-i", str(real(f)), "-P", f"spi:{opts}", "-A", f"spi={line}-data"], decoders_dir=None)
     return [int(line.split(": ")[1], 16) for line in out.splitlines() if line.strip()]
+
+
+def test_real_captures_are_the_documented_files():
+    """captures/real/ holds exactly the files its README lists, byte for byte
+    (size and sha256 of the original), and every file the tests use is one."""
+    readme = (REAL / "README.md").read_text()
+    rows = re.findall(r"^\| `([^`]+)` \| [^|]+ \| (\d+) \| `([0-9a-f]{64})` \|$", readme, re.M)
+    files = {p.name for p in REAL.iterdir() if p.name != "README.md"}
+    assert {r[0] for r in rows} == files
+    for name, size, sha in rows:
+        data = (REAL / name).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (int(size), sha), name
+    assert {f for f, *_ in CAPTURES.values()} <= files
+
+
+# the README's short names for the timing table's rows
+README_ROWS = {"ad7920 (at 5 MHz)": "ad7920", "nrf24l01, rpi bus": "nrf24l01-rpi", "nrf24l01, uc bus": "nrf24l01-uc"}
+
+
+def test_reference_table_is_the_readme_table():
+    """REFERENCE above is the README's "Reference timings" table, number for number."""
+    readme = (REAL / "README.md").read_text().split("## Reference timings", 1)[1]
+    seen = set()
+    for line in readme.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not re.match(r"^\d[\d ]*: ", cells[1]):
+            continue
+        name = README_ROWS.get(cells[0], cells[0])
+        seen.add(name)
+        for kind, cell in zip(("setup", "hold", "gap"), cells[1:]):
+            m = re.match(r"^([\d ]+): ([\d. ]+(?: / [\d. ]+)*)$", cell)
+            if kind not in REFERENCE[name]:
+                assert m is None, (name, kind, cell)
+                continue
+            n, lo, med, hi = REFERENCE[name][kind]
+            vals = [float(v.replace(" ", "")) for v in m[2].split(" / ")]
+            vals = vals * 3 if len(vals) == 1 else vals
+            assert int(m[1].replace(" ", "")) == n, (name, kind)
+            assert vals == pytest.approx([float(lo), float(med), float(hi)], rel=1e-9), (name, kind)
+    assert seen == set(REFERENCE)
 
 
 @pytest.mark.parametrize("name", sorted(CAPTURES))

@@ -20,7 +20,7 @@ from spigap.synth import Scenario
 from spigap.synth import kernel
 from spigap.trace import ftrace, userlog
 
-# the real excerpt, verbatim from ../shared/docs/ftrace-samples.md (trace_pipe, task columns
+# a real excerpt, verbatim as posted to the linux-arm-msm list (trace_pipe, task columns
 # removed by its author, tx=/rx= wrapped onto continuation lines by the mail)
 EXCERPT = """\
 1003.956560: spi_message_submit: spi16.0 000000001b20b93c

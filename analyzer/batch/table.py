@@ -13,7 +13,7 @@ import os
 import re
 
 from spigap.batch.worker import ERROR, OK, TRUNCATED
-from spigap.units import fmt_freq, fmt_rate, fmt_time
+from spigap.units import fmt_freq, fmt_rate, fmt_time, round_rate, round_time
 
 GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
              "transfer_duration", "transfer_period", "idle")
@@ -103,11 +103,18 @@ def columns(results) -> list[str]:
     return ["path", *labels, *FIXED_COLUMNS]
 
 
-def _csv_cell(v):
+def _csv_cell(v, column: str = "", resolution: float | None = None):
+    """Seconds rounded to the capture's resolution, Hz and rates to 7 significant
+    digits (units.round_time, round_rate); other numbers as they are."""
     if v is None:
         return ""
-    if isinstance(v, float):      # numpy floats too: plain repr, full precision
-        return repr(float(v))
+    if isinstance(v, float):      # numpy floats too: plain repr, no float noise
+        v = float(v)
+        if column.endswith("_s"):
+            v = round_time(v, resolution)
+        elif column.endswith("_hz"):
+            v = round_rate(v)
+        return repr(v)
     return v
 
 
@@ -119,7 +126,8 @@ def render_csv(results) -> str:
     w.writerow(cols)
     for r in results:
         row = flatten(r, labels)
-        w.writerow([_csv_cell(row[c]) for c in cols])
+        res = (r.get("analysis") or {}).get("resolution_s")
+        w.writerow([_csv_cell(row[c], c, res) for c in cols])
     return buf.getvalue()
 
 
@@ -178,13 +186,28 @@ def fmt_metric(metric: str, v) -> str:
     return f"{v:.4g}"
 
 
-TEXT_COLUMNS = [  # (header, metric)
-    ("transfers", "transfers"), ("rate", "transfer_rate_hz"), ("SCLK", "sclk_hz"),
-    ("setup p50", "cs_setup.p50_s"), ("hold p50", "cs_hold.p50_s"),
-    ("byte p50", "inter_byte.p50_s"), ("cs_chg p50", "cs_change.p50_s"),
-    ("ctxsw p50", "context_switch.p50_s"), ("ctxsw p99", "context_switch.p99_s"),
-    ("warn", "warnings"),
+TEXT_COLUMNS = [  # (header, second header line, width, metric)
+    ("transfers", "", 9, "transfers"), ("rate", "", 8, "transfer_rate_hz"), ("SCLK", "", 9, "sclk_hz"),
+    ("setup", "p50", 8, "cs_setup.p50_s"), ("hold", "p50", 8, "cs_hold.p50_s"),
+    ("byte", "p50", 8, "inter_byte.p50_s"), ("cs_chg", "p50", 8, "cs_change.p50_s"),
+    ("ctxsw", "p50", 8, "context_switch.p50_s"), ("ctxsw", "p99", 8, "context_switch.p99_s"),
+    ("warn", "", 4, "warnings"),
 ]
+TEXT_WIDTH = 120       # the table fits a 120-column terminal; the full paths are in CSV and JSON
+
+
+def shorten(name: str, width: int) -> str:
+    """``name`` in at most ``width`` characters: the file name whole with as much of
+    its folder as fits before it, or, for a file name too long itself, its start
+    and its end (where the parts that tell captures apart usually are) around an
+    ellipsis."""
+    if len(name) <= width:
+        return name
+    base = os.path.basename(name)
+    if len(base) < width:
+        return "…" + name[len(name) - (width - 1):]
+    tail = (width - 1) // 2
+    return base[:width - 1 - tail] + "…" + base[len(base) - tail:]
 
 
 def common_dir(paths) -> str:
@@ -204,13 +227,16 @@ def render_text(results) -> str:
     names = [os.path.relpath(r["path"], base) if base else os.path.normpath(r["path"]) for r in results]
     if base:
         lines.append(f"captures in {base}{os.sep}")
-    w = max([len("capture"), *map(len, names)])
-    head = f"{'capture':<{w}}  {'status':<9}" + "".join(f" {h:>10}" for h, _ in TEXT_COLUMNS)
+    fixed = 2 + 9 + sum(1 + cw for _, _, cw, _ in TEXT_COLUMNS)
+    w = max(12, min(max([len("capture"), *map(len, names)]), TEXT_WIDTH - fixed))
+    short = [shorten(n, w) for n in names]
+    head = f"{'capture':<{w}}  {'status':<9}" + "".join(f" {h:>{cw}}" for h, _, cw, _ in TEXT_COLUMNS)
     lines.append(head)
+    lines.append((" " * (w + 11) + "".join(f" {h2:>{cw}}" for _, h2, cw, _ in TEXT_COLUMNS)).rstrip())
     lines.append("-" * len(head))
-    for name, r in zip(names, results):
-        cells = "".join(f" {fmt_metric(m, metric_value(r, m)) if r.get('analysis') else '':>10}"
-                        for _, m in TEXT_COLUMNS)
+    for name, r in zip(short, results):
+        cells = "".join(f" {fmt_metric(m, metric_value(r, m)) if r.get('analysis') else '':>{cw}}"
+                        for _, _, cw, m in TEXT_COLUMNS)
         lines.append(f"{name:<{w}}  {r['status']:<9}{cells}".rstrip())
     problems = [(name, r) for name, r in zip(names, results) if r["status"] != OK]
     if problems:

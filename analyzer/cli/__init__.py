@@ -13,6 +13,7 @@ of them to build the parser, and start-up time counts in the benchmarks.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import pkgutil
 import sys
@@ -64,7 +65,34 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
     command = next((a for a in (argv or []) if not a.startswith("-")), None)
     for mod in subcommand_modules(command):
         mod.add_subparser(sub)
+    # parse() suggests from them when a command or option is misspelt
+    parser.subcommands = sub.choices  # type: ignore[attr-defined]
     return parser
+
+
+def _closest(word: str, candidates) -> str:
+    """' (did you mean X?)' for the candidate nearest a misspelt word, or ''."""
+    near = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.75)
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """parse_args, with a suggestion for a misspelt command or option and the
+    subcommand's own --help named (argparse names only the top level)."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    subcommands = getattr(parser, "subcommands", {})
+    if command is not None and command not in subcommands and (hint := _closest(command, subcommands)):
+        parser.error(f"unknown command {command!r}{hint}")
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        sub = subcommands.get(args.command, parser)
+        options = {o for a in sub._actions for o in a.option_strings}
+        option = next((e for e in extras if e.startswith("-") and e not in ("-", "--")), None)
+        if option is not None:
+            name = option.split("=", 1)[0]
+            sub.error(f"unrecognized option {name}{_closest(name, options)}")
+        sub.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
 
 
 def main(argv=None) -> int:
@@ -72,7 +100,7 @@ def main(argv=None) -> int:
         argv = sys.argv[1:]
     parser = build_parser(argv)
     try:
-        args = parser.parse_args(argv)
+        args = parse(parser, argv)
     except SystemExit as e:         # --help, --version, a usage error (already printed)
         return e.code if isinstance(e.code, int) else 2
     runtime.after_imports()

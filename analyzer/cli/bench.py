@@ -39,7 +39,7 @@ def add_subparser(sub) -> None:
     p.add_argument("--big-samples", type=_big_samples, default=200e6, metavar="N",
                    help="samples of the throughput capture (default 200e6; 0 to skip)")
     p.add_argument("--real", metavar="CAPTURE.sr",
-                   help="also time a real capture (e.g. ../shared/captures-real/"
+                   help="also time a real capture (e.g. captures/real/"
                         "spi__enc28j60__enc28j60-init-and-ping.sr)")
     p.add_argument("--trace-events", type=_big_samples, default=1e6, metavar="N",
                    help="also time the trace path: parse + align (+ phases) a synthesized ftrace of about N "

@@ -42,12 +42,12 @@ def add_subparser(sub) -> None:
     g.add_argument("--strict", action="store_true", help="MARGINAL counts as a failure (exit 1)")
     g.add_argument("--allow-empty", action="store_true",
                    help="a capture with NO DATA (too few transfers, every check skipped) does not fail "
-                        "the run (exit 0; JUnit: skipped)")
+                        "the run (exit 0; JUnit and KTAP: skipped)")
     g.add_argument("--list", action="store_true", help="list the shipped profiles and devices and exit")
     add_capture_options(p)
     add_event_options(p)
     add_stall_options(p)
-    o = add_output_options(p, ("text", "json", "junit"))
+    o = add_output_options(p, ("text", "json", "junit", "ktap"))
     o.add_argument("-v", "--verbose", action="store_true", help="text: explain every check, with sources")
     p.set_defaults(func=run)
 
@@ -100,6 +100,10 @@ def run(args) -> int:
         from spigap.timing.render import check_junit
 
         text = check_junit(results, strict=args.strict, allow_empty=args.allow_empty)
+    elif args.format == "ktap":
+        from spigap.timing.render import check_ktap
+
+        text = check_ktap(results, strict=args.strict, allow_empty=args.allow_empty)
     else:
         from spigap.timing.render import check_text
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shlex
 import shutil
 import sys
 
@@ -351,8 +352,14 @@ def run_pvs(args) -> int:
               (f" (rows of {', '.join(hidden)} hidden)" if hidden else ""))
     if note:
         print(f"  spi_gaps message structure: {note}")
-    print(f"open with:  pulseview {capture}   (or pulseview -s {out} {capture}); the decoders must be "
-          "installed (spigap decoders install) or in SIGROKDECODE_DIR")
+    # PulseView loads CAPTURE.pvs beside the capture by itself; any other file needs -s
+    q = shlex.quote
+    if out.resolve() == capture.with_suffix(".pvs").resolve():
+        print(f"open with:  pulseview {q(str(capture))}   (it loads {q(str(out))} beside it; or "
+              f"pulseview -s {q(str(out))} {q(str(capture))}); ", end="")
+    else:
+        print(f"open with:  pulseview -s {q(str(out))} {q(str(capture))}   ", end="")
+    print("the decoders must be installed (spigap decoders install) or in SIGROKDECODE_DIR")
     if len(signals) > 2:
         # measured, and why: docs/decoders.md "PulseView session setups"
         print(f"note: PulseView 0.4.2 starts all {len(signals)} decode signals at once and may crash or say "

@@ -96,16 +96,21 @@ def render_text(d: dict) -> str:
     if not d["buses"]:
         lines.append("bus       none found in the signals (roles from names or options)")
     lines.append("")
-    lines.append(f"{'setting':<12} {'value':<12} {'from':<9} {'conf':>5}  note")
     show = {"clk": "clk", "cs": "cs", "mosi": "mosi", "miso": "miso", "mode": "mode",
             "cs_polarity": "cs_polarity", "wordsize": "wordsize", "bitorder": "bitorder"}
+    rows = []
     for key, label in show.items():
         src = d["sources"].get(key, {"from": "?", "confidence": 0, "note": ""})
         v = d["settings"][key]
         if key == "mode":
             v = f"{v} (CPOL={d['settings']['cpol']} CPHA={d['settings']['cpha']})"
-        lines.append(f"{label:<12} {str(v if v is not None else '–'):<12} {src['from']:<9} "
-                     f"{src['confidence']:>5.2f}  {src['note']}")
+        rows.append((label, str(v if v is not None else "–"), src))
+    # columns as wide as their widest cell (a long channel name or the mode keeps them aligned)
+    wv = max(12, *(len(v) for _, v, _ in rows))
+    wf = max(9, *(len(s["from"]) for _, _, s in rows))
+    lines.append(f"{'setting':<12} {'value':<{wv}} {'from':<{wf}} {'conf':>5}  note")
+    for label, v, src in rows:
+        lines.append(f"{label:<12} {v:<{wv}} {src['from']:<{wf}} {src['confidence']:>5.2f}  {src['note']}")
     for w in d["warnings"]:
         lines.append(f"CHECK     {w}")
     lines.append("")

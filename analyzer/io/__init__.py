@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import shlex
 
 from spigap.errors import InputError, UsageError
 from spigap.io.base import (CaptureInfo, CaptureReader, EdgeBlock, ReaderOptions, ReaderSpec, check_stream,
@@ -160,7 +161,7 @@ def _open(path, input_format, opts: ReaderOptions) -> CaptureReader:
         if is_saleae_dir(path):
             return READERS["saleae"].open(path, opts)
         raise InputError("is a directory, not a capture (no Saleae digital_N.bin/analog_N.bin inside)",
-                         path=path)
+                         path=path, hint=f"for every capture in it: spigap batch {shlex.quote(str(path))}")
     try:
         with open(path, "rb") as f:
             head = f.read(4096)

@@ -2,7 +2,7 @@
 
 Format facts (DSView's ``storesession.cpp`` writes it, libsigrok4DSL's
 ``session_driver.c`` reads it; the shipped demo ``demo_spi.dsl`` is the
-reference, see ../shared/captures-real/README.md): a zip with
+reference, see captures/real/README.md): a zip with
 
 - ``header``: INI, ``[version] version = 2`` (3 from DSView 1.2 on, same
   logic layout), ``[header]`` with ``samplerate = 40 MHz``, ``total samples``,

@@ -1,7 +1,7 @@
 """Oscilloscope CSV (analog): a time column plus voltage columns -> logic via threshold.
 
 Layouts recognized from the header (all optional, any order), with the facts
-from the instruments' manuals (shared/docs/landscape.md §5):
+from the instruments' manuals (docs/formats.md, "Oscilloscope CSV"):
 
 * PicoScope 6: ``Time,Channel A,...`` then a units row ``(us),(V),...`` (times
   in the unit of the units row; ``∞``/``-∞`` for over-range) and a blank line.

@@ -1,6 +1,6 @@
 """sigrok session files (.sr, "srzip"), read the way libsigrok 0.5 reads them.
 
-Format facts (docs in ../shared/docs/sigrok-notes.md §6): a zip with
+Format facts (docs/formats.md, "sigrok .sr"): a zip with
 ``version`` ("1" or "2"), ``metadata`` (GKeyFile INI, section ``device 1``),
 logic data in ``<capturefile>`` or ``<capturefile>-1..N`` (raw little-endian
 samples, ``unitsize`` bytes each, probe N = bit N-1), analog data in

@@ -7,6 +7,7 @@ import io
 
 from spigap.core.analysis import Analysis
 from spigap.output.jsonout import transfer_rows
+from spigap.units import round_time
 
 COLUMNS = ["index", "start_s", "end_s", "partial", "bits", "words", "mosi_hex", "miso_hex",
            "cs_setup_s", "cs_hold_s", "inter_byte_max_s", "inter_byte_s", "inter_transfer_s",
@@ -20,23 +21,24 @@ def _hex(words, wordsize):
     return " ".join(f"{v:0{width}X}" for v in words)
 
 
-def _num(x):
-    return "" if x is None else repr(x)
+def _num(x, res=None):
+    """A time in seconds, rounded to the capture's resolution (units.round_time)."""
+    return "" if x is None else repr(round_time(float(x), res))
 
 
 def header(a) -> list[str]:
     return COLUMNS + (["device"] if a.labels is not None else [])
 
 
-def row(r: dict, wordsize: int, labelled: bool) -> list:
-    """The CSV row of one transfer row (jsonout.transfer_rows)."""
-    return ([r["index"], _num(r["start_s"]), _num(r["end_s"]), int(r["partial"]), r["bits"],
+def row(r: dict, wordsize: int, labelled: bool, res: float | None = None) -> list:
+    """The CSV row of one transfer row (jsonout.transfer_rows); times rounded to ``res``."""
+    return ([r["index"], _num(r["start_s"], res), _num(r["end_s"], res), int(r["partial"]), r["bits"],
              len(r["mosi"] if r["mosi"] is not None else r["miso"] or []),
-             _hex(r["mosi"], wordsize), _hex(r["miso"], wordsize), _num(r["cs_setup_s"]),
-             _num(r["cs_hold_s"]), _num(max(r["inter_byte_s"]) if r["inter_byte_s"] else None),
-             ";".join(repr(g) for g in r["inter_byte_s"]),
-             ";".join(repr(g) for g in r["inter_transfer_s"]),
-             _num(r["gap_before_s"]), r["gap_before_kind"] or "", r["message"]]
+             _hex(r["mosi"], wordsize), _hex(r["miso"], wordsize), _num(r["cs_setup_s"], res),
+             _num(r["cs_hold_s"], res), _num(max(r["inter_byte_s"]) if r["inter_byte_s"] else None, res),
+             ";".join(_num(g, res) for g in r["inter_byte_s"]),
+             ";".join(_num(g, res) for g in r["inter_transfer_s"]),
+             _num(r["gap_before_s"], res), r["gap_before_kind"] or "", r["message"]]
             + ([r["device"]] if labelled else []))
 
 
@@ -45,5 +47,5 @@ def render(a: Analysis) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header(a))
     for r in transfer_rows(a):
-        w.writerow(row(r, a.cfg.wordsize, a.labels is not None))
+        w.writerow(row(r, a.cfg.wordsize, a.labels is not None, a.tick_s))
     return buf.getvalue()

@@ -50,7 +50,8 @@ class Output:
                 self._csv = csv.writer(self.out, lineterminator="\n")
                 self._csv.writerow(csvout.header(a))
             ws, labelled = a.cfg.wordsize, a.labels is not None
-            self._csv.writerows(csvout.row(r, ws, labelled) for r in rows)
+            res = getattr(a, "tick_s", None)          # times rounded to the capture's resolution
+            self._csv.writerows(csvout.row(r, ws, labelled, res) for r in rows)
         elif self.fmt == "jsonl":
             self.out.write("".join(json.dumps({"record": "transfer", **r}) + "\n" for r in json_rows(a, rows)))
         elif self.fmt == "json":

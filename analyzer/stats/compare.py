@@ -58,14 +58,14 @@ LABELS = {
     # context switch is not known; short enough for the text tables' label columns
     "class_a": "cs_chg|ctx A (short)", "class_b": "cs_chg|ctx B (long)",
 }
-# Where a change of each part of the period usually comes from (docs/gaps.md, domain-reference §7).
+# Where a change of each part of the period usually comes from (docs/gaps.md, docs/linux-spi-timing.md §7).
 HINTS = {
     "cs_setup": "GPIO chip-select path and transfer set-up (spi_set_cs/gpiod_set_value; gpiolib "
-                "SRCU locking since v6.9, domain-reference §2.3; transfer_one() FIFO fill)",
+                "SRCU locking since v6.9, docs/linux-spi-timing.md §2.3; transfer_one() FIFO fill)",
     "cs_hold": "end-of-transfer detection (poll / IRQ + wake-up / DMA callback) and the GPIO "
                "chip-select write",
     "cs_setup+cs_hold": "the GPIO chip-select path (spi_set_cs → gpiod_set_value: gpiolib SRCU "
-                        "locking since v6.9, domain-reference §2.3) and transfer set-up / completion",
+                        "locking since v6.9, docs/linux-spi-timing.md §2.3) and transfer set-up / completion",
     "clocking": "SCLK frequency or bits per transfer",
     "inter_byte": "the controller between words (idle clocks, FIFO refills, DMA vs PIO)",
     "inter_transfer": "per-transfer software cost inside one CS window (transfer boundaries, "

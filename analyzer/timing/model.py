@@ -137,7 +137,7 @@ class TimingModel:
 # ---------------------------------------------------------------- delay semantics
 @dataclasses.dataclass(frozen=True)
 class DelaySemantics:
-    """How spi.c executes a requested delay (domain-reference §1.5)."""
+    """How spi.c executes a requested delay (docs/linux-spi-timing.md §1.5)."""
 
     requested_s: float
     primitive: str          # "none", "ndelay", "udelay", "usleep_range", "msleep"

@@ -9,7 +9,7 @@ dataclass per table) and turns a file into a ``Profile`` or ``Device``.
 
 Every number in a profile cites where it comes from (``source``) and says
 whether it is our assumption (``assumed = true``); device limits that
-domain-reference.md lists as UNVERIFIED carry ``unverified = true``.
+docs/linux-spi-timing.md lists as UNVERIFIED carry ``unverified = true``.
 Loading validates everything (unknown keys too, to catch typos) and raises
 ``ProfileError`` with one line naming the file and the key.
 """

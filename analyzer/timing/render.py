@@ -1,4 +1,4 @@
-"""Rendering of timing-model tables and check results: text, JUnit XML.
+"""Rendering of timing-model tables and check results: text, JUnit XML, KTAP.
 
 (JSON is ``CheckResult.to_dict`` / ``check.results_to_dict``.)
 """
@@ -191,6 +191,79 @@ def check_junit(results: list[CheckResult], *, strict: bool = False, allow_empty
     root.set("errors", "0")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+# ------------------------------------------------------------------ check: KTAP
+# KTAP (Documentation/dev-tools/ktap.rst, version 1): the kernel's test output,
+# read by KernelCI, LAVA and kselftest runners. Plain ASCII so that any console
+# log keeps it intact; '#' ends a description, so it is escaped like control
+# characters.
+_ASCII = {"µ": "u", "−": "-", "–": "-", "±": "+/-", "≥": ">=", "≤": "<=", "…": "...", "×": "x",
+          "→": "->", "’": "'", "‘": "'", "“": '"', "”": '"', "°": " deg"}
+
+
+def ktap_text(text: str, *, description: bool = False) -> str:
+    """``text`` as one line of printable ASCII: common symbols spelt out, control
+    characters and other non-ASCII as ``\\xNN``/``\\uNNNN``; in a description also '#'."""
+    out = []
+    for ch in str(text):
+        if ch in _ASCII:
+            out.append(_ASCII[ch])
+        elif ch == "#" and description:
+            out.append("\\x23")
+        elif " " <= ch <= "~":
+            out.append(ch)
+        elif ord(ch) < 0x100:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
+    return "".join(out)
+
+
+def check_ktap(results: list[CheckResult], *, strict: bool = False, allow_empty: bool = False) -> str:
+    """KTAP version 1: one test per capture, one subtest per check.
+
+    PASS -> ``ok``; FAIL -> ``not ok``; SKIP -> ``ok N id # SKIP reason``;
+    MARGINAL -> ``ok`` (``not ok`` with ``strict``); a NO DATA capture gets a
+    subtest ``data``, ``not ok`` with the reason (``# SKIP`` with ``allow_empty``).
+    Diagnostic lines before each result give the measured figure, the bounds,
+    the delta and the resolution; a capture fails when one of its checks does.
+    """
+    out = ["KTAP version 1", f"1..{len(results)}"]
+    for n, res in enumerate(results, 1):
+        against = " + ".join(x for x in (res.profile.name if res.profile else None,
+                                         res.device.spec if res.device else None) if x)
+        sub: list[str] = []
+        k = 0
+        if res.no_data:
+            k += 1
+            sub.append(f"# data: NO DATA: {ktap_text(res.no_data)}")
+            sub.append(f"ok {k} data # SKIP NO DATA (allowed)" if allow_empty else f"not ok {k} data")
+        for it in res.items:
+            k += 1
+            name = ktap_text(it.id, description=True)
+            if it.verdict == SKIP:
+                sub.append(f"ok {k} {name} # SKIP {ktap_text(it.reason)}")
+                continue
+            if it.measured is not None:
+                sub.append(ktap_text(
+                    f"# {it.id}: {it.verdict}: {it.statistic} measured {fmt_value(it.measured, it.unit)}, limit "
+                    f"{fmt_bounds(it.low, it.high, it.unit, it.rule)}, delta {fmt_value(it.delta, it.unit, True)} "
+                    f"(±{fmt_value(it.resolution, it.unit)})"))
+            if it.verdict != PASS:
+                sub.append("# " + ktap_text(f"{it.id}: {it.reason}"))
+                v = it.violations
+                if v and v.get("first_s"):
+                    sub.append("# " + ktap_text(f"{it.id}: first at " + ", ".join(fmt_time(t) for t in v["first_s"])))
+            bad = it.verdict == FAIL or (strict and it.verdict == MARGINAL)
+            sub.append(f"{'not ok' if bad else 'ok'} {k} {name}")
+        out += ["  KTAP version 1", f"  1..{k}"] + ["  " + line for line in sub]
+        c = res.counts()
+        out.append(ktap_text(f"# {res.capture}: {res.verdict} ({c[PASS]} pass, {c[MARGINAL]} marginal, "
+                             f"{c[FAIL]} fail, {c[SKIP]} skipped)"))
+        out.append(f"{'not ok' if res.failed(strict, allow_empty) else 'ok'} {n} "
+                   f"{ktap_text(res.capture, description=True)} [{ktap_text(against, description=True)}]")
+    return "\n".join(out) + "\n"
 
 
 # ------------------------------------------------------------------ model table

@@ -12,7 +12,7 @@
 No sigrokdecode import: the sigrok decoder (pd.py) and the spigap analyzer
 (``label_transfer``, loaded by file path) share this one implementation.
 
-Serial interface (datasheet Rev. C p. 28; domain-reference §5.3): each result
+Serial interface (datasheet Rev. C p. 28; docs/linux-spi-timing.md §5.3): each result
 is a 16-bit two's-complement code, MSB first, V = code × range / 32768 with
 range 10 or 5 (V). With two DOUT lines DOUTA carries the first half of the
 channels and DOUTB the second half in parallel (16 × channels / 2 SCLKs);

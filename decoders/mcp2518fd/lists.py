@@ -11,7 +11,7 @@
 MCP2517FD / MCP2518FD / MCP251863 tables: instructions, the register map,
 the register fields, message object sizes. Plain data, no code (as
 libsigrokdecode's spiflash/lists.py); mcp251xfd.py interprets them.
-Sources: spigap's domain-reference §6 (Linux mcp251xfd driver header and the
+Sources: spigap's docs/linux-spi-timing.md §6 (Linux mcp251xfd driver header and the
 datasheet register map).
 '''
 

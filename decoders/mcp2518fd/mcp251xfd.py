@@ -13,10 +13,12 @@ MCP2517FD / MCP2518FD / MCP251863 SPI protocol: what one CS window does.
 Plain Python (no sigrokdecode import): the sigrok decoder (pd.py) and
 spigap's analyzer use the same code. Its siblings, imported relatively as in
 any libsigrokdecode decoder (the analyzer loads this module inside a bare
-package over this directory, spigap.sigrok.paths.load_decoder_module):
+package over this directory, spigap.resources.load_decoder_module):
   lists.py    the tables: instructions, register map, fields, object sizes.
   crc.py      crc16(data): CRC-16/CMS as the chip computes it.
   objects.py  decode_object(): one CAN message object from its RAM bytes.
+Sources of the facts: spigap's docs/linux-spi-timing.md §6 (Linux mcp251xfd
+driver header and datasheet register map).
 
 Main entry points:
   State()                          what the decoder learns across CS windows

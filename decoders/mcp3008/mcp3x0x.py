@@ -13,7 +13,7 @@ No sigrokdecode import: the sigrok decoder (pd.py) and the spigap analyzer
 (``label_transfer``, loaded by file path) share this one implementation.
 
 A frame, counted in SCLK clocks of one CS-active window (datasheet DS21295,
-section 5; docs in domain-reference §4.1):
+section 5; docs in docs/linux-spi-timing.md §4.1):
 
     clock   s        s+1       s+2..s+4   s+5       s+6    s+7 ...         then
     MOSI    start=1  SGL/DIFF  D2 D1 D0   -         -      -               -

@@ -6,7 +6,7 @@ Each conversion: CONVST rises, BUSY rises ``t1`` later and stays high for
 ``cs_delay`` after BUSY rises, and the read returns the previous conversion's
 results). Results are 16-bit two's complement, MSB first, on DOUTA alone
 (V1..Vn), on DOUTA+DOUTB (first/second half in parallel) or on DOUTB alone
-(second half first) — domain-reference §5.3. SCLK shape (mode, rate, byte
+(second half first) — docs/linux-spi-timing.md §5.3. SCLK shape (mode, rate, byte
 gaps, CS setup/hold) comes from the scenario; use ``mode = 2`` for the AD7606
 default (SCLK idles high, data out on the rising edge).
 

@@ -1,6 +1,6 @@
 """MCP2518FD traffic of the Linux mcp251xfd driver, with known content.
 
-A model of what the driver puts on the bus (domain-reference §6.4-§6.6) and
+A model of what the driver puts on the bus (docs/linux-spi-timing.md §6.4-§6.6) and
 what the chip answers on MISO: status reads (READ_CRC C1INT, 72 bit, or
 C1INT + C1RXIF, 104 bit), FIFO status reads (READ_CRC C1FIFOSTAm, 72 bit),
 bulk RX object reads (READ_CRC, 200 bit for one classic frame), UINC writes
@@ -337,7 +337,7 @@ class Driver:
         n = 8 if full else int(r.integers(0, 8))
         return CanFrame(can_id, ext, [int(x) for x in r.integers(0, 256, n)])
 
-    # -- receive path (domain-reference §6.4)
+    # -- receive path (docs/linux-spi-timing.md §6.4)
     def receive(self, frames: list[CanFrame], ring: int = 0, bad: AbstractSet = frozenset()) -> None:
         fifo, base, depth, tail = self.rx[ring]
         k = len(frames)
@@ -390,7 +390,7 @@ class Driver:
         self.out.append(self.status(0, 0))
         self.rx[ring][3] = head
 
-    # -- transmit path (domain-reference §6.5)
+    # -- transmit path (docs/linux-spi-timing.md §6.5)
     def send(self, frame: CanFrame) -> None:
         idx = self.tx_head % self.tx_num
         addr = self.tx_base + idx * self.tx_size

@@ -1,7 +1,7 @@
 """MCP3004/3008/3204/3208 traffic with known conversion results.
 
 Every CS window carries one conversion request in one of the common byte
-patterns (domain-reference §4.2), and MISO is what the ADC would shift out
+patterns (docs/linux-spi-timing.md §4.2), and MISO is what the ADC would shift out
 for it: a bit-level model of the device (hi-Z until the null bit, result MSB
 first, then the LSB-first repeat from B1, then zeros). This model is written
 independently of the sigrok decoder, so the two can check each other.
@@ -48,7 +48,7 @@ PATTERNS = ("start-alone", "linux", "mcp3208", "mcp320x")
 
 
 def command_bytes(pattern: str, ch: int, sgl: bool) -> list[int]:
-    """The host's MOSI bytes for one conversion (domain-reference §4.2)."""
+    """The host's MOSI bytes for one conversion (docs/linux-spi-timing.md §4.2)."""
     s = 1 if sgl else 0
     if pattern == "start-alone":
         return [0x01, ((s << 3) | ch) << 4, 0x00]

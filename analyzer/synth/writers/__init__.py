@@ -83,10 +83,10 @@ def changes(tracks: Sequence[Track], n_samples: int):
         prev = np.concatenate([[level0], lv[:-1]]).astype(np.uint8)
         real = lv != prev
         parts_s.append(s[real])
-        parts_c.append(np.full(int(real.sum()), j, np.int64))
+        parts_c.append(np.full(int(real.sum()), j, np.int16))     # track index: 2 bytes a change, not 8
         parts_l.append(lv[real])
     s = np.concatenate(parts_s) if parts_s else np.empty(0, np.int64)
-    c = np.concatenate(parts_c) if parts_c else np.empty(0, np.int64)
+    c = np.concatenate(parts_c) if parts_c else np.empty(0, np.int16)
     lv = np.concatenate(parts_l) if parts_l else np.empty(0, np.uint8)
     order = np.lexsort((c, s))
     return s[order], c[order], lv[order], init

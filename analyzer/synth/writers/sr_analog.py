@@ -1,6 +1,6 @@
 """Write a sigrok .sr with analog channels (``analog-1-<A>-<n>`` float32), optionally mixed with logic.
 
-Layout as libsigrok's srzip output writes it (shared/docs/sigrok-notes.md §6):
+Layout as libsigrok's srzip output writes it (docs/formats.md, "sigrok .sr"):
 analog channel k gets index A = total probes + k (1-based), metadata
 ``analog<A>=<name>``, chunks ``analog-1-<A>-1..N`` of little-endian float32.
 """

@@ -10,6 +10,8 @@ from spigap.synth.srwriter import Track
 from spigap.units import TIME_UNITS
 from spigap.synth.writers import changes
 
+_SLICE = 1 << 18          # value changes formatted at a time (bounded memory on long captures)
+
 # VCD's timescale units, coarsest first (µs is spelled us in VCD)
 _UNITS = [(u, s) for u, s in TIME_UNITS.items() if u != "µs"]
 
@@ -67,12 +69,17 @@ def write_vcd(path, tracks: Sequence[Track], samplerate: float, n_samples: int, 
                 tt = np.unique(t)
                 stamps = np.char.mod("#%d\n", tt)
                 body = np.char.add(stamps, lines)
+                f.write("\n".join(body.tolist()))
+                f.write("\n")
             else:
-                vals = np.char.add(lv.astype("U1"), np.array(ids, dtype="U8")[ch])
-                stamps = np.where(new_time, np.char.mod("#%d\n", t), "")
-                body = np.char.add(stamps, vals)
-            f.write("\n".join(body.tolist()))
-            f.write("\n")
+                # in slices: numpy's fixed-width strings of a few million changes take GBs
+                id_arr = np.array(ids, dtype="U8")
+                for a in range(0, len(t), _SLICE):
+                    b = min(len(t), a + _SLICE)
+                    vals = np.char.add(lv[a:b].astype("U1"), id_arr[ch[a:b]])
+                    stamps = np.where(new_time[a:b], np.char.mod("#%d\n", t[a:b]), "")
+                    f.write("\n".join(np.char.add(stamps, vals).tolist()))
+                    f.write("\n")
         if len(t) == 0 or t_end > t[-1]:
             f.write(f"#{t_end}" + ("\n" if final_newline else ""))
 
