@@ -13,6 +13,8 @@ import os
 import re
 
 from spigap.batch.worker import ERROR, OK, TRUNCATED
+from spigap.errors import printable
+from spigap.outfile import csv_cell
 from spigap.units import fmt_freq, fmt_rate, fmt_time
 
 GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
@@ -108,7 +110,7 @@ def _csv_cell(v):
         return ""
     if isinstance(v, float):      # numpy floats too: plain repr, full precision
         return repr(float(v))
-    return v
+    return csv_cell(v)            # paths, labels, errors: never a spreadsheet formula
 
 
 def render_csv(results) -> str:
@@ -116,7 +118,7 @@ def render_csv(results) -> str:
     labels = cols[1:len(cols) - len(FIXED_COLUMNS)]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(cols)
+    w.writerow([csv_cell(c) for c in cols])
     for r in results:
         row = flatten(r, labels)
         w.writerow([_csv_cell(row[c]) for c in cols])
@@ -201,9 +203,10 @@ def common_dir(paths) -> str:
 def render_text(results) -> str:
     lines = []
     base = common_dir([r["path"] for r in results])
-    names = [os.path.relpath(r["path"], base) if base else os.path.normpath(r["path"]) for r in results]
+    names = [printable(os.path.relpath(r["path"], base) if base else os.path.normpath(r["path"]))
+             for r in results]
     if base:
-        lines.append(f"captures in {base}{os.sep}")
+        lines.append(f"captures in {printable(base)}{os.sep}")
     w = max([len("capture"), *map(len, names)])
     head = f"{'capture':<{w}}  {'status':<9}" + "".join(f" {h:>10}" for h, _ in TEXT_COLUMNS)
     lines.append(head)
@@ -216,7 +219,7 @@ def render_text(results) -> str:
     if problems:
         lines.append("")
         for name, r in problems:
-            lines.append(f"{r['status']}: {r['error']}")
+            lines.append(f"{r['status']}: {printable(str(r['error']))}")
     lines.append("")
     lines.append(summary_line(results))
     return "\n".join(lines) + "\n"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 from spigap.cli.common import (
@@ -57,7 +56,9 @@ def run(args) -> int:
     from spigap.output.rows import Output
 
     transfers = args.transfers or bool(args.device)
-    with _output(args.output) as out:
+    from spigap.outfile import open_output
+
+    with open_output(args.output) as out:
         o = Output(args.format, out, transfers=transfers)
         if args.device or args.event:
             # both need every transfer's figures (labels per transfer, latencies to each start)
@@ -87,41 +88,3 @@ def _analyze_bounded(args, rows):
 
     with open_capture(args.capture, **reader_options(args)) as reader:
         return bounded.run(reader, config_from_args(args), rows=rows)
-
-
-@contextlib.contextmanager
-def _output(path: str | None):
-    """stdout, or a file that appears whole at the end (outfile.py)."""
-    if path in (None, "-"):
-        yield sys.stdout
-        sys.stdout.flush()
-        return
-    from spigap.outfile import open_atomic
-
-    try:
-        stream = open_atomic(path)
-        f = stream.__enter__()
-    except OSError as e:
-        raise UsageError(f"cannot write: {e.strerror or e}", path=path) from None
-    try:
-        yield _Writer(f, path)
-    except BaseException:
-        stream.__exit__(*sys.exc_info())
-        raise
-    try:
-        stream.__exit__(None, None, None)
-    except OSError as e:
-        raise UsageError(f"cannot write: {e.strerror or e}", path=path) from None
-
-
-class _Writer:
-    """A file whose write errors (a full disk) are the user's one-line error, not a traceback."""
-
-    def __init__(self, f, path: str):
-        self.f, self.path = f, path
-
-    def write(self, text: str) -> int:
-        try:
-            return self.f.write(text)
-        except OSError as e:
-            raise UsageError(f"cannot write: {e.strerror or e}", path=self.path) from None

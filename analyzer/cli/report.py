@@ -19,6 +19,7 @@ from spigap.cli.common import (
     reader_options,
     settings_from_args,
     stall_rule_from_args,
+    write_output,
 )
 from spigap.errors import UsageError
 
@@ -119,14 +120,10 @@ def run(args) -> int:
         cmp = compare([caps[str(p)] for p in args.before], [caps[str(p)] for p in args.after],
                       settings_from_args(args))
         rep.add_comparison(cmp)
-    try:
-        if args.output:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(rep.html())
-        if args.png:
-            rep.write_pngs(args.png)
-    except OSError as e:
-        raise UsageError(f"cannot write the report: {e.strerror}", path=e.filename) from None
+    if args.output:
+        write_output(rep.html(), args.output)      # whole or not at all (outfile.py)
+    if args.png:
+        rep.write_pngs(args.png)
     where = " and ".join(x for x in (args.output, f"{len(rep.images)} PNGs in {args.png}" if args.png else None) if x)
     print(f"wrote {where}: {len(paths)} capture(s), {len(rep.images)} plots", file=sys.stderr)
     broken = [c for c in caps.values() if c.analysis.truncated]

@@ -7,6 +7,7 @@ import io
 
 from spigap.core.analysis import Analysis
 from spigap.output.jsonout import transfer_rows
+from spigap.outfile import csv_cell
 
 COLUMNS = ["index", "start_s", "end_s", "partial", "bits", "words", "mosi_hex", "miso_hex",
            "cs_setup_s", "cs_hold_s", "inter_byte_max_s", "inter_byte_s", "inter_transfer_s",
@@ -24,6 +25,9 @@ def _num(x):
     return "" if x is None else repr(x)
 
 
+# Only the device column holds text (labels decoded from the capture's data); the others
+# are numbers, hex words and spigap's own gap-kind words: they pass csv_cell as they are,
+# and the per-transfer rows are the hot path.
 def header(a) -> list[str]:
     return COLUMNS + (["device"] if a.labels is not None else [])
 
@@ -37,7 +41,7 @@ def row(r: dict, wordsize: int, labelled: bool) -> list:
              ";".join(repr(g) for g in r["inter_byte_s"]),
              ";".join(repr(g) for g in r["inter_transfer_s"]),
              _num(r["gap_before_s"]), r["gap_before_kind"] or "", r["message"]]
-            + ([r["device"]] if labelled else []))
+            + ([csv_cell(r["device"])] if labelled else []))
 
 
 def render(a: Analysis) -> str:
