@@ -80,13 +80,17 @@ def main(argv=None) -> int:
     from spigap.errors import printable
 
     try:
-        with outfile.std_streams():      # control characters escaped; write errors one line
+        # control characters escaped, write errors one line; SIGTERM/SIGHUP unwind like Ctrl-C
+        with outfile.std_streams(), runtime.stop_on_signals():
             return int(args.func(args) or 0)
     except SpigapError as e:
         if args.debug:
             raise
         _say(f"spigap: error: {printable(str(e))}")
         return 2
+    except runtime.Stopped as e:
+        _say(f"spigap: stopped by {e.name}")
+        return 128 + e.signum
     except KeyboardInterrupt:
         _say("spigap: interrupted")
         return 130
