@@ -81,7 +81,7 @@ def main(argv=None) -> int:
 
     try:
         # control characters escaped, write errors one line; SIGTERM/SIGHUP unwind like Ctrl-C
-        with outfile.std_streams(), runtime.stop_on_signals():
+        with outfile.std_streams(), runtime.stop_on_signals(), runtime.one_line_warnings():
             return int(args.func(args) or 0)
     except SpigapError as e:
         if args.debug:

@@ -21,7 +21,7 @@ from spigap.cli.common import (
     stall_rule_from_args,
     write_output,
 )
-from spigap.errors import UsageError
+from spigap.errors import UsageError, printable
 
 ORDER = 50
 
@@ -126,6 +126,9 @@ def run(args) -> int:
         rep.write_pngs(args.png)
     where = " and ".join(x for x in (args.output, f"{len(rep.images)} PNGs in {args.png}" if args.png else None) if x)
     print(f"wrote {where}: {len(paths)} capture(s), {len(rep.images)} plots", file=sys.stderr)
+    if rep.missing_glyphs:
+        print(f"spigap: warning: the plots' font has no glyph for {printable(' '.join(sorted(rep.missing_glyphs)))} "
+              "(drawn as boxes in the plots; the HTML text shows them)", file=sys.stderr)
     broken = [c for c in caps.values() if c.analysis.truncated]
     for c in broken:
         print(f"spigap: error: {c.analysis.truncated}", file=sys.stderr)

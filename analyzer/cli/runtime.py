@@ -25,6 +25,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 
 MMAP_THRESHOLD = 64 << 20      # blocks below this come from the heap, and are reused
@@ -88,3 +89,24 @@ def stop_on_signals() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """A library's warning that nothing caught earlier (numpy, scipy, matplotlib) becomes
+    one line, 'spigap: warning: ...', instead of Python's two (message, source line)."""
+    from spigap.errors import printable
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        where = filename.replace(os.sep, "/")
+        origin = where.split("/site-packages/")[1].split("/")[0] if "/site-packages/" in where else \
+            os.path.basename(where)
+        try:
+            print(f"spigap: warning: {printable(str(message))} ({category.__name__} in {origin})",
+                  file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield

@@ -268,7 +268,14 @@ def infer_tick(times: np.ndarray, decimals: int) -> float:
     fine = 10.0 ** -decimals
     if len(times) < 16:
         return fine
-    ints = np.rint((times - times[0]) / fine).astype(np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        steps = np.rint((times - times[0]) / fine)
+    in_range = np.abs(steps) < 2.0 ** 62
+    if not in_range.all():           # a time like 1e300: the rows before it (the reader reports that row)
+        steps = steps[:int(np.argmin(in_range))]
+        if len(steps) < 16:
+            return fine
+    ints = steps.astype(np.int64)
     d = np.diff(np.unique(ints))
     d = d[d > 0]
     if len(d) < 8:

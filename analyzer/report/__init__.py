@@ -111,13 +111,14 @@ class Report:
         self.stall_limit = stall_limit
         self.sections: list[tuple[str, str, str]] = []      # (id, title, html)
         self.images: list[tuple[str, bytes]] = []           # (file name, png)
+        self.missing_glyphs: set[str] = set()              # characters the plot font cannot draw
         self._n = 0
 
     # ------------------------------------------------------------ images
     def _img(self, fig, name: str, alt: str) -> str:
         from spigap.report.plots import png
 
-        data = png(fig)
+        data = png(fig, missing=self.missing_glyphs)
         self.images.append((name, data))
         b64 = base64.b64encode(data).decode("ascii")
         return f'<img alt="{_e(alt)}" title="{_e(name)}" src="data:image/png;base64,{b64}">'
