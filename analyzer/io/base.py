@@ -214,6 +214,14 @@ def check_stream(blocks: Iterable[EdgeBlock], n_channels: int, *, path: str = "?
     assert last is not None, f"{path}: an edge stream without its tick-0 entry"
 
 
+# About how many edges a reader hands downstream in one block at the most. A block's
+# figures downstream take some hundred bytes per edge (framing, words, gaps), so a piece
+# in which nearly every sample changes (noise, hostile input: megabytes of samples,
+# millions of edges) would make a peak near a gigabyte; io/raw.py scans its input in
+# pieces sized to stay near this many changes.
+MAX_BLOCK_EDGES = 1 << 18
+
+
 def edges_from_rows(ticks: np.ndarray, states: np.ndarray, state: int, started: bool):
     """Timestamped rows -> the edge stream, for readers of row-based formats (CSV).
 
