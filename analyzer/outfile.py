@@ -228,8 +228,17 @@ class _Checked:
             self.write(line)
 
     def flush(self) -> None:
+        self._call(self._f.flush)
+
+    def seek(self, *args):               # zipfile seeks back to patch its headers (and flushes)
+        return self._call(self._f.seek, *args)
+
+    def tell(self):
+        return self._call(self._f.tell)
+
+    def _call(self, fn, *args):
         try:
-            self._f.flush()
+            return fn(*args)
         except BrokenPipeError:
             raise
         except OSError as e:

@@ -111,6 +111,7 @@ def test_output_to_device_nodes_writes_in_place(tmp_path, cap):
     one_error_line(p, "full", "No space left on device")
     p = run(["analyze", cap, "-o", null])
     assert p.returncode == 0, p.stderr
+    one_error_line(run(["synth", "--set", "messages=3", "-o", full]), "full", "No space left on device")
     for node in (full, null):                  # still the device nodes, not files
         assert stat.S_ISCHR(os.stat(node).st_mode)
     assert no_temp_files(tmp_path)
