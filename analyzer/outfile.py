@@ -292,9 +292,9 @@ def std_streams() -> Iterator[None]:
     error at exit)."""
     old_out, old_err = sys.stdout, sys.stderr
     if old_out is not None:
-        sys.stdout = _StdStream(old_out, "standard output", one_line=False)   # type: ignore[assignment]
+        sys.stdout = _StdStream(old_out, "standard output", one_line=False)
     if old_err is not None:
-        sys.stderr = _StdStream(old_err, "standard error", one_line=True)     # type: ignore[assignment]
+        sys.stderr = _StdStream(old_err, "standard error", one_line=True)
     try:
         yield
         if old_out is not None:

@@ -227,7 +227,7 @@ def _open_stream(raw, name: str, input_format: str | None, opts, *, owned: bool,
                 return VcdReader(name, samplerate=opts.samplerate, stream=src)
         if head.startswith(b"PK\x03\x04") or (kind and input_format is None and
                                                os.path.splitext(name)[1].lower() in (".sr", ".dsl")):
-            raise InputError(f"a sigrok .sr file cannot be read from {where} (it is a zip archive, read by seeking)",
+            raise InputError(f"a sigrok .sr file cannot be read from {where} (it is a zip archive): it is read by seeking",
                              path=name, hint="give the path of a regular file, or convert on the fly: "
                                              "sigrok-cli -i X.sr -O vcd | spigap analyze -")
         if input_format is None:
