@@ -239,6 +239,13 @@ def test_sr_fifo_with_a_writer_is_one_line(tmp_path, cap):
     one_error_line(run(["analyze", fifo], timeout=60), "f.sr", "zip archive")
 
 
+def test_saleae_export_with_a_fifo_is_one_line(tmp_path):
+    d = tmp_path / "export"
+    d.mkdir()
+    os.mkfifo(d / "digital_0.bin")           # nobody writes it: opening it would wait forever
+    one_error_line(run(["analyze", d], timeout=60), "digital_0.bin", "not a regular file")
+
+
 def test_vcd_fifo_is_streamed_and_a_missing_writer_is_said(tmp_path, cap):
     ref = run(["analyze", CAPTURES / "trace-demo.sr", "--format", "json"]).stdout
     src = tmp_path / "x.vcd"
