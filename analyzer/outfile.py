@@ -33,6 +33,7 @@ import contextlib
 import errno
 import io
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -72,11 +73,28 @@ def _resolve(path: str) -> tuple[str, os.stat_result | None]:
     return real, st
 
 
+_FD_PATH = re.compile(r"^/(?:dev/(stdout|stderr)|dev/fd/(\d+)|proc/self/fd/(\d+))$")
+
+
+def _fd_of(path: str) -> int | None:
+    """The descriptor ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or ``/proc/self/fd/N``
+    names: written as it is (a pipe, a terminal, a file the shell opened, with its offset
+    and its append mode), never resolved and replaced."""
+    m = _FD_PATH.match(path)
+    if m is None:
+        return None
+    if m.group(1):
+        return 1 if m.group(1) == "stdout" else 2
+    return int(m.group(2) or m.group(3))
+
+
 def check_target(path: str | None) -> None:
     """Fail before the work when ``path`` names a place that cannot be written."""
     if path in (None, STDOUT):
         return
     assert path is not None
+    if _fd_of(path) is not None:
+        return
     real, st = _resolve(path)
     if st is not None:
         why = _describe(st.st_mode)
@@ -110,13 +128,18 @@ def open_output(path: str | None, *, binary: bool = False, escape: bool = True) 
         out.flush()
         return
     assert path is not None
+    fd = _fd_of(path)
+    if fd is not None:
+        with _open_descriptor(fd, path, binary, escape) as f:
+            yield f
+        return
     real, st = _resolve(path)
     if st is not None:
         why = _describe(st.st_mode)
         if why is not None:
             raise OutputError(why, path=path)
     if st is not None and not stat.S_ISREG(st.st_mode):
-        with _open_stream(real, path, binary, escape) as f:
+        with _open_stream(path, path, binary, escape) as f:     # the path itself: written in place
             yield f
         return
     with _open_replacing(real, path, st, binary, escape) as f:
@@ -203,6 +226,25 @@ def _open_stream(real: str, shown: str, binary: bool, escape: bool):
             raw.close()
         except OSError:
             pass
+
+
+@contextlib.contextmanager
+def _open_descriptor(fd: int, shown: str, binary: bool, escape: bool):
+    """/dev/stdout and the like: the descriptor itself (a copy of it), written as a stream."""
+    if fd == 1 and sys.stdout is not None:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stdout.flush()           # what was printed before comes first
+    try:
+        raw = os.fdopen(os.dup(fd), "wb")
+    except OSError as e:
+        raise _error(e, shown) from None
+    f = _Checked(_text(raw) if not binary else raw, shown, escape=escape and not binary)
+    try:
+        yield f
+        f.flush()
+    finally:
+        with contextlib.suppress(OSError):
+            raw.close()
 
 
 def _text(raw: IO[bytes]) -> io.TextIOWrapper:

@@ -154,6 +154,20 @@ def test_output_to_a_fifo_without_reader_says_it_waits(tmp_path, cap):
     assert text.startswith("capture")
 
 
+def test_output_to_dev_stdout_writes_the_descriptor(tmp_path, cap):
+    """-o /dev/stdout is the descriptor the shell gave: a pipe, or a file opened to append
+    (resolving the link and renaming over the file would lose the output)."""
+    ref = run(["analyze", cap]).stdout
+    assert run(["analyze", cap, "-o", "/dev/stdout"]).stdout == ref          # a pipe
+    out = tmp_path / "log.txt"
+    out.write_text("first\n")
+    with open(out, "a") as f:
+        p = subprocess.run([*SPIGAP, "analyze", str(cap), "-o", "/dev/stdout"], stdout=f, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert out.read_text() == "first\n" + ref
+
+
 def test_output_through_a_symlink_writes_its_target(tmp_path, cap):
     target = tmp_path / "report.txt"
     target.write_text("old\n")
