@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class SpigapError(Exception):
     """An error the user can fix; the CLI prints it as one line and exits 2."""
@@ -39,3 +41,36 @@ class CaptureTruncated(SpigapError):
                  hint: str | None = None):
         super().__init__(problem, path=path, hint=hint)
         self.at_tick = at_tick
+
+
+class OutputError(SpigapError):
+    """An output cannot be written (a full disk, a read-only place, a device that refuses
+    the bytes); whatever the output replaced is left as it was."""
+
+
+# Characters a terminal acts on instead of showing: C0 and C1 controls, DEL, the
+# Unicode line/paragraph separators and the bidirectional overrides (which reorder
+# what is shown). Text that came from a file (channel names, file names, metadata)
+# passes through printable() before it reaches a terminal or a text file.
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"   # all but \t \n
+_UNSAFE = re.compile(f"[\t\n{_CONTROLS}]")
+_UNSAFE_IN_LINES = re.compile(f"[{_CONTROLS}]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(m: re.Match) -> str:
+    c = m.group()
+    if c in _NAMED:
+        return _NAMED[c]
+    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+
+def printable(text: str, *, lines: bool = False) -> str:
+    """``text`` with every control character written as an escape (``\\x1b``, ``\\n``):
+    one line that cannot move the cursor, retitle a window or clear a screen. The one
+    escaping rule of every text output and error message (HTML and JSON keep their own).
+    ``lines``: tabs and newlines stay (a table, a CSV document)."""
+    pattern = _UNSAFE_IN_LINES if lines else _UNSAFE
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_escape, text)

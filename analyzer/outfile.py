@@ -1,45 +1,405 @@
-"""Write an output file whole or not at all.
+"""The one way spigap writes what it outputs: every command, every file (``-o``,
+``--perfetto``, ``--png``, ``--matrix-csv``, JUnit, reports, synthesized captures).
 
-The text goes to a temporary file beside the target, which is renamed over it
-once complete (``os.replace`` is atomic on one filesystem), so an interrupted
-run (Ctrl-C, a full disk, a killed process) never leaves a half-written report.
+What a target gets (docs/cli.md, "What spigap writes"):
+
+* a regular file, or a name that does not exist yet: the bytes go to a temporary
+  file beside it, which is flushed to the disk (fsync) and renamed over the target
+  only once complete. The target appears whole or not at all: on any failure (a
+  full disk, Ctrl-C, SIGTERM, a bug) the temporary file is removed and the old
+  file is left as it was. An existing file keeps its permissions (and, when run as
+  root, its owner);
+* a symbolic link: resolved, and its target written as above (the link stays);
+* a FIFO or a character device (``/dev/stdout``, a terminal, ``/dev/null``): written
+  in place as a stream, never replaced; a FIFO nobody reads yet is waited for, and
+  spigap says so;
+* a block device, a socket or a directory: refused in one line before any work.
+
+Write errors anywhere (standard output too) become ``OutputError``: one line, exit 2.
+A closed pipe on standard output (``spigap ... | head``) is not an error
+(``BrokenPipeError`` goes up to the CLI, which ends quietly).
+
+``std_streams`` puts standard output and standard error behind the same rules for
+the length of a command, and escapes control characters in everything printed
+(``errors.printable``); ``csv_cell`` is the one rule that keeps a CSV cell from
+becoming a spreadsheet formula.
+
+This is the bottom layer: it imports only spigap.errors and the standard library.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import os
+import re
+import stat
+import sys
 import tempfile
 from collections.abc import Iterator
-from typing import TextIO
+from typing import IO, Any
+
+from spigap.errors import OutputError, printable
+
+STDOUT = "-"
 
 
-def write_text_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` atomically; raises OSError like ``open`` would."""
-    with open_atomic(path) as f:
-        f.write(text)
+# ----------------------------------------------------------------- targets
+def _describe(mode: int) -> str | None:
+    """Why a target of this kind is refused (None: spigap writes it)."""
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if stat.S_ISBLK(mode):
+        return "is a block device: spigap does not write onto disks"
+    if stat.S_ISSOCK(mode):
+        return "is a socket: spigap writes files, FIFOs and character devices"
+    return None
+
+
+def _resolve(path: str) -> tuple[str, os.stat_result | None]:
+    """(the path to write, what is there now or None): a symlink (chain) is resolved
+    to its target, which the write then goes to."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise OutputError("is a symbolic link loop", path=path,
+                              hint="fix the link or give another output name") from None
+        raise OutputError(f"cannot write: {e.strerror or e}", path=path) from None
+    real = os.path.realpath(path) if os.path.islink(path) else path
+    return real, st
+
+
+_FD_PATH = re.compile(r"^/(?:dev/(stdout|stderr)|dev/fd/(\d+)|proc/self/fd/(\d+))$")
+
+
+def _fd_of(path: str) -> int | None:
+    """The descriptor ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or ``/proc/self/fd/N``
+    names: written as it is (a pipe, a terminal, a file the shell opened, with its offset
+    and its append mode), never resolved and replaced."""
+    m = _FD_PATH.match(path)
+    if m is None:
+        return None
+    if m.group(1):
+        return 1 if m.group(1) == "stdout" else 2
+    return int(m.group(2) or m.group(3))
+
+
+def check_target(path: str | None) -> None:
+    """Fail before the work when ``path`` names a place that cannot be written."""
+    if path in (None, STDOUT):
+        return
+    assert path is not None
+    if _fd_of(path) is not None:
+        return
+    real, st = _resolve(path)
+    if st is not None:
+        why = _describe(st.st_mode)
+        if why is not None:
+            hint = "give a file name" if stat.S_ISDIR(st.st_mode) else "give a file name, a FIFO or a terminal"
+            raise OutputError(why, path=path, hint=hint)
+        return
+    d = os.path.dirname(os.path.abspath(real))
+    if not os.path.isdir(d):
+        raise OutputError("the output directory does not exist", path=path,
+                          hint="create it first or give another output name")
+
+
+def _error(e: OSError, path: str) -> OutputError:
+    return OutputError(f"cannot write: {e.strerror or e}", path=path)
+
+
+# ------------------------------------------------------------ the writers
+@contextlib.contextmanager
+def open_output(path: str | None, *, binary: bool = False, escape: bool = True) -> Iterator[Any]:
+    """A file object to write ``path`` through, per the rules above; ``None`` or ``-``:
+    standard output. Text (UTF-8) unless ``binary``; ``escape``: control characters in
+    the text are escaped (``errors.printable``, tabs and newlines kept), off only for
+    formats that escape their own strings (JSON). Write errors raise OutputError."""
+    if path in (None, STDOUT):
+        std = sys.stdout
+        # within std_streams() standard output already escapes and maps its errors
+        out = std if isinstance(std, _StdStream) and not binary else \
+            _Checked(std.buffer if binary else std, "standard output", escape=False)
+        yield out
+        out.flush()
+        return
+    assert path is not None
+    fd = _fd_of(path)
+    if fd is not None:
+        with _open_descriptor(fd, path, binary, escape) as f:
+            yield f
+        return
+    real, st = _resolve(path)
+    if st is not None:
+        why = _describe(st.st_mode)
+        if why is not None:
+            raise OutputError(why, path=path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with _open_stream(path, path, binary, escape) as f:     # the path itself: written in place
+            yield f
+        return
+    with _open_replacing(real, path, st, binary, escape) as f:
+        yield f
+
+
+def write_output(path: str | None, data: str | bytes, *, escape: bool = True) -> None:
+    """Write ``data`` (text or bytes) to ``path`` (``open_output``)."""
+    with open_output(path, binary=isinstance(data, bytes), escape=escape) as f:
+        f.write(data)
 
 
 @contextlib.contextmanager
-def open_atomic(path: str) -> Iterator[TextIO]:
-    """A text file to write ``path`` through (streamed: for outputs too big to build in
-    memory first); it replaces ``path`` when the block ends without an exception."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+def _open_replacing(real: str, shown: str, st: os.stat_result | None, binary: bool, escape: bool):
+    """A regular file: a temporary file beside it, fsynced and renamed over it at the end."""
+    directory = os.path.dirname(os.path.abspath(real))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise _error(e, shown) from None
+    try:
+        raw = os.fdopen(fd, "wb")
+        f = _Checked(_text(raw) if not binary else raw, shown, escape=escape and not binary)
+        try:
             yield f
+            f.flush()
+            try:
+                os.fsync(raw.fileno())
+            except OSError as e:
+                raise _error(e, shown) from None
+        finally:
+            try:
+                raw.close()
+            except OSError:
+                pass
         try:
-            mode = os.stat(path).st_mode & 0o7777   # keep an existing file's permissions
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask                  # what open(path, "w") would have given
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+            if st is not None:
+                os.chmod(tmp, stat.S_IMODE(st.st_mode))         # keep the old file's permissions
+                if os.geteuid() == 0 and (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+                    with contextlib.suppress(OSError):
+                        os.chown(tmp, st.st_uid, st.st_gid)     # ... and its owner
+            else:
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(tmp, 0o666 & ~umask)                    # what open(path, "w") would have given
+            os.replace(tmp, real)
+        except OSError as e:
+            raise _error(e, shown) from None
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):          # the rename itself on the disk (best effort)
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+@contextlib.contextmanager
+def _open_stream(real: str, shown: str, binary: bool, escape: bool):
+    """A FIFO or a character device: written in place, in order, never replaced."""
+    flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
+    try:
+        try:
+            fd = os.open(real, flags | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno != errno.ENXIO:       # ENXIO: a FIFO with no reader yet
+                raise
+            print(f"spigap: note: waiting for a reader of the FIFO {printable(shown)} "
+                  "(Ctrl-C to give up)", file=sys.stderr, flush=True)
+            fd = os.open(real, flags)
+        os.set_blocking(fd, True)
+    except OSError as e:
+        raise _error(e, shown) from None
+    raw = os.fdopen(fd, "wb")
+    f = _Checked(_text(raw) if not binary else raw, shown, escape=escape and not binary)
+    try:
+        yield f
+        f.flush()
+    finally:
+        try:
+            raw.close()
         except OSError:
             pass
-        raise
+
+
+@contextlib.contextmanager
+def _open_descriptor(fd: int, shown: str, binary: bool, escape: bool):
+    """/dev/stdout and the like: the descriptor itself (a copy of it), written as a stream."""
+    if fd == 1 and sys.stdout is not None:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stdout.flush()           # what was printed before comes first
+    try:
+        raw = os.fdopen(os.dup(fd), "wb")
+    except OSError as e:
+        raise _error(e, shown) from None
+    f = _Checked(_text(raw) if not binary else raw, shown, escape=escape and not binary)
+    try:
+        yield f
+        f.flush()
+    finally:
+        with contextlib.suppress(OSError):
+            raw.close()
+
+
+def _text(raw: IO[bytes]) -> io.TextIOWrapper:
+    return io.TextIOWrapper(raw, encoding="utf-8", newline="\n", write_through=False)
+
+
+class _Checked:
+    """A file whose write errors are OutputError (EPIPE stays BrokenPipeError), and
+    whose text has its control characters escaped (``escape``)."""
+
+    def __init__(self, f, shown: str, *, escape: bool):
+        self._f, self._shown, self._escape = f, shown, escape
+
+    def write(self, data):
+        if self._escape:
+            data = printable(data, lines=True)
+        try:
+            return self._f.write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise _error(e, self._shown) from None
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self._call(self._f.flush)
+
+    def seek(self, *args):               # zipfile seeks back to patch its headers (and flushes)
+        return self._call(self._f.seek, *args)
+
+    def tell(self):
+        return self._call(self._f.tell)
+
+    def _call(self, fn, *args):
+        try:
+            return fn(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            if e.errno == errno.ESPIPE:
+                raise        # not seekable (a FIFO): zipfile then writes a stream, as it checks with tell()
+            raise _error(e, self._shown) from None
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+
+# --------------------------------------------------------- standard streams
+class _StdStream:
+    """sys.stdout / sys.stderr for the length of a command: control characters in
+    everything printed are escaped; on standard error a newline inside one write is
+    escaped too (every message is one line); write errors are OutputError.
+
+    Standard output collects its writes up to ``BATCH`` characters and escapes them in
+    one pass (a row at a time costs twice the time of the write itself on a long
+    ``--format csv``); a terminal gets every write at once, ``flush`` empties it."""
+
+    BATCH = 1 << 16
+
+    def __init__(self, f, name: str, *, one_line: bool):
+        self.unescaped = f                  # for a progress bar, which draws with \r
+        self._name, self._one_line = name, one_line
+        self._held: list[str] = []
+        self._size = 0
+        try:
+            self._at_once = one_line or f.isatty()
+        except (AttributeError, ValueError, OSError):
+            self._at_once = True
+
+    def write(self, text: str) -> int:
+        if not self._at_once:
+            self._held.append(text)
+            self._size += len(text)
+            if self._size >= self.BATCH:
+                self._drain()
+            return len(text)
+        if not self._one_line:
+            safe = printable(text, lines=True)
+        elif text.endswith("\n"):
+            safe = printable(text[:-1]) + "\n"
+        else:
+            safe = printable(text)
+        self._call(self.unescaped.write, safe)
+        return len(text)
+
+    def _drain(self) -> None:
+        if self._held:
+            text = "".join(self._held)
+            self._held.clear()
+            self._size = 0
+            self._call(self.unescaped.write, printable(text, lines=True))
+
+    def flush(self) -> None:
+        self._drain()
+        self._call(self.unescaped.flush)
+
+    def _call(self, fn, *args):
+        try:
+            return fn(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise OutputError(f"cannot write to {self._name}: {e.strerror or e}") from None
+
+    def __getattr__(self, name):
+        return getattr(self.unescaped, name)
+
+
+@contextlib.contextmanager
+def std_streams() -> Iterator[None]:
+    """Standard output and error behind the rules of this module until the block ends
+    (then flushed: a full disk on standard output is an OutputError here, not an
+    error at exit)."""
+    old_out, old_err = sys.stdout, sys.stderr
+    if old_out is not None:
+        sys.stdout = _StdStream(old_out, "standard output", one_line=False)
+    if old_err is not None:
+        sys.stderr = _StdStream(old_err, "standard error", one_line=True)
+    try:
+        yield
+        if old_out is not None:
+            sys.stdout.flush()
+    finally:
+        out = sys.stdout
+        sys.stdout, sys.stderr = old_out, old_err
+        if isinstance(out, _StdStream):     # after an error too: what was printed is not lost
+            with contextlib.suppress(OSError, ValueError, OutputError):
+                out._drain()
+
+
+def quiet_broken_pipe() -> None:
+    """After EPIPE on standard output: point it at /dev/null so that the interpreter's
+    flush at exit does not print 'Exception ignored ... BrokenPipeError'."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+# ---------------------------------------------------------------------- CSV
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell that no spreadsheet reads as a formula (OWASP's rule: text starting
+    with ``= + - @``, a tab or a carriage return gets a leading ``'``, unless it is a
+    number), its control characters escaped. Numbers and None pass unchanged."""
+    if not isinstance(value, str):
+        return value
+    if value.startswith(_FORMULA_START):
+        try:
+            float(value)
+        except ValueError:
+            value = "'" + value
+    return printable(value)

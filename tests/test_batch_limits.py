@@ -17,7 +17,8 @@ import pytest
 from spigap.batch import execute, worker
 from spigap.cli import main
 from spigap.core import pipeline
-from spigap.outfile import write_text_atomic
+from spigap.errors import OutputError
+from spigap.outfile import write_output
 from spigap.synth import scenario
 
 FORK = pytest.mark.skipif(multiprocessing.get_start_method() != "fork",
@@ -147,10 +148,10 @@ def test_outputs_are_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError):
-        write_text_atomic(str(p), "new report\n" * 1000)
+    with pytest.raises(OutputError):
+        write_output(str(p), "new report\n" * 1000)
     assert p.read_text() == "old report\n"
     assert os.listdir(tmp_path) == ["out.csv"]
     monkeypatch.undo()
-    write_text_atomic(str(p), "new report\n")
+    write_output(str(p), "new report\n")
     assert p.read_text() == "new report\n" and (os.stat(p).st_mode & 0o777) == 0o640

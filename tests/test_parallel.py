@@ -160,7 +160,7 @@ def test_parallel_framing_equals_serial(seed, monkeypatch):
     ticks, states = _stream(rng, int(rng.integers(2000, 20000)), float(rng.choice([0.002, 0.02, 0.2])),
                             float(rng.choice([0.6, 0.95])))
     blocks = _chunks(rng, ticks, states)
-    take_every = int(rng.choice([0, 1, 3]))      # analysis.run takes once; bounded/monitor after every block
+    take_every = int(rng.choice([0, 1, 3]))      # the in-memory path takes once; collect/monitor after every block
 
     serial = cframer.CFramer(cfg, bits, 1e-8)
     serial.par_min = 1 << 62
@@ -168,7 +168,7 @@ def test_parallel_framing_equals_serial(seed, monkeypatch):
     _same(want, _run(NumpyFramer(cfg, bits, 1e-8), blocks, take_every))            # the numpy oracle
     par = cframer.CFramer(cfg, bits, 1e-8)
     par.par_min = 1                               # every block's middle goes to the workers
-    lag = bool(rng.integers(0, 2))                # bounded.run takes the blocks before the latest
+    lag = bool(rng.integers(0, 2))                # collect takes the blocks before the latest
     got = _run(par, blocks, take_every, lag)
     _same(want, got)
     assert par._pool is None                      # finish() shut the workers down

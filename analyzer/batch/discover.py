@@ -25,6 +25,7 @@ import dataclasses
 import glob
 import os
 import re
+import stat
 
 GLOB_CHARS = re.compile(r"[*?\[]")
 TEXT_EXTS = (".csv", ".txt", ".tsv")
@@ -83,8 +84,12 @@ def ambiguous_extensions() -> set[str]:
 
 
 def looks_like_capture(path: str, exts) -> bool:
-    """Does a reader claiming this file's extension accept its first bytes?"""
+    """Does a reader claiming this file's extension accept its first bytes? A FIFO or a
+    device is not opened here (that could wait forever): the worker's reader decides,
+    within the batch's time limit."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return True
         with open(path, "rb") as f:
             head = f.read(4096)
     except OSError:
@@ -166,8 +171,11 @@ class _Collector:
         if is_capture_dir(directory):
             self.add(directory)
             return
+        visited = {os.path.realpath(directory)}
         for root, dirs, files in os.walk(directory, followlinks=True):
             dirs[:] = sorted((d for d in dirs if not d.startswith(".")), key=natural_key)
+            # a directory reached twice through links (a link loop) is walked once
+            dirs[:] = [d for d in dirs if _first_visit(visited, os.path.join(root, d))]
             if root != directory and is_capture_dir(root):
                 self.add(root)
                 dirs[:] = []
@@ -175,6 +183,26 @@ class _Collector:
             for f in sorted(files, key=natural_key):
                 if not f.startswith("."):
                     self.candidate(os.path.join(root, f))
+
+
+def _missing(path: str) -> str:
+    """Why ``path`` names nothing (no such file, a dangling link, a link loop)."""
+    from spigap.errors import InputError
+    from spigap.io.base import stat_capture
+
+    try:
+        stat_capture(path)
+    except InputError as e:
+        return e.problem
+    return "no such file"
+
+
+def _first_visit(visited: set, path: str) -> bool:
+    key = os.path.realpath(path)
+    if key in visited:
+        return False
+    visited.add(key)
+    return True
 
 
 def expand(inputs, *, input_format: str | None = None, exclude=(),
@@ -210,7 +238,7 @@ def expand(inputs, *, input_format: str | None = None, exclude=(),
         elif os.path.exists(arg):
             c.add(arg)
         else:
-            c.found.append(Found(arg, "no such file"))
+            c.found.append(Found(arg, _missing(arg)))
     if skipped is not None:
         skipped.extend(c.skipped)
     return c.found

@@ -5,7 +5,9 @@ is reached (worker._time_limit) and returns an error row. Should a worker be
 stuck where that cannot reach it (inside a C call), the local pool kills its
 processes once no job has finished for longer than any running job's limit
 (plus ``GRACE_S``), and pins the stuck capture the way it pins a crash.
-Ctrl-C kills the pool's processes at once (no waiting for running captures).
+Ctrl-C, SIGTERM and SIGHUP (cli/runtime.py turns those into an exception) kill the
+pool's processes at once (no waiting for running captures); a worker whose parent
+dies anyway (SIGKILL) is ended by the kernel (worker.init_process).
 
 Both call ``on_result(dict)`` once per job, in completion order, from the
 calling thread. ``worker.analyze_job`` turns every capture problem into an
@@ -66,7 +68,7 @@ def run_local(jobs: Sequence[Job], on_result: Callable[[dict], None], *, workers
         n = 1 if serial else min(wanted, len(pending))
         broken: list[Job] = []
         stuck = False
-        pool = ProcessPoolExecutor(max_workers=n)
+        pool = ProcessPoolExecutor(max_workers=n, initializer=worker.init_process, initargs=(os.getpid(),))
         try:
             futures = {}
             for job in pending:

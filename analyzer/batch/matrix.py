@@ -30,7 +30,7 @@ from typing import Callable
 from spigap.batch.discover import known_extensions, natural_key
 from spigap.batch.table import fmt_metric, metric_value
 from spigap.batch.worker import ERROR
-from spigap.errors import UsageError
+from spigap.errors import UsageError, printable
 from spigap.units import parse_freq, parse_time
 
 REDUCERS: dict[str, Callable[[list], float]] = {
@@ -233,7 +233,7 @@ def _sorted_keys(keys: list[tuple], explicit: list) -> list[tuple]:
 
 
 def _key_text(key: tuple) -> str:
-    return "/".join(key) if key else "all"
+    return printable("/".join(key)) if key else "all"      # labels come from file names
 
 
 def render_text(m: Matrix) -> str:
@@ -266,7 +266,7 @@ def render_text(m: Matrix) -> str:
         out.append("* some captures of this cell failed; see the error rows")
     if m.unmatched:
         out.append(f"not in the matrix ({len(m.unmatched)}): "
-                   + ", ".join(os.path.basename(p) for p in m.unmatched[:5])
+                   + ", ".join(printable(os.path.basename(p)) for p in m.unmatched[:5])
                    + (" ..." if len(m.unmatched) > 5 else "")
                    + f" (no {'/'.join(m.rows + m.cols)} label)")
     return "\n".join(out) + "\n"
@@ -281,17 +281,20 @@ def render_csv(matrices) -> str:
     import csv
     import io
 
+    from spigap.outfile import csv_cell
+
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     if not matrices:
         return ""
     first = matrices[0]
-    w.writerow(["metric", *first.rows, *[_key_text(c) for c in first.col_keys]])
+    # labels and keys come from file names: never a spreadsheet formula (outfile.csv_cell)
+    w.writerow([csv_cell(c) for c in ["metric", *first.rows, *[_key_text(c) for c in first.col_keys]]])
     for m in matrices:
         for rk in m.row_keys:
             vals = []
             for ck in m.col_keys:
                 cell = m.cells.get((rk, ck))
                 vals.append("" if cell is None or cell.value is None else repr(float(cell.value)))
-            w.writerow([m.metric, *rk, *vals])
+            w.writerow([csv_cell(m.metric), *[csv_cell(k) for k in rk], *vals])
     return buf.getvalue()

@@ -13,6 +13,8 @@ import os
 import re
 
 from spigap.batch.worker import ERROR, OK, TRUNCATED
+from spigap.errors import printable
+from spigap.outfile import csv_cell
 from spigap.units import fmt_freq, fmt_rate, fmt_time, round_rate, round_time
 
 GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
@@ -115,7 +117,7 @@ def _csv_cell(v, column: str = "", resolution: float | None = None):
         elif column.endswith("_hz"):
             v = round_rate(v)
         return repr(v)
-    return v
+    return csv_cell(v)            # paths, labels, errors: never a spreadsheet formula
 
 
 def render_csv(results) -> str:
@@ -123,7 +125,7 @@ def render_csv(results) -> str:
     labels = cols[1:len(cols) - len(FIXED_COLUMNS)]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(cols)
+    w.writerow([csv_cell(c) for c in cols])
     for r in results:
         row = flatten(r, labels)
         res = (r.get("analysis") or {}).get("resolution_s")
@@ -224,9 +226,10 @@ def common_dir(paths) -> str:
 def render_text(results) -> str:
     lines = []
     base = common_dir([r["path"] for r in results])
-    names = [os.path.relpath(r["path"], base) if base else os.path.normpath(r["path"]) for r in results]
+    names = [printable(os.path.relpath(r["path"], base) if base else os.path.normpath(r["path"]))
+             for r in results]
     if base:
-        lines.append(f"captures in {base}{os.sep}")
+        lines.append(f"captures in {printable(base)}{os.sep}")
     fixed = 2 + 9 + sum(1 + cw for _, _, cw, _ in TEXT_COLUMNS)
     w = max(12, min(max([len("capture"), *map(len, names)]), TEXT_WIDTH - fixed))
     short = [shorten(n, w) for n in names]
@@ -242,7 +245,7 @@ def render_text(results) -> str:
     if problems:
         lines.append("")
         for name, r in problems:
-            lines.append(f"{r['status']}: {r['error']}")
+            lines.append(f"{r['status']}: {printable(str(r['error']))}")
     lines.append("")
     lines.append(summary_line(results))
     return "\n".join(lines) + "\n"

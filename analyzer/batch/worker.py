@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -37,6 +38,26 @@ def default_timeout(path: str) -> float:
     except OSError:
         size = 0
     return TIMEOUT_BASE_S + TIMEOUT_S_PER_MIB * size / (1 << 20)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def init_process(parent: int) -> None:
+    """A local pool's worker process, as it starts: SIGTERM and SIGHUP end it (it does not
+    inherit the parent's handlers for them), and on Linux the kernel sends it SIGKILL
+    when the parent dies, however it dies, so no worker outlives the batch."""
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:          # the parent died before the line above took effect
+        os._exit(1)
 
 
 class JobTimeout(BaseException):

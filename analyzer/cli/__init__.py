@@ -104,21 +104,38 @@ def main(argv=None) -> int:
     except SystemExit as e:         # --help, --version, a usage error (already printed)
         return e.code if isinstance(e.code, int) else 2
     runtime.after_imports()
+    from spigap import outfile
+    from spigap.errors import printable
+
     try:
-        return int(args.func(args) or 0)
+        # control characters escaped, write errors one line; SIGTERM/SIGHUP unwind like Ctrl-C
+        with outfile.std_streams(), runtime.stop_on_signals(), runtime.one_line_warnings():
+            return int(args.func(args) or 0)
     except SpigapError as e:
         if args.debug:
             raise
-        print(f"spigap: error: {e}", file=sys.stderr)
+        _say(f"spigap: error: {printable(str(e))}")
         return 2
+    except runtime.Stopped as e:
+        _say(f"spigap: stopped by {e.name}")
+        return 128 + e.signum
     except KeyboardInterrupt:
-        print("spigap: interrupted", file=sys.stderr)
+        _say("spigap: interrupted")
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:              # spigap ... | head: the reader has all it wants
+        outfile.quiet_broken_pipe()
         return 0
     except Exception as e:  # a bug: say so in one line, keep the traceback for --debug
         if args.debug:
             raise
-        print(f"spigap: internal error: {type(e).__name__}: {e} "
-              "(run again with --debug for the traceback and please report it)", file=sys.stderr)
+        _say(f"spigap: internal error: {type(e).__name__}: {printable(str(e))} "
+             "(run again with --debug for the traceback and please report it)")
         return 3
+
+
+def _say(line: str) -> None:
+    """The one line of an error on standard error (which may itself be unwritable)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 from spigap.cli.common import (
@@ -58,7 +57,9 @@ def run(args) -> int:
     from spigap.output.rows import Output
 
     transfers = args.transfers or bool(args.device)
-    with _output(args.output) as out:
+    from spigap.outfile import open_output
+
+    with open_output(args.output) as out:
         o = Output(args.format, out, transfers=transfers)
         # memory bounded past 100 000 transfers (rows written as measured); --device and
         # --event need every transfer (labels per transfer, latencies to each start)
@@ -73,41 +74,3 @@ def run(args) -> int:
         print(f"spigap: error: {a.truncated}", file=sys.stderr)
         return 2
     return 0
-
-
-@contextlib.contextmanager
-def _output(path: str | None):
-    """stdout, or a file that appears whole at the end (outfile.py)."""
-    if path in (None, "-"):
-        yield sys.stdout
-        sys.stdout.flush()
-        return
-    from spigap.outfile import open_atomic
-
-    try:
-        stream = open_atomic(path)
-        f = stream.__enter__()
-    except OSError as e:
-        raise UsageError(f"cannot write: {e.strerror or e}", path=path) from None
-    try:
-        yield _Writer(f, path)
-    except BaseException:
-        stream.__exit__(*sys.exc_info())
-        raise
-    try:
-        stream.__exit__(None, None, None)
-    except OSError as e:
-        raise UsageError(f"cannot write: {e.strerror or e}", path=path) from None
-
-
-class _Writer:
-    """A file whose write errors (a full disk) are the user's one-line error, not a traceback."""
-
-    def __init__(self, f, path: str):
-        self.f, self.path = f, path
-
-    def write(self, text: str) -> int:
-        try:
-            return self.f.write(text)
-        except OSError as e:
-            raise UsageError(f"cannot write: {e.strerror or e}", path=self.path) from None

@@ -221,7 +221,9 @@ def run(args) -> int:
     results: list[dict] = []
     from tqdm import tqdm
 
-    bar = tqdm(total=len(jobs), unit="capture", file=sys.stderr, dynamic_ncols=True, leave=False,
+    # the bar draws with \r: it gets stderr itself, not the one-line escaping of outfile.std_streams
+    bar = tqdm(total=len(jobs), unit="capture", file=getattr(sys.stderr, "unescaped", sys.stderr),
+               dynamic_ncols=True, leave=False,
                disable=args.quiet or not sys.stderr.isatty())
     failed = 0
 

@@ -19,8 +19,6 @@ spigap.api.analyze_file, the one entry point), ``load_captures``,
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 
 from spigap.core.config import SpiConfig
 from spigap.errors import UsageError
@@ -487,28 +485,17 @@ def settings_from_args(args):
 
 
 def check_output_path(path: str | None) -> None:
-    """Fail before the work when -o names a place that cannot be written."""
-    if path in (None, "-"):
-        return
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise UsageError("the output directory does not exist", path=path,
-                         hint="create it first or give another -o")
-    if os.path.isdir(path):
-        raise UsageError("is a directory", path=path, hint="give a file name to -o")
+    """Fail before the work when -o names a place that cannot be written (outfile.py)."""
+    from spigap.outfile import check_target
+
+    check_target(path)
 
 
 def write_output(text: str, path: str | None) -> None:
-    if path in (None, "-"):
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    from spigap.outfile import write_text_atomic
+    """``text`` to standard output or ``path``, whole or not at all (outfile.py)."""
+    from spigap.outfile import write_output as write
 
-    try:
-        write_text_atomic(path, text)   # whole or not at all (interrupted runs leave no half file)
-    except OSError as e:
-        raise UsageError(f"cannot write: {e.strerror or e}", path=path) from None
+    write(path, text)
 
 
 class _RaisingParser(argparse.ArgumentParser):

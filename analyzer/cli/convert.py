@@ -202,7 +202,7 @@ class _Samples:
 def write_sr(reader, names: list[str], path: str, *, rate: float | None = None) -> str:
     import zipfile
 
-    from spigap.outfile import open_atomic
+    from spigap.outfile import open_output
 
     info = reader.info
     tick_rate = 1.0 / info.tick_s
@@ -229,9 +229,9 @@ def write_sr(reader, names: list[str], path: str, *, rate: float | None = None) 
     meta.append(f"unitsize={unitsize}")
     error = None
     try:
-        with open_atomic(path) as text_file:
-            # the temporary file outfile.py renames into place; the zip is binary: its buffer
-            with zipfile.ZipFile(text_file.buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        with open_output(path, binary=True) as raw:
+            # whole or not at all (a regular file), in place (a FIFO or device: zipfile streams)
+            with zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
                 zf.writestr("version", "2")
                 zf.writestr("metadata", "\n".join(meta) + "\n")
                 members = [0]
@@ -294,7 +294,7 @@ def _vcd_id(i: int) -> str:
 
 def write_vcd(reader, names: list[str], path: str) -> str:
     from spigap import __version__
-    from spigap.outfile import open_atomic
+    from spigap.outfile import open_output
 
     info = reader.info
     ts, per_tick, exact = vcd_timescale(info.tick_s)
@@ -306,7 +306,7 @@ def write_vcd(reader, names: list[str], path: str) -> str:
     n_edges = 0
     end = 0
     try:
-        with open_atomic(path) as f:
+        with open_output(path, escape=False) as f:       # names are made VCD-safe below
             f.write(f"$version spigap {__version__} $end\n$timescale {ts} $end\n$scope module capture $end\n")
             for i, n in zip(ids, vnames):
                 f.write(f"$var wire 1 {i} {n} $end\n")

@@ -339,10 +339,9 @@ def run_pvs(args) -> int:
     if scale is not None and scale <= 0:
         raise UsageError("--scale must be > 0")
     text = pvs.render(pvs.Setup(signals, view_scale=scale, view_offset=start))
-    try:
-        out.write_text(text)
-    except OSError as e:
-        raise UsageError(f"cannot write {out}: {e.strerror}") from None
+    from spigap.outfile import write_output
+
+    write_output(str(out), text)         # whole or not at all (outfile.py)
     for s in signals:
         ids = "+".join(d.id for d in s.decoders)
         opts = ", ".join(f"{k}={v[1]:g}" if isinstance(v[1], float) else f"{k}={v[1]}"

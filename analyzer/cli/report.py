@@ -19,8 +19,9 @@ from spigap.cli.common import (
     reader_options,
     settings_from_args,
     stall_rule_from_args,
+    write_output,
 )
-from spigap.errors import UsageError
+from spigap.errors import UsageError, printable
 
 ORDER = 50
 
@@ -119,16 +120,15 @@ def run(args) -> int:
         cmp = compare([caps[str(p)] for p in args.before], [caps[str(p)] for p in args.after],
                       settings_from_args(args))
         rep.add_comparison(cmp)
-    try:
-        if args.output:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(rep.html())
-        if args.png:
-            rep.write_pngs(args.png)
-    except OSError as e:
-        raise UsageError(f"cannot write the report: {e.strerror}", path=e.filename) from None
+    if args.output:
+        write_output(rep.html(), args.output)      # whole or not at all (outfile.py)
+    if args.png:
+        rep.write_pngs(args.png)
     where = " and ".join(x for x in (args.output, f"{len(rep.images)} PNGs in {args.png}" if args.png else None) if x)
     print(f"wrote {where}: {len(paths)} capture(s), {len(rep.images)} plots", file=sys.stderr)
+    if rep.missing_glyphs:
+        print(f"spigap: warning: the plots' font has no glyph for {printable(' '.join(sorted(rep.missing_glyphs)))} "
+              "(drawn as boxes in the plots; the HTML text shows them)", file=sys.stderr)
     broken = [c for c in caps.values() if c.analysis.truncated]
     for c in broken:
         print(f"spigap: error: {c.analysis.truncated}", file=sys.stderr)

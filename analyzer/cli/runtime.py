@@ -19,9 +19,14 @@ on the 2-core machine (BENCHMARKS.md, "Where the time goes"):
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+import signal
 import sys
+import threading
+import warnings
+from collections.abc import Iterator
 
 MMAP_THRESHOLD = 64 << 20      # blocks below this come from the heap, and are reused
 TRIM_THRESHOLD = 32 << 20      # free heap kept before it is returned to the kernel
@@ -48,3 +53,60 @@ def after_imports() -> bool:
     return all(mallopt(param, value) == 1 for param, value in ((_M_ARENA_MAX, 1),
                                                               (_M_MMAP_THRESHOLD, MMAP_THRESHOLD),
                                                               (_M_TRIM_THRESHOLD, TRIM_THRESHOLD)))
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived: unwound like Ctrl-C, so that every ``finally`` runs (a
+    batch kills its worker processes, an output being written is dropped and the old
+    file stays), then the CLI says so in one line and exits 128 + the signal number."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise ``Stopped`` in the main thread until the block ends (a
+    signal the parent set to be ignored, as nohup does with SIGHUP, stays ignored)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise Stopped(signum)
+
+    old = {}
+    for s in STOP_SIGNALS:
+        if signal.getsignal(s) is signal.SIG_DFL:
+            old[s] = signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """A library's warning that nothing caught earlier (numpy, scipy, matplotlib) becomes
+    one line, 'spigap: warning: ...', instead of Python's two (message, source line)."""
+    from spigap.errors import printable
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        where = filename.replace(os.sep, "/")
+        origin = where.split("/site-packages/")[1].split("/")[0] if "/site-packages/" in where else \
+            os.path.basename(where)
+        try:
+            print(f"spigap: warning: {printable(str(message))} ({category.__name__} in {origin})",
+                  file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield

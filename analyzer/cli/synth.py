@@ -8,6 +8,7 @@ from spigap.cli.common import (
     _wordsize,
     nonneg_float,
     check_output_path,
+    write_output,
     count,
     fraction,
 )
@@ -151,7 +152,6 @@ def run(args) -> int:
     tl = scenario.write(sc, args.output, truth_path=None if ftrace_path else args.truth)
     if ftrace_path:
         import json
-        from pathlib import Path
 
         from spigap.synth import kernel
 
@@ -164,7 +164,7 @@ def run(args) -> int:
         if args.truth:
             truth = scenario.truth_json(tl, t0)
             truth["trace"] = trace_truth
-            Path(args.truth).write_text(json.dumps(truth, indent=1))
+            write_output(json.dumps(truth, indent=1), args.truth)
         print(f"wrote {ftrace_path}: {trace_truth['events_written']} events ({args.trace_format}, "
               f"drift {args.trace_drift_ppm:g} ppm, {trace_truth['lost_events']} lost) (synthesized)")
     print(f"wrote {args.output}: {len(tl.cs_assert)} transfers, {tl.end_time * 1e3:.4g} ms at "

@@ -12,13 +12,14 @@ import dataclasses
 import importlib
 import os
 import shlex
+import stat
 
 from spigap.errors import InputError, UsageError
 from spigap.io.base import (CaptureInfo, CaptureReader, EdgeBlock, ReaderOptions, ReaderSpec, check_stream,
-                              resolve_channel)
+                              resolve_channel, stat_capture)
 
 __all__ = ["READERS", "CaptureInfo", "CaptureReader", "EdgeBlock", "ReaderOptions", "ReaderSpec", "check_stream",
-           "open_capture", "parse_channel_map", "resolve_channel", "resolve_channel_key"]
+           "open_capture", "parse_channel_map", "resolve_channel", "resolve_channel_key", "stat_capture"]
 
 
 def _sniff_zip(head: bytes) -> bool:
@@ -149,13 +150,17 @@ def _open(path, input_format, opts: ReaderOptions) -> CaptureReader:
         from spigap.io.stdin import open_stdin
 
         return open_stdin(input_format, opts)
+    if input_format and input_format not in READERS:
+        raise InputError(f"unknown input format {input_format!r}; known: {', '.join(READERS)}", path=path)
+    mode = stat_capture(path).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        # a FIFO or a device: read once as a stream, or refused where the format needs a file
+        from spigap.io.stdin import open_special
+
+        return open_special(path, mode, input_format, opts)
     if input_format:
-        if input_format not in READERS:
-            raise InputError(f"unknown input format {input_format!r}; known: {', '.join(READERS)}", path=path)
         return READERS[input_format].open(path, opts)
-    if not os.path.exists(path):
-        raise InputError("no such file", path=path)
-    if os.path.isdir(path):
+    if stat.S_ISDIR(mode):
         from spigap.io.saleae import is_saleae_dir
 
         if is_saleae_dir(path):

@@ -16,8 +16,11 @@ from __future__ import annotations
 import abc
 import contextlib
 import dataclasses
+import errno
 import importlib
+import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -76,6 +79,28 @@ def open_errors(path: str) -> Iterator[None]:
         raise InputError("is a directory, not a capture", path=path) from None
     except OSError as e:
         raise InputError(f"cannot open: {e.strerror}", path=path) from None
+
+
+def stat_capture(path: str) -> os.stat_result:
+    """What ``path`` is (symlinks followed), or the one-line InputError that says why
+    there is nothing to read: no such file, a dangling link, a link loop, no permission.
+    A socket is refused here (nothing reads a capture from one)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise InputError(f"is a symbolic link to {os.readlink(path)!r}, which does not exist", path=path,
+                             hint="fix the link or give the capture's real path") from None
+        raise InputError("no such file", path=path) from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise InputError("is a symbolic link loop (the links point at each other)", path=path,
+                             hint="fix the link or give the capture's real path") from None
+        raise InputError(f"cannot open: {e.strerror or e}", path=path) from None
+    if stat.S_ISSOCK(st.st_mode):
+        raise InputError("is a socket, not a capture", path=path,
+                         hint="save the stream to a file, or pipe it to 'spigap analyze -'")
+    return st
 
 
 def resolve_channel(key: str, names: Sequence[str], aliases: dict[str, str] | None = None,
@@ -187,6 +212,14 @@ def check_stream(blocks: Iterable[EdgeBlock], n_channels: int, *, path: str = "?
         last = int(t[-1])
         yield b
     assert last is not None, f"{path}: an edge stream without its tick-0 entry"
+
+
+# About how many edges a reader hands downstream in one block at the most. A block's
+# figures downstream take some hundred bytes per edge (framing, words, gaps), so a piece
+# in which nearly every sample changes (noise, hostile input: megabytes of samples,
+# millions of edges) would make a peak near a gigabyte; io/raw.py scans its input in
+# pieces sized to stay near this many changes.
+MAX_BLOCK_EDGES = 1 << 18
 
 
 def edges_from_rows(ticks: np.ndarray, states: np.ndarray, state: int, started: bool):

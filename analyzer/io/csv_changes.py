@@ -31,7 +31,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from spigap.errors import CaptureTruncated, InputError, UsageError
+from spigap.errors import CaptureTruncated, InputError, UsageError, printable
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows, open_errors
 from spigap.units import TIME_UNITS
 
@@ -223,8 +223,20 @@ def _find_infinity(mat: np.ndarray) -> np.ndarray:
 
 
 def read_head(path: str) -> bytes:
+    """The first HEAD_BYTES of a CSV file (every CSV reader's header and first rows);
+    a line that does not fit in half of that is an InputError saying so (thousands of
+    columns: without this the readers would see no rows and say the wrong thing)."""
     with open_errors(path), open(path, "rb") as f:
-        return f.read(HEAD_BYTES)
+        head = f.read(HEAD_BYTES)
+    if len(head) == HEAD_BYTES:
+        last = len(head) - (head.rfind(b"\n") + 1)
+        if last > HEAD_BYTES // 2:
+            sep = max(b",;\t", key=lambda c: head.count(bytes([c])))
+            raise InputError(f"a line longer than {HEAD_BYTES // 2 >> 10} KiB within the first "
+                             f"{HEAD_BYTES >> 10} KiB (more than {head.count(bytes([sep]))} columns): too wide "
+                             "for a logic or scope CSV", path=path,
+                             hint="export only the channels of the SPI bus")
+    return head
 
 
 def head_lines(head: bytes) -> list[str]:
@@ -268,7 +280,14 @@ def infer_tick(times: np.ndarray, decimals: int) -> float:
     fine = 10.0 ** -decimals
     if len(times) < 16:
         return fine
-    ints = np.rint((times - times[0]) / fine).astype(np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        steps = np.rint((times - times[0]) / fine)
+    in_range = np.abs(steps) < 2.0 ** 62
+    if not in_range.all():           # a time like 1e300: the rows before it (the reader reports that row)
+        steps = steps[:int(np.argmin(in_range))]
+        if len(steps) < 16:
+            return fine
+    ints = steps.astype(np.int64)
     d = np.diff(np.unique(ints))
     d = d[d > 0]
     if len(d) < 8:
@@ -415,16 +434,19 @@ class ChangeCsvReader(CaptureReader):
                 n = blk.n
                 t, ok = parse_floats(blk.a, blk.start[:, 0], blk.end[:, 0])
                 ok &= np.isfinite(t)
+                with np.errstate(invalid="ignore", over="ignore"):
+                    ft = (t * self._unit - self.t0) / self.tick
+                    ok &= np.abs(ft) < MAX_TICK
+                time_ok = ok.copy()
                 lv = np.empty((n, len(cols)), np.int8)
                 for j, c in enumerate(cols):
                     ch, good = _bits(blk.a, blk.start[:, c], blk.end[:, c])
                     lv[:, j] = ch
                     ok &= good
-                with np.errstate(invalid="ignore", over="ignore"):
-                    ft = (t * self._unit - self.t0) / self.tick
-                    ok &= np.abs(ft) < MAX_TICK
                 ticks = np.rint(np.where(ok, ft, 0.0)).astype(np.int64)
                 lim, problem = first_bad_row(ticks, ok, last_tick, blk, blk.total > n, chunk, last)
+                if problem is not None and lim < n and time_ok[lim] and not ok[lim]:
+                    problem = (self._bad_level(blk, lim, cols, channels), problem[1])
                 ticks, lv = ticks[:lim], lv[:lim]
                 block, state, started, x = self._fold(ticks, lv, state, started)
                 x_rows += x[0]
@@ -446,6 +468,14 @@ class ChangeCsvReader(CaptureReader):
             self.info.warnings.append(
                 f"{x_rows} row(s) have no data (X) for a requested channel (first at "
                 f"{x_first * self.tick + self.t0:.6g} s); levels are held across them")
+
+    def _bad_level(self, blk, row: int, cols, channels) -> str:
+        """What is wrong with a row whose time is good: the first level that is not 0, 1 or X."""
+        for c, name in zip(cols, channels):
+            text = bytes(blk.a[blk.start[row, c]:blk.end[row, c]]).decode("utf-8", "replace").strip().strip('"')
+            if text not in ("0", "1", "X", "x"):
+                return f"a level {printable(text[:20])!r} on {printable(name)} (logic levels are 0, 1 or X)"
+        return "a malformed row"
 
     def _fold(self, ticks, lv, state, started):
         """Rows -> EdgeBlock entries (X holds the level; same tick: the last row wins)."""

@@ -35,6 +35,7 @@ from __future__ import annotations
 import glob
 import math
 import os
+import stat
 import re
 import struct
 from typing import Iterator, Sequence
@@ -72,6 +73,11 @@ class _ChannelFile:
 
     def __init__(self, path: str, name: str, number: str):
         self.path, self.name, self.number = path, name, number
+        from spigap.io.base import stat_capture
+
+        if not stat.S_ISREG(stat_capture(path).st_mode):      # its data is mapped, by offset
+            raise InputError("is not a regular file: a Saleae export is read by seeking", path=path,
+                             hint="copy the export to a regular folder first")
         self.size = os.path.getsize(path)
         self.cut: str | None = None      # damage found while reading the headers
         self.notes: list[str] = []

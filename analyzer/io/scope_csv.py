@@ -61,6 +61,9 @@ def _fields(line: str, sep: str) -> list[str]:
     return [f.strip().strip('"').strip() for f in line.split(sep)]
 
 
+_NOT_FINITE = re.compile(r"^\s*\"?\s*[-+]?(?:nan|inf|infinity)\s*\"?\s*$", re.IGNORECASE)
+
+
 def _is_num(text: str) -> bool:
     return bool(_NUM_RE.match(text))
 
@@ -96,8 +99,8 @@ def _data_rows(lines: list[str]):
             raw = len(f)
             while len(f) > 1 and f[-1] == "":     # a trailing separator (Rigol) or empty values
                 f.pop()
-            if not all(_is_num(x) for x in f) or all(x == "" for x in f):
-                break
+            if not all(_is_num(x) or _NOT_FINITE.match(x) for x in f) or all(x == "" for x in f):
+                break           # (a 'nan' or 'inf' is a damaged data row, read up to; not the header)
             if max(lo, len(f)) > min(hi, raw):
                 break
             lo, hi = max(lo, len(f)), min(hi, raw)

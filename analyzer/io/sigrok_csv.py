@@ -24,7 +24,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from spigap.errors import CaptureTruncated, InputError, UsageError
-from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows, open_errors
+from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
+from spigap.io.csv_changes import read_head
 from spigap.io.sr import parse_samplerate
 
 CHUNK_BYTES = 4 << 20
@@ -44,8 +45,7 @@ class SigrokCsvReader(CaptureReader):
 
     def __init__(self, path, *, samplerate: float | None = None):
         self.path = str(path)
-        with open_errors(self.path), open(self.path, "rb") as f:
-            head = f.read(HEAD_BYTES)
+        head = read_head(self.path)       # the CSV readers' one head (too-wide rows said there)
         warnings: list[str] = []
         comments: list[str] = []
         pos = 3 if head.startswith(b"\xef\xbb\xbf") else 0

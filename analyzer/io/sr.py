@@ -136,6 +136,9 @@ class SrReader(ZipMembers, CaptureReader):
             if not 1 <= self.unitsize <= 8:
                 raise InputError(f"unitsize {self.unitsize} is outside 1..8", path=self.path)
             for n in probes:
+                if n < 1:
+                    raise InputError(f"metadata names probe{n}: sigrok numbers probes from 1", path=self.path,
+                                     hint="damaged metadata; re-save the capture with sigrok")
                 if n > self.unitsize * 8:
                     raise InputError(f"probe{n} does not fit in unitsize {self.unitsize}", path=self.path)
         self._bit_of: dict[str, int] = {}

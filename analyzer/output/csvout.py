@@ -7,6 +7,7 @@ import io
 
 from spigap.core.analysis import Analysis
 from spigap.output.jsonout import transfer_rows
+from spigap.outfile import csv_cell
 from spigap.units import round_time
 
 COLUMNS = ["index", "start_s", "end_s", "partial", "bits", "words", "mosi_hex", "miso_hex",
@@ -26,6 +27,9 @@ def _num(x, res=None):
     return "" if x is None else repr(round_time(float(x), res))
 
 
+# Only the device column holds text (labels decoded from the capture's data); the others
+# are numbers, hex words and spigap's own gap-kind words: they pass csv_cell as they are,
+# and the per-transfer rows are the hot path.
 def header(a) -> list[str]:
     return COLUMNS + (["device"] if a.labels is not None else [])
 
@@ -39,7 +43,7 @@ def row(r: dict, wordsize: int, labelled: bool, res: float | None = None) -> lis
              ";".join(_num(g, res) for g in r["inter_byte_s"]),
              ";".join(_num(g, res) for g in r["inter_transfer_s"]),
              _num(r["gap_before_s"], res), r["gap_before_kind"] or "", r["message"]]
-            + ([r["device"]] if labelled else []))
+            + ([csv_cell(r["device"])] if labelled else []))
 
 
 def render(a: Analysis) -> str:

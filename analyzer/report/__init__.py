@@ -111,24 +111,31 @@ class Report:
         self.stall_limit = stall_limit
         self.sections: list[tuple[str, str, str]] = []      # (id, title, html)
         self.images: list[tuple[str, bytes]] = []           # (file name, png)
+        self.missing_glyphs: set[str] = set()              # characters the plot font cannot draw
         self._n = 0
 
     # ------------------------------------------------------------ images
     def _img(self, fig, name: str, alt: str) -> str:
         from spigap.report.plots import png
 
-        data = png(fig)
+        data = png(fig, missing=self.missing_glyphs)
         self.images.append((name, data))
         b64 = base64.b64encode(data).decode("ascii")
         return f'<img alt="{_e(alt)}" title="{_e(name)}" src="data:image/png;base64,{b64}">'
 
     def write_pngs(self, directory) -> list[str]:
-        os.makedirs(directory, exist_ok=True)
+        """Every plot as DIR/NAME.png, each whole or not at all (outfile.py)."""
+        from spigap.errors import OutputError
+        from spigap.outfile import write_output
+
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"cannot create the directory: {e.strerror or e}", path=str(directory)) from None
         paths = []
         for name, data in self.images:
             p = os.path.join(directory, name)
-            with open(p, "wb") as f:
-                f.write(data)
+            write_output(p, data)
             paths.append(p)
         return paths
 

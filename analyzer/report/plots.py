@@ -8,7 +8,10 @@ sample boundaries, so quantized gaps do not turn into comb patterns.
 from __future__ import annotations
 
 import io
+import logging
 import math
+import re
+import warnings
 
 import numpy as np
 
@@ -23,19 +26,42 @@ STALL_COLOR = "#d62728"
 MAX_POINTS = 20000          # per series in the timeline; above: min/median/max per time bin
 
 
+def _quiet_matplotlib() -> None:
+    """matplotlib logs warnings of its own set-up on stderr (an unwritable config
+    directory, a font cache being built): not the user's problem, not spigap's output."""
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
+
+
 def figure(w=10.0, h=4.0):
+    _quiet_matplotlib()
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(w, h), dpi=100, layout="constrained")
     return fig
 
 
-def png(fig, dpi: int = 100) -> bytes:
+_GLYPH = re.compile(r"Glyph (\d+) \(.*\) missing from font")
+
+
+def png(fig, dpi: int = 100, *, missing: set | None = None) -> bytes:
+    """The figure as PNG bytes. Characters the font cannot draw (names from files: a
+    CJK file name, an odd channel name) are drawn as boxes and added to ``missing``
+    (the caller says so once), not warned about per glyph."""
+    _quiet_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.savefig(buf, format="png", dpi=dpi)
+    for w in caught:
+        m = _GLYPH.search(str(w.message))
+        if m is not None:
+            if missing is not None:
+                missing.add(chr(int(m.group(1))))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return buf.getvalue()
 
 

@@ -44,7 +44,7 @@ with ``tx=``/``rx=`` wrapped onto continuation lines, as in the real excerpt),
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
+import os
 
 import numpy as np
 
@@ -487,7 +487,9 @@ def write(tl: Timeline, path, km: KernelLatencies, *, t0: float = 0.0) -> dict:
             lines.append(f"{task:>16}-{pid:<6}{col} {stamp}: {name}: {f}")
         else:
             lines.append(f"{task:>16}-{pid:<7} [{cpu:03d}] {flags} {stamp}: {name}: {f}")
-    Path(path).write_text("\n".join(lines) + "\n")
+    from spigap.outfile import write_output
+
+    write_output(os.fspath(path), "\n".join(lines) + "\n")
     if km.cs_gpio is not None:      # the GPIO write splits spi_set_cs -> CS edge at 70 %
         for key in [k for k in phases if k[1].startswith("spi:spi_set_cs")]:
             g, f, to = key

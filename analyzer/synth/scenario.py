@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -424,7 +425,9 @@ def write(sc: Scenario, path, *, truth_path=None, tl: Timeline | None = None, **
     write_sr(path, trs, sc.samplerate, n_samples, extra_members={"spigap-synth.toml": sc.recipe()},
              **writer_kw)
     if truth_path:
-        Path(truth_path).write_text(json.dumps(truth_json(tl, offset / sc.samplerate), indent=1))
+        from spigap.outfile import write_output
+
+        write_output(os.fspath(truth_path), json.dumps(truth_json(tl, offset / sc.samplerate), indent=1))
     return tl
 
 

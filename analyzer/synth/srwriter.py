@@ -10,6 +10,7 @@ capture takes memory for one chunk, not for the capture.
 from __future__ import annotations
 
 import dataclasses
+import os
 import zipfile
 from typing import Iterable, Sequence
 
@@ -88,7 +89,11 @@ def write_sr(path, tracks: Sequence[Track], samplerate: float, n_samples: int, *
     lines += [f"probe{p}={t.name}" for p, t in zip(probes, tracks)]
     lines.append(f"unitsize={us}")
     sizes = [chunk_bytes] if isinstance(chunk_bytes, int) else list(chunk_bytes)
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=compresslevel) as zf:
+    from spigap.outfile import open_output
+
+    # whole or not at all (outfile.py): a synth run stopped half-way leaves no half capture
+    with open_output(os.fspath(path), binary=True) as out, \
+            zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=compresslevel) as zf:
         zf.writestr("version", str(version))
         zf.writestr("metadata", "\n".join(lines) + "\n")
         if single_member:

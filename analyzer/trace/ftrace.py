@@ -570,41 +570,86 @@ def read_lines(path: str, *, max_line: int = MAX_LINE, start: int = 0, stop: int
         f = open(path, "rb")
     with f:
         f.seek(start)
-        left = None if stop is None else stop - start
-        dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        tail = ""
-        line_no = 0
-        while True:
-            try:
+        yield from _stream_lines(f, path, max_line=max_line, stop=stop if stop is None else stop - start)
+
+
+def _stream_lines(f, path: str, *, max_line: int = MAX_LINE, stop: int | None = None,
+                  head: bytes = b"") -> Iterator[str]:
+    """The lines of an open binary file (or pipe) from where it stands, ``head`` (bytes
+    already read from it) first; ``stop``: at most that many bytes."""
+    left = None if stop is None else stop
+    dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    tail = ""
+    line_no = 0
+    while True:
+        try:
+            if head:
+                chunk, head = head, b""
+            else:
                 chunk = f.read(CHUNK if left is None else min(CHUNK, left))
-                if left is not None:
-                    left -= len(chunk)
-            except OSError as e:
-                raise _fail(path, f"cannot read: {e.strerror}") from None
-            if b"\0" in chunk:
-                raise _fail(path, "binary data (NUL bytes), not trace text",
-                            "pass the text of the trace: `trace-cmd report -t FILE > trace.txt`, "
-                            "`perf script > trace.txt` or a copy of /sys/kernel/tracing/trace")
-            text = tail + dec.decode(chunk, final=not chunk)
-            parts = text.split("\n")
-            tail = parts.pop()
-            for p in parts:
-                if len(p) > max_line:
-                    raise _too_long(path, line_no + 1, max_line)
-                line_no += 1
-                yield p
-            parts = []
-            if len(tail) > max_line:
+            if left is not None:
+                left -= len(chunk)
+        except OSError as e:
+            raise _fail(path, f"cannot read: {e.strerror}") from None
+        if b"\0" in chunk:
+            raise _fail(path, "binary data (NUL bytes), not trace text",
+                        "pass the text of the trace: `trace-cmd report -t FILE > trace.txt`, "
+                        "`perf script > trace.txt` or a copy of /sys/kernel/tracing/trace")
+        text = tail + dec.decode(chunk, final=not chunk)
+        parts = text.split("\n")
+        tail = parts.pop()
+        for p in parts:
+            if len(p) > max_line:
                 raise _too_long(path, line_no + 1, max_line)
-            if not chunk:
-                break
-        if tail:
-            yield tail
+            line_no += 1
+            yield p
+        parts = []
+        if len(tail) > max_line:
+            raise _too_long(path, line_no + 1, max_line)
+        if not chunk:
+            break
+    if tail:
+        yield tail
 
 
 def _too_long(path: str, line_no: int, max_line: int) -> InputError:
     return _fail(path, f"line {line_no} is longer than {max_line // 1024} KiB: not ftrace text",
                  "pass the text of /sys/kernel/tracing/trace, trace_pipe, `trace-cmd report` or `perf script`")
+
+
+def _open_stream(path: str):
+    """An open binary file for ``-`` (standard input), a FIFO or a character device; None
+    for a regular file (read by path, in two halves when long)."""
+    import stat
+
+    from spigap.io.base import open_errors, stat_capture
+
+    if path == "-":
+        if sys.stdin is None or sys.stdin.isatty():
+            raise _fail(path, "- reads the trace from standard input, which is a terminal here",
+                        "pipe one in, e.g. trace-cmd report -t trace.dat | spigap trace CAPTURE --ftrace -")
+        return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+    mode = stat_capture(path).st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        from spigap.io.stdin import _open_fifo
+
+        with open_errors(path):
+            return _open_fifo(path)
+    with open_errors(path):
+        return open(path, "rb")
+
+
+def _read_head(f) -> bytes:
+    """The first 16 bytes of a stream (fewer only at its end)."""
+    head = b""
+    while len(head) < 16:
+        more = f.read(16 - len(head))
+        if not more:
+            break
+        head += more
+    return head
 
 
 def _magic(path: str) -> bytes:
@@ -616,8 +661,20 @@ def _magic(path: str) -> bytes:
 
 
 def parse(path, *, fmt: str | None = None, max_line: int = MAX_LINE) -> Trace:
-    """Read one trace file (any layout in the module docstring) into a Trace."""
+    """Read one trace file (any layout in the module docstring) into a Trace; ``-``,
+    a FIFO or a character device (``<(trace-cmd report)``, ``/dev/stdin``) is read once,
+    as a stream."""
     path = os.fspath(path)
+    stream = _open_stream(path)
+    if stream is not None:
+        with stream as f:
+            head = _read_head(f)
+            if head.startswith(PERF_MAGIC) or head.startswith(DAT_MAGIC):
+                what = "a binary perf.data file" if head.startswith(PERF_MAGIC) else "a binary trace-cmd file (trace.dat)"
+                raise _fail(path, f"{what} cannot be read from a pipe",
+                            "pipe its text instead: `trace-cmd report -t FILE` or `perf script -i FILE`")
+            _check_format(fmt)
+            return parse_lines(_stream_lines(f, path, max_line=max_line, head=head), path=path, fmt=fmt)
     head = _magic(path)
     if head.startswith(PERF_MAGIC):
         raise _fail(path, "a binary perf.data file, not text",

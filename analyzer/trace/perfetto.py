@@ -133,11 +133,12 @@ def _phase_slices(a: Analysis, trace: tm.Trace, al: Alignment):
 
 
 def write(path: str, a: Analysis, trace: tm.Trace | None, al: Alignment | None, *, capture_name: str) -> int:
-    """Write the JSON trace atomically (streamed, outfile.py); returns the number of events."""
-    from spigap.outfile import open_atomic
+    """Write the JSON trace whole or not at all (streamed, outfile.py; JSON escapes its own
+    strings); returns the number of events."""
+    from spigap.outfile import open_output
 
     n = 0
-    with open_atomic(path) as fh:
+    with open_output(path, escape=False) as fh:
         fh.write('{"displayTimeUnit": "ns", "otherData": {"clock": "bus (capture) time, us from its start"},\n'
                  ' "traceEvents": [\n')
         for ev in events(a, trace, al, capture_name=capture_name):
