@@ -52,4 +52,3 @@ _.submodule_search_locations
 _.len_byte
 # the profile/device file format version: checked as it is read (timing/toml_tables.py), not used after
 schema
-group_acquisitions  # io/combine.py: spigap batch groups a scope's CH<n> files with it
