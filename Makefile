@@ -11,6 +11,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.spigap-installed
 # the venv the test suite runs in: the built wheel, installed as a user would
 TVENV ?= .venv-wheel
+# the venv of other tools' writers that cannot share the test venv (tests/oracles/requirements.txt)
+OVENV ?= .venv-oracles
+OSTAMP := $(OVENV)/.spigap-oracles
 # pytest workers (pytest-xdist): one per core, at most 4 (each holds its own imports and caches)
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 # what every suite run prints: the skips and failures (-ra) and the 20 slowest tests
@@ -18,7 +21,7 @@ PYTEST_REPORT := -ra --durations=20
 DEMO ?= captures/mcp3008-rpi3-k4.4-b10.sr
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: setup demo test test-dev fuzz lint wheel bench captures sigrok-cli compiler clean
+.PHONY: setup demo test test-dev fuzz lint wheel bench captures sigrok-cli compiler oracles clean
 
 setup: $(STAMP)
 
@@ -69,6 +72,18 @@ sigrok-cli:
 	  fi; \
 	fi
 
+## other tools' file writers, the oracles of some reader tests, in a venv of their own
+## (tests/oracles/requirements.txt says why they cannot share the test venv); the tests find
+## its interpreter through SPIGAP_ORACLE_PYTHON
+oracles: $(OSTAMP)
+
+$(OSTAMP): tests/oracles/requirements.txt
+	rm -rf $(OVENV)
+	$(PYTHON) -m venv $(OVENV)
+	$(OVENV)/bin/python -m pip install -q --upgrade pip
+	$(OVENV)/bin/python -m pip install -q -r tests/oracles/requirements.txt
+	@touch $@
+
 ## the main job on a bundled capture
 demo: setup
 	$(BIN)/spigap analyze $(DEMO)
@@ -93,7 +108,7 @@ lint: setup
 ## temporary directory outside the checkout (so nothing imports the source tree), which also
 ## holds every temporary file of the run (TMPDIR, pytest's basetemp) and is removed at the end;
 ## after a failure it is kept (pytest keeps the failed tests' tmp_path) and its path printed.
-test: wheel sigrok-cli
+test: wheel sigrok-cli oracles
 	rm -rf $(TVENV)
 	$(PYTHON) -m venv $(TVENV)
 	$(TVENV)/bin/python -m pip install -q --upgrade pip
@@ -101,6 +116,7 @@ test: wheel sigrok-cli
 	@d=$$(mktemp -d -t spigap-test.XXXXXX) || exit 1; \
 	  echo "cd $$d && pytest -n $(TEST_WORKERS) ... (the installed wheel, from outside the checkout)"; \
 	  cd "$$d" && TMPDIR="$$d" SPIGAP_TEST_INSTALLED=1 SPIGAP_SDIST="$$(ls $(CURDIR)/dist/spigap-*.tar.gz)" \
+	  SPIGAP_ORACLE_PYTHON=$(CURDIR)/$(OVENV)/bin/python \
 	  $(CURDIR)/$(TVENV)/bin/python -m pytest -c $(CURDIR)/pyproject.toml --rootdir $(CURDIR) \
 	  -p no:cacheprovider -q --basetemp "$$d/pytest" -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_REPORT) \
 	  $(or $(PYTEST_ARGS),$(CURDIR)/tests); rc=$$?; cd /; \
@@ -113,8 +129,8 @@ fuzz: setup
 
 ## the tests on the editable checkout (quicker while developing; CI runs `make test`);
 ## serial by default (PYTEST_ARGS='-n 2' for workers)
-test-dev: setup sigrok-cli
-	$(BIN)/python -m pytest -q $(PYTEST_REPORT) $(PYTEST_ARGS)
+test-dev: setup sigrok-cli oracles
+	SPIGAP_ORACLE_PYTHON=$(CURDIR)/$(OVENV)/bin/python $(BIN)/python -m pytest -q $(PYTEST_REPORT) $(PYTEST_ARGS)
 
 ## spigap vs sigrok-cli, side by side (writes nothing; see BENCHMARKS.md)
 bench: setup sigrok-cli
@@ -125,4 +141,4 @@ captures: setup
 	@for t in captures/*.toml; do $(BIN)/spigap synth --config $$t -o $${t%.toml}.sr || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(TVENV) .pytest_cache build dist dist.log *.egg-info analyzer/native/_spigap_core*
+	rm -rf $(VENV) $(TVENV) $(OVENV) .pytest_cache build dist dist.log *.egg-info analyzer/native/_spigap_core*

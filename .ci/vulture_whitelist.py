@@ -52,7 +52,6 @@ _.submodule_search_locations
 _.len_byte
 # the profile/device file format version: checked as it is read (timing/toml_tables.py), not used after
 schema
-group_acquisitions  # io/combine.py: spigap batch groups a scope's CH<n> files with it
 # warnings.showwarning replaced (cli/runtime.py: library warnings as one line each)
 _.showwarning
 # the file protocol of outfile's wrapped files (callers may use writelines)

@@ -87,6 +87,18 @@ def sigrok_cli() -> str:
     return exe
 
 
+@pytest.fixture(scope="session")
+def tek_wfm_files(tmp_path_factory):
+    """Tektronix .wfm files written by tm_data_types for this run, with what it was given
+    (tests/tekwfm_oracle.py; tm_data_types runs in the venv `make oracles` makes)."""
+    import tekwfm_oracle
+
+    if tekwfm_oracle.oracle_python() is None:
+        pytest.fail(f"tm_data_types' venv is missing: run 'make oracles' (make test and make test-dev do), "
+                    f"or point {tekwfm_oracle.ORACLE_ENV} at a Python that has tm_data_types")
+    return tekwfm_oracle.write_all(tmp_path_factory.mktemp("tek_wfm"))
+
+
 # sigrok-cli on the 1 G-sample real captures takes 10-25 s a run. Its output is
 # a pure function of sigrok-cli's version (which names libsigrokdecode's), the
 # arguments, the input file's content and the decoders' sources, so runs on

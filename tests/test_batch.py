@@ -603,3 +603,87 @@ def test_stall_options_shape_the_stalls_metric(tmp_path, capsys):
         assert d["matrices"][0]["metric"] == "stalls"
     assert counts[0] == [1, 1] and counts[1][0] > 1      # a lower bar finds more stalls
     capsys.readouterr()
+
+
+# --------------------------------------------- a scope's files of one acquisition
+SCOPES = ROOT / "tests" / "data" / "scopes"
+ISF_PAIR = [str(SCOPES / "tek0000CH1.isf"), str(SCOPES / "tek0000CH2.isf")]
+ISF_OPTIONS = ("--clk", "Ch2", "--mosi", "Ch1", "--no-cs")     # an I2C bus (DS1307) read as SPI: SCL, SDA
+
+
+def test_batch_over_a_folder_makes_one_row_of_a_scopes_channel_files(tmp_path, capsys):
+    """tests/data/scopes/: the MDO4104C's tek0000CH1.isf + tek0000CH2.isf are one capture
+    (one row, at the place of CH1); every other file keeps its own row, the Agilent
+    ASCII XY pairs (scope_7_1.csv, scope_7_2.csv) included: only CH<n> names group."""
+    j = tmp_path / "b.json"
+    rc, out, _ = run_cli(capsys, SCOPES, *ISF_OPTIONS, "-q", "--json", j)
+    assert rc == 2                            # the other scope files have no channel Ch2
+    rows = json.loads(j.read_text())["captures"]
+    files = sorted(p for p in SCOPES.iterdir() if p.suffix in (".isf", ".wfm", ".bin", ".trc", ".h5", ".csv", ".sr"))
+    assert len(files) >= 19 and len(rows) == len(files) - 1
+    pair = [r for r in rows if "tek0000CH" in r["path"]]
+    assert len(pair) == 1
+    (r,) = pair
+    assert r["path"] == " + ".join(ISF_PAIR) and r["files"] == ISF_PAIR
+    assert r["status"] == "ok", r["error"]
+    assert r["analysis"]["capture"]["channels"] == ["Ch1", "Ch2"]
+    assert r["analysis"]["capture"]["format"] == "Tektronix ISF, 2 files"
+    # the same analysis as `spigap analyze` of the two files
+    alone = to_dict(analyze_file(ISF_PAIR, capture_option_parser_config(*ISF_OPTIONS)))
+    assert r["analysis"]["summary"] == alone["summary"] and r["transfers"] > 0
+    names = [pathlib.Path(x["path"]).name for x in rows if "files" not in x]
+    assert {"tek0002NRM.isf", "scope_7_1.csv", "scope_7_2.csv", "RTC.sr"} <= set(names)
+    assert all("files" not in x for x in rows if x is not r)
+    # the row sits where CH1 sorts (natural order of the folder)
+    order = [pathlib.Path(x["files"][0] if "files" in x else x["path"]).name for x in rows]
+    assert order == sorted(order, key=discover.natural_key)
+    # text: the pair in the capture column; CSV: the full paths joined
+    assert main(["batch", str(SCOPES), *ISF_OPTIONS, "-q"]) == 2
+    text = capsys.readouterr().out
+    assert any(line.startswith("tek0000CH{1,2}.isf ") and " ok " in line for line in text.splitlines())
+    assert main(["batch", str(SCOPES), *ISF_OPTIONS, "-q", "--format", "csv"]) == 2
+    csv_rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [c["status"] for c in csv_rows if c["path"] == " + ".join(ISF_PAIR)] == ["ok"]
+
+
+def capture_option_parser_config(*argv):
+    from spigap.cli.common import config_from_args
+
+    return config_from_args(capture_option_parser().parse_args(list(argv)))
+
+
+def test_globs_and_named_files_of_one_acquisition_group_too(tmp_path, capsys):
+    for args in ([str(SCOPES / "tek0000CH*.isf")], list(reversed(ISF_PAIR))):
+        j = tmp_path / "b.json"
+        rc, _, _ = run_cli(capsys, *args, *ISF_OPTIONS, "-q", "-j", "1", "--json", j)
+        rows = json.loads(j.read_text())["captures"]
+        assert rc == 0 and len(rows) == 1 and rows[0]["files"] == ISF_PAIR, args
+    # logic sessions hold every channel: a CH<n> in their names groups nothing
+    for n in (1, 2):
+        shutil.copy(SCOPES / "RTC.sr", tmp_path / f"rtcCH{n}.sr")
+    found = discover.expand([tmp_path])
+    assert [pathlib.Path(f.path).name for f in found] == ["rtcCH1.sr", "rtcCH2.sr"]
+    assert all(f.files is None for f in found)
+
+
+def test_a_manifest_naming_one_of_the_files_applies_to_the_acquisition(tmp_path, capsys):
+    m = tmp_path / "m.toml"
+    m.write_text('[[capture]]\npath = "tek0000CH2.isf"\nclk = "Ch2"\nmosi = "Ch1"\nno_cs = true\n'
+                 'labels = { scope = "MDO4104C" }\n')
+    j = tmp_path / "b.json"
+    rc, _, err = run_cli(capsys, SCOPES / "tek0000CH*.isf", "--manifest", m, "-q", "-j", "1", "--json", j)
+    (r,) = json.loads(j.read_text())["captures"]
+    assert rc == 0 and err == "" and r["labels"] == {"scope": "MDO4104C"} and r["status"] == "ok"
+    assert r["analysis"]["capture"]["channels"] == ["Ch1", "Ch2"]
+
+
+def test_grouping_keeps_folders_errors_and_order():
+    found = [discover.Found("a/x.sr"), discover.Found("a/tekCH2.isf"), discover.Found("missing", "no such file"),
+             discover.Found("a/tekCH1.isf"), discover.Found("a/tek.trc")]
+    out = discover.group(found)
+    assert [(f.path, f.files, f.error) for f in out] == [
+        ("a/x.sr", None, None), ("a/tekCH1.isf + a/tekCH2.isf", ["a/tekCH1.isf", "a/tekCH2.isf"], None),
+        ("missing", None, "no such file"), ("a/tek.trc", None, None)]
+    assert table.shorten_files(["tek0000CH1.isf", "tek0000CH2.isf", "tek0000CH3.isf"], 20) == "tek0000CH{1,2,3}.isf"
+    size = sum(os.path.getsize(p) for p in ISF_PAIR)           # the time limit counts every file
+    assert worker.default_timeout(ISF_PAIR) == worker.TIMEOUT_BASE_S + worker.TIMEOUT_S_PER_MIB * size / (1 << 20)

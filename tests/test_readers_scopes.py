@@ -5,7 +5,7 @@ Oracles: the same acquisition saved by the scope in another format (the
 Tektronix MDO4104C's ISF pair and its own CSV; the Agilent MSO7034A's BIN, CSV
 and ASCII XY files), libsigrok's reading of the ISF pair (RTC.sr), and the
 readers of other projects: lecroyparser (LeCroy .trc), RigolWFM (Keysight/
-Rigol .bin, Tektronix .wfm), fftekwfm (Tektronix FastFrame .wfm).
+Rigol .bin). Tektronix .wfm: tests/test_readers_tek_wfm.py (files tm_data_types writes).
 """
 
 from __future__ import annotations
@@ -206,37 +206,6 @@ def test_trc_sequence_mode_is_refused(capsys):
     assert "sequence-mode file (200 segments)" in capsys.readouterr().err
 
 
-# -------------------------------------------------------------- Tektronix WFM
-def test_wfm_fastframe_is_fftekwfms():
-    fftekwfm = pytest.importorskip("fftekwfm")
-    ref = fftekwfm.TekWFM(str(DATA / "sample_ff1.wfm")).load_frames(scale=True)
-    info, v = volts(DATA / "sample_ff1.wfm")
-    (ours,) = v.values()
-    assert np.array_equal(ours.reshape(ref.frames.shape), ref.frames)
-    assert info.tick_s == pytest.approx(ref.tscale) and info.time_offset_s == pytest.approx(ref.toffset)
-    assert any("FastFrame: 5 frames of 1000 samples placed at their trigger times" in w for w in info.warnings)
-
-
-def test_wfm_fastframe_frames_sit_at_their_trigger_times():
-    with open_capture(DATA / "sample_ff1.wfm") as r:
-        wf = r.waveforms[0]
-        assert list(np.diff(wf.frame_ticks)) and all(d >= 1000 for d in np.diff(wf.frame_ticks))
-        blocks = list(check_stream(r.edges(["CH1"]), 1))
-        assert len(blocks) >= 1
-        assert r.end_tick == wf.frame_ticks[-1] + 1000 == r.info.n_ticks
-
-
-def test_wfm_int8_is_rigolwfms():
-    """fftekwfm refuses int8 curves; RigolWFM's Tektronix parser reads them."""
-    rw = pytest.importorskip("RigolWFM.wfm")
-    w = rw.Wfm.from_file(str(DATA / "sample_1.wfm"))
-    (c,) = [c for c in w.channels if c.enabled]
-    info, v = volts(DATA / "sample_1.wfm")
-    (ours,) = v.values()
-    assert np.max(np.abs(ours - np.asarray(c.volts))) < 1e-7
-    assert info.tick_s == pytest.approx(c.seconds_per_point)
-
-
 # --------------------------------------------------------------- CSV vendors
 @pytest.mark.parametrize("name,vendor", [("RTC.csv", "Tektronix"), ("scope_3.csv", "Keysight"),
                                          ("scope_7_1.csv", "Keysight"), ("DS1054Z-A.csv", "Rigol")])
@@ -357,15 +326,20 @@ def test_threshold_goes_to_the_file_with_the_channel(capsys):
 
 # --------------------------------------------------------- damaged files
 @pytest.mark.parametrize("name", ["tek0000CH1.isf", "scope_30.bin", "DHO824-ch12.bin", "lecroy_4.trc",
-                                  "sample_1.wfm", "sample_ff1.wfm", "keysight1.h5"])
-def test_damaged_scope_files_are_errors_not_crashes(name, tmp_path):
+                                  "tm:int8", "tm:ff_int16", "tm:v2_int16", "keysight1.h5"])
+def test_damaged_scope_files_are_errors_not_crashes(name, tmp_path, request):
     """Cut anywhere or with header bytes overwritten: the reader gives edges or a
-    SpigapError (one line, exit 2), never another exception (exit 3)."""
+    SpigapError (one line, exit 2), never another exception (exit 3). tm:NAME: a .wfm
+    tm_data_types wrote (tests/tekwfm_oracle.py)."""
     from spigap.errors import SpigapError
 
-    raw = (DATA / name).read_bytes()
+    if name.startswith("tm:"):
+        src = request.getfixturevalue("tek_wfm_files")[name[3:]].path
+    else:
+        src = DATA / name
+    raw = src.read_bytes()
     rng = np.random.default_rng(23)
-    p = tmp_path / name
+    p = tmp_path / src.name
     for k in range(40):
         b = bytearray(raw)
         if k % 2:

@@ -11,6 +11,14 @@
   itself spells out (``scope/*.dat --input-format scope-csv``); matched
   directories are searched as above.
 
+A scope's files of one acquisition, one file per channel (``tek0000CH1.isf``,
+``tek0000CH2.isf``: names that differ only in a trailing ``CH<n>``, in one
+folder, with one extension; ``io.combine.group_acquisitions``), are one capture
+however they were named: its ``files`` are the members in channel order, its
+``path`` is them joined with `` + `` (as ``spigap analyze`` names them). Logic
+analyzer sessions (``.sr``, ``.dsl``, ``.vcd``) hold every channel and are never
+grouped.
+
 Generic text extensions (``.csv``, ``.txt``, ``.tsv``, and any extension two
 readers share) also name notes, manifests and the CSV this command writes, so
 in directories and globs such files are kept only when a reader recognizes
@@ -36,6 +44,11 @@ _SALEAE_FILE = re.compile(r"^(digital|analog)_\d+\.bin$", re.IGNORECASE)
 class Found:
     path: str                 # as the user will see it (relative if given relative)
     error: str | None = None  # why this argument gave no capture
+    files: list[str] | None = None   # an acquisition saved as several files: them (path joins them)
+
+
+# sessions that hold every channel of a capture: a CH<n> in their names is the user's, not a scope's
+NEVER_GROUPED = (".sr", ".dsl", ".vcd")
 
 
 def _entries():
@@ -241,4 +254,26 @@ def expand(inputs, *, input_format: str | None = None, exclude=(),
             c.found.append(Found(arg, _missing(arg)))
     if skipped is not None:
         skipped.extend(c.skipped)
-    return c.found
+    return group(c.found)
+
+
+def group(found: list[Found]) -> list[Found]:
+    """The files of one acquisition (io.combine.group_acquisitions) as one entry, at the
+    place of the first of them."""
+    from spigap.io.combine import group_acquisitions
+
+    single = [f.path for f in found if f.error is None and f.files is None
+              and not _has_ext(f.path, NEVER_GROUPED) and not os.path.isdir(f.path)]
+    groups = [g for g in group_acquisitions(single) if len(g) > 1]
+    if not groups:
+        return found
+    position = {f.path: i for i, f in enumerate(found)}
+    first = {min(g, key=position.__getitem__): g for g in groups}
+    members = {p for g in groups for p in g}
+    out = []
+    for f in found:
+        if f.path in first:
+            out.append(Found(" + ".join(first[f.path]), files=first[f.path]))
+        elif f.path not in members or f.error is not None:
+            out.append(f)
+    return out

@@ -38,6 +38,7 @@ import dataclasses
 import fnmatch
 import os
 import tomllib
+from typing import Sequence
 
 from spigap.errors import InputError, UsageError
 
@@ -78,11 +79,13 @@ class Manifest:
     defaults: dict
     entries: list[Entry]
 
-    def lookup(self, capture: str) -> tuple[dict, dict, list[Entry]]:
-        """Options and labels for one capture (defaults, then every matching entry)."""
+    def lookup(self, capture: str | Sequence[str]) -> tuple[dict, dict, list[Entry]]:
+        """Options and labels for one capture (defaults, then every matching entry). A
+        capture saved as several files (a list): an entry matching any of them applies."""
+        files = [capture] if isinstance(capture, str) else list(capture)
         options, labels, hits = dict(self.defaults), {}, []
         for e in self.entries:
-            if e.matches(capture):
+            if any(e.matches(f) for f in files):
                 for k in e.options:
                     for other in EXCLUSIVE.get(k, ()):
                         options.pop(other, None)

@@ -164,7 +164,8 @@ def to_json(results, *, matrices=(), extra: dict | None = None) -> dict:
         "summary": counts(results),
         **(extra or {}),
         "columns": cols,
-        "captures": [{**flatten(r, labels), "labels": r["labels"], "elapsed_s": r.get("elapsed_s"),
+        "captures": [{**flatten(r, labels), **({"files": r["files"]} if r.get("files") else {}),
+                      "labels": r["labels"], "elapsed_s": r.get("elapsed_s"),
                       "analysis": r.get("analysis")} for r in results],
         "matrices": [m.to_dict() for m in matrices],
     }
@@ -212,6 +213,19 @@ def shorten(name: str, width: int) -> str:
     return base[:width - 1 - tail] + "…" + base[len(base) - tail:]
 
 
+def shorten_files(files: list[str], width: int) -> str:
+    """An acquisition saved as several files in at most ``width`` characters: joined with
+    " + ", else what the names share around the parts that differ
+    (``tek0000CH{1,2,3,4}.isf``), else that shortened."""
+    joined = " + ".join(files)
+    if len(joined) <= width:
+        return joined
+    head = os.path.commonprefix(files)
+    tail = os.path.commonprefix([f[len(head):][::-1] for f in files])[::-1]
+    middles = [f[len(head):len(f) - len(tail)] for f in files]
+    return shorten(head + "{" + ",".join(middles) + "}" + tail, width)
+
+
 def common_dir(paths) -> str:
     dirs = [os.path.dirname(p) for p in paths]
     if not dirs:
@@ -225,14 +239,18 @@ def common_dir(paths) -> str:
 
 def render_text(results) -> str:
     lines = []
-    base = common_dir([r["path"] for r in results])
-    names = [printable(os.path.relpath(r["path"], base) if base else os.path.normpath(r["path"]))
-             for r in results]
+    base = common_dir([p for r in results for p in r.get("files") or [r["path"]]])
+
+    def rel(p: str) -> str:
+        return os.path.relpath(p, base) if base else os.path.normpath(p)
+
+    files = [[rel(p) for p in r["files"]] if r.get("files") else None for r in results]
+    names = [printable(" + ".join(f) if f else rel(r["path"])) for f, r in zip(files, results)]
     if base:
         lines.append(f"captures in {printable(base)}{os.sep}")
     fixed = 2 + 9 + sum(1 + cw for _, _, cw, _ in TEXT_COLUMNS)
     w = max(12, min(max([len("capture"), *map(len, names)]), TEXT_WIDTH - fixed))
-    short = [shorten(n, w) for n in names]
+    short = [printable(shorten_files(f, w)) if f else shorten(n, w) for f, n in zip(files, names)]
     head = f"{'capture':<{w}}  {'status':<9}" + "".join(f" {h:>{cw}}" for h, _, cw, _ in TEXT_COLUMNS)
     lines.append(head)
     lines.append((" " * (w + 11) + "".join(f" {h2:>{cw}}" for _, h2, cw, _ in TEXT_COLUMNS)).rstrip())

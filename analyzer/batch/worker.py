@@ -27,16 +27,18 @@ TIMEOUT_BASE_S = 60.0
 TIMEOUT_S_PER_MIB = 1.0
 
 
-def default_timeout(path: str) -> float:
+def default_timeout(path: str | list[str]) -> float:
     """``TIMEOUT_BASE_S`` plus ``TIMEOUT_S_PER_MIB`` per MiB of the capture (a Saleae
-    folder counts all its files)."""
-    try:
-        if os.path.isdir(path):
-            size = sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
-        else:
-            size = os.path.getsize(path)
-    except OSError:
-        size = 0
+    folder counts all its files, an acquisition saved as several files all of them)."""
+    size = 0
+    for p in [path] if isinstance(path, str) else path:
+        try:
+            if os.path.isdir(p):
+                size += sum(e.stat().st_size for e in os.scandir(p) if e.is_file())
+            else:
+                size += os.path.getsize(p)
+        except OSError:
+            pass
     return TIMEOUT_BASE_S + TIMEOUT_S_PER_MIB * size / (1 << 20)
 
 
@@ -95,7 +97,8 @@ def _time_limit(seconds: float | None):
 class Job:
     index: int                     # position in the batch (rows keep this order)
     path: str                      # as shown to the user
-    file: str = ""                 # absolute path the worker opens
+    file: str | list[str] = ""     # what the worker opens (absolute for Dask); a list: one acquisition's files
+    files: list[str] | None = None  # those files as shown to the user (path joins them with " + ")
     cfg: SpiConfig | None = None
     reader: dict = dataclasses.field(default_factory=dict)   # open_capture keyword options
     labels: dict = dataclasses.field(default_factory=dict)
@@ -106,8 +109,11 @@ class Job:
 
 def result(job: Job, status: str, *, error: str | None = None, analysis: dict | None = None,
            elapsed_s: float = 0.0) -> dict:
-    return {"index": job.index, "path": job.path, "labels": dict(job.labels), "status": status,
-            "error": error, "analysis": analysis, "elapsed_s": elapsed_s}
+    res = {"index": job.index, "path": job.path, "labels": dict(job.labels), "status": status,
+           "error": error, "analysis": analysis, "elapsed_s": elapsed_s}
+    if job.files:
+        res["files"] = list(job.files)
+    return res
 
 
 def analyze_job(job: Job) -> dict:

@@ -117,11 +117,13 @@ def make_jobs(args, found, fields, manifest) -> list:
     rule = stall_rule_from_args(args)
     jobs = []
     for i, f in enumerate(found):
-        job = Job(index=i, path=f.path, error=f"{f.path}: {f.error}" if f.error else None)
-        labels = dict(fields.labels(f.path) or {})
+        job = Job(index=i, path=f.path, error=f"{f.path}: {f.error}" if f.error else None, files=f.files)
+        # an acquisition saved as several files: labels from its first file's name, the
+        # manifest's entries that match any of its files
+        labels = dict(fields.labels(f.files[0] if f.files else f.path) or {})
         ns = args
         if manifest is not None:
-            options, mlabels, hits = manifest.lookup(f.path)
+            options, mlabels, hits = manifest.lookup(f.files or f.path)
             used.update(id(h) for h in hits)
             labels.update(mlabels)
             if options and job.error is None:
@@ -137,7 +139,10 @@ def make_jobs(args, found, fields, manifest) -> list:
                 job.reader = reader_options(ns)
             except SpigapError as e:
                 job.error = f"{f.path}: {e}"
-        job.file = os.path.abspath(f.path) if args.dask_scheduler else f.path
+        if f.files:
+            job.file = [os.path.abspath(p) for p in f.files] if args.dask_scheduler else list(f.files)
+        else:
+            job.file = os.path.abspath(f.path) if args.dask_scheduler else f.path
         limit = getattr(args, "timeout", None)
         job.timeout_s = (worker_mod.default_timeout(job.file) if limit is None else limit) or None
         jobs.append(job)

@@ -10,8 +10,8 @@ files of different acquisitions cannot be lined up sample by sample.
 
 Channel names are each file's own; a name that two files share gets the
 file's stem (``tek0001CH1:CH1``). ``group_acquisitions`` sorts a list of paths
-into acquisitions by their names (``<stem>CH<n>.<ext>``, ``<stem>_<n>.<ext>``),
-for ``spigap batch``.
+into acquisitions by their names (``<stem>CH<n>.<ext>``; ``<stem>_<n>.<ext>`` is
+not grouped), for ``spigap batch`` (batch/discover.py).
 """
 
 from __future__ import annotations

@@ -2,8 +2,11 @@
 versions ``:WFM#001`` to ``:WFM#003``, single records and FastFrame.
 
 Layout ("Performance Oscilloscope Reference Waveform File Format", Tektronix
-077-0220-11; offsets for versions 2 and 3, version 1 lacks the 2-byte summary
-frame field at 154, so later fields sit 2 bytes earlier):
+077-0220-11), offsets of version 3; versions 1 and 2 store the point density of
+each of the four dimensions' user views (at 304, 464, 600 and 736 in version 3)
+in 4 bytes instead of 8, so a field after k of them sits 4k bytes earlier, and
+version 1 lacks the 2-byte summary frame field at 154, so every later field
+sits 2 more bytes earlier (``_at``):
 
     0  byte order (0x0F0F little-, 0xF0F0 big-endian)   2 version ":WFM#00x"
     15 bytes per point   16 byte offset of the curve buffer   40 waveform label (char[32])
@@ -22,9 +25,11 @@ their trigger times (the time between frames was not recorded: a warning says
 so), or back to back when the timestamps cannot place them.
 
 Hand-written (header only; samples are read by io/scopefile.py in slices):
-fftekwfm 0.4.1 refuses int8 curves (format 7), which two of the three sample
-files Tektronix publishes use, and fails with a KeyError on big-endian files;
-the header is a fixed, documented block.
+fftekwfm 0.4.1 reads int16 curves only, fails with a KeyError on big-endian files and
+reads versions 1 and 2 at version 3's offsets; the header is a fixed,
+documented block. Checked against files tm_data_types (Tektronix's package)
+writes, and RigolWFM's and fftekwfm's readings of them
+(tests/test_readers_tek_wfm.py).
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ import numpy as np
 from spigap.errors import InputError
 from spigap.io.scopefile import MAX_SAMPLES, Waveform, WaveformReader, check_waveform, read_exact
 
-HEADER = 838
+HEADER = 838                          # version 3; versions 2 and 1: 822 and 820
+_POINT_DENSITY = (304, 464, 600, 736)  # version 3 offsets of the 8-byte point densities
 _FORMATS = {0: "i2", 1: "i4", 2: "u4", 3: "u8", 4: "f4", 5: "f8", 6: "u1", 7: "i1"}
 MAX_FRAMES = 1 << 24
 
@@ -57,7 +63,7 @@ class TekWfmReader(WaveformReader):
 
 
 def read_wfm(path: str) -> tuple[Waveform, int, list[str]]:
-    h = read_exact(path, 0, HEADER, "header (838 bytes)")
+    h = read_exact(path, 0, _at(HEADER, 1), f"header ({_at(HEADER, 1)} bytes)")
     if not sniff(h):
         raise InputError("not a Tektronix WFM file (no :WFM#00x header)", path=path,
                          hint="Tektronix AWG .wfm files are a different format")
@@ -65,10 +71,12 @@ def read_wfm(path: str) -> tuple[Waveform, int, list[str]]:
     version = int(h[9:10]) if h[9:10].isdigit() else 0
     if version not in (1, 2, 3):
         raise InputError(f"unsupported WFM version {h[2:10].decode('latin-1')!r}", path=path)
-    v1 = 2 if version == 1 else 0
+    size = _at(HEADER, version)
+    if size > len(h):
+        h = read_exact(path, 0, size, f"header ({size} bytes)")
 
     def u(fmt: str, off: int):
-        return struct.unpack_from(e + fmt, h, off)[0]
+        return struct.unpack_from(e + fmt, h, _at(off, version))[0]
 
     bps = h[15]
     curve = u("i", 16)
@@ -76,13 +84,13 @@ def read_wfm(path: str) -> tuple[Waveform, int, list[str]]:
     frames = u("I", 72) + 1
     fastframe = u("I", 78) == 1
     dtype_code = u("i", 122)
-    vscale, voffset = u("d", 168 - v1), u("d", 176 - v1)
-    fmt = u("i", 240 - v1)
-    tscale, toffset = u("d", 488 - v1), u("d", 496 - v1)
-    tunits = h[508 - v1:528 - v1].split(b"\0", 1)[0].decode("latin-1").strip()
-    timebase = u("i", 768 - v1)
-    frac0, gmt0 = u("d", 796 - v1), u("i", 804 - v1)
-    dstart, pstart, pstop = u("I", 822 - v1), u("I", 826 - v1), u("I", 830 - v1)
+    vscale, voffset = u("d", 168), u("d", 176)
+    fmt = u("i", 240)
+    tscale, toffset = u("d", 488), u("d", 496)
+    tunits = h[_at(508, version):_at(528, version)].split(b"\0", 1)[0].decode("latin-1").strip()
+    timebase = u("i", 768)
+    frac0, gmt0 = u("d", 796), u("i", 804)
+    dstart, pstart, pstop = u("I", 822), u("I", 826), u("I", 830)
     if dtype_code != 2:
         raise InputError(f"not a waveform vector (data type {dtype_code}: a measurement or a pixel map)",
                          path=path)
@@ -105,16 +113,24 @@ def read_wfm(path: str) -> tuple[Waveform, int, list[str]]:
     if fastframe and frames > 1:
         wf.frame_len = length
         wf.frame_stride = pstop
-        wf.frame_ticks = _frame_ticks(path, e, frames, length, tscale, frac0, gmt0, notes)
+        wf.frame_ticks = _frame_ticks(path, e, _at(HEADER, version), frames, length, tscale, frac0, gmt0, notes)
     return wf, version, notes
 
 
-def _frame_ticks(path, e, frames, length, dt, frac0, gmt0, notes) -> np.ndarray:
-    """Ticks of the frames' first samples, from their trigger timestamps."""
-    if HEADER + 24 * (frames - 1) > os.path.getsize(path):
+def _at(offset: int, version: int) -> int:
+    """Where a field at ``offset`` in a version-3 header sits in a file of ``version``."""
+    if version == 3:
+        return offset
+    return offset - 4 * sum(pd < offset for pd in _POINT_DENSITY) - (2 if version == 1 and offset > 154 else 0)
+
+
+def _frame_ticks(path, e, header, frames, length, dt, frac0, gmt0, notes) -> np.ndarray:
+    """Ticks of the frames' first samples, from their trigger timestamps (the table of the
+    further frames' update specifications follows the header)."""
+    if header + 24 * (frames - 1) > os.path.getsize(path):
         raise InputError(f"{frames} FastFrames announced, but the file is too short for their timestamp "
                          "table (damaged header?)", path=path)
-    table = read_exact(path, HEADER, 24 * (frames - 1), "FastFrame timestamp table")
+    table = read_exact(path, header, 24 * (frames - 1), "FastFrame timestamp table")
     spec = np.frombuffer(table, dtype=np.dtype([("off", e + "u4"), ("tt", e + "f8"), ("frac", e + "f8"),
                                                 ("gmt", e + "i4")]), count=frames - 1)
     onsets = np.concatenate([[0.0], (spec["gmt"].astype(np.float64) - gmt0) + (spec["frac"] - frac0)])
