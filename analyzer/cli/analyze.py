@@ -62,7 +62,11 @@ def run(args) -> int:
         from spigap.core.stalls import find_stalls
 
         rule = stall_rule_from_args(args)
-        stalls = find_stalls(a, rule)
+        stalls: object
+        if getattr(a, "shared", False):        # several devices on one bus: stalls per device
+            stalls = {name: find_stalls(d, rule) for name, d in a.devices.items()}
+        else:
+            stalls = find_stalls(a, rule)
         o.finish(a, stalls=stalls, stall_rule=rule, events=getattr(a, "events", None))
     if a.truncated:
         # the partial results are out; now say what went wrong, as an error

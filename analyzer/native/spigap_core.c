@@ -358,3 +358,38 @@ int64_t spigap_next_assert(const uint32_t *states, int64_t n, int64_t prev, int6
     }
     return -1;
 }
+
+
+/* A shared bus (several CS lines on one SCLK, analyzer/core/bus.py): one pass over an
+   edge block. Writes the index of every entry where a line of cs_mask changes (at most
+   cap of them, *n_idx counts them) and counts the SCLK edges while every CS line is at
+   its inactive level (cs_idle: their inactive pattern) and none changes in that entry
+   (the same-sample rule of docs/gaps.md): stray[0] += count, stray[1] = the first one's
+   tick (when still < 0), stray[2] = the last one's. Returns the entries read (fewer than
+   n when cap was reached: call again from there with prev = states[returned - 1]). */
+int64_t spigap_bus_scan(const int64_t *ticks, const uint32_t *states, int64_t n, int64_t prev, int64_t cs_mask,
+                        int64_t cs_idle, int64_t b_clk, int64_t *idx, int64_t cap, int64_t *n_idx, int64_t *stray)
+{
+    uint32_t p = (uint32_t)prev, m = (uint32_t)cs_mask, idle = (uint32_t)cs_idle;
+    int64_t k = 0, count = 0, first = stray[1], last = stray[2];
+    int64_t i = 0;
+    for (; i < n; i++) {
+        uint32_t s = states[i], ch = s ^ p;
+        p = s;
+        if (ch & m) {
+            if (k == cap)
+                break;
+            idx[k++] = i;
+        } else if (((ch >> b_clk) & 1u) && (s & m) == idle) {
+            count++;
+            if (first < 0)
+                first = ticks[i];
+            last = ticks[i];
+        }
+    }
+    *n_idx = k;
+    stray[0] += count;
+    stray[1] = first;
+    stray[2] = last;
+    return i;
+}
