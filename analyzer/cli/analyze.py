@@ -45,15 +45,19 @@ def run(args) -> int:
     if args.event and args.capture == "-":
         raise UsageError("--event reads the capture a second time, which a pipe cannot give",
                          path="<stdin>", hint="save the stream to a file and analyze that")
-    if args.device:
+    from spigap.cli.common import per_device
+
+    for spec in [args.device] + list(per_device(args, "device").values()):
+        if not spec:
+            continue
         from spigap import labels
 
-        labels.parse(args.device)          # a bad device name fails before the capture is read
-        if labels.parse_spec(args.device).variant:
-            labels.limits(args.device)     # and so does a variant that does not exist
+        labels.parse(spec)          # a bad device name fails before the capture is read
+        if labels.parse_spec(spec).variant:
+            labels.limits(spec)     # and so does a variant that does not exist
     from spigap.output.rows import Output
 
-    transfers = args.transfers or bool(args.device)
+    transfers = args.transfers or bool(args.device) or bool(per_device(args, "device"))
     with _output(args.output) as out:
         o = Output(args.format, out, transfers=transfers)
         # memory bounded past 100 000 transfers (rows written as measured); --device and

@@ -50,13 +50,14 @@ SETTLE_SHARE = 0.9      # of the known message ends in one class of an ambiguous
 
 class DevicePipe:
     """What a consumer reads of its pipeline (``info``, ``cfg``, ``settled``, ``prefix``,
-    ``truncated``, ``end_tick``), for one device of a shared bus."""
+    ``framer``, ``truncated``, ``interrupted``, ``end_tick``), for one device of a shared bus."""
 
-    def __init__(self, shared: "SharedPipeline", k: int, cfg: SpiConfig, settled: Settled):
+    def __init__(self, shared: "SharedPipeline", k: int, cfg: SpiConfig, settled: Settled, framer):
         self.shared, self.k = shared, k
         self.info = shared.info
         self.cfg = cfg
         self.settled = settled
+        self.framer = framer
         self.prefix = Prefix()
 
     @property
@@ -66,6 +67,10 @@ class DevicePipe:
     @property
     def end_tick(self) -> int | None:
         return self.shared.end_tick
+
+    @property
+    def interrupted(self) -> bool:
+        return self.shared.interrupted
 
 
 class SharedPipeline:
@@ -95,7 +100,7 @@ class SharedPipeline:
             bits = {role: full[n] for role, n in (("clk", dcfg.clk), ("cs", name), ("mosi", dcfg.mosi),
                                                    ("miso", dcfg.miso)) if n is not None}
             self.framers.append(make_framer(dcfg, bits, self.info.tick_s))
-            self.pipes.append(DevicePipe(self, k, dcfg, dsettled))
+            self.pipes.append(DevicePipe(self, k, dcfg, dsettled, self.framers[-1]))
             self._repack.append([full[n] for n in dcfg.stream_names()])
         self.tracker = BusTracker(self.names, [full[n] for n in self.names],
                                   [0 if p.cfg.cs_active_low else 1 for p in self.pipes], full[self.cfg.clk])
