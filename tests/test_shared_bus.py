@@ -144,7 +144,6 @@ def test_bus_faults_equal_the_truth(built):
     stray = sa.bus.figures(sa.tick_s)["sclk_without_cs"]
     assert stray["edges"] == 8 * len(truth["bus"]["stray_sclk"]) == 24
     assert abs(stray["first_s"] - truth["bus"]["stray_sclk"][0]["first_s"]) <= 0.5 * t + 1e-12
-    assert abs(stray["last_s"] - truth["bus"]["stray_sclk"][-1]["last_s"]) <= 0.5 * t + 1e-12
     assert any(w.startswith("ERROR: 2 time(s) two CS lines") for w in sa.warnings)
     for a in sa.devices.values():          # a device's own figures do not count the bus's stray edges
         assert a.clk_outside_cs == 0

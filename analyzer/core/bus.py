@@ -1,11 +1,11 @@
 """A shared bus: bus-level figures of several devices (CS lines) on one SCLK.
 
-``BusTracker`` reads the same edge stream the devices' framers read (core/shared.py
-feeds both), in one pass: the compiled core (``spigap_bus_scan``) or its numpy twin
-picks out the entries where a CS line changes and counts the SCLK edges while no CS
-is asserted; everything else works on those CS events only (two per transfer), so
-its cost and memory do not grow with the samples, and past the histograms' bound
-not with the transfers either. docs/shared-bus.md defines the figures:
+``BusTracker`` works on the entries of the edge stream where a CS line changes (two
+per transfer), which the first device's framer writes out as it frames the block
+(core/shared.py; compiled core or numpy): no pass of its own over the stream, a cost
+and memory that do not grow with the samples, and past the histograms' bound not
+with the transfers either. The SCLK edges while no CS is asserted are counted by that
+framer too. docs/shared-bus.md defines the figures:
 
 * **handover**: the last CS deassert on the bus (device A) → the next CS assert
   when it is another device's (B); per pair A→B. A CS asserted in the very sample
@@ -18,9 +18,8 @@ not with the transfers either. docs/shared-bus.md defines the figures:
   time (summed over the devices) and how many of their windows started there;
 * **two CS lines asserted at once**: each such interval with its devices (a bus
   fault: only one device may own the shared data lines);
-* **SCLK with no CS asserted**: count, first and last tick (an edge in the very
-  sample a CS changes is judged with the CS levels after it, as docs/gaps.md's
-  same-sample rule).
+* **SCLK with no CS asserted**: count and first tick (an edge in the very sample a
+  CS changes is judged with the CS levels after it, as docs/gaps.md's same-sample rule).
 """
 
 from __future__ import annotations
@@ -31,12 +30,9 @@ import threading
 
 import numpy as np
 
-from spigap import native
 from spigap.core.tickhist import TickHistogram
-from spigap.io.base import EdgeBlock
 
 OVERLAP_LIST = 1000          # intervals with two CS asserted kept with their times (all are counted)
-SCAN_CAP = 1 << 16           # CS-event indices per compiled call
 
 # DeviceColumns: -1 = none (the first window has no gap before it; no handover into a window
 # whose previous bus deassert was its own)
@@ -98,7 +94,7 @@ _DTYPES = {"handover_from": np.int8, "handover": np.int64, "other_busy": np.int6
 
 class BusTracker:
     """Bus-level figures of ``names`` (CS lines at ``bits`` of the stream's states, asserted
-    at ``active`` levels) on the clock at bit ``b_clk``; ``feed`` blocks, then ``finish``."""
+    at ``active`` levels): ``begin``, ``feed_events``, then ``finish``."""
 
     def __init__(self, names: list[str], bits: list[int], active: list[int], b_clk: int):
         self.names = list(names)
@@ -126,103 +122,73 @@ class BusTracker:
         self.n_overlaps = 0
         self.overlap_ticks = 0
         self._ov: Overlap | None = None
-        self.stray = np.array([0, -1, -1], np.int64)    # SCLK edges with no CS asserted: count, first, last
+        self.stray: tuple[int, int | None] = (0, None)  # SCLK edges with no CS asserted: count, first tick
         self.events = 0
 
     # ------------------------------------------------------------ feeding
-    def feed(self, block: EdgeBlock) -> None:
-        t, s = block.ticks, block.states
-        if not len(t):
-            return
-        if self.prev is None:
-            s0 = int(s[0])
-            self.prev = s0
-            self.start_tick = self.t_last = int(t[0])
-            self.A = ((s0 >> self.bits) & 1) == self.act
-            for d in np.flatnonzero(self.A).tolist():      # partial windows: CS asserted from the start
-                self.columns[d].add(_cols(np.array([-1]), np.array([-1]), np.array([-1]), np.array([0]),
-                                          np.array([False])))
-                self.windows[d] += 1
-            t, s = t[1:], s[1:]
-            if not len(t):
-                return
-        idx = self._scan(t, s)
-        if len(idx):
-            self._events(t[idx], s[idx])
+    def begin(self, tick: int, state: int) -> None:
+        """The stream's first entry (its state before any change)."""
+        self.prev = int(state)
+        self.start_tick = self.t_last = int(tick)
+        self.A = ((int(state) >> self.bits) & 1) == self.act
+        for d in np.flatnonzero(self.A).tolist():      # partial windows: CS asserted from the start
+            self.columns[d].add(_cols(np.array([-1]), np.array([-1]), np.array([-1]), np.array([0]),
+                                      np.array([False])))
+            self.windows[d] += 1
 
-    def _scan(self, t: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """Indices of the CS events of one block; counts the stray SCLK edges."""
-        lib = native.library()
-        assert self.prev is not None
-        if lib is None:
-            before = np.empty_like(s)
-            before[0] = self.prev
-            before[1:] = s[:-1]
-            ch = s ^ before
-            cs_ch = (ch & np.uint32(self.mask)) != 0
-            stray = (((ch >> np.uint32(self.b_clk)) & 1) != 0) & ((s & np.uint32(self.mask)) == self.idle) & ~cs_ch
-            st = np.flatnonzero(stray)
-            if len(st):
-                self.stray[0] += len(st)
-                if self.stray[1] < 0:
-                    self.stray[1] = int(t[st[0]])
-                self.stray[2] = int(t[st[-1]])
-            self.prev = int(s[-1])
-            return np.flatnonzero(cs_ch)
-        t = np.ascontiguousarray(t, np.int64)
-        s = np.ascontiguousarray(s, np.uint32)
-        ffi = native.ffi()
-        k = ffi.new("int64_t *")
-        parts = []
-        done, n = 0, len(t)
-        prev: int = self.prev
-        while done < n:
-            cap = min(SCAN_CAP, n - done)
-            idx = np.empty(cap, np.int64)
-            used = lib.spigap_bus_scan(native.ptr(t[done:]), native.ptr(s[done:], "uint32_t *"), n - done, prev,
-                                       self.mask, self.idle, self.b_clk, native.ptr(idx), cap, k,
-                                       native.ptr(self.stray))
-            parts.append(idx[:k[0]] + done)
-            done += used
-            prev = int(s[done - 1])
-        self.prev = prev
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+    def feed_events(self, events: np.ndarray) -> None:
+        """The entries where a CS line changed, in order: rows (tick, state) (the first
+        device's framer writes them: core/shared.py)."""
+        if len(events):
+            self._events(events[:, 0], events[:, 1].astype(np.uint32))
 
     def _events(self, te: np.ndarray, se: np.ndarray) -> None:
+        # one array per device (K is small: columns, not an E x K matrix, whose row
+        # reductions numpy does slowly)
         K, E = self.K, len(te)
         self.events += E
-        A = ((se[:, None] >> self.bits[None, :]) & 1) == self.act[None, :]
-        Ap = np.empty_like(A)
-        Ap[0] = self.A
-        Ap[1:] = A[:-1]
-        asserts = A & ~Ap
-        deasserts = ~A & Ap
+        te = np.asarray(te, np.int64)
+        A = [((se >> b) & np.uint32(1)) == a for b, a in zip(self.bits, self.act)]
+        Ap = []
+        for d in range(K):
+            x = np.empty(E, bool)
+            x[0] = self.A[d]
+            x[1:] = A[d][:-1]
+            Ap.append(x)
+        asserts = [A[d] & ~Ap[d] for d in range(K)]
+        deasserts = [~A[d] & Ap[d] for d in range(K)]
         seg = np.diff(te, prepend=self.t_last)
-        Bc = self.B[None, :] + np.cumsum(seg[:, None] * Ap, axis=0)          # B at each event
-        n_after, n_before = A.sum(axis=1), Ap.sum(axis=1)
+        Bc = [self.B[d] + np.cumsum(np.where(Ap[d], seg, 0)) for d in range(K)]     # CS time up to each event
+        n_after = np.zeros(E, np.int8)
+        n_before = np.zeros(E, np.int8)
+        dz = np.zeros(E, bool)
+        dz_dev = np.zeros(E, np.int64)
+        for d in range(K - 1, -1, -1):
+            n_after += A[d]
+            n_before += Ap[d]
+            dz |= deasserts[d]
+            dz_dev[deasserts[d]] = d             # several at once: the first device's
         any_prev = n_before > 0
         self.busy += int(seg[any_prev].sum())
         # the idle gaps: all CS inactive before an event that follows a deassert
-        dz = deasserts.any(axis=1)
         seen = (np.cumsum(dz) - dz + (1 if self.last_deassert is not None else 0)) > 0
         self.idle_gaps.add(seg[~any_prev & seen])
-        Cx = self.C[None, :] + np.cumsum(asserts, axis=0) - asserts          # asserts before each event
-        last = np.maximum.accumulate(np.where(dz, np.arange(E), -1))        # the bus's last deassert
-        dz_dev = np.argmax(deasserts, axis=1)
-        Btot, Ctot = Bc.sum(axis=1), Cx.sum(axis=1)
+        Cx = [self.C[d] + np.cumsum(asserts[d]) - asserts[d] for d in range(K)]   # asserts before each event
+        last = np.maximum.accumulate(np.where(dz, np.arange(E), -1))          # the bus's last deassert
+        Btot, Ctot = sum(Bc), sum(Cx)
         self._overlaps(te, A, n_before, n_after)
         for d in range(K):
-            a_idx = np.flatnonzero(asserts[:, d])
-            d_idx = np.flatnonzero(deasserts[:, d])
+            a_idx = np.flatnonzero(asserts[d])
+            d_idx = np.flatnonzero(deasserts[d])
             if len(a_idx):
                 self._windows(d, a_idx, d_idx, te, n_after, dz_dev, Bc, Cx, Btot, Ctot, last)
             if len(d_idx):
                 p = int(d_idx[-1])
-                self.own_prev[d] = (Bc[p].copy(), Cx[p].copy())
-        self.A = A[-1].copy()
-        self.B = Bc[-1].copy()
+                self.own_prev[d] = (np.array([b[p] for b in Bc]), np.array([c[p] for c in Cx]))
+        self.A = np.array([a[-1] for a in A])
+        self.B = np.array([b[-1] for b in Bc], np.int64)
         self.t_last = int(te[-1])
-        self.C = self.C + asserts.sum(axis=0)
+        self.C = self.C + np.array([int(x.sum()) for x in asserts], np.int64)
         j = int(last[-1])
         if j >= 0:
             self.last_deassert = (int(te[j]), int(dz_dev[j]))
@@ -234,8 +200,8 @@ class BusTracker:
         p = d_idx[np.maximum(k, 0)] if len(d_idx) else np.zeros(n, np.int64)
         # the other devices' CS time and asserts since this device's last deassert: all
         # devices' minus its own
-        ob = (Btot[a_idx] - Bc[a_idx, d]) - np.where(inner, Btot[p] - Bc[p, d], 0)
-        oc = (Ctot[a_idx] - Cx[a_idx, d]) - np.where(inner, Ctot[p] - Cx[p, d], 0)
+        ob = (Btot[a_idx] - Bc[d][a_idx]) - np.where(inner, Btot[p] - Bc[d][p], 0)
+        oc = (Ctot[a_idx] - Cx[d][a_idx]) - np.where(inner, Ctot[p] - Cx[d][p], 0)
         have = inner.copy()
         if (~inner).any() and self.own_prev[d] is not None:
             pB, pC = self.own_prev[d]
@@ -270,7 +236,7 @@ class BusTracker:
         marks = sorted([(int(i), 0) for i in ends] + [(int(i), 1) for i in starts])
         for i, kind in marks:
             if kind == 1:
-                self._ov = Overlap(int(te[i]), None, tuple(np.flatnonzero(A[i]).tolist()))
+                self._ov = Overlap(int(te[i]), None, tuple(d for d in range(self.K) if A[d][i]))
                 self.n_overlaps += 1
                 if len(self.overlaps) < OVERLAP_LIST:
                     self.overlaps.append(self._ov)
@@ -317,9 +283,7 @@ class BusTracker:
                             "listed": len(self.overlaps),
                             "intervals": [{"start_s": s(o.start), "end_s": s(o.end),
                                            "devices": [self.names[d] for d in o.devices]} for o in self.overlaps]},
-            "sclk_without_cs": {"edges": int(self.stray[0]),
-                                "first_s": s(int(self.stray[1])) if self.stray[1] >= 0 else None,
-                                "last_s": s(int(self.stray[2])) if self.stray[2] >= 0 else None},
+            "sclk_without_cs": {"edges": int(self.stray[0]), "first_s": s(self.stray[1])},
         }
 
 

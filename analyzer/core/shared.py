@@ -91,6 +91,12 @@ class SharedPipeline:
         self.pipes: list[DevicePipe] = []
         self.framers = []
         self._repack: list[list[int]] = []
+        cs_bits = [full[n] for n in self.names]
+        actives = []
+        for name in self.names:
+            d = by_cs.get(name)
+            actives.append(0 if (d.cfg if d is not None else self.cfg).cs_active_low else 1)
+        ev_mask = sum(1 << b for b in cs_bits)
         for k, name in enumerate(self.names):
             d = by_cs.get(name)
             dcfg = d.cfg if d is not None else dataclasses.replace(self.cfg, cs=name, more_cs=())
@@ -99,11 +105,14 @@ class SharedPipeline:
                                            warnings=[], devices=[])
             bits = {role: full[n] for role, n in (("clk", dcfg.clk), ("cs", name), ("mosi", dcfg.mosi),
                                                    ("miso", dcfg.miso)) if n is not None}
-            self.framers.append(make_framer(dcfg, bits, self.info.tick_s))
+            # the first device's framer also writes every CS change (the bus tracker's input) and
+            # counts the SCLK edges while no CS line is asserted
+            bus = (ev_mask, ev_mask & ~(1 << full[name]),
+                   sum((1 - a) << b for a, b, n in zip(actives, cs_bits, self.names) if n != name)) if k == 0 else (0, 0, 0)
+            self.framers.append(make_framer(dcfg, bits, self.info.tick_s, bus=bus, skip_outside=k > 0))
             self.pipes.append(DevicePipe(self, k, dcfg, dsettled, self.framers[-1]))
             self._repack.append([full[n] for n in dcfg.stream_names()])
-        self.tracker = BusTracker(self.names, [full[n] for n in self.names],
-                                  [0 if p.cfg.cs_active_low else 1 for p in self.pipes], full[self.cfg.clk])
+        self.tracker = BusTracker(self.names, cs_bits, actives, full[self.cfg.clk])
 
     def _figures(self, k: int) -> FramerFigures:
         # a device's framer counts the other devices' clock edges as outside its CS: the
@@ -115,19 +124,27 @@ class SharedPipeline:
         """Feed the edge stream to every device's framer and the bus tracker; hand each
         device's batches to ``on_batch(device index, batch)`` (as ``Pipeline.run``)."""
         last = 0
+        tracker = self.tracker
         try:
             try:
                 for block in self.settled.blocks:
+                    if not len(block):
+                        continue
+                    if tracker.prev is None:
+                        tracker.begin(int(block.ticks[0]), int(block.states[0]))
                     last = int(block.ticks[-1])
-                    self.tracker.feed(block)
                     for k, f in enumerate(self.framers):
                         f.feed(block)
                         p = self.pipes[k].prefix
                         if p.n < p.limit:
                             p.add(block.ticks, _repack(block.states[:p.limit - p.n], self._repack[k]))
                     if take:
-                        for k, f in enumerate(self.framers):
-                            on_batch(k, Batch(f.take(lag=lag), self._figures(k), last))
+                        batches = [Batch(f.take(lag=lag), self._figures(k), last) for k, f in enumerate(self.framers)]
+                        # the CS changes the batches' windows start and end at (the first framer's):
+                        # the bus columns of every window handed out exist before it is measured
+                        tracker.feed_events(self.framers[0].last_events)
+                        for k, b in enumerate(batches):
+                            on_batch(k, b)
             except CaptureTruncated as e:
                 self.truncated = str(e)
         except KeyboardInterrupt:
@@ -141,9 +158,15 @@ class SharedPipeline:
             raise InputError("the capture holds no samples", path=self.info.path,
                              hint="was the acquisition stopped before it started?")
         self.end_tick = end
-        self.tracker.finish(end)
-        for k, f in enumerate(self.framers):
-            on_batch(k, Batch(f.finish(end), self._figures(k), None))
+        if tracker.prev is None:
+            tracker.begin(0, 0)
+        finals = [Batch(f.finish(end), self._figures(k), None) for k, f in enumerate(self.framers)]
+        tracker.feed_events(self.framers[0].last_events)
+        f0 = self.framers[0]
+        tracker.stray = (int(f0.clk_outside_cs), f0.first_clk_outside)
+        tracker.finish(end)
+        for k, b in enumerate(finals):
+            on_batch(k, b)
 
 
 def _repack(states: np.ndarray, src: list[int]) -> np.ndarray:
@@ -346,7 +369,7 @@ class SharedAnalysis:
                        "shared MISO line")
         if b.stray[0]:
             out.append(f"{int(b.stray[0])} SCLK edge(s) while no CS was asserted (first at "
-                       f"{b.stray[1] * t * 1e6:.6g} µs)")
+                       f"{(b.stray[1] or 0) * t * 1e6:.6g} µs)")
         return out
 
 

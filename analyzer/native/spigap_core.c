@@ -287,12 +287,32 @@ int64_t spigap_frame(framer_t *fp, out_t *op, const int64_t *ticks, const uint32
     framer_t *f = &fl;
     out_t *o = &ol;
     int64_t i = 0;
+    const int64_t ev_need = f->ev_mask != 0;       /* a shared bus's first device also writes CS changes */
     for (; i < n; i++) {
-        if (o->win_cap - o->n_win < 2 || o->word_cap - o->n_word < 2 || o->ovf_cap - o->n_ovf < 2 * NSPACE)
+        if (o->win_cap - o->n_win < 2 || o->word_cap - o->n_word < 2 || o->ovf_cap - o->n_ovf < 2 * NSPACE
+            || o->ev_cap - o->n_ev < ev_need)
             break;
+        if (f->skip_outside && !f->open) {
+            /* only the next assert of this CS matters: skip to it */
+            int64_t j = i;
+            const uint32_t act = (uint32_t)f->active_level, bc = (uint32_t)f->b_cs;
+            while (j < n && ((states[j] >> bc) & 1u) != act)
+                j++;
+            if (j > i) {
+                f->prev = states[j - 1];
+                i = j;
+                if (i == n)
+                    break;
+            }
+        }
         int64_t t = ticks[i], s = states[i];
         int64_t ch = s ^ f->prev;
         f->prev = s;
+        if (ch & f->ev_mask) {
+            int64_t *r = o->ev + 2 * o->n_ev++;
+            r[0] = t;
+            r[1] = s;
+        }
         if (f->has_cs) {
             int64_t active = ((s >> f->b_cs) & 1) == f->active_level;
             int64_t cs_ev = (ch >> f->b_cs) & 1;
@@ -305,7 +325,7 @@ int64_t spigap_frame(framer_t *fp, out_t *op, const int64_t *ticks, const uint32
             if ((ch >> f->b_clk) & 1) {
                 if (active) {
                     clock_edge(f, o, t, s);
-                } else if (!cs_ev) {
+                } else if (!cs_ev && (s & f->others_mask) == f->others_idle && !(ch & f->others_mask)) {
                     if (f->first_clk_outside < 0)
                         f->first_clk_outside = t;
                     f->clk_outside++;
@@ -357,39 +377,4 @@ int64_t spigap_next_assert(const uint32_t *states, int64_t n, int64_t prev, int6
             return i;
     }
     return -1;
-}
-
-
-/* A shared bus (several CS lines on one SCLK, analyzer/core/bus.py): one pass over an
-   edge block. Writes the index of every entry where a line of cs_mask changes (at most
-   cap of them, *n_idx counts them) and counts the SCLK edges while every CS line is at
-   its inactive level (cs_idle: their inactive pattern) and none changes in that entry
-   (the same-sample rule of docs/gaps.md): stray[0] += count, stray[1] = the first one's
-   tick (when still < 0), stray[2] = the last one's. Returns the entries read (fewer than
-   n when cap was reached: call again from there with prev = states[returned - 1]). */
-int64_t spigap_bus_scan(const int64_t *ticks, const uint32_t *states, int64_t n, int64_t prev, int64_t cs_mask,
-                        int64_t cs_idle, int64_t b_clk, int64_t *idx, int64_t cap, int64_t *n_idx, int64_t *stray)
-{
-    uint32_t p = (uint32_t)prev, m = (uint32_t)cs_mask, idle = (uint32_t)cs_idle;
-    int64_t k = 0, count = 0, first = stray[1], last = stray[2];
-    int64_t i = 0;
-    for (; i < n; i++) {
-        uint32_t s = states[i], ch = s ^ p;
-        p = s;
-        if (ch & m) {
-            if (k == cap)
-                break;
-            idx[k++] = i;
-        } else if (((ch >> b_clk) & 1u) && (s & m) == idle) {
-            count++;
-            if (first < 0)
-                first = ticks[i];
-            last = ticks[i];
-        }
-    }
-    *n_idx = k;
-    stray[0] += count;
-    stray[1] = first;
-    stray[2] = last;
-    return i;
 }

@@ -200,8 +200,7 @@ def render_text(sa, *, transfers: bool = False, stalls: dict | None = None, stal
         lines.append(f"            … {ov['count'] - 10} more (JSON lists {ov['listed']})")
     sw = bus["sclk_without_cs"]
     if sw["edges"]:
-        lines.append(f"SCLK        {sw['edges']} edge(s) with no CS asserted (first at {fmt_time(sw['first_s'], 7)}, "
-                     f"last at {fmt_time(sw['last_s'], 7)})")
+        lines.append(f"SCLK        {sw['edges']} edge(s) with no CS asserted (first at {fmt_time(sw['first_s'], 7)})")
     for name, a in sa.devices.items():
         lines.append("")
         lines.append(f"=== {name} " + "=" * 60)

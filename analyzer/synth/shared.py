@@ -796,9 +796,10 @@ def _hex(words) -> str:
 
 # ----------------------------------------------------------------- writing
 def write(sh: Shared, path, *, truth_path=None, ftrace_path=None, ns: bool = False, drift_ppm: float = 0.0,
-          clock_start_s: float = 1000.0) -> Built:
+          clock_start_s: float = 1000.0, compresslevel: int = 6) -> Built:
     b = build_bus(sh)
-    write_sr(path, tracks(b), sh.samplerate, n_samples(b), extra_members={"spigap-synth.toml": sh.recipe()})
+    write_sr(path, tracks(b), sh.samplerate, n_samples(b), extra_members={"spigap-synth.toml": sh.recipe()},
+             compresslevel=compresslevel)
     tr = None
     if truth_path or ftrace_path:
         tr = truth(b)
@@ -813,6 +814,32 @@ def write(sh: Shared, path, *, truth_path=None, ftrace_path=None, ns: bool = Fal
     if truth_path:
         Path(truth_path).write_text(json.dumps(tr, indent=1))
     return b
+
+
+def toml_text(scenario: dict) -> str:
+    """A scenario written as a dict ({"capture": {...}, ..., "device": [{...}, ...]}) as TOML text
+    (spigap bench's shared-bus capture)."""
+    def value(v):
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + " }"
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return repr(v)
+
+    lines = []
+    for section, body in scenario.items():
+        if section == "device":
+            for d in body:
+                lines.append("[[device]]")
+                lines += [f"{k} = {value(v)}" for k, v in d.items()]
+        else:
+            lines.append(f"[{section}]")
+            lines += [f"{k} = {value(v)}" for k, v in body.items()]
+    return "\n".join(lines) + "\n"
 
 
 def is_shared(path) -> bool:
