@@ -44,3 +44,6 @@ api_version, license, tags
 _.metadata
 # the MCP3x0x frame length helper: checked against the datasheet in tests/test_decoder_mcp3008.py
 frame_clocks
+# the shared-bus scenario as TOML text: called in the subprocess spigap bench synthesizes its
+# shared-bus capture in (bench.shared_capture's code string)
+toml_text
