@@ -204,8 +204,16 @@ def render_text(sa, *, transfers: bool = False, stalls: dict | None = None, stal
     for name, a in sa.devices.items():
         lines.append("")
         lines.append(f"=== {name} " + "=" * 60)
-        body = text_out.render(a, stalls=(stalls or {}).get(name), stall_rule=stall_rule, header=False)
+        st = (stalls or {}).get(name)
+        body = text_out.render(a, stalls=st, stall_rule=stall_rule, header=False)
         lines.append(body.rstrip("\n"))
+        cols = sa.columns.get(name)
+        if st and cols is not None:
+            held = [x for x in st if 0 <= x.transfer < len(cols["others"]) and cols["others"][x.transfer] > 0]
+            if held:
+                lines.append(f"            {len(held)} of these {len(st)} stalls are gaps that held other devices' "
+                             f"transfers ({fmt_time(sum(cols['other_busy'][x.transfer] for x in held) * sa.tick_s)} "
+                             "of their CS time): the bus, not this device (docs/shared-bus.md)")
     if transfers:
         lines.append("")
         labelled = any(a.labels is not None for a in sa.devices.values())
