@@ -56,3 +56,6 @@ schema
 _.showwarning
 # the file protocol of outfile's wrapped files (callers may use writelines)
 _.writelines
+# the shared-bus scenario as TOML text: called in the subprocess spigap bench synthesizes its
+# shared-bus capture in (bench.shared_capture's code string)
+toml_text

@@ -12,6 +12,7 @@ The capture goes through core/pipeline.py (frame, measure, group);
 from __future__ import annotations
 
 from spigap.core.analysis import GAP_KINDS, Analysis, describe
+from spigap.errors import UsageError
 from spigap.core.config import INFERABLE, SpiConfig
 from spigap.core import pipeline
 from spigap.io import open_capture
@@ -20,7 +21,7 @@ __all__ = ["analyze_file", "Analysis", "SpiConfig", "GAP_KINDS", "describe", "op
 
 
 def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None = None,
-                 input_format: str | None = None, keep: str = "all", rows=None, device: str | None = None,
+                 input_format: str | None = None, keep: str = "all", rows=None, device: str | dict | None = None,
                  events=None, **reader_options):
     """Read and analyze one capture. Raises SpigapError subclasses on bad input.
 
@@ -31,7 +32,12 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
     ``device``: ``--device NAME[:KEY=VALUE,...]``: each transfer's meaning in
     ``.labels`` (labels.py). ``events``: ``--event`` specs (core/events.EventSpec, or
     their text): a second pass over the capture pairs their edges, in ``.events``.
-    Both need every transfer, so they imply ``keep="all"``."""
+    Both need every transfer, so they imply ``keep="all"``.
+
+    Several devices on one bus (``--cs CE0,CE1``, or found in the signals): a
+    ``core.shared.SharedAnalysis`` (``.devices``: each device's Analysis; ``.bus``);
+    ``device`` is then {CS line: spec} (labels per device); ``events`` take one device
+    (``--cs NAME``)."""
     from spigap.core import events as events_mod
 
     specs = [events_mod.parse_event(e) if isinstance(e, str) else e for e in events or []]
@@ -40,7 +46,14 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
     opts = dict(reader_options, input_format=input_format, samplerate=samplerate)
     with open_capture(path, **opts) as r:
         a = pipeline.analyze(r, cfg or SpiConfig(infer=INFERABLE), keep=keep, rows=rows)
-    if device:
+    if getattr(a, "shared", False):
+        return _shared_labels(a, device, specs)
+    if isinstance(device, dict):
+        if a.cfg.cs not in device or len(device) > 1:
+            raise UsageError(f"--device {', '.join(f'{k}=...' for k in device)}: the capture was analyzed as one "
+                             f"device ({a.cfg.cs or 'no CS line'}); give --device SPEC")
+        device = device[a.cfg.cs]
+    if isinstance(device, str) and device:
         from spigap import labels
 
         a.device = device
@@ -49,3 +62,26 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
         with open_capture(path, **opts) as r:
             a.events = events_mod.measure(r, a, specs)
     return a
+
+
+def _shared_labels(sa, device, specs):
+    """--device per device of a shared bus (each transfer's meaning, per device)."""
+    names = list(sa.devices)
+    if specs:
+        raise UsageError(f"--event: the capture holds {len(names)} devices on one bus ({', '.join(names)}); the "
+                         "event chain ends at one device's CS assert: give --cs NAME")
+    if not device:
+        return sa
+    if not isinstance(device, dict):
+        raise UsageError(f"--device {device}: the capture holds {len(names)} devices on one bus "
+                         f"({', '.join(names)}); say which: --device {names[0]}={device}")
+    bad = [k for k in device if k not in sa.devices]
+    if bad:
+        raise UsageError(f"--device {bad[0]}=...: {bad[0]} is not a device of this bus ({', '.join(names)})")
+    from spigap import labels
+
+    for cs, spec in device.items():
+        a = sa.devices[cs]
+        a.device = spec
+        a.labels = labels.label_transfers(a, spec)
+    return sa

@@ -31,6 +31,24 @@ DENSE = {"samplerate": "50MHz", "sclk": "3.6MHz", "words_per_transfer": 3, "tran
 SIGROK_SPI = "spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CS"
 SAMPLES_PER_MESSAGE = 3950
 
+# a dense shared bus (docs/shared-bus.md): an MCP3008 read by a spidev loop on CE0 and a second
+# device on CE1 (3-byte transfers, 10 per message, each), one controller with sub-µs latencies,
+# so the bus is about as busy as DENSE; sigrok-cli's users stack one spi decoder per CS line
+SHARED = {
+    "capture": {"samplerate": "50MHz", "seed": 7, "lead": "1us", "tail": "1us"},
+    "spi": {"sclk": "3.6MHz", "mode": 0, "channels": {"clk": "SCLK", "mosi": "MOSI", "miso": "MISO"}},
+    "controller": {"submit_to_busy": "0.1us", "busy_to_start": "0.05us", "start_to_set_cs": "0.05us",
+                   "gpio_cs_latency": "0.1us", "gpio_cs_off_latency": "0.1us", "deassert_to_done": "0.1us",
+                   "done_to_start": "0.1us", "done_to_idle": "0.05us", "idle_to_exit": "0.05us",
+                   "enter_to_submit": "0.05us", "jitter": 0.05},
+    "device": [
+        {"cs": "CE0", "traffic": "mcp3008", "driver": "spidev", "transfers_per_message": 10, "think": "0.2us",
+         "cs_setup": "0.3us", "cs_hold": "0.2us", "cs_change": "0.3us", "idle_clocks": 1},
+        {"cs": "CE1", "traffic": "counter", "words": 3, "driver": "spidev", "transfers_per_message": 10,
+         "think": "0.25us", "cs_setup": "0.3us", "cs_hold": "0.2us", "cs_change": "0.3us", "idle_clocks": 1}],
+}
+SIGROK_SHARED = ["-P", "spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CE0", "-P", "spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CE1"]
+
 
 @dataclasses.dataclass
 class Row:
@@ -72,6 +90,27 @@ def dense_capture(samples: float, log=print) -> tuple[pathlib.Path, int]:
                 "write(Scenario.from_toml(None, json.loads(sys.argv[1])), sys.argv[2], compresslevel=1)")
         subprocess.run([sys.executable, "-c", code, json.dumps({**DENSE, "messages": messages}), str(tmp)],
                        check=True)
+        tmp.replace(path)
+    from spigap.io import open_capture
+
+    with open_capture(path) as r:
+        n = r.info.n_ticks
+    return path, n
+
+
+def shared_capture(samples: float, log=print) -> tuple[pathlib.Path, int]:
+    """The dense shared-bus capture (SHARED) of at least ``samples`` samples, synthesized once."""
+    duration_s = samples / 50e6
+    path = cache_dir() / f"shared-2dev-{int(round(duration_s * 1e3))}ms.sr"
+    if not path.exists():
+        log(f"bench: synthesizing {path.name} (once; cached in {path.parent})")
+        tmp = path.with_suffix(".tmp")
+        scen = json.loads(json.dumps(SHARED))
+        scen["capture"]["duration"] = f"{duration_s}s"
+        code = ("import sys, json; from spigap.synth import shared; "
+                "shared.write(shared.Shared.from_toml(text=shared.toml_text(json.loads(sys.argv[1]))), sys.argv[2], "
+                "compresslevel=1)")
+        subprocess.run([sys.executable, "-c", code, json.dumps(scen), str(tmp)], check=True)
         tmp.replace(path)
     from spigap.io import open_capture
 
@@ -159,9 +198,20 @@ def spigap_cmd(path, extra=()) -> list[str]:
 
 
 def run(samples: float = 20e6, big_samples: float = 200e6, real: pathlib.Path | None = None,
-        repeat: int = 3, sigrok: bool = True, sigrok_big: bool = False, log=print) -> list[Row]:
+        repeat: int = 3, sigrok: bool = True, sigrok_big: bool = False, log=print,
+        shared_samples: float = 0.0) -> list[Row]:
     rows = []
     have_sigrok = sigrok and shutil.which("sigrok-cli") is not None
+    if shared_samples:
+        spath, sn = shared_capture(shared_samples, log)
+        log(f"bench: {spath.name}: spigap x{repeat} ...")
+        t, m = timed(spigap_cmd(spath), repeat)
+        st = sm = None
+        if have_sigrok and sigrok_big:
+            log("bench: same capture with sigrok-cli, one spi decoder per CS line (a few minutes) ...")
+            st, sm = timed(["sigrok-cli", "-i", str(spath), *SIGROK_SHARED, "-A", "spi=mosi-data"], 1)
+        rows.append(Row("shared bus: 2 devices (CE0, CE1), dense", sn, t, m, st, sm,
+                        "sigrok-cli: one spi decoder per CS", inproc_s=in_process(spath)))
     path, n = dense_capture(samples, log)
     log(f"bench: {path.name}: spigap x{repeat} ...")
     t, m = timed(spigap_cmd(path), repeat)

@@ -171,8 +171,10 @@ def test_pvs_command_gaps_carries_the_analysis(tmp_path, capsys):
     assert o["inter_transfer_gap"][0] == "d"
     # half a sample above the floor of that threshold, in µs
     assert o["inter_transfer_gap"][1] * 1e-6 / a.tick_s == pytest.approx(math.floor(thr) + 0.5)
+    # Other CS# (a shared bus's other device) is left unassigned for one device
     assert [(c.name, c.assigned) for c in gaps.channels] == [("CLK", "SCLK"), ("CS#", "CE0"),
-                                                              ("MOSI", "MOSI"), ("MISO", "MISO")]
+                                                              ("MOSI", "MOSI"), ("MISO", "MISO"),
+                                                              ("Other CS#", None)]
     assert [d.id for d in mcp.decoders] == ["spi", "mcp3008"]
     assert mcp.name == "MCP3008"
     assert mcp.decoders[0].options == {}             # wordsize=8 is spi's default: not stored

@@ -15,9 +15,9 @@ from spigap.cli import main
 ANY = object()          # "{...}", "[...]" or a bare word key: anything goes
 
 
-def readme_schema() -> dict:
+def readme_schema(heading: str = "### JSON output (`--format json`") -> dict:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    sec = text[text.index("### JSON output (`--format json`"):]
+    sec = text[text.index(heading):]
     block = sec[sec.index("```") + 3:]
     block = block[:block.index("```")]
     block = re.sub(r"#[^\n]*", "", block)           # comments
@@ -163,3 +163,21 @@ def test_the_schema_check_catches_an_unlisted_key():
     schema = readme_schema()
     assert unlisted({"summary": {"transfers": 1, "new_key": 2}}, schema) == [".summary.new_key"]
     assert unlisted({"stalls": {"stalls": [{"kind": "x", "extra": 1}]}}, schema) == [".stalls.stalls[].extra"]
+
+
+def test_readme_lists_every_key_of_a_shared_bus(capsys):
+    """The shared-bus document (docs/shared-bus.md): its own listing, devices' objects as
+    one device's (checked against the first listing), and the rows' extra keys."""
+    schema = readme_schema("### Shared bus JSON")
+    one = readme_schema()
+    d = analyze_json(capsys, CAPTURES / "shared-three-faults.sr", "--transfers")
+    missing = unlisted(d, schema)
+    for name, dev in d["devices"].items():
+        missing += unlisted({k: v for k, v in dev.items() if k != "interleave"}, one, f".devices.{name}")
+    assert not missing, f"keys of a shared bus's JSON that README.md does not list: {missing}"
+    listed = {re.sub(r"\.(cs_change|context_switch|class_a|class_b)(?=\.|$)", ".*", p) for p in listed_paths(schema)}
+    seen = {re.sub(r"\.(cs_change|context_switch|class_a|class_b)(?=\.|$)", ".*", p)
+            for p in seen_paths(d)}
+    seen = {re.sub(r"^\.devices\.CS[0-9]", ".devices.*", p) for p in seen}
+    stale = sorted(p for p in listed if p not in seen and not p.endswith(".*") and "device" != p.rsplit(".", 1)[-1])
+    assert not stale, f"README.md lists shared-bus keys no output has: {stale}"

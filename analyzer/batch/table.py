@@ -73,6 +73,23 @@ def metric_value(res: dict, metric: str):
     return g.get(stat)
 
 
+def per_device(results: list[dict]) -> list[dict]:
+    """A capture of a shared bus (worker: ``devices``) as one row per device, labelled ``cs``."""
+    out = []
+    for r in results:
+        docs = r.get("devices")
+        if not docs:
+            out.append(r)
+            continue
+        for name, d in docs.items():
+            row = {k: v for k, v in r.items() if k != "devices"}
+            row["labels"] = {**r["labels"], "cs": name}
+            row["devices_of"] = len(docs)          # a shared bus's row: one of its devices
+            row["analysis"] = d
+            out.append(row)
+    return out
+
+
 def label_columns(results) -> list[str]:
     cols: list[str] = []
     for r in results:
@@ -135,9 +152,12 @@ def render_csv(results) -> str:
 
 def counts(results) -> dict:
     c = {OK: 0, TRUNCATED: 0, ERROR: 0}
+    seen = {}
     for r in results:
+        seen[r["index"]] = r              # a shared bus's devices are one capture
+    for r in seen.values():
         c[r["status"]] += 1
-    return {"captures": len(results), "ok": c[OK], "truncated": c[TRUNCATED], "failed": c[ERROR]}
+    return {"captures": len(seen), "ok": c[OK], "truncated": c[TRUNCATED], "failed": c[ERROR]}
 
 
 def summary_line(results) -> str:
@@ -245,7 +265,9 @@ def render_text(results) -> str:
         return os.path.relpath(p, base) if base else os.path.normpath(p)
 
     files = [[rel(p) for p in r["files"]] if r.get("files") else None for r in results]
-    names = [printable(" + ".join(f) if f else rel(r["path"])) for f, r in zip(files, results)]
+    names = [printable((" + ".join(f) if f else rel(r["path"]))
+                       + (f" [{r['labels']['cs']}]" if "cs" in r["labels"] and r.get("devices_of") else ""))
+             for f, r in zip(files, results)]
     if base:
         lines.append(f"captures in {printable(base)}{os.sep}")
     fixed = 2 + 9 + sum(1 + cw for _, _, cw, _ in TEXT_COLUMNS)

@@ -129,6 +129,8 @@ def analyze_job(job: Job) -> dict:
         try:
             with _time_limit(job.timeout_s):
                 a = analyze_file(job.file, job.cfg or SpiConfig(), **job.reader)
+            if getattr(a, "shared", False):
+                return _shared_result(job, a, time.perf_counter() - t0)
             d = to_dict(a, stall_rule=job.stall_rule)
         except JobTimeout:
             return result(job, ERROR, error=timeout_message(job), elapsed_s=time.perf_counter() - t0)
@@ -145,3 +147,20 @@ def analyze_job(job: Job) -> dict:
         return result(job, ERROR, error=f"{job.path}: internal error: {type(e).__name__}: {e} "
                                         "(run 'spigap analyze --debug' on it and please report it)",
                       elapsed_s=time.perf_counter() - t0)
+
+
+def _shared_result(job: Job, sa, elapsed_s: float) -> dict:
+    """A shared bus: one document per device (as one device's ``to_dict``, the bus's warnings
+    first) in ``devices``; batch/table.py makes a row of each (label ``cs``)."""
+    from spigap.output.jsonout import to_dict
+
+    docs = {}
+    for name, a in sa.devices.items():
+        d = to_dict(a, stall_rule=job.stall_rule)
+        d["warnings"] = list(sa.warnings) + d["warnings"]
+        docs[name] = d
+    first = next(iter(docs.values()))
+    status = TRUNCATED if sa.truncated else OK
+    r = result(job, status, error=str(sa.truncated) if sa.truncated else None, analysis=first, elapsed_s=elapsed_s)
+    r["devices"] = docs
+    return r

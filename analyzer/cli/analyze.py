@@ -48,15 +48,19 @@ def run(args) -> int:
     if args.event and args.capture == "-":
         raise UsageError("--event reads the capture a second time, which a pipe cannot give",
                          path="<stdin>", hint="save the stream to a file and analyze that")
-    if args.device:
+    from spigap.cli.common import per_device
+
+    for spec in [args.device] + list(per_device(args, "device").values()):
+        if not spec:
+            continue
         from spigap import labels
 
-        labels.parse(args.device)          # a bad device name fails before the capture is read
-        if labels.parse_spec(args.device).variant:
-            labels.limits(args.device)     # and so does a variant that does not exist
+        labels.parse(spec)          # a bad device name fails before the capture is read
+        if labels.parse_spec(spec).variant:
+            labels.limits(spec)     # and so does a variant that does not exist
     from spigap.output.rows import Output
 
-    transfers = args.transfers or bool(args.device)
+    transfers = args.transfers or bool(args.device) or bool(per_device(args, "device"))
     from spigap.outfile import open_output
 
     with open_output(args.output) as out:
@@ -67,7 +71,11 @@ def run(args) -> int:
         from spigap.core.stalls import find_stalls
 
         rule = stall_rule_from_args(args)
-        stalls = find_stalls(a, rule)
+        stalls: object
+        if getattr(a, "shared", False):        # several devices on one bus: stalls per device
+            stalls = {name: find_stalls(d, rule) for name, d in a.devices.items()}
+        else:
+            stalls = find_stalls(a, rule)
         o.finish(a, stalls=stalls, stall_rule=rule, events=getattr(a, "events", None))
     if a.truncated:
         # the partial results are out; now say what went wrong, as an error

@@ -254,6 +254,7 @@ def run(args) -> int:
     finally:
         bar.close()
     results.sort(key=lambda r: r["index"])
+    results = table.per_device(results)         # a shared bus: a row per device
 
     matrices = []
     if axes is not None:
@@ -277,9 +278,9 @@ def run(args) -> int:
     if args.matrix_csv:
         write_output(matrix.render_csv(matrices), args.matrix_csv)
 
-    bad = [r for r in results if r["status"] != OK]
+    bad = [r for r in {r["index"]: r for r in results}.values() if r["status"] != OK]
     if bad:
-        print(f"spigap: error: {len(bad)} of {len(results)} captures not fully analyzed "
+        print(f"spigap: error: {len(bad)} of {len(jobs)} captures not fully analyzed "
               "(see the error rows)", file=sys.stderr)
         return 2
     return 0

@@ -44,6 +44,9 @@ def add_subparser(sub) -> None:
     p.add_argument("--trace-events", type=_big_samples, default=1e6, metavar="N",
                    help="also time the trace path: parse + align (+ phases) a synthesized ftrace of about N "
                         "events beside its capture's analysis (default 1e6; 0 to skip)")
+    p.add_argument("--shared-samples", type=_big_samples, default=0.0, metavar="N",
+                   help="also a dense shared-bus capture of N samples: 2 devices (CE0, CE1) on one SCLK, "
+                        "sigrok-cli with one spi decoder per CS line (with --sigrok-big), e.g. 200e6")
     p.add_argument("--repeat", type=count, default=3, metavar="N", help="spigap runs per capture (median is reported)")
     p.add_argument("--no-sigrok", action="store_true", help="skip sigrok-cli")
     p.add_argument("--sigrok-big", action="store_true",
@@ -79,7 +82,7 @@ def run(args) -> int:
         write_output(bench.render_stages(srows, args.format), args.output)
         return 0
     rows = bench.run(args.samples, args.big_samples, real, args.repeat, not args.no_sigrok,
-                     args.sigrok_big, log=lambda m: print(m, file=sys.stderr))
+                     args.sigrok_big, log=lambda m: print(m, file=sys.stderr), shared_samples=args.shared_samples)
     text = bench.render(rows, args.format)
     if args.trace_events:
         text += "\n" + bench.render_trace(bench.trace_case(args.trace_events, log=lambda m: print(m, file=sys.stderr)),

@@ -71,7 +71,10 @@ def run(args) -> int:
     if args.list:
         write_output(list_text(), args.output)
         return 0
-    if not args.profile and not args.device:
+    from spigap.cli.common import per_device
+
+    per_prof, per_dev = per_device(args, "profile"), per_device(args, "device")
+    if not args.profile and not args.device and not per_prof and not per_dev:
         raise UsageError("give --profile NAME|FILE and/or --device NAME[@VARIANT] "
                          "(spigap check --list shows the shipped ones)")
     if not args.captures:
@@ -79,7 +82,7 @@ def run(args) -> int:
     prof = load_profile(args.profile) if args.profile else None
     spec = args.device if args.device is not None else (prof.device if prof else None)
     dev = labels.limits(spec)
-    if prof is None and dev is None:
+    if prof is None and dev is None and not per_prof and not per_dev:
         raise UsageError("--device none without --profile leaves nothing to check")
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
     cfg = config_from_args(args, prof)
@@ -88,6 +91,16 @@ def run(args) -> int:
     truncated = []
     for path in args.captures:
         a = analyze_path(path, args, cfg)
+        if getattr(a, "shared", False):
+            # a shared bus: each device against its own profile and limits
+            results += _check_shared(path, a, args, prof, dev, headroom, rule, per_prof, per_dev)
+            if a.truncated:
+                truncated.append(a.truncated)
+            continue
+        if per_prof or per_dev:
+            raise UsageError("--profile/--device CS=...: the capture was analyzed as one device "
+                             f"({a.cfg.cs or 'no CS line'}); give --profile NAME / --device SPEC",
+                             path=str(path))
         events = events_for_check(path, args.event, **reader_options(args))
         res = check_analysis(a, prof, dev, headroom=headroom, events=events)
         res.summary["stalls"] = stall_summary(a, rule)
@@ -118,3 +131,39 @@ def run(args) -> int:
             print(f"spigap: {'note' if args.allow_empty else 'error'}: {r.capture}: NO DATA: {r.no_data}",
                   file=sys.stderr)
     return 1 if any(r.failed(args.strict, args.allow_empty) for r in results) else 0
+
+
+def _check_shared(path, sa, args, prof, dev, headroom, rule, per_prof, per_dev) -> list:
+    """Every device of a shared bus against its profile (``--profile CE0=NAME``) and device
+    limits (``--device CE0=SPEC``, else its profile's device); a bare --profile/--device
+    is for a capture of one device. Each device is one result, named CAPTURE [CS]."""
+    from spigap import labels
+    from spigap.timing.check import check_analysis
+    from spigap.timing.profiles import load_profile
+
+    names = list(sa.devices)
+    if (prof is not None or args.device) and not (per_prof or per_dev):
+        first = names[0]
+        raise UsageError(f"the capture holds {len(names)} devices on one bus ({', '.join(names)}): give a profile per "
+                         f"device (--profile {first}=NAME ...) or analyze one with --cs {first}", path=str(path))
+    bad = [k for k in list(per_prof) + list(per_dev) if k not in sa.devices]
+    if bad:
+        raise UsageError(f"--profile/--device {bad[0]}=...: {bad[0]} is not a device of this bus "
+                         f"({', '.join(names)})", path=str(path))
+    if args.event:
+        raise UsageError("--event: the capture holds several devices on one bus: give --cs NAME", path=str(path))
+    out = []
+    for name, a in sa.devices.items():
+        p = load_profile(per_prof[name]) if name in per_prof else None
+        spec = per_dev.get(name, p.device if p is not None else None)
+        d = labels.limits(spec)
+        if p is None and d is None:
+            continue
+        res = check_analysis(a, p, d, headroom=headroom)
+        res.capture = f"{res.capture} [{name}]"
+        res.summary["stalls"] = stall_summary(a, rule)
+        res.summary["cs"] = name
+        out.append(res)
+    if not out:
+        raise UsageError("no device of the bus has a profile or device limits to check", path=str(path))
+    return out

@@ -19,6 +19,7 @@ spigap.api.analyze_file, the one entry point), ``load_captures``,
 from __future__ import annotations
 
 import argparse
+import re
 
 from spigap.core.config import SpiConfig
 from spigap.errors import UsageError
@@ -181,17 +182,40 @@ def _event(text):
     return text
 
 
+def cs_prefixed(text: str) -> tuple[str | None, str]:
+    """``CE0=VALUE`` -> ("CE0", "VALUE"): an option for one device of a shared bus (its CS
+    line); anything else -> (None, text). A device spec's own ``KEY=VALUE`` options come
+    after a ``:``, so ``mcp3008:vref=3.3`` is not prefixed."""
+    m = re.match(r"^([^:=]+)=(.+)$", text.strip())
+    return (m.group(1).strip(), m.group(2).strip()) if m else (None, text)
+
+
 def _device(text):
     from spigap.labels import parse_spec
     from spigap.errors import SpigapError
 
-    if text.strip().lower() == "none":     # check/report: no device limits
+    spec = cs_prefixed(text)[1]
+    if spec.strip().lower() == "none":     # check/report: no device limits
         return text
     try:
-        parse_spec(text)
+        parse_spec(spec)
     except SpigapError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return text
+
+
+class _PerDevice(argparse.Action):
+    """``--device``/``--profile``: a value for the capture (the last one given wins), or
+    ``CS=VALUE`` for one device of a shared bus (repeatable: ``args.<dest>_for``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        cs, value = cs_prefixed(values)
+        if cs is None:
+            setattr(namespace, self.dest, value)
+            return
+        per = dict(getattr(namespace, self.dest + "_for", None) or {})
+        per[cs] = value
+        setattr(namespace, self.dest + "_for", per)
 
 
 # ------------------------------------------------------------------ option groups
@@ -266,12 +290,14 @@ DEVICE_METAVAR = "NAME[@VARIANT][:KEY=VALUE,...]"
 def add_device_option(p, *, use: str) -> None:
     """``--device``: one spelling everywhere (spigap.labels.parse_spec);
     ``use`` says what this subcommand does with it."""
-    p.add_argument("--device", type=_device, metavar=DEVICE_METAVAR,
+    p.add_argument("--device", type=_device, metavar=DEVICE_METAVAR, action=_PerDevice,
                    help=f"the SPI device: {use}. NAME: mcp3008 (also mcp3004/3204/3208), ad7606, "
                         "mcp2518fd (also mcp2517fd, mcp251863) or a device .toml file; @VARIANT picks "
                         "datasheet limits (e.g. mcp3008@2.7V, ad7606@3.3V; see 'spigap check --list'); "
                         "KEY=VALUE are decoder options (mcp3008: vref, part; ad7606: variant, range, "
-                        "dout; mcp2518fd: chip, can_mode)")
+                        "dout; mcp2518fd: chip, can_mode). On a shared bus, one per device: "
+                        "--device CE0=mcp3008 --device CE1=mcp2518fd")
+    p.set_defaults(device_for={})
 
 
 def add_event_options(p) -> None:
@@ -316,9 +342,24 @@ def add_stats_options(p) -> None:
 
 def add_profile_options(p, *, use: str) -> argparse._ArgumentGroup:
     g = p.add_argument_group("profile (docs/timing-model.md)")
-    g.add_argument("--profile", metavar="NAME|FILE",
+    g.add_argument("--profile", metavar="NAME|FILE", action=_PerDevice,
                    help=f"kernel/platform profile, shipped name (spigap check --list) or .toml file: {use}")
+    p.set_defaults(profile_for={})
     return g
+
+
+def per_device(args, option: str) -> dict[str, str]:
+    """The ``--device CE0=...``/``--profile CE0=...`` values (a shared bus), checked for the
+    subcommands that take them per device (``option``: "device" or "profile")."""
+    return dict(getattr(args, option + "_for", None) or {})
+
+
+def no_per_device(args, *options: str) -> None:
+    """A subcommand that takes --device/--profile for the whole capture only."""
+    for o in options:
+        if per_device(args, o):
+            raise UsageError(f"--{o} CS=VALUE (one device of a shared bus) is for 'spigap analyze' and 'spigap "
+                             f"check'; here give --{o} VALUE, or --cs NAME to take one device")
 
 
 def add_check_options(p, *, use: str) -> argparse._ArgumentGroup:
@@ -441,7 +482,7 @@ def analyze_path(path, args, cfg=None, *, keep: str = "all", rows=None, label: b
     from spigap.api import analyze_file
 
     cfg = cfg if cfg is not None else config_from_args(args)
-    device = getattr(args, "device", None) if label else None
+    device = (per_device(args, "device") or getattr(args, "device", None)) if label else None
     return analyze_file(path, cfg, keep=keep, rows=rows, device=device, events=event_specs(args),
                         **reader_options(args))
 
@@ -465,7 +506,8 @@ def load_captures(paths, args, *, cfg=None, traces: bool = False):
     out = []
     for path in paths:
         a = analyze_path(path, args, cfg, keep=keep)
-        out.append(Capture(str(path), a, a.events))
+        # a shared bus (several devices on one SCLK): its SharedAnalysis (stats/shared.py)
+        out.append(Capture(str(path), a, getattr(a, "events", None)))
     return out
 
 

@@ -17,6 +17,7 @@ from spigap.cli.common import (
     check_output_path,
     config_from_args,
     load_captures,
+    no_per_device,
     settings_from_args,
     write_output,
 )
@@ -64,6 +65,7 @@ def run(args) -> int:
     if (args.spi_device or args.cs_latency is not None) and not args.before_ftrace:
         raise UsageError("--spi-device and --cs-latency apply to the traces: give --before-ftrace/--after-ftrace")
     settings = settings_from_args(args)
+    no_per_device(args, "profile")
     prof = None
     if args.profile:
         from spigap.timing.profiles import load_profile
@@ -75,6 +77,8 @@ def run(args) -> int:
     after = load_captures(args.after, args, cfg=cfg, traces=traced)
     attach_traces(before, args.before_ftrace, args, option="--before-ftrace", captures="--before")
     attach_traces(after, args.after_ftrace, args, option="--after-ftrace", captures="--after")
+    if any(getattr(c.analysis, "shared", False) for c in before + after):
+        return _shared(args, before, after, settings)
     cmp = compare(before, after, settings)
     if args.format == "json":
         from spigap.stats.output import to_dict
@@ -93,5 +97,28 @@ def run(args) -> int:
     if args.fail_on == "regression" and cmp.regressions:
         return 1
     if args.fail_on == "change" and (cmp.regressions or cmp.improvements):
+        return 1
+    return 0
+
+
+def _shared(args, before, after, settings) -> int:
+    """A shared bus: every device, and who held the bus (stats/shared.py)."""
+    from spigap.errors import UsageError
+    from spigap.stats.shared import compare_shared, render_text, to_dict
+
+    if args.before_ftrace or args.event:
+        raise UsageError("--before-ftrace/--after-ftrace and --event take one device: the captures hold several "
+                         "devices on one bus; give --cs NAME")
+    sc = compare_shared(before, after, settings)
+    text = json.dumps(to_dict(sc), indent=1, allow_nan=False) + "\n" if args.format == "json" else render_text(sc)
+    write_output(text, args.output)
+    broken = [c for c in before + after if c.analysis.truncated]
+    for c in broken:
+        print(f"spigap: error: {c.analysis.truncated}", file=sys.stderr)
+    if broken:
+        return 2
+    if args.fail_on == "regression" and sc.regressions:
+        return 1
+    if args.fail_on == "change" and (sc.regressions or sc.improvements):
         return 1
     return 0

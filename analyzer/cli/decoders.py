@@ -53,7 +53,9 @@ def add_subparser(sub) -> None:
                                     "the decoder stacks ready. --stack takes sigrok-cli's -P syntax "
                                     "(decoders separated by ',', channel maps and options by ':'); "
                                     "--gaps adds spi_gaps with the settings 'spigap analyze' finds "
-                                    "(channels, transfers per message, inter-transfer threshold).")
+                                    "(channels, transfers per message, inter-transfer threshold); on a "
+                                    "shared bus an spi and an spi_gaps signal per CS line, spi_gaps "
+                                    "marking the handovers from the other device.")
     v.add_argument("capture", help="capture file: the .sr that PulseView opens with the setup")
     v.add_argument("--stack", action="append", default=[], metavar="SPEC",
                    help="one decode signal, e.g. 'spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CE0,mcp3008:vref=3.3' "
@@ -260,6 +262,8 @@ def gaps_signal(args):
     if args.no_cs:
         raise UsageError("spi_gaps needs a CS line (--no-cs cannot be used with --gaps)")
     a = analyze_path(args.capture, args)
+    if getattr(a, "shared", False):
+        return shared_signals(a), a
     cfg = a.cfg
     if cfg.cs is None:
         raise UsageError("no CS channel found for spi_gaps", path=args.capture, hint="name it with --cs")
@@ -274,6 +278,36 @@ def gaps_signal(args):
     roles = {"clk": cfg.clk, "cs": cfg.cs, "mosi": cfg.mosi, "miso": cfg.miso}
     channels = [pvs.DecodeChannel(c.name, roles.get(c.id)) for c in info.channels]
     return pvs.DecodeSignal(info.name, [pvs.StackedDecoder(info.id, opts)], channels), a
+
+
+def shared_signals(sa) -> list:
+    """A shared bus: per device an spi decode signal (its CS, its settings) and an spi_gaps
+    one whose optional Other CS# is the next device's CS line (two devices: each other's),
+    so it marks the handovers between them (docs/shared-bus.md)."""
+    from spigap.sigrok import pdinfo, pvs
+
+    if sa.truncated:
+        raise SpigapError(sa.truncated)
+    spi, gaps = pdinfo.load("spi"), pdinfo.load("spi_gaps")
+    names = list(sa.devices)
+    out = []
+    for k, (name, a) in enumerate(sa.devices.items()):
+        cfg = a.cfg
+        roles = {"clk": cfg.clk, "cs": name, "mosi": cfg.mosi, "miso": cfg.miso,
+                 "cs_other": names[(k + 1) % len(names)]}
+        sopts = {}
+        for o in spi.options:
+            value = pdinfo.spi_options(cfg).get(o.id)
+            if value is not None and value != o.default:
+                sopts[o.id] = (o.gvariant_type, type(o.default)(value))
+        out.append(pvs.DecodeSignal(f"SPI {name}", [pvs.StackedDecoder(spi.id, sopts)],
+                                    [pvs.DecodeChannel(c.name, roles.get(c.id)) for c in spi.channels]))
+        values = spi_gaps_values(a)
+        gopts = {o.id: (o.gvariant_type, type(o.default)(values[o.id])) for o in gaps.options
+                 if o.id in values and values[o.id] != o.default}
+        out.append(pvs.DecodeSignal(f"SPI gaps {name}", [pvs.StackedDecoder(gaps.id, gopts)],
+                                    [pvs.DecodeChannel(c.name, roles.get(c.id)) for c in gaps.channels]))
+    return out
 
 
 def spi_gaps_values(a) -> dict:
@@ -322,8 +356,12 @@ def run_pvs(args) -> int:
     note = None
     if args.gaps:
         sig, a = gaps_signal(args)
-        signals.append(sig)
-        note = a.grouping.note
+        if isinstance(sig, list):        # a shared bus: an spi and an spi_gaps signal per device
+            signals += sig
+            note = "; ".join(f"{n}: {d.grouping.note}" for n, d in a.devices.items())
+        else:
+            signals.append(sig)
+            note = a.grouping.note
     signals += [parse_stack(s, channels) for s in args.stack]
     used = {d.id for s in signals for d in s.decoders}
     unknown = [h for h in args.hide if h not in used]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 
@@ -42,8 +43,9 @@ def sigrok_option_string(cfg) -> str:
 
 
 def spigap_options(cfg) -> list[str]:
+    cs = ",".join(cfg.devices) if cfg.devices else None        # a shared bus: --cs CE0,CE1
     opts = [f"--{role}={name}" if name.startswith("-") else f"--{role} {shlex.quote(name)}"
-            for role, name in (("clk", cfg.clk), ("mosi", cfg.mosi), ("miso", cfg.miso), ("cs", cfg.cs))
+            for role, name in (("clk", cfg.clk), ("mosi", cfg.mosi), ("miso", cfg.miso), ("cs", cs))
             if name is not None]
     if cfg.cs is None:
         opts.append("--no-cs")
@@ -71,18 +73,28 @@ def detect(path: str, args) -> dict:
               "cpol": out.cpol, "cpha": out.cpha, "cs_polarity": "low" if out.cs_active_low else "high",
               "wordsize": out.wordsize, "bitorder": "lsb" if out.lsb_first else "msb"}
     q = shlex.quote(path)
+    # a shared bus: each device's settings, and one sigrok spi decoder per CS line (as its users stack it)
+    per = {d.cs: d.cfg for d in settled.devices} or {c: dataclasses.replace(out, cs=c, more_cs=()) for c in out.devices}
+    devices = [{"cs": c, "cs_polarity": "low" if dc.cs_active_low else "high", "mode": dc.mode,
+                "wordsize": dc.wordsize, "sources": {k: v.as_dict() for k, v in d.sources.items()
+                                                     if k in ("cs", "cs_polarity", "mode", "wordsize")}}
+               for c, dc, d in ((c, per[c], next((x for x in settled.devices if x.cs == c), None)) for c in out.devices)
+               if d is not None] if out.more_cs else []
+    decoders = [sigrok_option_string(per[c]) for c in out.devices] if out.more_cs else [sigrok_option_string(out)]
     return {
         "capture": {"path": path, "format": info.format, "channels": list(info.channels)},
         "settings": values,
         "sources": sources,
         "buses": [{"clk": b.clk, "cs": b.cs, "cs_polarity": (None if b.cs_active is None else
                                                                "low" if b.cs_active == 0 else "high"),
+                   "devices": list(out.devices) if b.clk == out.clk and out.more_cs else ([b.cs] if b.cs else []),
                    "data": b.data, "analyzed": b.clk == out.clk} for b in buses],
+        "devices": devices,
         "warnings": settled.warnings,
         "commands": {"spigap": f"spigap analyze {q} " + " ".join(spigap_options(out)),
-                     "sigrok_cli": f"sigrok-cli -i {q} -P {shlex.quote(sigrok_option_string(out))} "
-                                   "-A spi=mosi-data:miso-data",
-                     "sigrok_decoder_options": sigrok_option_string(out)},
+                     "sigrok_cli": f"sigrok-cli -i {q} " + " ".join(f"-P {shlex.quote(o)}" for o in decoders)
+                                   + " -A spi=mosi-data:miso-data",
+                     "sigrok_decoder_options": decoders[0] if len(decoders) == 1 else decoders},
     }
 
 
@@ -91,6 +103,8 @@ def render_text(d: dict) -> str:
              f"{', '.join(d['capture']['channels'])})"]
     for i, b in enumerate(d["buses"], 1):
         cs = f"cs={b['cs']} (active {b['cs_polarity']})" if b["cs"] else "no CS"
+        if len(b["devices"]) > 1:
+            cs = f"cs={','.join(b['devices'])} (a shared bus: {len(b['devices'])} devices)"
         lines.append(f"bus {i}     clk={b['clk']} {cs} data={','.join(b['data']) or '–'}"
                      + ("   <- analyzed" if b["analyzed"] else ""))
     if not d["buses"]:
@@ -111,12 +125,21 @@ def render_text(d: dict) -> str:
     lines.append(f"{'setting':<12} {'value':<{wv}} {'from':<{wf}} {'conf':>5}  note")
     for label, v, src in rows:
         lines.append(f"{label:<12} {v:<{wv}} {src['from']:<{wf}} {src['confidence']:>5.2f}  {src['note']}")
+    for dev in d["devices"]:
+        lines.append(f"device {dev['cs']:<5} mode {dev['mode']}, CS active {dev['cs_polarity']}, "
+                     f"{dev['wordsize']}-bit words: " + "; ".join(f"{k} {v['from']} {v['confidence']:.2f}"
+                                                                 for k, v in dev["sources"].items()))
     for w in d["warnings"]:
         lines.append(f"CHECK     {w}")
     lines.append("")
     lines.append(d["commands"]["spigap"])
     lines.append(d["commands"]["sigrok_cli"])
-    lines.append(f"PulseView: add the SPI decoder with {d['commands']['sigrok_decoder_options']}")
+    opts = d["commands"]["sigrok_decoder_options"]
+    if isinstance(opts, list):
+        lines.append("PulseView: one SPI decoder per CS line (spigap decoders pvs writes the session): "
+                     + "  ".join(opts))
+    else:
+        lines.append(f"PulseView: add the SPI decoder with {opts}")
     return "\n".join(lines) + "\n"
 
 

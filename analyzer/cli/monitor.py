@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 from spigap.cli.common import (_time, add_capture_options, add_stall_options, config_from_args, reader_options,
                                  stall_rule_from_args)
@@ -44,10 +45,24 @@ def run(args) -> int:
     alerts = [parse_alert(a) for a in args.alert]
     cfg = config_from_args(args)
     out = sys.stdout
-    printer = _Jsonl(out) if args.format == "jsonl" else _Text(out, out.isatty())
+    printer: Any = _Jsonl(out) if args.format == "jsonl" else _Text(out, out.isatty())
+    m: Any
     with open_capture(args.capture, **reader_options(args)) as reader:
-        m = Monitor(reader, cfg, args.interval, rule=stall_rule_from_args(args), alerts=alerts,
-                    on_interval=printer.interval, on_baseline=printer.baseline)
+        from spigap.core import infer
+        from spigap.core.pipeline import Pipeline
+
+        settled = infer.settle(reader, cfg)
+        if settled.cfg.more_cs:
+            # a shared bus: every device, one line per interval with each device's figures
+            from spigap.core.shared_monitor import SharedMonitor
+
+            printer = _SharedJsonl(out) if args.format == "jsonl" else _SharedText(out)
+            m = SharedMonitor(reader, settled, args.interval, rule=stall_rule_from_args(args), alerts=alerts,
+                              on_interval=printer.interval, on_baseline=printer.baseline)
+        else:
+            m = Monitor(reader, cfg, args.interval, rule=stall_rule_from_args(args), alerts=alerts,
+                        on_interval=printer.interval, on_baseline=printer.baseline,
+                        pipe=Pipeline(reader, cfg, settled))
         summary = m.run()
         for w in reader.info.warnings:
             print(f"spigap: warning: {w}", file=sys.stderr)
@@ -134,6 +149,64 @@ class _Text:
         for k, g in s["gaps"].items():
             self._line(f"{k:16s} {g['n']:>9d} {fmt_time(g['p50_s']):>10s} {fmt_time(g['p99_s']):>10s} "
                        f"{fmt_time(g['max_s']):>10s}")
+
+    def _line(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+
+class _SharedJsonl(_Jsonl):
+    """A shared bus: one line per interval, ``devices: {CE0: {...}, CE1: {...}}``."""
+
+
+class _SharedText:
+    """A shared bus: per interval and device its transfers, rate, context-switch (or the
+    first CS-inactive kind its baseline had) p50/p99 and stalls."""
+
+    def __init__(self, out):
+        self.out = out
+        self.rows = 0
+        self.kind: dict[str, str] = {}
+
+    def baseline(self, m) -> None:
+        from spigap.units import fmt_time
+
+        cs = m.cfg.cs
+        kinds = [k for k in ("context_switch", "cs_change") if k in m.baseline_kinds] or m.baseline_kinds or m.kinds[:1]
+        self.kind[cs] = kinds[0]
+        g = f"; {m.grouping.note}" if m.grouping is not None else ""
+        self._line(f"# {m.info.path} [{cs}]: one line per {fmt_time(m.iv_ticks * m.tick_s)} of capture time, "
+                   f"resolution {fmt_time(m.tick_s)} (one sample){g}")
+
+    def interval(self, iv: dict) -> None:
+        from spigap.units import fmt_rate, fmt_time
+
+        if self.rows == 0:
+            cells = "".join(f" | {cs + ' n':>8s} {'rate':>10s} {self.kind.get(cs, '?')[:14] + ' p50/p99':>23s} "
+                            f"{'stalls':>6s}" for cs in iv["devices"])
+            self._line(f"{'t_s':>10s}{cells}")
+        cells = ""
+        for cs, d in iv["devices"].items():
+            g = d["gaps"].get(self.kind.get(cs, ""), {"n": 0})
+            cell = f"{fmt_time(g['p50_s'], 3)}/{fmt_time(g['p99_s'], 3)}" if g["n"] else "–"
+            cells += f" | {d['transfers']:>8d} {fmt_rate(d['rate_hz']):>10s} {cell:>23s} {d['stalls']:>6d}"
+        self._line(f"{iv['t_s']:>10.6g}{cells}")
+        self.rows += 1
+
+    def summary(self, s: dict) -> None:
+        from spigap.units import fmt_rate, fmt_time
+
+        state = " (interrupted)" if s["interrupted"] else ""
+        state += " (stopped by the alert)" if s["alert"] else ""
+        self._line("")
+        self._line(f"summary{state}: {s['intervals']} interval(s), {s['duration_s']:.6g} s of capture; "
+                   f"resolution {fmt_time(s['resolution_s'])}")
+        for cs, d in s["devices"].items():
+            self._line(f"{cs}: {d['transfers']} transfers ({fmt_rate(d['rate_hz'])}), {d['stalls']} stall(s)")
+            for k, g in d["gaps"].items():
+                if g["n"]:
+                    self._line(f"  {k:16s} {g['n']:>9d} p50 {fmt_time(g['p50_s']):>10s} p99 "
+                               f"{fmt_time(g['p99_s']):>10s} max {fmt_time(g['max_s']):>10s}")
 
     def _line(self, text: str) -> None:
         self.out.write(text + "\n")

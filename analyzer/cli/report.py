@@ -16,6 +16,7 @@ from spigap.cli.common import (
     check_output_path,
     config_from_args,
     load_captures,
+    no_per_device,
     reader_options,
     settings_from_args,
     stall_rule_from_args,
@@ -93,6 +94,7 @@ def run(args) -> int:
     if not paths:
         raise UsageError("give at least one capture (or --before/--after)")
     check_output_path(args.output)
+    no_per_device(args, "profile", "device")
     check, cfg = _checker(args)
     # analyze every capture once, with the profile's settings when --profile is given
     caps = {c.path: c for c in load_captures(paths, args, cfg=cfg,
@@ -110,16 +112,31 @@ def run(args) -> int:
                   captures="--after")
     title = args.title or ("spigap report: " + ", ".join(paths[:3]) + (" …" if len(paths) > 3 else ""))
     rep = Report(title, stall_rule=stall_rule_from_args(args))
+    shared = [c for c in caps.values() if getattr(c.analysis, "shared", False)]
+    if shared and (check is not None or args.ftrace or args.before_ftrace or args.event):
+        raise UsageError(f"{shared[0].path} holds several devices on one bus: --profile/--device, traces and "
+                         "--event take one device here: give --cs NAME (spigap check --profile CE0=... and spigap "
+                         "trace take every device)")
     for p in paths:
         c = caps[str(p)]
+        if getattr(c.analysis, "shared", False):
+            from spigap.report.shared import add_shared
+
+            add_shared(rep, c)          # the bus, then each device
+            continue
         res = check(p, c.analysis) if check is not None else None
         rep.add_capture(c, res)
     if args.before:
-        from spigap.stats.compare import compare
+        before, after = [caps[str(p)] for p in args.before], [caps[str(p)] for p in args.after]
+        if any(getattr(c.analysis, "shared", False) for c in before + after):
+            from spigap.report.shared import add_shared_comparison
+            from spigap.stats.shared import compare_shared
 
-        cmp = compare([caps[str(p)] for p in args.before], [caps[str(p)] for p in args.after],
-                      settings_from_args(args))
-        rep.add_comparison(cmp)
+            add_shared_comparison(rep, compare_shared(before, after, settings_from_args(args)))
+        else:
+            from spigap.stats.compare import compare
+
+            rep.add_comparison(compare(before, after, settings_from_args(args)))
     if args.output:
         write_output(rep.html(), args.output)      # whole or not at all (outfile.py)
     if args.png:

@@ -135,6 +135,10 @@ def run(args) -> int:
     check_output_path(args.truth)
     check_output_path(getattr(args, "ftrace", None))
 
+    from spigap.synth import shared
+
+    if args.config and shared.is_shared(args.config):
+        return _run_shared(args)
     overrides = {}
     for flag, key in FLAGS.items():
         value = getattr(args, flag, None)
@@ -169,4 +173,27 @@ def run(args) -> int:
               f"drift {args.trace_drift_ppm:g} ppm, {trace_truth['lost_events']} lost) (synthesized)")
     print(f"wrote {args.output}: {len(tl.cs_assert)} transfers, {tl.end_time * 1e3:.4g} ms at "
           f"{sc.samplerate / 1e6:g} MSa/s (synthesized)")
+    return 0
+
+
+def _run_shared(args) -> int:
+    """A scenario with several devices on one controller (analyzer/synth/shared.py)."""
+    from spigap.synth import shared
+
+    given = [f"--{flag.replace('_', '-')}" for flag in FLAGS if getattr(args, flag, None) is not None]
+    given += ["--set"] * bool(args.set) + ["--device"] * bool(args.device)
+    given += [o for o, v in (("--trace-format", args.trace_format != "trace"), ("--trace-lost", args.trace_lost),
+                             ("--trace-other", args.trace_other), ("--trace-noise", args.trace_noise)) if v]
+    if given:
+        raise UsageError(f"{', '.join(dict.fromkeys(given))} do not apply to a shared-bus scenario "
+                         "([[device]] tables): set its values in the TOML", path=args.config)
+    sh = shared.Shared.from_toml(args.config)
+    b = shared.write(sh, args.output, truth_path=args.truth, ftrace_path=args.ftrace, ns=args.trace_ns,
+                     drift_ppm=args.trace_drift_ppm, clock_start_s=args.trace_offset)
+    if args.ftrace:
+        print(f"wrote {args.ftrace}: the kernel trace of {len(b.plan.messages)} messages on "
+              f"{', '.join(d.spi_device for d in sh.devices)} (trace, drift {args.trace_drift_ppm:g} ppm) (synthesized)")
+    per = ", ".join(f"{d.cs} {b.plan.device.count(k)}" for k, d in enumerate(sh.devices))
+    print(f"wrote {args.output}: {len(b.plan.device)} transfers ({per}), {b.timeline.end_time * 1e3:.4g} ms at "
+          f"{sh.samplerate / 1e6:g} MSa/s (synthesized)")
     return 0

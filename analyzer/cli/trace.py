@@ -66,6 +66,14 @@ def run(args) -> int:
     if args.perfetto:
         check_output_path(args.perfetto)
     result = compute(args)
+    if result.get("shared") is not None:
+        text = (json.dumps(shared_dict(result, transfers=args.transfers), indent=1) + "\n" if args.format == "json"
+                else shared_text(result, transfers=args.transfers))
+        write_output(text, args.output)
+        if result["analysis"].truncated:
+            print(f"spigap: error: {result['analysis'].truncated}", file=sys.stderr)
+            return 2
+        return 0
     if args.perfetto:
         from spigap.trace import perfetto
 
@@ -92,7 +100,22 @@ def compute(args) -> dict:
 
     a = analyze_path(args.capture, args)
     out: dict = {"capture": str(args.capture), "analysis": a, "trace": None, "alignment": None, "phases": None,
-                 "userlog": None, "userlog_path": None, "grouping_note": None, "sync": None}
+                 "userlog": None, "userlog_path": None, "grouping_note": None, "sync": None, "shared": None}
+    if getattr(a, "shared", False):
+        # a shared bus: every traced device on its CS line, and who waited for whom (trace/shared.py)
+        from spigap.errors import UsageError
+        from spigap.trace import shared
+
+        for opt, given in (("--userlog", args.userlog), ("--sync-channel", args.sync_channel),
+                           ("--perfetto", args.perfetto)):
+            if given:
+                raise UsageError(f"{opt} takes one device: the capture holds {len(a.devices)} on one bus "
+                                 f"({', '.join(a.devices)}); give --cs NAME for {opt}")
+        if not args.ftrace:
+            raise UsageError("give the kernel trace: --ftrace FILE")
+        out["shared"] = shared.load(args.ftrace, a, spi_device=args.spi_device, cs_latency=args.cs_latency)
+        out["trace"] = out["shared"].trace
+        return out
     if args.ftrace:
         from spigap.trace import ftrace
 
@@ -250,5 +273,81 @@ def render_text(result: dict, *, transfers: bool = False) -> str:
         if len(rows) > MAX_TEXT_TRANSFERS:
             lines.append(f"... {len(rows) - MAX_TEXT_TRANSFERS} more (--format json lists all)")
     for w in a.warnings:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ a shared bus
+def shared_dict(result: dict, *, transfers: bool = False) -> dict:
+    """JSON of a shared bus's trace: per device its alignment, phases and queueing."""
+    st, sa = result["shared"], result["analysis"]
+    q = st.queueing(sa)
+    d: dict = {"capture": result["capture"], "resolution_s": sa.tick_s, "trace": _trace_dict(st.trace),
+               "mapping": {n: dt.spi_device for n, dt in st.devices.items()},
+               "tried": {n: dt.tried for n, dt in st.devices.items()}, "unmapped": st.unmapped,
+               "notes": st.notes, "devices": {}}
+    for name, dt in st.devices.items():
+        al = dt.alignment
+        d["devices"][name] = {
+            "spi_device": dt.spi_device, "alignment": {**al.to_dict(), "notes": list(al.notes)},
+            "grouping": dt.phases.grouping_note, "segments": dict(dt.phases.segments),
+            "phases": [p.to_dict() for p in dt.phases.phases], "queueing": q[name]}
+    if transfers:
+        m = st.messages
+        d["messages"] = [{"cs": st.names[int(m.cs[i])], "index": int(m.index[i]), "submit_s": float(m.submit[i]),
+                          "start_s": float(m.start[i]), "done_s": float(m.done[i]), "queued_s": float(m.queued[i]),
+                          "own_s": float(m.own[i]), "behind": [[st.names[j], k] for j, k in m.behind[i]],
+                          "first_transfer": int(m.first_window[i]) if m.first_window[i] >= 0 else None}
+                         for i in range(len(m.cs))]
+    return d
+
+
+def shared_text(result: dict, *, transfers: bool = False) -> str:
+    from spigap.units import fmt_time
+
+    st, sa = result["shared"], result["analysis"]
+    tr = st.trace
+    lines = [f"capture: {result['capture']}: a shared bus, {len(sa.devices)} devices ("
+             + ", ".join(f"{n} {a.n} transfers" for n, a in sa.devices.items()) + ")",
+             f"trace: {tr.path} ({tr.source}): {len(tr)} events, timestamps to {fmt_time(tr.resolution_s)}", ""]
+    for name, dt in st.devices.items():
+        al = dt.alignment
+        others = ", ".join(f"{d} {v if isinstance(v, int) else 'no match'}" for d, v in dt.tried.items()
+                           if d != dt.spi_device)
+        lines.append(f"{name} ↔ {dt.spi_device}: {al.matched} windows matched"
+                     + (f" (also tried: {others})" if others else "")
+                     + f"; offset {al.offset_s:.9f} s, drift {al.drift_ppm:+.2f} ppm")
+    for n in st.notes:
+        lines.append(f"note: {n}")
+    lines += ["", "who waited for whom (spi_message_submit → spi_message_start: the time another device's message "
+                  "held the controller, and the rest)"]
+    for name, q in st.queueing(sa).items():
+        behind = ", ".join(f"{o} {b['messages']}×" for o, b in q["behind"].items()) or "nobody"
+        qq, own, g = q["queued"], q["own_submit_to_start"], q["gap_before_queued"]
+        lines.append(f"  {name} ({q['spi_device']}): {q['queued_behind_another']} of {q['messages']} messages "
+                     f"waited behind another device's message (behind {behind}); queued p50 {fmt_time(qq['p50_s'])}, "
+                     f"max {fmt_time(qq['max_s'])}, {fmt_time(q['queued_total_s'])} in all; own submit→start p50 "
+                     f"{fmt_time(own['p50_s'])}")
+        if g["n"]:
+            lines.append(f"      the {'/'.join(g['kinds'])} gap before a queued message: p50 {fmt_time(g['gap']['p50_s'])}"
+                         f" = queued {fmt_time(g['queued']['p50_s'])} + the rest {fmt_time(g['rest']['p50_s'])} "
+                         f"(p50s: they need not add up)")
+    for name, dt in st.devices.items():
+        single = {"capture": result["capture"], "analysis": sa.devices[name], "trace": tr,
+                  "alignment": dt.alignment, "phases": dt.phases, "userlog": None, "userlog_path": None,
+                  "grouping_note": dt.phases.grouping_note, "sync": None}
+        lines += ["", f"=== {name} ({dt.spi_device}) " + "=" * 50]
+        body = render_text(single).splitlines()
+        lines += [x for x in body[2:] if x and not x.startswith("warning: ")]
+    if transfers:
+        m = st.messages
+        lines += ["", f"{'cs':>6s} {'msg':>6s} {'submit':>14s} {'start':>14s} {'queued':>10s} {'own':>10s}  behind"]
+        for i in range(min(len(m.cs), MAX_TEXT_TRANSFERS)):
+            lines.append(f"{st.names[int(m.cs[i])]:>6s} {int(m.index[i]):>6d} {m.submit[i]:>14.9f} {m.start[i]:>14.9f} "
+                         f"{fmt_time(m.queued[i]):>10s} {fmt_time(m.own[i]):>10s}  "
+                         + ", ".join(f"{st.names[j]}#{k}" for j, k in m.behind[i]))
+        if len(m.cs) > MAX_TEXT_TRANSFERS:
+            lines.append(f"... {len(m.cs) - MAX_TEXT_TRANSFERS} more (--format json lists all)")
+    for w in sa.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines) + "\n"

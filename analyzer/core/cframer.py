@@ -43,6 +43,7 @@ from spigap.io.base import EdgeBlock
 WIN_CAP = 1 << 14
 WORD_CAP = 1 << 16
 OVF_CAP = 1 << 16
+EV_CAP = 1 << 15           # CS changes per call (a shared bus's first device: core/shared.py)
 HIST = 1 << 12
 BIG = np.iinfo(np.int64).max
 PAR_MIN = 1 << 15          # edges in a block before its middle is framed in a worker thread
@@ -53,18 +54,20 @@ PAR_PENDING = 2 * WORKERS  # middles being framed in workers at once (bounds mem
 class _Out:
     """One framer's output buffers (an out_t) and the rows it produced so far, in order."""
 
-    def __init__(self, lib, ffi, win_cap=WIN_CAP, word_cap=WORD_CAP, ovf_cap=OVF_CAP):
+    def __init__(self, lib, ffi, win_cap=WIN_CAP, word_cap=WORD_CAP, ovf_cap=OVF_CAP, ev_cap=EV_CAP):
         self.win = np.empty((win_cap, lib.WIN_COLS), np.int64)
         self.word = np.empty((word_cap, 4), np.int64)
         self.hist = np.zeros(HIST, np.int64)
         self.ovf = np.empty(ovf_cap, np.int64)
+        self.ev = np.empty((ev_cap, 2), np.int64)
         p = native.ptr
         self.out = ffi.new("out_t *", {"win": p(self.win), "win_cap": win_cap, "word": p(self.word),
                                        "word_cap": word_cap, "hist": p(self.hist), "hist_size": HIST,
-                                       "ovf": p(self.ovf), "ovf_cap": ovf_cap})
+                                       "ovf": p(self.ovf), "ovf_cap": ovf_cap, "ev": p(self.ev), "ev_cap": ev_cap})
         self.win_parts: list[np.ndarray] = []
         self.word_parts: list[np.ndarray] = []
         self.ovf_parts: list[np.ndarray] = []
+        self.ev_parts: list[np.ndarray] = []
 
     def flush(self):
         o = self.out
@@ -77,13 +80,16 @@ class _Out:
         if o.n_ovf:
             self.ovf_parts.append(self.ovf[:o.n_ovf].copy())
             o.n_ovf = 0
+        if o.n_ev:
+            self.ev_parts.append(self.ev[:o.n_ev].copy())
+            o.n_ev = 0
 
     def rows(self):
-        """(window rows, word rows) produced since the last call, handed over."""
+        """(window rows, word rows, CS-change rows) produced since the last call, handed over."""
         self.flush()
-        w, wd = self.win_parts, self.word_parts
-        self.win_parts, self.word_parts = [], []
-        return w, wd
+        w, wd, ev = self.win_parts, self.word_parts, self.ev_parts
+        self.win_parts, self.word_parts, self.ev_parts = [], [], []
+        return w, wd, ev
 
 
 def _frame_all(lib, f, o: _Out, t: np.ndarray, s: np.ndarray) -> None:
@@ -108,10 +114,10 @@ def _frame_middle(lib, ffi, f, t: np.ndarray, s: np.ndarray):
     nz = np.flatnonzero(o.hist)
     counts = o.hist[nz].copy()
     o.hist[nz] = 0
-    win, word, ovf = o.win_parts, o.word_parts, o.ovf_parts
-    o.win_parts, o.word_parts, o.ovf_parts = [], [], []
+    win, word, ovf, ev = o.win_parts, o.word_parts, o.ovf_parts, o.ev_parts
+    o.win_parts, o.word_parts, o.ovf_parts, o.ev_parts = [], [], [], []
     return (win, word, ovf, (nz, counts),
-            (int(f.clk_outside), int(f.first_clk_outside), int(f.min_high), int(f.min_low)))
+            (int(f.clk_outside), int(f.first_clk_outside), int(f.min_high), int(f.min_low)), ev)
 
 
 class CFramer:
@@ -119,7 +125,8 @@ class CFramer:
     par_min = PAR_MIN
     frame_here = True
 
-    def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float, wordsize: int | None = None):
+    def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float, wordsize: int | None = None,
+                 bus: tuple[int, int, int] = (0, 0, 0), skip_outside: bool = False):
         self.lib = native.library()
         self.ffi = native.ffi()
         self.cfg = cfg
@@ -138,6 +145,13 @@ class CFramer:
         f.active_level = 0 if cfg.cs_active_low else 1
         f.lsb_first = int(cfg.lsb_first)
         f.has_cs = int(self.has_cs)
+        # a shared bus (core/shared.py): (every CS line's bits, the other devices' bits, their
+        # inactive pattern); the CS changes come out with each take (``last_events``)
+        f.ev_mask, f.others_mask, f.others_idle = bus
+        # a shared bus's other devices: entries outside their windows skipped (their SCLK edges
+        # outside are not counted: the first device's framer counts the bus's)
+        f.skip_outside = int(skip_outside and self.has_cs)
+        self.last_events = np.empty((0, 2), np.int64)
         self.f = f
         self.o = _Out(self.lib, self.ffi)
         self.hist = self.o.hist
@@ -272,7 +286,7 @@ class CFramer:
             return int(self._buffered[0].ticks[0])
         return int(self.f.w_start) if self.f.open else None
 
-    def _collect(self, lag: bool = False) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def _collect(self, lag: bool = False) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
         """Every output row so far (``lag``: of the blocks before the latest), in capture
         order; the middles' counters merged."""
         if lag:
@@ -289,9 +303,10 @@ class CFramer:
         self.o.ovf_parts = []
         wins: list[np.ndarray] = []
         words: list[np.ndarray] = list(self._word_rest)
+        evs: list[np.ndarray] = []
         for seg in segments:
             if isinstance(seg, concurrent.futures.Future):
-                win_parts, word_parts, ovf_parts, (nz, counts), (clk_out, first_out, mh, ml) = seg.result()
+                win_parts, word_parts, ovf_parts, (nz, counts), (clk_out, first_out, mh, ml), ev_parts = seg.result()
                 self._m_clk_outside += clk_out
                 if first_out >= 0:
                     self._m_first_outside = min(self._m_first_outside, first_out)
@@ -302,10 +317,12 @@ class CFramer:
                     self.spacing.add(part)
                 wins += win_parts
                 words += word_parts
+                evs += ev_parts
             else:
                 wins += seg[0]
                 words += seg[1]
-        return wins, words
+                evs += seg[2]
+        return wins, words, evs
 
     def period_ticks(self) -> float | None:
         return self.spacing.central_mean()
@@ -318,7 +335,9 @@ class CFramer:
         if lag:
             # the caller measures batches while the workers frame: no middle is framed here
             self.frame_here = False
-        wins, words = self._collect(lag)
+        wins, words, evs = self._collect(lag)
+        if evs or len(self.last_events):
+            self.last_events = np.concatenate(evs) if evs else np.empty((0, 2), np.int64)
         nz = np.flatnonzero(self.hist)
         if len(nz):
             self.spacing.add_counts(nz.astype(np.int64), self.hist[nz])

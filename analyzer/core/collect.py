@@ -42,6 +42,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import dataclasses
+import functools
 import math
 from typing import TYPE_CHECKING, Callable
 
@@ -59,6 +60,7 @@ from spigap.core.tickhist import TickHistogram
 
 if TYPE_CHECKING:
     from spigap.core.pipeline import Pipeline
+    from spigap.core.shared import DevicePipe
 
 RETAIN_TRANSFERS = 100_000     # up to this many transfers: the whole Analysis, with its arrays
 LEARN_TRANSFERS = RETAIN_TRANSFERS   # decisions (message structure, word-gap split) on this many
@@ -322,12 +324,15 @@ class Collector:
     ``RETAIN_TRANSFERS``, ``LEARN_TRANSFERS`` (at least ``retain``), ``STALL_KEEP``,
     ``SAMPLE_BLOCK``."""
 
-    def __init__(self, pipe: "Pipeline", *, keep: str = "bounded", rows: RowSink | None = None,
+    def __init__(self, pipe: "Pipeline | DevicePipe", *, keep: str = "bounded", rows: RowSink | None = None,
                  retain: int | None = None, learn: int | None = None, stall_keep: int | None = None,
-                 block: int | None = None):
+                 block: int | None = None, grouper=None):
         if keep not in KEEP:
             raise ValueError(f"keep must be one of {KEEP}, not {keep!r}")
         self.pipe, self.rows = pipe, rows
+        # a device of a shared bus groups its gaps knowing the other devices' transfers in them
+        # (core/shared.SharedGrouper: infer(gaps, g0=, **kw) and view(gaps, g0)); None: grouping.infer
+        self.grouper = grouper
         if keep == "all":
             self.retain = self.learn = math.inf
         else:
@@ -402,7 +407,8 @@ class Collector:
             self.parts = None
             if end_tick is not None and self.learn_n <= self.retain:
                 # a capture that fits: every transfer, measured at once
-                a = measure(self.info, self.cfg, batch.figures, whole, end_tick, self.pipe.truncated)
+                a = measure(self.info, self.cfg, batch.figures, whole, end_tick, self.pipe.truncated,
+                            infer=self._infer(0))
                 self.result_ = settings_check.settings_first(a, self.pipe.settled, self.pipe.prefix)
                 return
             # decisions and measurements run in the statistics thread, in order, while this
@@ -447,7 +453,7 @@ class Collector:
 
     def _decide(self, framed: Framed, figures: FramerFigures) -> None:
         """Measure the first batch and fix what needs a population: grouping, word-gap split."""
-        a = measure(self.info, self.cfg, figures, framed, self._end_guess(framed), None)
+        a = measure(self.info, self.cfg, figures, framed, self._end_guess(framed), None, infer=self._infer(0))
         self.grouping = a.grouping
         self.thr, self.wg_note, self.wg_warning = word_gap_split(self.info, self.cfg, a.pair_gap)
         if self.thr is not None and self.cfg.inter_transfer_gap_s is None:
@@ -458,7 +464,7 @@ class Collector:
         if self.cfg.cs is not None and a.n > 1:
             g = self.grouping
             if g.structure == "by length":
-                gaps = a.gap_before[1:]
+                gaps = self._view(a.gap_before[1:], 0)
                 self.by_length = split(gaps[:grouping_mod.WINDOW] if len(gaps) > grouping_mod.WINDOW else gaps,
                                        "log", ticks_per_sample(self.info)).threshold
             else:
@@ -476,6 +482,7 @@ class Collector:
         g = self.grouping
         assert g is not None
         n = len(gaps)
+        gaps = self._view(gaps, g0)
         if self.by_length is not None:
             lab = gaps > self.by_length
             cs = self.cfg.context_switch
@@ -492,10 +499,19 @@ class Collector:
             # not seen: every structure analyze infers is periodic or by length
             self.fallback_note = ("the message structure of the capture's start does not repeat: later "
                                   "batches were grouped on their own gaps")
-            return grouping_mod.infer(gaps, resolution=ticks_per_sample(self.info),
+            return self._infer(g0)(gaps, resolution=ticks_per_sample(self.info),
                                       context_switch=self.cfg.context_switch,
                                       device_lengths=self.cfg.message_lengths)
         return dataclasses.replace(g, kinds=np.asarray(kinds, np.int8))
+
+    def _infer(self, g0: int):
+        """The grouping's inference for gaps from the one after transfer ``g0`` on."""
+        if self.grouper is None:
+            return grouping_mod.infer
+        return functools.partial(self.grouper.infer, g0=g0)
+
+    def _view(self, gaps: np.ndarray, g0: int) -> np.ndarray:
+        return gaps if self.grouper is None else self.grouper.view(gaps, g0)
 
     def _measure(self, parts: list[Framed], figures: FramerFigures) -> None:
         """Measure consecutive framer batches as one, after the last window measured

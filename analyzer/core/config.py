@@ -66,6 +66,9 @@ class SpiConfig:
     mosi: str | None = None
     miso: str | None = None
     cs: str | None = None
+    # a shared bus (docs/shared-bus.md): the other devices' CS lines on the same SCLK/MOSI/MISO
+    # (``--cs CE0,CE1``, or found in the signals); ``cs`` is the first device's
+    more_cs: tuple = ()
     no_cs: bool = False                      # user said: there is no CS line
     idle_timeout_s: float | None = None      # CS-less framing; None = auto
     inter_transfer_gap_s: float | None = None  # None = auto threshold
@@ -97,8 +100,13 @@ class SpiConfig:
 
     def stream_names(self) -> list[str]:
         """The channels the analysis reads, in the edge stream's bit order: SCLK, CS,
-        MOSI, MISO (those that are mapped)."""
-        return [n for n in (self.clk, self.cs, self.mosi, self.miso) if n is not None]
+        MOSI, MISO (those that are mapped), then the other devices' CS lines."""
+        return [n for n in (self.clk, self.cs, self.mosi, self.miso) if n is not None] + list(self.more_cs)
+
+    @property
+    def devices(self) -> list[str]:
+        """The CS lines of the bus's devices (one, or several on a shared bus)."""
+        return ([self.cs] if self.cs is not None else []) + list(self.more_cs)
 
     def stream_bits(self) -> dict[str, int]:
         """role -> bit of the edge stream's states (``stream_names``' order)."""
@@ -119,6 +127,13 @@ class SpiConfig:
         them in the signals) instead of failing."""
         from spigap.io.base import resolve_channel
 
+        if self.cs is not None and "," in self.cs and resolve_channel(self.cs, channels) is None:
+            # --cs CE0,CE1: several devices on one bus (a channel named with a comma is taken whole)
+            parts = [p.strip() for p in self.cs.split(",")]
+            if not all(parts):
+                raise UsageError(f"--cs {self.cs!r}: give the CS lines as NAME,NAME,...", path=path)
+            split = dataclasses.replace(self, cs=parts[0], more_cs=tuple(parts[1:]) + tuple(self.more_cs))
+            return split.resolve(channels, path, defaults, partial)
         out = dataclasses.replace(self)
 
         def check(role, name):
@@ -137,8 +152,11 @@ class SpiConfig:
             elif not (role == "cs" and self.no_cs):
                 given = (defaults or {}).get(role)
                 setattr(out, role, given if given in channels else autodetect(channels, role))
+        out.more_cs = tuple(check("cs", n) for n in self.more_cs)
+        if len(set(out.devices)) != len(out.devices):
+            raise UsageError(f"--cs names one line twice: {','.join(out.devices)}", path=path)
         if partial:
-            taken = [getattr(self, r) and getattr(out, r) for r in ("clk", "mosi", "miso", "cs")]
+            taken = [getattr(self, r) and getattr(out, r) for r in ("clk", "mosi", "miso", "cs")] + list(out.more_cs)
             for role in ("clk", "mosi", "miso", "cs"):      # a name-found role never steals a given channel
                 if getattr(self, role) is None and taken.count(getattr(out, role)) and getattr(out, role):
                     setattr(out, role, None)
@@ -149,8 +167,8 @@ class SpiConfig:
         if out.mosi is None and out.miso is None:
             raise UsageError(f"no MOSI or MISO channel found; the capture has: {', '.join(channels)}",
                              path=path, hint="name them with --mosi/--miso")
-        used = [n for n in (out.clk, out.mosi, out.miso, out.cs) if n is not None]
+        used = [n for n in (out.clk, out.mosi, out.miso, out.cs) if n is not None] + list(out.more_cs)
         if len(set(used)) != len(used):
             raise UsageError(f"one channel is mapped to two roles: clk={out.clk} mosi={out.mosi} "
-                             f"miso={out.miso} cs={out.cs}", path=path)
+                             f"miso={out.miso} cs={','.join(out.devices) or None}", path=path)
         return out

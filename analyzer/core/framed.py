@@ -112,6 +112,11 @@ class Framer(Protocol):
     def min_low(self) -> int | None:
         """The shortest SCLK low phase inside a word, so far."""
 
+    @property
+    def last_events(self) -> np.ndarray:
+        """A shared bus's first device (core/shared.py): rows (tick, state) of the entries
+        where a CS line changed, handed out with the last ``take`` (empty otherwise)."""
+
     def feed(self, block: EdgeBlock) -> None:
         """Frame one block of the edge stream (blocks in capture order)."""
 

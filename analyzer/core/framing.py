@@ -122,9 +122,15 @@ class NumpyFramer:
 
     engine = "numpy"
 
-    def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float, wordsize: int | None = None):
+    def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float, wordsize: int | None = None,
+                 bus: tuple[int, int, int] = (0, 0, 0)):
         self.cfg = cfg
         self.tick_s = tick_s
+        # a shared bus (core/shared.py): (every CS line's bits, the other devices' bits, their
+        # inactive pattern); the CS changes come out with each take (``last_events``)
+        self.ev_mask, self.others_mask, self.others_idle = bus
+        self._ev: list[np.ndarray] = []
+        self.last_events = np.empty((0, 2), np.int64)
         self.b_clk = bits["clk"]
         self.b_cs = bits.get("cs")
         self.b_mosi = bits.get("mosi")
@@ -219,6 +225,12 @@ class NumpyFramer:
         inside = clk_ev & active
         # an SCLK edge in the very sample CS deasserts is simultaneous, not "outside"
         outside = clk_ev & ~active & ~cs_ev
+        if self.ev_mask:
+            ev = np.flatnonzero(ch & np.uint32(self.ev_mask))
+            if len(ev):
+                self._ev.append(np.stack([t[ev], s[ev].astype(_I64)], axis=1))
+            om = np.uint32(self.others_mask)
+            outside &= ((s & om) == self.others_idle) & ((ch & om) == 0)
         n_out = int(np.count_nonzero(outside))
         if n_out:
             if self.first_clk_outside is None:
@@ -423,6 +435,9 @@ class NumpyFramer:
         out = Framed(Windows(**self.win.build()), Words(**self.words.build()))
         self.win = _Columns(**self.win._dtypes)
         self.words = _Columns(**self.words._dtypes)
+        if self._ev or len(self.last_events):
+            self.last_events = np.concatenate(self._ev) if self._ev else np.empty((0, 2), _I64)
+            self._ev = []
         return out
 
     def finish(self, end_tick: int) -> Framed:
@@ -434,11 +449,14 @@ class NumpyFramer:
         return self.take()
 
 
-def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float) -> Framer:
+def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float, bus: tuple[int, int, int] = (0, 0, 0),
+                skip_outside: bool = False) -> Framer:
     """The compiled framer when the core is available, else this numpy one.
 
     Words above 64 bits are framed as chunk words and joined (core/bigwords.py),
-    the same way on both engines."""
+    the same way on both engines. ``bus``: a shared bus's first device; ``skip_outside``:
+    its other devices (core/shared.py; the compiled core skips the entries outside their
+    windows, the numpy one frames every entry: the same windows and words)."""
     from spigap import native
     from spigap.core import bigwords
 
@@ -447,7 +465,7 @@ def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float) -> Framer:
     if native.library() is not None:
         from spigap.core.cframer import CFramer
 
-        inner = CFramer(cfg, bits, tick_s, wordsize=chunk)
+        inner = CFramer(cfg, bits, tick_s, wordsize=chunk, bus=bus, skip_outside=skip_outside)
     else:
-        inner = NumpyFramer(cfg, bits, tick_s, wordsize=chunk)
+        inner = NumpyFramer(cfg, bits, tick_s, wordsize=chunk, bus=bus)
     return inner if chunk == cfg.wordsize else bigwords.BigWordFramer(inner, cfg.wordsize, cfg.lsb_first)

@@ -12,6 +12,7 @@ path) or batch by batch with the last window of the previous batch in front
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import numpy as np
 
@@ -27,7 +28,8 @@ MIN_SAMPLES_PER_PERIOD = 4
 
 
 def measure(info: CaptureInfo, cfg: SpiConfig, fig: FramerFigures, framed: Framed, end_tick: int,
-            truncated: str | None, grouping: grouping_mod.Grouping | None = None) -> Analysis:
+            truncated: str | None, grouping: grouping_mod.Grouping | None = None,
+            infer: Callable[..., grouping_mod.Grouping] = grouping_mod.infer) -> Analysis:
     """The gap figures of one batch of framed windows (or of a whole capture's).
 
     ``fig``: the framer's running figures when the batch was taken (its SCLK period,
@@ -85,7 +87,7 @@ def measure(info: CaptureInfo, cfg: SpiConfig, fig: FramerFigures, framed: Frame
         # idle before the first CS assert (evidence that a message starts there), None when
         # the capture starts inside a window
         lead = float(start[0]) if n and not w.partial_start[0] else None
-        grp = grouping or grouping_mod.infer(gaps, resolution=ticks_per_sample(info), lead=lead, context_switch=cfg.context_switch,
+        grp = grouping or infer(gaps, resolution=ticks_per_sample(info), lead=lead, context_switch=cfg.context_switch,
                                  device_lengths=cfg.message_lengths,
                                  transfers_per_message=cfg.transfers_per_message)
         boundary = grp.boundary_mask(len(gaps))

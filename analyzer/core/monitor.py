@@ -33,6 +33,7 @@ still open), or at the end of the input.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import operator
 import re
@@ -128,7 +129,8 @@ class Monitor:
 
     def __init__(self, reader: CaptureReader, cfg: SpiConfig, interval_s: float, *,
                  rule: stalls_mod.StallRule = stalls_mod.StallRule(), alerts: list[Alert] | None = None,
-                 on_interval: Callable[[dict], None] | None = None, on_baseline: Callable[["Monitor"], None] | None = None):
+                 on_interval: Callable[[dict], None] | None = None, on_baseline: Callable[["Monitor"], None] | None = None,
+                 pipe=None, grouper=None):
         self.reader = reader
         self.info = reader.info
         self.tick_s = reader.info.tick_s
@@ -141,8 +143,11 @@ class Monitor:
         self.alerts = alerts or []
         self.on_interval = on_interval or (lambda iv: None)
         self.on_baseline = on_baseline or (lambda m: None)
-        self.pipe = Pipeline(reader, cfg)
+        # ``pipe``: a device of a shared bus (core/shared.DevicePipe: core/shared_monitor.py
+        # feeds its batches to ``batch``), else this capture's own pipeline
+        self.pipe = pipe if pipe is not None else Pipeline(reader, cfg)
         self.framer = self.pipe.framer
+        self.grouper = grouper           # a shared bus's device: core/shared.SharedGrouper
         self.cfg, self.names = self.pipe.cfg, self.pipe.settled.names
         self.kinds = (["cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch"]
                       if self.cfg.cs is not None else ["inter_byte", "inter_transfer", "idle"])
@@ -178,6 +183,15 @@ class Monitor:
         self.truncated, self.interrupted = self.pipe.truncated, self.pipe.interrupted
         return self.summary()
 
+    def batch(self, batch: Batch) -> None:
+        """One batch of a shared bus's device (core/shared_monitor.py drives the pipeline)."""
+        self._batch(batch)
+
+    def finish(self) -> None:
+        """The capture ended (a shared bus's device: after the pipeline ran)."""
+        self.end_tick = self.pipe.end_tick
+        self._flush_until(self.end_tick or 0, final=True)
+
     def _batch(self, batch: Batch) -> None:
         framed, last_tick = batch.framed, batch.fed_to
         if batch.final:
@@ -210,7 +224,8 @@ class Monitor:
         if raw is None:
             self.on_baseline(self)
             return
-        a = measure(self.info, self.cfg, batch.figures, raw, self._end_guess(raw), None)
+        infer = grouping_mod.infer if self.grouper is None else functools.partial(self.grouper.infer, g0=0)
+        a = measure(self.info, self.cfg, batch.figures, raw, self._end_guess(raw), None, infer=infer)
         self.warnings = [w for w in a.warnings if w not in self.info.warnings]
         self.grouping = a.grouping if self.cfg.cs is not None else None
         if self.cfg.inter_transfer_gap_s is None and a.inter_transfer_threshold is not None:
@@ -226,6 +241,8 @@ class Monitor:
         self._distribute(a, 0)
         self._context = raw.tail()
         self._n_done = a.n
+        if self.grouper is not None:
+            self.grouper.columns.release(self._n_done - 1)
 
     def _end_guess(self, raw: Framed) -> int:
         return int(raw.windows.end[-1]) + 1
@@ -238,6 +255,8 @@ class Monitor:
         if self.cfg.cs is not None:
             w = batch.windows
             gaps = (w.start[1:] - w.end[:-1]).astype(float)   # CS-inactive gaps of the batch, in ticks
+            if self.grouper is not None:
+                gaps = self.grouper.view(gaps, g0)
             if self.grouping is not None:
                 grp = grouping_mod.extend(self.grouping, len(gaps), g0, gaps, resolution=self._resolution,
                                           context_switch=self.cfg.context_switch,
@@ -252,6 +271,8 @@ class Monitor:
         self._distribute(a, 1 if ctx is not None else 0)
         self._context = raw.tail()
         self._n_done += raw.n
+        if self.grouper is not None:
+            self.grouper.columns.release(self._n_done - 1)      # the last one is the next context
 
     def _distribute(self, a: analysis.Analysis, skip: int) -> None:
         """Add the transfers of ``a`` (from index ``skip``) and their gaps to their intervals."""

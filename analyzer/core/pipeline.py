@@ -31,10 +31,11 @@ from spigap.io.base import CaptureReader
 class Pipeline:
     """One opened capture on its way through the framer."""
 
-    def __init__(self, reader: CaptureReader, cfg: SpiConfig):
+    def __init__(self, reader: CaptureReader, cfg: SpiConfig, settled: infer.Settled | None = None):
         self.reader = reader
         self.info = reader.info
-        self.settled = infer.settle(reader, cfg)    # the resolved settings and the edge stream
+        # the resolved settings and the edge stream
+        self.settled = settled if settled is not None else infer.settle(reader, cfg)
         self.cfg = self.settled.cfg
         self.framer = make_framer(self.cfg, self.cfg.stream_bits(), self.info.tick_s)
         self.prefix = Prefix()                     # a bounded start of the stream, for the settings check
@@ -88,8 +89,17 @@ def analyze(reader: CaptureReader, cfg: SpiConfig, *, keep: str = "all", rows=No
     * ``"sample"``: past that bound an ``Analysis`` of a systematic sample of the
       transfers with the whole capture's totals (compare, report).
 
-    ``limits``: ``retain``, ``learn``, ``stall_keep``, ``block`` (collect.Collector)."""
-    pipe = Pipeline(reader, cfg)
+    ``limits``: ``retain``, ``learn``, ``stall_keep``, ``block`` (collect.Collector).
+
+    Several CS lines on the clock (``--cs CE0,CE1``, or found in the signals): a
+    ``shared.SharedAnalysis`` of every device and the bus (core/shared.py; ``rows``
+    then takes the device's bus columns too)."""
+    settled = infer.settle(reader, cfg)
+    if settled.cfg.more_cs:
+        from spigap.core import shared
+
+        return shared.analyze(reader, settled, keep=keep, rows=rows, **limits)
+    pipe = Pipeline(reader, cfg, settled)
     col = collect.Collector(pipe, keep=keep, rows=rows, **limits)
     try:
         pipe.run(col.add, take=keep != "all", lag=True)

@@ -287,12 +287,32 @@ int64_t spigap_frame(framer_t *fp, out_t *op, const int64_t *ticks, const uint32
     framer_t *f = &fl;
     out_t *o = &ol;
     int64_t i = 0;
+    const int64_t ev_need = f->ev_mask != 0;       /* a shared bus's first device also writes CS changes */
     for (; i < n; i++) {
-        if (o->win_cap - o->n_win < 2 || o->word_cap - o->n_word < 2 || o->ovf_cap - o->n_ovf < 2 * NSPACE)
+        if (o->win_cap - o->n_win < 2 || o->word_cap - o->n_word < 2 || o->ovf_cap - o->n_ovf < 2 * NSPACE
+            || o->ev_cap - o->n_ev < ev_need)
             break;
+        if (f->skip_outside && !f->open) {
+            /* only the next assert of this CS matters: skip to it */
+            int64_t j = i;
+            const uint32_t act = (uint32_t)f->active_level, bc = (uint32_t)f->b_cs;
+            while (j < n && ((states[j] >> bc) & 1u) != act)
+                j++;
+            if (j > i) {
+                f->prev = states[j - 1];
+                i = j;
+                if (i == n)
+                    break;
+            }
+        }
         int64_t t = ticks[i], s = states[i];
         int64_t ch = s ^ f->prev;
         f->prev = s;
+        if (ch & f->ev_mask) {
+            int64_t *r = o->ev + 2 * o->n_ev++;
+            r[0] = t;
+            r[1] = s;
+        }
         if (f->has_cs) {
             int64_t active = ((s >> f->b_cs) & 1) == f->active_level;
             int64_t cs_ev = (ch >> f->b_cs) & 1;
@@ -305,7 +325,7 @@ int64_t spigap_frame(framer_t *fp, out_t *op, const int64_t *ticks, const uint32
             if ((ch >> f->b_clk) & 1) {
                 if (active) {
                     clock_edge(f, o, t, s);
-                } else if (!cs_ev) {
+                } else if (!cs_ev && (s & f->others_mask) == f->others_idle && !(ch & f->others_mask)) {
                     if (f->first_clk_outside < 0)
                         f->first_clk_outside = t;
                     f->clk_outside++;

@@ -28,6 +28,14 @@ typedef struct {
     int64_t c_space[NSPACE];
     int64_t last_clk;
     int64_t clk_outside, first_clk_outside, min_high, min_low;
+    /* a shared bus (analyzer/core/shared.py), configuration: every CS line's bit (ev_mask: each
+       entry where one changes is written to out_t.ev), and the other devices' CS bits with
+       their inactive pattern (an SCLK edge counts as outside only when they are inactive
+       too, and none changes in that entry); 0 for one device */
+    int64_t ev_mask, others_mask, others_idle;
+    /* a shared bus's other devices: outside their windows only their CS line is looked at
+       (the entries up to the next CS assert are skipped; their SCLK edges are not counted) */
+    int64_t skip_outside;
 } framer_t;
 
 typedef struct {
@@ -35,6 +43,7 @@ typedef struct {
     int64_t *word;  int64_t word_cap; int64_t n_word;   /* rows of 4: mosi, miso, first, last */
     int64_t *hist;  int64_t hist_size;                  /* counts of spacing values < hist_size */
     int64_t *ovf;   int64_t ovf_cap;  int64_t n_ovf;    /* larger spacing values */
+    int64_t *ev;    int64_t ev_cap;   int64_t n_ev;     /* rows of 2: tick, state of each CS change (ev_mask) */
 } out_t;
 
 int64_t spigap_scan(const uint8_t *data, int64_t n, int64_t unitsize, const uint8_t *mask,

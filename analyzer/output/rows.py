@@ -33,6 +33,7 @@ class Output:
         self._csv: Any = None
         self._spool: TextIO | None = None
         self._first = True
+        self._shared: Any = None                 # a shared bus's rows (output/shared.py)
 
     @property
     def streams(self) -> bool:
@@ -40,10 +41,19 @@ class Output:
         return self.fmt in ("csv", "jsonl") or self.transfers
 
     # ------------------------------------------------------------ rows
-    def rows(self, a, k0: int = 0, k1: int | None = None, index0: int = 0, message0: int = 0) -> bool:
+    def rows(self, a, k0: int = 0, k1: int | None = None, index0: int = 0, message0: int = 0,
+             bus: dict | None = None) -> bool:
         """Transfers ``k0``..``k1`` of ``a`` (one batch's analysis, whose transfer 0 is the
         capture's transfer ``index0`` in its message ``message0``: core/collect.py's row
-        sink); False when no more are wanted."""
+        sink); False when no more are wanted. ``bus``: a device of a shared bus, its bus
+        columns and the bus's devices (core/shared.py): the rows go to output/shared.py's merge."""
+        if bus is not None:
+            from spigap.output import shared
+
+            if self._shared is None:
+                self._shared = shared.SharedRows(self.fmt, self.transfers)
+            return self._shared.add(a, k0, k1 if k1 is not None else a.n, index0, message0, bus["columns"],
+                                    bus["devices"])
         rows = transfer_rows(a, k0, index0, message0, stop=k1)
         if self.fmt == "csv":
             if self._csv is None:
@@ -70,7 +80,14 @@ class Output:
     # ------------------------------------------------------------ the end
     def finish(self, a, *, stalls, stall_rule, events) -> None:
         """Everything not written yet. ``a``: the Analysis (all its rows go now) or the
-        BoundedAnalysis (its rows went to ``rows``)."""
+        BoundedAnalysis (its rows went to ``rows``); a shared bus's SharedAnalysis
+        (``stalls``: per device)."""
+        if getattr(a, "shared", False):
+            from spigap.output import shared
+
+            shared.finish(self.out, self.fmt, a, self._shared, transfers=self.transfers, stalls=stalls,
+                          stall_rule=stall_rule)
+            return
         bounded = getattr(a, "bounded", False)
         if not bounded and self.fmt != "jsonl":
             self.out.write(render(a, self.fmt, transfers=self.transfers, stalls=stalls, stall_rule=stall_rule,

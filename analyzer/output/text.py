@@ -22,16 +22,18 @@ ROW_LABEL = {
 
 
 def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None, stall_rule=None,
-           events=None, rows: list | None = None) -> str:
-    """``rows``: the first transfer rows, when ``a`` does not hold them (core/collect.py)."""
+           events=None, rows: list | None = None, header: bool = True) -> str:
+    """``rows``: the first transfer rows, when ``a`` does not hold them (core/collect.py);
+    ``header``: the capture's lines (a device of a shared bus is printed without them)."""
     d = to_dict(a, stalls=stalls, stall_rule=stall_rule, events=events)
     cap, s, st = d["capture"], d["summary"], d["settings"]
     res = d["resolution_s"]
     lines = []
     rate = f"{fmt_freq(cap['samplerate_hz'])}, " if cap["samplerate_hz"] else ""
     samples = f"{cap['samples']:,} samples = " if cap["samples"] is not None else ""
-    lines.append(f"capture     {cap['path']}")
-    lines.append(f"            {cap['format']}, {rate}{samples}{fmt_time(cap['duration_s'])}")
+    if header:
+        lines.append(f"capture     {cap['path']}")
+        lines.append(f"            {cap['format']}, {rate}{samples}{fmt_time(cap['duration_s'])}")
     cs = (f"cs={st['cs']} (active {st['cs_polarity']})" if st["cs"] else
           f"no CS: transfers split after {fmt_time(st['idle_timeout_s'])} of idle SCLK")
     lines.append(f"channels    clk={st['clk']} mosi={st['mosi'] or '–'} miso={st['miso'] or '–'} {cs}")
@@ -41,7 +43,8 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None
              and not (k in ("mosi", "miso") and st[k] is None)]
     if found:
         lines.append(f"inferred    {', '.join(found)} from the signals (spigap detect: how, and how sure)")
-    lines.append(f"resolution  {fmt_time(res)} (one sample): every time below is ±1 sample")
+    if header:
+        lines.append(f"resolution  {fmt_time(res)} (one sample): every time below is ±1 sample")
     for w in a.setting_warnings:            # a setting the signals contradict: before any number
         lines.append(f"CHECK       {w}")
     lines.append("")

@@ -22,12 +22,12 @@ class OptionError(Exception):
 
 
 # channel indices (channels, then optional_channels)
-CLK, CS = 0, 1
+CLK, CS, OTHER = 0, 1, 4
 
 # annotation classes (plain ints: lookups of a pseudo-enum class cost time
 # on every clock edge)
 A_TRANSFER, A_CS_SETUP, A_CS_HOLD, A_INTER_BYTE, A_INTER_TRANSFER, \
-    A_CS_CHANGE, A_CONTEXT_SWITCH, A_CS_INACTIVE, A_WARNING = range(9)
+    A_CS_CHANGE, A_CONTEXT_SWITCH, A_CS_INACTIVE, A_WARNING, A_HANDOVER = range(10)
 
 
 class Decoder(srd.Decoder):
@@ -47,6 +47,8 @@ class Decoder(srd.Decoder):
     optional_channels = (
         {'id': 'mosi', 'name': 'MOSI', 'desc': 'Master out, slave in (not read).'},
         {'id': 'miso', 'name': 'MISO', 'desc': 'Master in, slave out (not read).'},
+        {'id': 'cs_other', 'name': 'Other CS#',
+            'desc': "Another device's chip-select on the same bus (same polarity): handover gaps."},
     )
     options = (
         {'id': 'cs_polarity', 'desc': 'CS# polarity', 'default': 'active-low',
@@ -74,6 +76,7 @@ class Decoder(srd.Decoder):
         ('context-switch', 'CS inactive between messages.'),
         ('cs-inactive', 'CS inactive, message structure unknown.'),
         ('warning', 'Warning.'),
+        ('handover', "The other device's CS deassert to this CS assert."),
     )
     annotation_rows = (
         ('transfers', 'Transfers', (A_TRANSFER,)),
@@ -82,6 +85,7 @@ class Decoder(srd.Decoder):
         ('cs-inactive-gaps', 'CS inactive',
             (A_CS_CHANGE, A_CONTEXT_SWITCH, A_CS_INACTIVE)),
         ('warnings', 'Warnings', (A_WARNING,)),
+        ('bus', 'Shared bus', (A_HANDOVER,)),
     )
 
     def __init__(self):
@@ -96,6 +100,9 @@ class Decoder(srd.Decoder):
         self.auto_thr = None        # inter-transfer threshold from the word gaps so far
         self.next_split = 8         # re-split the word gaps when this many are seen
         self.spacing = Histogram()  # sampling-edge spacings inside words
+        self.other_off = None       # sample of the other CS's last deassert (a shared bus)
+        self.other_on = False       # the other CS is asserted
+        self.both_since = None      # both CS lines asserted since this sample
         self._clear_window(0, False, True)
 
     def metadata(self, key, value):
@@ -155,8 +162,36 @@ class Decoder(srd.Decoder):
         self.window += 1
         if self.last_end is not None:
             self.cs_inactive_gap(self.window - 1, self.last_end, s)
+        if self.other_off is not None and not self.other_on and \
+                (self.last_end is None or self.other_off >= self.last_end):
+            # the bus went from the other device to this one
+            self.putx(self.other_off, s, A_HANDOVER,
+                      texts('Handover from the other device', 'Handover', 'HO', s - self.other_off,
+                            self.samplerate))
         self._clear_window(s, partial, clk == self.cpol)
         self.in_window = True
+        if self.other_on:
+            self.both_since = s
+
+    def other_edge(self, s, level):
+        """An edge of the other device's CS (optional channel cs_other)."""
+        on = level == self.active
+        if on == self.other_on:
+            return
+        self.other_on = on
+        if on:
+            if self.in_window:
+                self.both_since = s
+        else:
+            self.other_off = s
+            self.both_end(s)
+
+    def both_end(self, s):
+        if self.both_since is not None:
+            self.putx(self.both_since, s, A_WARNING,
+                      ['Two CS lines asserted at once: only one device may drive the shared MISO',
+                       'Two CS asserted', 'CS!'])
+            self.both_since = None
 
     def cs_inactive_gap(self, index, ss, es):
         n = es - ss
@@ -263,6 +298,7 @@ class Decoder(srd.Decoder):
                            'Bits?'])
         self.last_end = t
         self.in_window = False
+        self.both_end(t)
 
     # ------------------------------------------------------------ main loop
     def decode(self):
@@ -270,7 +306,11 @@ class Decoder(srd.Decoder):
             raise SamplerateError('Cannot decode without samplerate.')
         if self.thr_us > 0:
             self.fixed_thr = threshold_samples(self.thr_us * 1e-6, self.samplerate)
-        clk, cs = self.wait({})[:2]
+        pins = self.wait({})
+        clk, cs = pins[:2]
+        other = self.has_channel(OTHER)
+        if other:
+            self.other_on = pins[OTHER] == self.active
         if cs == self.active:
             # CS already active at the first sample: a partial window
             self.open_window(self.samplenum, True, clk)
@@ -281,15 +321,26 @@ class Decoder(srd.Decoder):
         # inside: every SCLK edge and the CS deassert (an SCLK edge in the
         # deassert sample is outside the window)
         busy = [{CLK: 'e'}, {CS: 'e'}]
+        if other:
+            # a shared bus: the other device's CS edges too (handovers, both asserted)
+            idle.append({OTHER: 'e'})
+            busy.append({OTHER: 'e'})
         while True:
             if self.in_window:
                 pins = self.wait(busy)
-                if self.matched[1]:
+                m = self.matched
+                if other and m[2]:
+                    self.other_edge(self.samplenum, pins[OTHER])
+                if m[1]:
                     self.close_window(self.samplenum)
-                else:
+                elif m[0]:
                     self.clock_edge(self.samplenum, pins[CLK])
             else:
                 pins = self.wait(idle)
-                self.open_window(self.samplenum, False, pins[CLK])
-                if self.matched[1]:
-                    self.clock_edge(self.samplenum, pins[CLK])
+                m = self.matched
+                if other and m[2]:
+                    self.other_edge(self.samplenum, pins[OTHER])
+                if m[0] or m[1]:
+                    self.open_window(self.samplenum, False, pins[CLK])
+                    if m[1]:
+                        self.clock_edge(self.samplenum, pins[CLK])

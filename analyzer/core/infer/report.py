@@ -53,6 +53,7 @@ class Settled:
     buses: list[Bus]
     warnings: list[str]
     evidence: Evidence | None = None    # the prefix the signals were read from (None: names sufficed)
+    devices: list = dataclasses.field(default_factory=list)    # a shared bus: infer/shared.Device per CS line
 
     def sources_dict(self) -> dict:
         return {k: v.as_dict() for k, v in self.sources.items()}

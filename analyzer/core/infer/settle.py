@@ -19,6 +19,7 @@ from spigap.core.infer.evidence import Evidence
 from spigap.core.infer.mosi_miso import assign_data
 from spigap.core.infer.report import Bus, Settled, Source
 from spigap.core.infer.settings import infer_settings
+from spigap.core.infer.shared import cs_set, named_cs_candidates, settle_devices
 from spigap.errors import CaptureTruncated, UsageError
 from spigap.io.base import EdgeBlock
 from spigap.io.stdin import STDIN_PATH
@@ -62,14 +63,17 @@ def settle(reader, cfg: SpiConfig) -> Settled:
         elif s not in cfg.infer:
             sources[s] = Source("given")
     # roles the names leave open are worth inferring only if some channel is not assigned yet
-    assigned = {getattr(named, r) for r in ROLES} - {None}
+    assigned = ({getattr(named, r) for r in ROLES} | set(named.more_cs)) - {None}
     need_roles = any(r not in sources for r in ROLES) and any(c not in assigned for c in channels)
-    if not need_roles and not cfg.infer:
+    # other channels named like a CS (CE1, CS2): perhaps more devices on this bus (infer/shared.py)
+    extra = [] if cfg.cs is not None or cfg.no_cs else named_cs_candidates(channels, assigned)
+    if not need_roles and not cfg.infer and not extra:
         out = _finish_roles(named, sources, info)
         names = out.stream_names()
         return Settled(out, names, reader.edges(names), sources, [], warnings)
 
-    request = channels[:MAX_CHANNELS] if need_roles else _finish_roles(named, sources, info).stream_names()
+    request = (channels[:MAX_CHANNELS] if need_roles
+               else _finish_roles(named, sources, info).stream_names() + extra[:MAX_CHANNELS - 4])
     if need_roles and len(channels) > MAX_CHANNELS:
         request = named.stream_names()
         request += [c for c in channels if c not in request][:MAX_CHANNELS - len(request)]
@@ -77,10 +81,10 @@ def settle(reader, cfg: SpiConfig) -> Settled:
                         f"first {MAX_CHANNELS} (name the others with --clk/--mosi/--miso/--cs)")
     it = reader.edges(request)
     prefix, pending, ev = read_prefix(it, request, live=info.path == STDIN_PATH)
-    out, buses = _infer(named, cfg, sources, ev, need_roles, warnings, info)
+    out, buses, devices = _infer(named, cfg, sources, ev, need_roles, warnings, info, extra)
     names = out.stream_names()
     blocks = _stream(prefix, it, pending, request, names)
-    return Settled(out, names, blocks, sources, buses, warnings, ev)
+    return Settled(out, names, blocks, sources, buses, warnings, ev, devices)
 
 
 def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False):
@@ -166,10 +170,10 @@ def _check_roles(cfg: SpiConfig, info) -> None:
     if cfg.mosi is None and cfg.miso is None:
         raise UsageError(f"no MOSI or MISO channel found; the capture has: {', '.join(info.channels)}",
                          path=info.path, hint="name them with --mosi/--miso")
-    used = [n for n in (cfg.clk, cfg.mosi, cfg.miso, cfg.cs) if n is not None]
+    used = [n for n in (cfg.clk, cfg.mosi, cfg.miso, cfg.cs) if n is not None] + list(cfg.more_cs)
     if len(set(used)) != len(used):
         raise UsageError(f"one channel is mapped to two roles: clk={cfg.clk} mosi={cfg.mosi} "
-                         f"miso={cfg.miso} cs={cfg.cs}", path=info.path)
+                         f"miso={cfg.miso} cs={','.join(cfg.devices) or None}", path=info.path)
 
 
 def _stream(prefix: list[EdgeBlock], rest: Iterator[EdgeBlock], pending: BaseException | None,
@@ -201,11 +205,11 @@ def _then_raise(rest: Iterator[EdgeBlock], pending: BaseException | None) -> Ite
 
 
 def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evidence, need_roles: bool,
-           warnings: list[str], info) -> tuple[SpiConfig, list[Bus]]:
+           warnings: list[str], info, extra: list[str]) -> tuple[SpiConfig, list[Bus], list]:
     out = dataclasses.replace(named, infer=frozenset(), assumed=frozenset())
     buses: list[Bus] = []
     if need_roles:
-        fixed = {getattr(named, r) for r in ROLES} - {None}
+        fixed = ({getattr(named, r) for r in ROLES} | set(named.more_cs)) - {None}
         buses = find_buses(ev, exclude={n for n in fixed if n != named.clk})
         bus = _pick_bus(buses, named)
         if bus is None:
@@ -227,6 +231,10 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                 out.cs = None
                 sources["cs"] = Source("inferred", 0.8, "no channel brackets the SCLK bursts: "
                                        "framed without CS (by SCLK idle time)")
+        if cfg.cs is None and not cfg.no_cs and out.clk is not None:
+            foreign = {c for b in buses if b.clk != out.clk for c in b.channels()}
+            _shared_bus(out, sources, ev, [c for c in ev.names if c not in foreign | {out.clk, out.mosi, out.miso}
+                                           and c not in bus.data])
         data_lines = [d for d in bus.data if d not in {out.clk, out.cs}]
         infer_settings(out, cfg, sources, ev, data_lines + [d for d in (out.mosi, out.miso) if d])
         active = (0 if out.cs_active_low else 1) if out.cs is not None else None
@@ -246,13 +254,32 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
     for role in ("mosi", "miso"):
         sources.setdefault(role, Source("inferred", 0.8, "no second data line"))
     if not need_roles:
+        if extra and out.clk is not None:
+            _shared_bus(out, sources, ev, ([out.cs] if out.cs else []) + extra)
         infer_settings(out, cfg, sources, ev, [d for d in (out.mosi, out.miso) if d])
+    # a shared bus: each device's settings, its CS polarity judged on the bus (infer/shared.py)
+    devices = settle_devices(out, cfg, sources, ev) if out.more_cs else []
     for key, src in sources.items():
         if src.how in ("inferred", "default") and src.confidence < LOW_CONFIDENCE:
             opt = ROLE_OPTION.get(key) or SETTING_OPTION.get(key, key)
             warnings.append(f"{key} {_value(out, key)} is {src.how} with confidence {src.confidence:.2f} "
                             f"({src.note}); give {opt} if it is wrong")
-    return out, buses
+    return out, buses, devices
+
+
+def _shared_bus(out: SpiConfig, sources: dict[str, Source], ev: Evidence, candidates: list[str]) -> None:
+    """Several CS lines that together bracket the clock's bursts: every device of a shared
+    bus (infer/shared.py), the first as ``cs``, the others as ``more_cs``."""
+    assert out.clk is not None
+    found = cs_set(ev, out.clk, [c for c in candidates if c in ev.level])
+    if not found:
+        return
+    names = [n for n, _, _ in found]
+    out.cs, out.more_cs = names[0], tuple(names[1:])
+    out.cs_active_low = found[0][1] == 0
+    sources["cs"] = Source("inferred", 0.95, f"{', '.join(names)} each bracket SCLK bursts "
+                                             f"({', '.join(f'{n} {s:.0%}' for n, _, s in found)} of the edges), "
+                                             "together all of them: devices of one shared bus")
 
 
 def _pick_bus(buses: list[Bus], named: SpiConfig) -> Bus | None:

@@ -1,0 +1,130 @@
+"""compare, check, report, monitor, batch and --device on a shared bus (docs/shared-bus.md).
+
+Oracles: the synthesizer's truth (analyzer/synth/shared.py: per device its transfers,
+the meaning of each window, the other devices' CS time in each gap) and, for compare,
+a before/after pair whose only change is on the other device: CE1's CAN controller
+reads more frames per interrupt, so its messages hold the bus longer, and CE0's
+context switches grow by the time CE1 held the bus, not by CE0's own.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+from conftest import CAPTURES
+
+from spigap.cli import main
+from spigap.synth import shared
+
+RECIPE = CAPTURES / "shared-rpi-mcp3008-mcp2518fd.toml"
+
+
+def _write(path, text, truth=None):
+    shared.write(shared.Shared.from_toml(text=text), path, truth_path=truth)
+    return json.loads(truth.read_text()) if truth else None
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pair")
+    text = RECIPE.read_text()
+    before = text.replace("seed = 22", "seed = 24")
+    after = text.replace("seed = 22", "seed = 23").replace('cs_change = "10us"', 'cs_change = "10us"\nbatch = [3, 3, 5]')
+    tb = _write(d / "before.sr", before, d / "before.json")
+    ta = _write(d / "after.sr", after, d / "after.json")
+    return d / "before.sr", d / "after.sr", tb, ta
+
+
+def test_compare_says_who_held_the_bus(pair, capsys):
+    b, a, tb, ta = pair
+    assert main(["compare", "--before", str(b), "--after", str(a), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert set(d["devices"]) == {"CE0", "CE1"}
+    split = {(s["device"], s["kind"]): s for s in d["who_held_the_bus"]}
+    s = split[("CE0", "context_switch")]
+    # the truth: CE1's CS time inside CE0's context switches, mean before and after
+    def mean_other(t):
+        v = [x for x, k in zip(t["devices"]["CE0"]["other_busy_s"], t["devices"]["CE0"]["gap_before_kind"])
+             if x is not None and k == "context_switch"]
+        return float(np.mean(v))
+    want = mean_other(ta) - mean_other(tb)
+    have = s["others"]["delta"]["mean"]["delta_s"]
+    assert abs(have - want) <= 2 * 20e-9, (have, want)         # each gap ±1 sample at both ends
+    assert s["others"]["verdict"] == "regression" and s["gap"]["verdict"] == "regression"
+    assert s["own"]["verdict"] == "no significant change"
+    assert "while other devices held the bus" in s["sentence"]
+    assert main(["compare", "--before", str(b), "--after", str(a)]) == 0
+    out = capsys.readouterr().out
+    assert "who held the bus" in out and "=== CE0" in out and "=== CE1" in out
+
+
+def test_check_takes_a_profile_per_device(pair, capsys):
+    b, _, _, _ = pair
+    code = main(["check", str(b), "--profile", "CE0=rpi3-k4.4-vanilla", "--device", "CE1=mcp2518fd",
+                 "--format", "json"])
+    assert code == 1          # the synthesized CE0 is no Pi 3 on 4.4: its context switches FAIL
+    d = json.loads(capsys.readouterr().out)
+    caps = [r["capture"] for r in d["results"]]
+    assert caps == [f"{b} [CE0]", f"{b} [CE1]"]
+    assert main(["check", str(b), "--profile", "rpi3-k4.4-vanilla"]) == 2
+    err = capsys.readouterr().err
+    assert "2 devices on one bus" in err and "--profile CE0=" in err and err.count("\n") == 1
+    assert main(["check", str(b), "--profile", "CE7=rpi3-k4.4-vanilla"]) == 2
+    assert "CE7 is not a device" in capsys.readouterr().err
+
+
+def test_device_labels_per_device(pair, capsys):
+    b, _, tb, _ = pair
+    assert main(["analyze", str(b), "--device", "CE0=mcp3008", "--device", "CE1=mcp2518fd", "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    ce0 = [r for r in rows if r["cs"] == "CE0"]
+    truth = tb["devices"]["CE0"]["meaning"]
+    assert len(ce0) == len(truth)
+    for r, t in zip(ce0, truth):
+        assert r["device"].startswith(f"CH{t['channel']} = {t['code']} ")
+    ce1 = [r for r in rows if r["cs"] == "CE1"]
+    assert all("crc ok" in r["device"] for r in ce1)
+    assert main(["analyze", str(b), "--device", "mcp3008"]) == 2
+    assert "say which: --device CE0=mcp3008" in capsys.readouterr().err
+    assert main(["analyze", str(b), "--event", "CE1:rise"]) == 2
+    assert "give --cs NAME" in capsys.readouterr().err
+
+
+def test_monitor_prints_each_device(pair, capsys):
+    b, _, tb, _ = pair
+    assert main(["monitor", str(b), "--interval", "5ms", "--format", "jsonl"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    ivs, summary = lines[:-1], lines[-1]["summary"]
+    assert all(set(iv["devices"]) == {"CE0", "CE1"} for iv in ivs)
+    for name in ("CE0", "CE1"):
+        assert sum(iv["devices"][name]["transfers"] for iv in ivs) == tb["devices"][name]["transfers"]
+        assert summary["devices"][name]["transfers"] == tb["devices"][name]["transfers"]
+    assert main(["monitor", str(b), "--interval", "5ms"]) == 0
+    out = capsys.readouterr().out
+    assert "CE0 n" in out and "CE1 n" in out
+
+
+def test_batch_has_a_row_per_device(pair, capsys):
+    b, a, tb, ta = pair
+    assert main(["batch", str(b), str(a), "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["path"].endswith("before.sr"), r["cs"]) for r in rows] == [
+        (True, "CE0"), (True, "CE1"), (False, "CE0"), (False, "CE1")]
+    assert int(rows[1]["transfers"]) == tb["devices"]["CE1"]["transfers"]
+    assert main(["batch", str(b), str(a)]) == 0
+    assert "2 captures: 2 ok" in capsys.readouterr().out
+
+
+def test_report_has_the_bus_and_each_device(pair, tmp_path):
+    b, a, _, _ = pair
+    out = tmp_path / "r.html"
+    assert main(["report", str(b), "-o", str(out), "--png", str(tmp_path / "png")]) == 0
+    html = out.read_text()
+    assert "The bus" in html and "bus timeline" in html and f"{b} [CE0]" in html and f"{b} [CE1]" in html
+    assert (tmp_path / "png" / "01-before-bus-timeline.png").stat().st_size > 10_000
+    assert main(["report", "--before", str(b), "--after", str(a), "-o", str(tmp_path / "c.html")]) == 0
+    assert "who held the bus" in (tmp_path / "c.html").read_text()

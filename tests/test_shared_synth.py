@@ -1,0 +1,112 @@
+"""spigap synth's shared-bus scenarios (analyzer/synth/shared.py): the controller queue's
+model is self-consistent, and what it writes is what other tools read.
+
+Oracles: sigrok-cli's own spi decoder, one per CS line (as its users stack it), reads
+every device's words from the .sr; the project's ftrace parser reads the trace; and
+the queue's invariants (one message at a time, FIFO, a queued message waits for the
+one ahead of it) are checked on the truth.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import CAPTURES, run_sigrok
+
+from spigap.cli import main
+from spigap.errors import UsageError
+from spigap.synth import shared
+from spigap.trace import ftrace
+
+RECIPE = CAPTURES / "shared-rpi-mcp3008-mcp2518fd.toml"
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    d = tmp_path_factory.mktemp("synth")
+    cap, truth, trace = d / "bus.sr", d / "bus.json", d / "bus.txt"
+    assert main(["synth", "--config", str(RECIPE), "-o", str(cap), "--truth", str(truth), "--ftrace", str(trace),
+                 "--trace-ns"]) == 0
+    return cap, json.loads(truth.read_text()), trace
+
+
+def test_one_message_at_a_time_fifo(written):
+    _, tr, _ = written
+    msgs = tr["messages"]
+    starts = [m["start_s"] for m in msgs]
+    assert starts == sorted(starts)
+    for prev, m in zip(msgs, msgs[1:]):
+        assert m["first_assert_s"] > prev["last_deassert_s"]            # the controller holds the bus
+        assert m["start_s"] >= prev["done_s"] or not m["queued"]
+    queued = [m for m in msgs if m["queued"]]
+    assert queued and len(queued) < len(msgs)
+    for m in queued:
+        # submitted while another message held the controller (behind it), or in the moment
+        # between that message's done and the controller going idle (the pump takes it)
+        if m["behind"]:
+            assert m["behind"][-1][0] != m["device"]        # a device's own messages are synchronous
+            assert 0 < m["queued_s"] <= m["start_s"] - m["submit_s"] + 1e-12
+        else:
+            assert m["queued_s"] == 0
+    for m in msgs:
+        if not m["queued"]:
+            assert m["queued_s"] == 0
+        assert m["own_s"] >= -1e-12
+
+
+def test_sigrok_reads_every_device(written):
+    """sigrok-cli's spi decoder on each CS line reads the words the truth says."""
+    cap, tr, _ = written
+    for name, dev in tr["devices"].items():
+        out = run_sigrok(["-i", str(cap), "-P", f"spi:clk=SCLK:mosi=MOSI:miso=MISO:cs={name}",
+                          "-A", "spi=mosi-data"])
+        words = [int(line.split()[-1], 16) for line in out.splitlines() if line.strip()]
+        assert words == [w for win in dev["mosi"] for w in win]
+
+
+def test_the_trace_holds_every_message(written):
+    _, tr, trace = written
+    t = ftrace.parse(trace)
+    for name, dev in tr["devices"].items():
+        spi = dev["spi_device"]
+        n_msg = sum(1 for m in tr["messages"] if m["device"] == name)
+        assert len(t.rows("spi:spi_message_submit", spi)) == n_msg
+        assert len(t.rows("spi:spi_set_cs:activate", spi)) == dev["transfers"]
+        assert len(t.rows("spi:spi_message_done", spi)) == n_msg
+    # the clock: bus = offset + trace (no drift here), ns timestamps
+    sub = t.rows("spi:spi_message_submit")
+    first = min(m["submit_s"] for m in tr["messages"])
+    assert abs(t.ts[sub[0]] + tr["trace"]["offset_s"] - first) < 2e-9
+
+
+def test_bad_recipes_are_one_line(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[device]]\ncs = "CE0"\n')
+    with pytest.raises(UsageError, match="2..8"):
+        shared.Shared.from_toml(bad)
+    bad.write_text('[[device]]\ncs = "CE0"\n[[device]]\ncs = "CE0"\n')
+    with pytest.raises(UsageError, match="own cs"):
+        shared.Shared.from_toml(bad)
+    bad.write_text('[[device]]\ncs = "A"\ntraffic = "x"\n[[device]]\ncs = "B"\n')
+    with pytest.raises(UsageError, match="traffic"):
+        shared.Shared.from_toml(bad)
+    bad.write_text('[[device]]\ncs = "A"\n[[device]]\ncs = "B"\n[faults]\noverlap = [999]\n')
+    with pytest.raises(UsageError, match="handovers"):
+        shared.write(shared.Shared.from_toml(bad), tmp_path / "x.sr")
+
+
+def test_flags_of_one_device_scenarios_are_refused(tmp_path, capsys):
+    assert main(["synth", "--config", str(RECIPE), "-o", str(tmp_path / "x.sr"), "--jitter", "1us"]) == 2
+    assert "shared-bus scenario" in capsys.readouterr().err
+
+
+def test_three_devices_in_capture_order(tmp_path):
+    sh = shared.Shared.from_toml(CAPTURES / "shared-three-faults.toml")
+    b = shared.build_bus(sh)
+    tr = shared.truth(b)
+    assert list(tr["devices"]) == ["CS0", "CS1", "CS2"]
+    assert len(tr["bus"]["overlaps"]) == 2 and len(tr["bus"]["stray_sclk"]) == 3
+    a = np.asarray(b.cs_assert)
+    assert np.all(np.diff(a) > 0)
