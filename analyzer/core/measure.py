@@ -85,7 +85,7 @@ def measure(info: CaptureInfo, cfg: SpiConfig, fig: FramerFigures, framed: Frame
         # idle before the first CS assert (evidence that a message starts there), None when
         # the capture starts inside a window
         lead = float(start[0]) if n and not w.partial_start[0] else None
-        grp = grouping or grouping_mod.infer(gaps, resolution=ticks_per_sample(info), lead=lead, context_switch=cfg.context_switch,
+        grp = grouping or grouping_mod.infer(gaps, resolution=ticks_per_sample(info), lead=lead, context_switch=cfg.context_switch, tick_s=info.tick_s,
                                  device_lengths=cfg.message_lengths,
                                  transfers_per_message=cfg.transfers_per_message)
         boundary = grp.boundary_mask(len(gaps))
@@ -184,4 +184,9 @@ def warning_lines(a, c: WarnCounts, first_clk_outside) -> list[str]:
     if c.partial:
         w.append(f"{c.partial} partial transfer(s): CS already active at the start or still active at the "
                  "end of the capture; counted, but without the cut-off figures")
+    g = a.grouping
+    if g.ambiguous:
+        # the message structure is unknown: every gap-kind figure below is per class, not per role
+        w.append(f"message grouping ambiguous: which CS-inactive gaps end messages cannot be told from the "
+                 f"timing ({len(g.rival_kinds) or 2} readings fit); {g.settle} settles it")
     return w

@@ -44,11 +44,15 @@ def gap_stats(a: Analysis) -> dict:
     return out
 
 
-def grouping_dict(g) -> dict:
+def grouping_dict(g, n_transfers: int | None = None) -> dict:
     return {"method": g.method, "confidence": g.confidence, "phase": g.phase, "note": g.note,
             "structure": g.structure, "message_lengths": list(g.lengths),
             "first_message_start": g.first_start, "evidence": list(g.evidence),
-            "ambiguous": g.ambiguous, "settle": g.settle}
+            "ambiguous": g.ambiguous, "settle": g.settle,
+            # docs/gaps.md: the structure per stretch (several: it changed), the readings weighed,
+            # the closest rival and the kinds of gap with their spread
+            "segments": [s.as_dict(n_transfers) for s in g.segments], "readings": list(g.readings), "rival": g.rival,
+            "kinds": list(g.gap_kinds), "basis": g.basis}
 
 
 def to_dict(a, *, transfers: bool = False, stalls=None, stall_rule=None, events=None) -> dict:
@@ -92,7 +96,7 @@ def to_dict(a, *, transfers: bool = False, stalls=None, stall_rule=None, events=
             "words": a.n_words_total(),
             "messages": a.n_messages(),
             "transfers_per_message": g.transfers_per_message,
-            "grouping": grouping_dict(g),
+            "grouping": grouping_dict(g, a.n),
             "word_gaps": a.word_gaps_note,
             "sclk_hz": a.sclk_hz,
             "sclk_period_s": a.period_ticks * t if a.period_ticks else None,

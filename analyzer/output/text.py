@@ -52,6 +52,8 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None
     if st["cs"]:
         if g["ambiguous"]:
             head = "ambiguous"
+        elif len(g["segments"]) > 1:
+            head = f"{s['messages']} in {len(g['segments'])} stretches"
         elif s["transfers_per_message"] is not None:
             head = f"{s['messages']} × {s['transfers_per_message']} transfer(s)"
         else:
