@@ -51,6 +51,7 @@ class CaptureInfo:
     samplerate_metadata: str | None = None   # the rate exactly as the file states it
     time_offset_s: float | None = None       # file time of tick 0 (formats with absolute times)
     analog_channels: list[str] = dataclasses.field(default_factory=list)   # thresholded to logic
+    analog_asked: bool = False               # the user gave --threshold (analog channels may be data lines)
     thresholds: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)  # (level, hyst) V
     # other keys a user may name a channel by (Saleae "0" -> "D0"), see resolve_channel
     channel_keys: dict[str, str] = dataclasses.field(default_factory=dict)
