@@ -230,3 +230,23 @@ def test_the_inter_transfer_example_in_docs_is_what_spigap_prints(tmp_path, caps
     assert main(cmds[1].split("\n")[0].split()[1:]) == 0
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("inter_transfer")]
     assert printed == shown
+
+
+def test_analysis_with_the_traces_message_boundaries(tmp_path, capsys):
+    """Issue 24 item 4: with spi_message_* events the trace's message boundaries are the
+    grouping (evidence 'trace', confidence 1.0), in spigap analyze's report and document too."""
+    # cs_change 20 µs: the capture alone is ambiguous (and says so in a warning)
+    assert main(["synth", "-o", str(tmp_path / "c.sr"), "--ftrace", str(tmp_path / "t.txt"), *ARGS,
+                 "--set", "cs_change=20us"]) == 0
+    capsys.readouterr()
+    code, out, err = run(capsys, tmp_path / "c.sr", "--ftrace", tmp_path / "t.txt", "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    g = d["analysis"]["summary"]["grouping"]
+    assert g["evidence"][0] == "trace" and not g["ambiguous"] and d["analysis"]["summary"]["transfers_per_message"] == 2
+    assert g["confidence"] == 1.0 and g["method"] == "trace"
+    assert not any(w.startswith("message grouping ambiguous") for w in d["analysis"]["warnings"])
+    code, out, err = run(capsys, tmp_path / "c.sr", "--ftrace", tmp_path / "t.txt")
+    assert "analysis with the trace's message boundaries" in out
+    assert "messages    200 × 2 transfer(s) [trace, confidence 1.00]" in out
+    assert "context switch (CS high)" in out and "cs_chg|ctx" not in out
