@@ -60,6 +60,9 @@ class CaptureInfo:
     # default SPI channel map stored in the file itself ({role: channel name}, e.g. a
     # DSView .dsl's decoder settings); used for roles the user does not name
     spi_channels: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the same decoder's settings, as the file stores them ({"cpol": 0, "cpha": 0, "cs_polarity":
+    # "active-low", "wordsize": 8, "bitorder": "msb-first"}); core/infer/saved.py weighs them
+    spi_settings: dict = dataclasses.field(default_factory=dict)
 
     @property
     def resolution_s(self) -> float:

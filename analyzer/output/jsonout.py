@@ -44,6 +44,13 @@ def gap_stats(a: Analysis) -> dict:
     return out
 
 
+def idle_clocks(a) -> float | None:
+    """The median idle clocks between words, never below 0 (a gap measured a sample short of
+    T/2 is back to back, not "-0.02 idle clocks")."""
+    v = a.idle_clocks_p50()
+    return None if v is None else max(0.0, float(v))
+
+
 def grouping_dict(g, n_transfers: int | None = None) -> dict:
     return {"method": g.method, "confidence": g.confidence, "phase": g.phase, "note": g.note,
             "structure": g.structure, "message_lengths": list(g.lengths),
@@ -103,7 +110,7 @@ def to_dict(a, *, transfers: bool = False, stalls=None, stall_rule=None, events=
             "samples_per_sclk_period": a.period_ticks,
             "sclk_min_high_s": a.min_high * t if a.min_high is not None else None,
             "sclk_min_low_s": a.min_low * t if a.min_low is not None else None,
-            "idle_clocks_p50": a.idle_clocks_p50(),
+            "idle_clocks_p50": idle_clocks(a),
             "transfer_rate_hz": a.transfer_rate_hz(),
             "sclk_edges_outside_cs": a.clk_outside_cs,
             "device": a.device,

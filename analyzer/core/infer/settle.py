@@ -18,6 +18,7 @@ from spigap.core.infer.buses import find_buses, no_bus_reason
 from spigap.core.infer.evidence import Evidence
 from spigap.core.infer.mosi_miso import assign_data
 from spigap.core.infer.report import Bus, NoSpiBus, Settled, Source
+from spigap.core.infer.saved import reconcile
 from spigap.core.infer.settings import infer_settings
 from spigap.errors import CaptureTruncated, UsageError
 from spigap.io.base import EdgeBlock
@@ -52,7 +53,7 @@ def settle(reader, cfg: SpiConfig) -> Settled:
         elif name is not None:
             from_file = (info.spi_channels or {}).get(role) == name
             sources[role] = Source("file" if from_file else "name", 1.0,
-                                   "the capture's decoder settings" if from_file else f"named {name!r}"
+                                   "the capture's saved settings" if from_file else f"named {name!r}"
                                    + (f" (bus prefix {prefix_of[name]!r})" if name in prefix_of else ""))
         elif role == "cs" and cfg.no_cs:
             sources[role] = Source("given", 1.0, "--no-cs")
@@ -268,6 +269,7 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
         sources.setdefault(role, Source("inferred", 0.8, "no second data line"))
     if not need_roles:
         infer_settings(out, cfg, sources, ev, [d for d in (out.mosi, out.miso) if d])
+    reconcile(out, cfg, sources, info, warnings)       # the capture's saved decoder settings
     for key, src in sources.items():
         if src.how in ("inferred", "default") and src.confidence < LOW_CONFIDENCE:
             opt = ROLE_OPTION.get(key) or SETTING_OPTION.get(key, key)
