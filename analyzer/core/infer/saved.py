@@ -82,8 +82,7 @@ def reconcile(cfg: SpiConfig, given: SpiConfig, sources: dict[str, Source], info
             if src is not None and src.how in ("default", "inferred") and src.confidence < SURE:
                 sources[key] = Source("file", 1.0, f"{where} (the signals agree)")
             continue
-        sure = src is not None and src.how == "inferred" and src.confidence >= SURE
-        if sure:
+        if src is not None and src.how == "inferred" and src.confidence >= SURE:
             warnings.append(f"{where} says {saved_text}; the signals say {have_text} ({src.note}): "
                             f"{have_text} is used (give {option} to use the saved one)")
             continue
