@@ -40,7 +40,7 @@ US = 1e-6
 # Seeds. DEVELOPMENT cases were looked at while the grouping was written;
 # HELD_BACK cases were drawn once, after it was frozen, for docs/gaps.md's
 # reliability table and diagram (tests/test_grouping_behaviour.py); never tune on them.
-DEVELOPMENT = range(1, 2001)
+DEVELOPMENT = range(1, 5001)
 HELD_BACK = range(7_000_001, 7_004_001)       # 4000 cases
 HELD_BACK_FAST = range(7_000_001, 7_000_401)  # the default test run's first 400 of them
 

@@ -27,7 +27,8 @@ def judge(case: db.Case, **kw) -> dict:
                 default=0.0)
     return {"case": case, "confidence": grp.confidence, "right": right, "basis": grp.basis, "note": grp.note,
             "ambiguous": grp.ambiguous, "structure": grp.structure, "named": named,
-            "level": "ambiguous" if grp.ambiguous else grouping.level(grp.basis)}
+            "level": "ambiguous" if grp.ambiguous else grouping.level(grp.basis), "agreement": grp.agreement,
+            "k": len(grp.gap_kinds)}
 
 
 def table(results: list[dict]) -> str:
@@ -94,11 +95,17 @@ def diagram(results: list[dict], path: str, title: str) -> None:
     n = [len(by[c]) for c in conf]
     fig, ax = plt.subplots(figsize=(5.5, 4.2), dpi=110)
     ax.plot([0, 1], [0, 1], color="0.7", lw=1, ls="--", label="calibrated (share = confidence)")
-    ax.axhspan(0.95, 1.0, xmin=0.8, color="#d8f0d8", lw=0, label="goal at ≥ 0.8: ≥ 95 % right")
+    ax.fill_between([0.8, 1.05], 0.95, 1.0, color="#d8f0d8", lw=0, label="goal at ≥ 0.8: ≥ 95 % right")
     ax.errorbar(conf, share, yerr=[np.subtract(share, lo), np.zeros(len(share))], fmt="o", color="C0",
                 capsize=3, label="measured (bar: 95 % lower bound)")
     for c, s, k in zip(conf, share, n):
         ax.annotate(f"{k}", (c, s), textcoords="offset points", xytext=(6, -10), fontsize=8)
+    amb = [r for r in results if r["ambiguous"]]
+    if amb:
+        named = float(np.mean([r["named"] >= RIGHT for r in amb]))
+        ax.plot([0.5], [named], "x", color="C3", ms=8,
+                label="ambiguous (0.5): truth among the readings named")
+        ax.annotate(f"{len(amb)}", (0.5, named), textcoords="offset points", xytext=(-34, -4), fontsize=8, color="C3")
     ax.set_xlim(-0.02, 1.05)
     ax.set_ylim(-0.02, 1.05)
     ax.set_xlabel("confidence spigap reports")

@@ -59,7 +59,7 @@ def grouping_dict(g, n_transfers: int | None = None) -> dict:
             # docs/gaps.md: the structure per stretch (several: it changed), the readings weighed,
             # the closest rival and the kinds of gap with their spread
             "segments": [s.as_dict(n_transfers) for s in g.segments], "readings": list(g.readings), "rival": g.rival,
-            "kinds": list(g.gap_kinds), "basis": g.basis}
+            "kinds": list(g.gap_kinds), "basis": g.basis, "agreement": g.agreement}
 
 
 def to_dict(a, *, transfers: bool = False, stalls=None, stall_rule=None, events=None) -> dict:

@@ -84,6 +84,7 @@ class Grouping:
     rival: str | None = None    # the reading that could also be true, and what settles it
     gap_kinds: list = dataclasses.field(default_factory=list)  # per kind of gap: its spread (dicts, JSON)
     basis: str = ""             # the kind of answer (a CONFIDENCE key or a set of evidence)
+    agreement: float | None = None   # share of the (known) gap kinds that follow the structure
     continuation: Continuation = dataclasses.field(default_factory=Continuation, compare=False, repr=False)
     rival_kinds: list = dataclasses.field(default_factory=list, compare=False, repr=False)  # ambiguous: each
     #                     named reading's kinds (CS_CHANGE / CONTEXT_SWITCH per gap), for calibration
