@@ -468,7 +468,7 @@ def _ambiguous(g, st, rd, stats, dec, tick_s, vtext, gap_kinds, report, given) -
     settle = _settle(cands, st)
     texts = [f"{r.describe(st, stats, tick_s)} if {r.ends_text(stats, tick_s).replace('end messages', 'do')}"
              .replace("if every CS-inactive gap ends a message", "if every gap ends a message (the longer ones "
-                      "pauses between calls)") for r in cands]
+                      "being pauses between calls)") for r in cands]
     why = ""
     if dec.conflict:
         why = " (the evidence disagrees: " + "; ".join(vtext[b] for b in dec.basis if b in vtext) + ")"
@@ -477,7 +477,8 @@ def _ambiguous(g, st, rd, stats, dec, tick_s, vtext, gap_kinds, report, given) -
     head = ("two kinds of CS-inactive gap" if st.k == 2 else f"{st.k} kinds of CS-inactive gap")
     where = {"pattern": "in a repeating pattern", "segments": "in a pattern that changes mid-capture",
              "by length": "with no repeating pattern"}[st.how]
-    note = (f"{head} {where} ({st.note}), but timing alone cannot tell which of them end messages{why}: "
+    shapes = "" if dec.conflict or "busy" in dec.basis else f"; {rdg.spreads(stats, tick_s)}"
+    note = (f"{head} {where} ({st.note}), but timing alone cannot tell which of them end messages{why}{shapes}: "
             + "; or ".join(texts)
             + f". Gaps the readings disagree on are labelled cs_change|context_switch; {settle} settles it")
     consts = {r.constant for r in cands} if st.how != "by length" else {None}

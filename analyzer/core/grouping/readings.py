@@ -91,6 +91,17 @@ class Reading:
         return f"the {' and '.join(names)} gaps end messages"
 
 
+def spreads(stats: list[KindStats], tick_s: float | None) -> str:
+    """What the kinds' spreads say, for an answer they did not settle: 'the spreads do not
+    tell them apart (20 µs: plain, spread 10 %; 200 µs: plain, spread 15 %; no busy-wait)'."""
+    parts = [f"{kind_name(s, tick_s)}: {s.shape()}" + (f", spread {100 * s.spread:.2g} %" if s.shape() != "wide" else "")
+             for s in stats]
+    busy = [kind_name(s, tick_s) for s in stats if s.busy_wait]
+    tail = ("no default cs_change busy-wait among them" if not busy else
+            f"{' and '.join(busy)} look like the busy-wait" + (" (more than one: no evidence)" if len(busy) > 1 else ""))
+    return f"the spreads do not tell them apart ({'; '.join(parts)}; {tail})"
+
+
 def kind_name(s: KindStats, tick_s: float | None) -> str:
     if tick_s:
         return defs.fmt_seconds(s.median * tick_s, 3).replace(" ", " ")
@@ -179,7 +190,7 @@ def votes(st: Structure, rd: list[Reading], stats: list[KindStats], *, lead_ok: 
         j = busy[0]
         out.append(Vote("busy", {i for i, r in enumerate(rd) if j not in r.ends},
                         f"the {kind_name(stats[j], tick_s)} gaps look like the default cs_change busy-wait "
-                        f"(udelay(10) + two GPIO writes: spread {100 * stats[j].spread:.1f} %, symmetric)"))
+                        f"(udelay(10) + two GPIO writes: spread {100 * stats[j].spread:.1f} %, no long right tail)"))
     if tick_s:
         short = [j for j, s in enumerate(stats) if s.median * tick_s < SHORT_S]
         if short and len(short) < len(stats):
