@@ -279,7 +279,7 @@ def _resolve(g, st: rdg.Structure, *, lead, tick_s, resolution, context_switch, 
         keep = {i for i, r in enumerate(rd) if r.constant == transfers_per_message}
         if keep & allowed:
             allowed &= keep
-        given.append(f"--transfers-per-message {transfers_per_message}")
+            given.append(f"--transfers-per-message {transfers_per_message}")
     plausible = {i for i in allowed if rdg.admissible(rd[i], stats)}
     if plausible:
         allowed = plausible

@@ -193,6 +193,8 @@ def votes(st: Structure, rd: list[Reading], stats: list[KindStats], *, lead_ok: 
                         f"(udelay(10) + two GPIO writes: spread {100 * stats[j].spread:.1f} %, no long right tail)"))
     if tick_s:
         short = [j for j, s in enumerate(stats) if s.median * tick_s < SHORT_S]
+        if short and len(short) == len(stats):
+            short = [int(np.argmin([s.median for s in stats]))]   # every kind short: the shortest surely is
         if short and len(short) < len(stats):
             out.append(Vote("short", {i for i, r in enumerate(rd) if not (set(short) & r.ends)},
                             f"gaps under {SHORT_S * 1e6:g} µs ({', '.join(kind_name(stats[j], tick_s) for j in short)}) "
