@@ -71,7 +71,7 @@ def draw(sc: Scenario):
 
 def judge(sc: Scenario) -> dict:
     g, ctx, lead = draw(sc)
-    grp = grouping.infer(g, lead=lead)
+    grp = grouping.infer(g, lead=lead, tick_s=1 / (US * 1e6))
     right = float(np.mean((grp.kinds == grouping.CONTEXT_SWITCH) == ctx))
     return {"scenario": sc, "confidence": grp.confidence, "right": right, "ambiguous": grp.ambiguous,
             "evidence": grp.evidence[0] if grp.evidence else ("ambiguous" if grp.ambiguous else "-"),

@@ -407,12 +407,14 @@ def test_rules_are_the_documented_ones():
 
 
 def test_message_lengths_option_follows_the_analysis():
-    # the MCP2518FD RX captures with the device's message shapes (1 or 2 CS windows):
-    # messages of 1, 1 and 2 transfers repeat; the decoder's message_lengths and
-    # first_message_start options give the analyzer's cs_change/context-switch labels
+    # an MCP2518FD RX capture read as "2 single transfers, then a message of 2" (the reading
+    # --context-switch shorter picks; the device's shapes alone leave "1 per message" too):
+    # the decoder's message_lengths and first_message_start options give the analyzer's
+    # cs_change/context-switch labels
     path = CAPTURES / "mcp2518fd-imx8mp-k5.18-A-rx.sr"
-    a = analyze_file(path, SpiConfig(message_lengths=(1, 2)))
-    assert a.grouping.lengths == [1, 1, 2] and a.grouping.method == "device"
+    assert analyze_file(path, SpiConfig(message_lengths=(1, 2))).grouping.ambiguous
+    a = analyze_file(path, SpiConfig(message_lengths=(1, 2), context_switch="shorter"))
+    assert a.grouping.lengths == [1, 1, 2] and a.grouping.method == "user"
     opts = pd_options(a, clk="SCK", cs="nCS")
     assert "message_lengths=1+1+2" in opts and "transfers_per_message" not in opts
     anns = decode(path, opts)

@@ -74,33 +74,45 @@ def _right(grp, ctx):
     return float(np.mean((grp.kinds == grouping.CONTEXT_SWITCH) == ctx))
 
 
+TICK = 1 / 50e6            # the gaps above are samples at 50 MSa/s
+
+
 @pytest.mark.parametrize("stalls", [0.0, 0.05])
-def test_two_per_message_context_switch_shorter_is_ambiguous(stalls):
-    # issue 13 row 1-2: context switch 5 µs shorter than cs_change 10 µs (seed 000)
+def test_two_per_message_context_switch_shorter(stalls):
+    # issue 13 row 1-2: context switch 5 µs shorter than cs_change 10 µs (seed 000). Issue 24:
+    # a 10 µs cs_change is the kernel's udelay(10) busy-wait, tight (3 % here): that tells the roles
     g, ctx = _gaps([2], 5.0, stalls=stalls)
-    grp = grouping.infer(g, lead=100.0)
-    assert grp.ambiguous and grp.confidence <= 0.5 and grp.transfers_per_message == 2
+    grp = grouping.infer(g, lead=100.0, tick_s=TICK)
+    assert _right(grp, ctx) >= 0.99 and grp.confidence >= 0.9 and grp.transfers_per_message == 2
+    assert "busy-wait" in grp.evidence[0]
+    # with a 15 % spread the 10 µs gaps are no busy-wait: nothing tells which kind ends messages
+    g, ctx = _gaps([2], 5.0, stalls=stalls, jitter=0.15)
+    grp = grouping.infer(g, lead=100.0, tick_s=TICK)
+    assert grp.ambiguous and grp.confidence <= 0.5
+    # the rivals: 2 per message either way round, or every gap a message boundary (N = 1)
+    assert sorted(r["transfers_per_message"] for r in grp.readings if r["status"] == "rival") == [1, 2, 2]
     assert set(np.unique(grp.kinds)) == {grouping.CLASS_A, grouping.CLASS_B}
-    assert "--transfers-per-message 2 --context-switch longer|shorter" in grp.settle
-    told = grouping.infer(g, context_switch="shorter", transfers_per_message=2)
+    assert "--transfers-per-message 2" in grp.settle and "--context-switch longer|shorter" in grp.settle
+    told = grouping.infer(g, context_switch="shorter", transfers_per_message=2, tick_s=TICK)
     assert _right(told, ctx) >= 0.99 and told.confidence == 1.0 and told.method == "user"
 
 
 def test_two_and_three_alternating():
     # issue 13 row 3: messages of 2 and 3 transfers alternate, context switch 25 µs
     g, ctx = _gaps([2, 3], 25.0, drop=0)
-    grp = grouping.infer(g, lead=50000.0)        # captured from idle: 1 ms before the first message
+    grp = grouping.infer(g, lead=50000.0, tick_s=TICK)        # captured from idle: 1 ms before the first message
     assert _right(grp, ctx) == 1.0 and grp.confidence >= 0.9
     assert grp.lengths in ([2, 3], [3, 2]) and "messages of 2 and 3 transfers alternate" in grp.note
     assert grp.transfers_per_message is None
     mid, ctx_mid = _gaps([2, 3], 25.0, drop=2)
-    amb = grouping.infer(mid, lead=100.0)
+    amb = grouping.infer(mid, lead=100.0, tick_s=TICK)
     assert amb.confidence <= 0.5 or _right(amb, ctx_mid) >= 0.98
     assert "messages of 2 and 3 transfers alternate" in amb.note
 
 
 def test_irq_thread_singles_then_a_pair():
-    # issue 13 row 4 (seed 001): four single transfers, then a message of 2
+    # issue 13 row 4 (seed 001): four single transfers, then a message of 2; the lengths alone
+    # (no sample period: no physical evidence)
     g, ctx = _gaps([1, 1, 1, 1, 2], 25.0, drop=3)
     amb = grouping.infer(g, lead=100.0)
     assert amb.ambiguous and amb.confidence <= 0.5
@@ -141,7 +153,8 @@ def test_regroup_an_analysis_with_known_boundaries(tmp_path):
     from spigap.core.analysis import KIND_CONTEXT_SWITCH, regroup
     from util import analyze, synth
 
-    sc, tl, path = synth(tmp_path, transfers_per_message=2, messages=20, cs_change="10us",
+    # cs_change 20 µs (no default busy-wait) and context switches of 5 µs: ambiguous
+    sc, tl, path = synth(tmp_path, transfers_per_message=2, messages=20, cs_change="20us",
                          context_switch="5us", seed=8, lead="2us")
     a = analyze(path)
     assert a.grouping.ambiguous
@@ -157,7 +170,7 @@ def test_binomial_tail_equals_scipy():
     against scipy's own binomial survival function."""
     from scipy.special import bdtrc
 
-    from spigap.core.grouping import _tail
+    from spigap.core.grouping.pattern import tail as _tail
 
     rng = np.random.default_rng(1)
     for q in (0.0, 1.0, 1e-4, 0.03, 0.5, 0.97):

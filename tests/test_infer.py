@@ -228,7 +228,7 @@ def test_no_clock_at_all_is_one_clear_error(tmp_path, capsys):
                  Track("1", np.array([0]), np.array([0], np.uint8), 0)], 1e6, 1000)
     assert main(["analyze", str(p)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no SPI clock found" in err[0] and "--clk" in err[0]
+    assert len(err) == 1 and "no SPI bus found: no channel toggles like a clock" in err[0] and "--clk" in err[0]
 
 
 # ------------------------------------------------------------ the CLI

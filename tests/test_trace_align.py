@@ -146,12 +146,18 @@ def _subset(tr, rows):
 
 
 def test_trace_groups_the_ambiguous_capture(tmp_path):
-    a, tr, truth = pair(tmp_path, seed=4)
-    assert a.grouping.ambiguous                  # two populations, roles unknown from the bus alone
+    from spigap.trace.messages import regroup_from_trace
+
+    # cs_change 20 µs (no default busy-wait): two populations, roles unknown from the bus alone
+    a, tr, truth = pair(tmp_path, scen={**SCEN, "cs_change": 20e-6}, seed=4)
+    assert a.grouping.ambiguous
     al = align.align_spi(tr, a)
-    note = phases.regroup_from_trace(tr, al, a)
+    note = regroup_from_trace(tr, al, a)
     assert note and "trace" in note
-    assert not a.grouping.ambiguous and a.grouping.transfers_per_message == 2
+    g = a.grouping
+    assert not g.ambiguous and g.transfers_per_message == 2
+    assert g.evidence[0] == "trace" and g.method == "trace" and g.confidence == 1.0
+    assert "the trace covers" in g.note
 
 
 def test_grouped_quantile_reads_through_the_timestamp_grid():

@@ -42,6 +42,17 @@ def test_text(pair, capsys):
     assert "drift +" in out and "ppm" in out
     assert "phases (resolution: bus to bus 20 ns (one sample); trace to trace 1 µs" in out
     assert "context_switch  syscalls:sys_exit_ioctl    syscalls:sys_enter_ioctl" in out
+    # the 10 µs cs_change busy-wait told the roles already; the trace agrees on every gap
+    assert "the capture's own grouping agreed on 100.0 %" in out
+
+
+def test_text_settles_an_ambiguous_grouping(tmp_path, capsys):
+    # cs_change 20 µs: no default busy-wait, so the capture alone leaves the grouping ambiguous
+    assert main(["synth", "-o", str(tmp_path / "c.sr"), "--ftrace", str(tmp_path / "t.txt"), *ARGS,
+                 "--set", "cs_change=20us"]) == 0
+    assert analyze(tmp_path / "c.sr").grouping.ambiguous
+    code, out, err = run(capsys, tmp_path / "c.sr", "--ftrace", tmp_path / "t.txt")
+    assert code == 0, err
     assert "settle the ambiguous grouping" in out
 
 
@@ -150,9 +161,12 @@ def test_format_checker_catches_partial_overlap():
 
 
 # ------------------------------------------------------------------ user-space log
-def test_userlog(pair, tmp_path, capsys):
+def test_userlog(tmp_path, capsys):
     """A log like seed 002's: perf_counter_ns before/after each ioctl, in 1 µs steps,
-    on a clock 300 ppm off the bus; written here from the capture's own edges."""
+    on a clock 300 ppm off the bus; written here from the capture's own edges (cs_change
+    20 µs: no busy-wait tells which window starts a call)."""
+    pair = tmp_path
+    assert main(["synth", "-o", str(pair / "c.sr"), *ARGS, "--set", "cs_change=20us"]) == 0
     a = analyze(pair / "c.sr")
     rng = np.random.default_rng(2)
     first = np.flatnonzero(np.arange(a.n) % 2 == 0)
@@ -216,3 +230,23 @@ def test_the_inter_transfer_example_in_docs_is_what_spigap_prints(tmp_path, caps
     assert main(cmds[1].split("\n")[0].split()[1:]) == 0
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("inter_transfer")]
     assert printed == shown
+
+
+def test_analysis_with_the_traces_message_boundaries(tmp_path, capsys):
+    """Issue 24 item 4: with spi_message_* events the trace's message boundaries are the
+    grouping (evidence 'trace', confidence 1.0), in spigap analyze's report and document too."""
+    # cs_change 20 µs: the capture alone is ambiguous (and says so in a warning)
+    assert main(["synth", "-o", str(tmp_path / "c.sr"), "--ftrace", str(tmp_path / "t.txt"), *ARGS,
+                 "--set", "cs_change=20us"]) == 0
+    capsys.readouterr()
+    code, out, err = run(capsys, tmp_path / "c.sr", "--ftrace", tmp_path / "t.txt", "--format", "json")
+    assert code == 0, err
+    d = json.loads(out)
+    g = d["analysis"]["summary"]["grouping"]
+    assert g["evidence"][0] == "trace" and not g["ambiguous"] and d["analysis"]["summary"]["transfers_per_message"] == 2
+    assert g["confidence"] == 1.0 and g["method"] == "trace"
+    assert not any(w.startswith("message grouping ambiguous") for w in d["analysis"]["warnings"])
+    code, out, err = run(capsys, tmp_path / "c.sr", "--ftrace", tmp_path / "t.txt")
+    assert "analysis with the trace's message boundaries" in out
+    assert "messages    200 × 2 transfer(s) [trace, confidence 1.00]" in out
+    assert "context switch (CS high)" in out and "cs_chg|ctx" not in out

@@ -61,9 +61,15 @@ def stall_summary(a, rule) -> dict:
     return {k: d[k] for k in ("rule", "count", "excess_s", "excess_fraction")}
 
 
+def _no_bus_summary(e) -> dict:
+    return {"transfers": 0, "samplerate_hz": None, "sclk_hz": None, "transfers_per_message": None,
+            "grouping": "none", "grouping_note": None, "no_bus": e.problem}
+
+
 def run(args) -> int:
     from spigap import labels
-    from spigap.timing.check import DEFAULT_HEADROOM, check_analysis, results_to_dict
+    from spigap.core.infer.report import NoSpiBus
+    from spigap.timing.check import DEFAULT_HEADROOM, CheckResult, check_analysis, results_to_dict
     from spigap.timing.extra_channels import events_for_check
     from spigap.timing.profiles import list_text, load_profile
 
@@ -90,7 +96,11 @@ def run(args) -> int:
     results = []
     truncated = []
     for path in args.captures:
-        a = analyze_path(path, args, cfg)
+        try:
+            a = analyze_path(path, args, cfg)
+        except NoSpiBus as e:           # no SPI here: NO DATA, like a capture with too few transfers
+            results.append(CheckResult(str(path), prof, dev, None, headroom, [], [], _no_bus_summary(e), []))
+            continue
         if getattr(a, "shared", False):
             # a shared bus: each device against its own profile and limits
             results += _check_shared(path, a, args, prof, dev, headroom, rule, per_prof, per_dev)

@@ -177,6 +177,11 @@ def to_dict(result: dict, *, transfers: bool = False) -> dict:
         d["userlog"] = [u.to_dict() for u in result["userlog"]]
     if transfers:
         d["transfers"] = _transfers(result)
+    if ph is not None:
+        from spigap.output.jsonout import to_dict as analysis_dict
+
+        # spigap analyze's document, its message grouping from the trace's boundaries
+        d["analysis"] = analysis_dict(a)
     return d
 
 
@@ -255,6 +260,16 @@ def render_text(result: dict, *, transfers: bool = False) -> str:
         if hidden:
             lines.append(f"({hidden} phase(s) seen in fewer than {RARE * 100:g} % of their gaps not shown: "
                          "lost events, stray events; --format json lists them)")
+    if ph is not None:
+        from spigap.output.text import render
+
+        # spigap analyze's report, its message grouping from the trace's boundaries
+        report = render(a).splitlines()
+        if "warnings" in report:
+            report = report[:report.index("warnings")]
+        lines += ["", "analysis with the trace's message boundaries (spigap analyze's report):"] + report
+        while lines and not lines[-1].strip():
+            lines.pop()
     if result["userlog"] is not None:
         lines += ["", f"user-space log: {result['userlog_path']}"]
         for u in result["userlog"]:

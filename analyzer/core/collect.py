@@ -54,7 +54,6 @@ from spigap.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS
 from spigap.core.config import SpiConfig
 from spigap.core.framed import Batch, Framed, FramerFigures
 from spigap.core.gaprules import defs as gapdefs
-from spigap.core.gaprules import split
 from spigap.core.measure import WarnCounts, measure, ticks_per_sample, warning_lines, word_gap_split
 from spigap.core.tickhist import TickHistogram
 
@@ -300,21 +299,6 @@ class BoundedAnalysis(analysis.CaptureFigures):
 # ------------------------------------------------------------------ the run
 
 
-def _period_of(kinds: np.ndarray) -> int | None:
-    """The smallest p with kinds[i] == kinds[i % p] for all i, or None."""
-    n = len(kinds)
-    if n == 0:
-        return None
-    head = kinds[:64]
-    for p in range(1, max(n // 2, 1) + 1):
-        m = min(len(head), n - p)
-        if m > 0 and not np.array_equal(kinds[p:p + m], head[:m]):
-            continue
-        if np.array_equal(kinds[p:], kinds[:n - p]):
-            return p
-    return None
-
-
 class Collector:
     """Takes the pipeline's batches (``add``) and makes the capture's result (``result``).
 
@@ -360,8 +344,6 @@ class Collector:
         self.n_done = 0
         self.last_message = 0
         self.grouping: grouping_mod.Grouping | None = None
-        self.period: int | None = None
-        self.by_length: float | None = None
         self.thr: float | None = None
         self.split_fixed = False          # the word-gap split is decided (threshold or none)
         self.wg_note = "no word gaps"
@@ -461,14 +443,6 @@ class Collector:
         # decided on these word gaps, as a whole capture is decided once: one population
         # (no threshold) stays one for the later batches
         self.split_fixed = len(a.pair_gap) > 0
-        if self.cfg.cs is not None and a.n > 1:
-            g = self.grouping
-            if g.structure == "by length":
-                gaps = self._view(a.gap_before[1:], 0)
-                self.by_length = split(gaps[:grouping_mod.WINDOW] if len(gaps) > grouping_mod.WINDOW else gaps,
-                                       "log", ticks_per_sample(self.info)).threshold
-            else:
-                self.period = _period_of(g.kinds)
         self._take(a, 0, 0, 0)
         if a.n:
             self.context = framed.tail()
@@ -481,27 +455,18 @@ class Collector:
     def _kinds(self, gaps: np.ndarray, g0: int) -> grouping_mod.Grouping:
         g = self.grouping
         assert g is not None
-        n = len(gaps)
-        gaps = self._view(gaps, g0)
-        if self.by_length is not None:
-            lab = gaps > self.by_length
-            cs = self.cfg.context_switch
-            if cs in ("longer", "shorter"):
-                ends = lab if cs == "longer" else ~lab
-                kinds = np.where(ends, grouping_mod.CONTEXT_SWITCH, grouping_mod.CS_CHANGE)
-            else:
-                kinds = np.where(lab, grouping_mod.CLASS_B, grouping_mod.CLASS_A)
-        elif self.period is not None:
-            kinds = g.kinds[(g0 + np.arange(n)) % self.period]
-        elif len(g.kinds) == 0:
-            kinds = np.full(n, grouping_mod.CONTEXT_SWITCH)
-        else:
+        # the structure of the capture's start carried on (its last stretch's pattern, or by
+        # length); on a shared bus the gaps as this device's grouping sees them (grouper.view)
+        kinds = g.kinds_for(self._view(gaps, g0), g0)
+        if kinds is None and len(g.kinds) == 0:
+            kinds = np.full(len(gaps), grouping_mod.CONTEXT_SWITCH, np.int8)
+        elif kinds is None:
             # not seen: every structure analyze infers is periodic or by length
             self.fallback_note = ("the message structure of the capture's start does not repeat: later "
                                   "batches were grouped on their own gaps")
             return self._infer(g0)(gaps, resolution=ticks_per_sample(self.info),
                                       context_switch=self.cfg.context_switch,
-                                      device_lengths=self.cfg.message_lengths)
+                                      device_lengths=self.cfg.message_lengths, tick_s=self.tick_s)
         return dataclasses.replace(g, kinds=np.asarray(kinds, np.int8))
 
     def _infer(self, g0: int):

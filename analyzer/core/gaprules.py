@@ -16,13 +16,13 @@ from spigap.resources import load_decoder_module
 defs = load_decoder_module("spi_gaps", "gapdefs")
 
 
-def split(values: np.ndarray, scale: str = "log", resolution: float = 1.0):
+def split(values: np.ndarray, scale: str = "log", resolution: float = 1.0, wide_share: float | None = None):
     """``defs.split_two`` over an array of tick values (histogrammed with numpy first);
-    ``resolution``: ticks per sample."""
+    ``resolution``: ticks per sample; ``wide_share``: see split_two."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     u, c = counts(np.rint(v).astype(np.int64))
-    return defs.split_two(zip(u.tolist(), c.tolist()), scale, resolution)
+    return defs.split_two(zip(u.tolist(), c.tolist()), scale, resolution, wide_share)
 
 
 def classify(sp, values: np.ndarray, margin: float = 0.9) -> np.ndarray:

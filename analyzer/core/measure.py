@@ -12,6 +12,7 @@ path) or batch by batch with the last window of the previous batch in front
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Callable
 
 import numpy as np
@@ -24,7 +25,10 @@ from spigap.core.gaprules import defs as gapdefs
 from spigap.core.gaprules import split as split_two
 from spigap.io.base import CaptureInfo
 
+fmt_seconds = gapdefs.fmt_seconds
+
 MIN_SAMPLES_PER_PERIOD = 4
+MERGED_MIN = 4          # pauses inside CS-less transfers before they are called merged bursts
 
 
 def measure(info: CaptureInfo, cfg: SpiConfig, fig: FramerFigures, framed: Framed, end_tick: int,
@@ -87,7 +91,7 @@ def measure(info: CaptureInfo, cfg: SpiConfig, fig: FramerFigures, framed: Frame
         # idle before the first CS assert (evidence that a message starts there), None when
         # the capture starts inside a window
         lead = float(start[0]) if n and not w.partial_start[0] else None
-        grp = grouping or infer(gaps, resolution=ticks_per_sample(info), lead=lead, context_switch=cfg.context_switch,
+        grp = grouping or infer(gaps, resolution=ticks_per_sample(info), lead=lead, context_switch=cfg.context_switch, tick_s=info.tick_s,
                                  device_lengths=cfg.message_lengths,
                                  transfers_per_message=cfg.transfers_per_message)
         boundary = grp.boundary_mask(len(gaps))
@@ -163,6 +167,22 @@ class WarnCounts:
         self.partial += o.partial
 
 
+def _merged_bursts(a, c: WarnCounts) -> list[str]:
+    """Without CS, bursts of SCLK closer than the idle timeout are framed as one transfer: their
+    pauses show up as a second, longer population of word gaps (inter_transfer). Say so, with
+    the spacing found and an --idle-timeout between the two populations that splits them."""
+    it = a.describe_kind("inter_transfer")
+    ib = a.describe_kind("inter_byte")
+    if it["n"] < MERGED_MIN or it["n"] < c.n or not it["p50_s"] or not ib["n"] or not ib["p50_s"]:
+        return []
+    split_at = math.sqrt(ib["p50_s"] * it["min_s"]) if it["min_s"] else it["p50_s"] / 2
+    timeout = a.idle_timeout_ticks * a.tick_s if a.idle_timeout_ticks is not None else None
+    return [f"no CS: {it['n']} pauses of {fmt_seconds(it['p50_s'])} (p50; word gaps {fmt_seconds(ib['p50_s'])}) "
+            f"inside {c.n} transfer(s): SCLK bursts closer than the idle timeout"
+            + (f" ({fmt_seconds(timeout)})" if timeout else "")
+            + f" are framed as one transfer; --idle-timeout {fmt_seconds(split_at).replace(' ', '')} splits them"]
+
+
 def warning_lines(a, c: WarnCounts, first_clk_outside) -> list[str]:
     """The framing warnings of an analysis (``a``: Analysis or collect.BoundedAnalysis)."""
     w: list[str] = []
@@ -186,4 +206,11 @@ def warning_lines(a, c: WarnCounts, first_clk_outside) -> list[str]:
     if c.partial:
         w.append(f"{c.partial} partial transfer(s): CS already active at the start or still active at the "
                  "end of the capture; counted, but without the cut-off figures")
+    if not a.has_cs:
+        w += _merged_bursts(a, c)
+    g = a.grouping
+    if g.ambiguous:
+        # the message structure is unknown: every gap-kind figure below is per class, not per role
+        w.append(f"message grouping ambiguous: which CS-inactive gaps end messages cannot be told from the "
+                 f"timing ({len(g.rival_kinds) or 2} readings fit); {g.settle} settles it")
     return w

@@ -260,10 +260,10 @@ class Monitor:
             if self.grouping is not None:
                 grp = grouping_mod.extend(self.grouping, len(gaps), g0, gaps, resolution=self._resolution,
                                           context_switch=self.cfg.context_switch,
-                                          device_lengths=self.cfg.message_lengths)
+                                          device_lengths=self.cfg.message_lengths, tick_s=self.info.tick_s)
             else:
                 grp = grouping_mod.infer(gaps, resolution=self._resolution, context_switch=self.cfg.context_switch,
-                                         device_lengths=self.cfg.message_lengths)
+                                         device_lengths=self.cfg.message_lengths, tick_s=self.info.tick_s)
         a = measure(self.info, self._mcfg, taken.figures, batch, self._end_guess(batch), None, grouping=grp)
         if self._mcfg.inter_transfer_gap_s is None and a.inter_transfer_threshold is not None:
             # the baseline had no word pairs: the first batch that has some sets the threshold

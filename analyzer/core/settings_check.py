@@ -32,6 +32,7 @@ MIN_CHANGES = 16             # data changes needed before CPHA is judged
 MAJORITY = 0.8               # share of the evidence that must contradict the setting
 MIN_TRANSFERS = 4
 COMMON_WORDSIZES = (8, 9, 10, 12, 16, 24, 32, 40, 48, 64)
+LAST_EDGE = "last bit lost at CS deassert"   # the warning's head (measure's trailing-bits line points to it)
 
 
 class Prefix:
@@ -96,6 +97,21 @@ def cpha_evidence(t: np.ndarray, s: np.ndarray, bits: dict[str, int], sample_on_
         same += int((on_sampling & (ce_t[nearest] == td)).sum())
         good += int((~on_sampling).sum())
     return bad, same, good
+
+
+def edges_at_deassert(t: np.ndarray, s: np.ndarray, bits: dict[str, int], cs_active_level: int | None) -> tuple[int, int]:
+    """(CS deasserts, of them with an SCLK edge in the very same sample) in the prefix. Such an
+    edge is outside the window by the same-sample rule (docs/gaps.md), as in sigrok's spi
+    decoder: at a coarse sample rate with a short CS hold the last bit of a mode 1/3 transfer
+    (its sampling edge is the last edge) is lost."""
+    if len(t) < 2 or "clk" not in bits or "cs" not in bits or cs_active_level is None:
+        return 0, 0
+    cs = (s >> np.uint32(bits["cs"])) & 1
+    clk = (s >> np.uint32(bits["clk"])) & 1
+    d = np.flatnonzero((cs[1:] != cs[:-1]) & (cs[1:] != cs_active_level)) + 1
+    if not len(d):
+        return 0, 0
+    return len(d), int(np.count_nonzero(clk[d] != clk[d - 1]))
 
 
 class Evidence:
@@ -167,7 +183,19 @@ def contradictions(a, prefix: Prefix, bits: dict[str, int], ev: Evidence | None 
     # word size: complete transfers are whole words
     if n_complete >= MIN_TRANSFERS:
         trailing = ev.trailing
-        if ev.whole >= MIN_TRANSFERS and trailing >= MAJORITY * ev.whole:
+        n_d, at = edges_at_deassert(t, s, bits, active)
+        if ev.whole >= MIN_TRANSFERS and trailing >= MAJORITY * ev.whole and n_d >= MIN_TRANSFERS \
+                and at >= MAJORITY * n_d:
+            # not a word size: the last edge and CS deassert share a sample (the last bit is outside)
+            rate = 1.0 / a.tick_s if a.tick_s else None
+            out.append(f"{LAST_EDGE}: the last SCLK edge falls in the very sample CS deasserts in {at} of {n_d} "
+                       f"transfers of the capture's start, so by the same-sample rule (sigrok's spi decoder's too) "
+                       f"it is outside the window and each transfer's last bit is lost ({trailing} of {ev.whole} "
+                       f"end with bits that do not fill a {cfg.wordsize}-bit word); --wordsize {cfg.wordsize} is "
+                       f"not what is wrong: sample faster"
+                       + (f" than {rate / 1e6:.3g} MSa/s" if rate else "")
+                       + " so that CS hold spans a sample, or read the last bit off the waveform")
+        elif ev.whole >= MIN_TRANSFERS and trailing >= MAJORITY * ev.whole:
             g = ev.gcd
             if g > 1 and g != cfg.wordsize:
                 # the usual word sizes that divide every transfer, the smallest first (8 for byte streams)
@@ -187,5 +215,7 @@ def settings_first(a, settled, prefix: Prefix, evidence: Evidence | None = None)
     and record where each setting came from (``settled``: core/infer/'s Settled)."""
     a.sources, a.buses = settled.sources, settled.buses
     a.setting_warnings = contradictions(a, prefix, a.cfg.stream_bits(), evidence) + settled.warnings
+    if any(w.startswith(LAST_EDGE) for w in a.setting_warnings):
+        a.warnings = [w.replace("(check --wordsize)", f"(see '{LAST_EDGE}')") for w in a.warnings]
     a.warnings[:0] = a.setting_warnings
     return a

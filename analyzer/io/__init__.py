@@ -99,6 +99,7 @@ def open_capture(path, *, input_format: str | None = None, samplerate: float | N
     try:
         if threshold is not None and not reader.info.analog_channels:
             reader.info.warnings.append("--threshold has no effect: the capture has no analog channels")
+        reader.info.analog_asked = threshold is not None
         if cmap:
             reader = RenamedReader(reader, cmap)
         if deglitch:

@@ -54,6 +54,7 @@ class CaptureInfo:
     samplerate_metadata: str | None = None   # the rate exactly as the file states it
     time_offset_s: float | None = None       # file time of tick 0 (formats with absolute times)
     analog_channels: list[str] = dataclasses.field(default_factory=list)   # thresholded to logic
+    analog_asked: bool = False               # the user gave --threshold (analog channels may be data lines)
     thresholds: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)  # (level, hyst) V
     # other keys a user may name a channel by (Saleae "0" -> "D0"), see resolve_channel
     channel_keys: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -62,6 +63,9 @@ class CaptureInfo:
     # default SPI channel map stored in the file itself ({role: channel name}, e.g. a
     # DSView .dsl's decoder settings); used for roles the user does not name
     spi_channels: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the same decoder's settings, as the file stores them ({"cpol": 0, "cpha": 0, "cs_polarity":
+    # "active-low", "wordsize": 8, "bitorder": "msb-first"}); core/infer/saved.py weighs them
+    spi_settings: dict = dataclasses.field(default_factory=dict)
 
     @property
     def resolution_s(self) -> float:

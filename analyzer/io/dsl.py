@@ -99,11 +99,12 @@ class DslReader(ZipMembers, CaptureReader):
             self._blocks = (max(present) + 1) if present else 0
         if not present:
             raise InputError("the .dsl has no logic data (no L-<channel>/<block> members)", path=self.path)
+        self._saved: dict = {}
         spi = self._spi_settings(names, warnings)
         self.info = CaptureInfo(
             path=self.path, format=f"DSView .dsl v{version}", channels=names, tick_s=1.0 / rate,
             samplerate_hz=rate, n_ticks=self._total, warnings=warnings,
-            samplerate_metadata=rate_text, spi_channels=spi,
+            samplerate_metadata=rate_text, spi_channels=spi, spi_settings=self._saved,
             resolution_source="--samplerate" if samplerate is not None else "header")
 
     # ------------------------------------------------------------- decoders
@@ -130,11 +131,11 @@ class DslReader(ZipMembers, CaptureReader):
                 continue
             opts = d.get("options", {}) if isinstance(d.get("options"), dict) else {}
             shown = " ".join(f"{r}={roles[r]}" for r in SPI_ROLES if r in roles)
-            mode = ", ".join(f"{k} {opts[k]}" for k in ("cpol", "cpha", "cs_polarity", "wordsize", "bitorder")
-                             if k in opts)
-            warnings.append(f"default channel map from the file's DSView SPI decoder settings: {shown}"
-                            + (f" (DSView also has {mode}; give --mode/--cs-polarity/--wordsize/--bitorder "
-                               f"to match)" if mode else ""))
+            # the decoder's mode, word size, bit order: weighed against the signals (core/infer/saved.py)
+            self._saved = {k: opts[k] for k in ("cpol", "cpha", "cs_polarity", "wordsize", "bitorder")
+                           if k in opts and isinstance(opts[k], (int, str)) and not isinstance(opts[k], bool)}
+            self._saved["from"] = "the .dsl's DSView SPI decoder"
+            warnings.append(f"default channel map from the file's DSView SPI decoder settings: {shown}")
             return roles
         return {}
 

@@ -181,11 +181,48 @@ class SrReader(ZipMembers, CaptureReader):
                             f"with --samplerate (e.g. --samplerate 5MHz)")
         if self._analog_of and self._recovered:
             n_samples = None
+        roles, saved = self._recipe(names)
         self.info = CaptureInfo(
             path=self.path, format=f"sigrok .sr v{version}", channels=names, tick_s=1.0 / rate,
             samplerate_hz=rate, n_ticks=None if self._recovered else n_samples, warnings=warnings,
             samplerate_metadata=rate_text, analog_channels=list(self._analog_of),
-            resolution_source="--samplerate" if samplerate is not None else "metadata")
+            resolution_source="--samplerate" if samplerate is not None else "metadata",
+            spi_channels=roles, spi_settings=saved)
+
+    def _recipe(self, names: list[str]) -> tuple[dict, dict]:
+        """The SPI settings a capture written by ``spigap synth`` carries (its recipe,
+        member spigap-synth.toml): channel roles, mode, word size, bit order, CS polarity,
+        and the roles it has no line for. ({}, {}) for any other capture or a bad recipe."""
+        if "spigap-synth.toml" not in self._members:
+            return {}, {}
+        import tomllib
+
+        try:
+            spi = tomllib.loads(self._read_small("spigap-synth.toml").decode("utf-8")).get("spi", {})
+        except (InputError, ValueError, UnicodeDecodeError):
+            return {}, {}
+        if not isinstance(spi, dict):
+            return {}, {}
+        chans = {"clk": "SCLK", "mosi": "MOSI", "miso": "MISO", "cs": "CS"}    # synth's defaults
+        if isinstance(spi.get("channels"), dict):
+            chans.update({k: v for k, v in spi["channels"].items() if k in chans and isinstance(v, str)})
+        roles = {r: n for r, n in chans.items() if n and n in names}
+        saved: dict = {"from": "the capture's own recipe (spigap-synth.toml)",
+                       "none": [r for r, n in chans.items() if not n]}
+        try:
+            mode = int(spi["mode"]) if "mode" in spi else None
+            if mode in (0, 1, 2, 3):
+                saved["cpol"], saved["cpha"] = mode >> 1, mode & 1
+            for k in ("cpol", "cpha", "wordsize"):
+                if k in spi:
+                    saved[k] = int(spi[k])
+        except (TypeError, ValueError):
+            return roles, {}
+        if spi.get("bitorder") in ("msb", "lsb"):
+            saved["bitorder"] = f"{spi['bitorder']}-first"
+        if spi.get("cs_polarity") in ("low", "high"):
+            saved["cs_polarity"] = f"active-{spi['cs_polarity']}"
+        return roles, saved
 
     def _logic_members(self, warnings) -> list[_Member]:
         cf = self.capturefile

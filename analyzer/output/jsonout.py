@@ -44,11 +44,22 @@ def gap_stats(a: Analysis) -> dict:
     return out
 
 
-def grouping_dict(g) -> dict:
+def idle_clocks(a) -> float | None:
+    """The median idle clocks between words, never below 0 (a gap measured a sample short of
+    T/2 is back to back, not "-0.02 idle clocks")."""
+    v = a.idle_clocks_p50()
+    return None if v is None else max(0.0, float(v))
+
+
+def grouping_dict(g, n_transfers: int | None = None) -> dict:
     return {"method": g.method, "confidence": g.confidence, "phase": g.phase, "note": g.note,
             "structure": g.structure, "message_lengths": list(g.lengths),
             "first_message_start": g.first_start, "evidence": list(g.evidence),
-            "ambiguous": g.ambiguous, "settle": g.settle}
+            "ambiguous": g.ambiguous, "settle": g.settle,
+            # docs/gaps.md: the structure per stretch (several: it changed), the readings weighed,
+            # the closest rival and the kinds of gap with their spread
+            "segments": [s.as_dict(n_transfers) for s in g.segments], "readings": list(g.readings), "rival": g.rival,
+            "kinds": list(g.gap_kinds), "basis": g.basis, "agreement": g.agreement}
 
 
 def to_dict(a, *, transfers: bool = False, stalls=None, stall_rule=None, events=None) -> dict:
@@ -92,14 +103,14 @@ def to_dict(a, *, transfers: bool = False, stalls=None, stall_rule=None, events=
             "words": a.n_words_total(),
             "messages": a.n_messages(),
             "transfers_per_message": g.transfers_per_message,
-            "grouping": grouping_dict(g),
+            "grouping": grouping_dict(g, a.n),
             "word_gaps": a.word_gaps_note,
             "sclk_hz": a.sclk_hz,
             "sclk_period_s": a.period_ticks * t if a.period_ticks else None,
             "samples_per_sclk_period": a.period_ticks,
             "sclk_min_high_s": a.min_high * t if a.min_high is not None else None,
             "sclk_min_low_s": a.min_low * t if a.min_low is not None else None,
-            "idle_clocks_p50": a.idle_clocks_p50(),
+            "idle_clocks_p50": idle_clocks(a),
             "transfer_rate_hz": a.transfer_rate_hz(),
             "sclk_edges_outside_cs": a.clk_outside_cs,
             "device": a.device,

@@ -21,6 +21,15 @@ ROW_LABEL = {
 }
 
 
+def _clocks(value: float, samples_per_period: float | None) -> str:
+    """Idle clocks to the resolution one sample gives them (1 / samples per SCLK period)."""
+    if not samples_per_period:
+        return f"{value:.2f}"
+    res = 1.0 / samples_per_period
+    digits = 2 if res < 0.05 else 1 if res < 0.5 else 0
+    return f"{value:.{digits}f} (±{res:.2g}, one sample)"
+
+
 def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None, stall_rule=None,
            events=None, rows: list | None = None, header: bool = True) -> str:
     """``rows``: the first transfer rows, when ``a`` does not hold them (core/collect.py);
@@ -55,13 +64,15 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None
     if st["cs"]:
         if g["ambiguous"]:
             head = "ambiguous"
+        elif len(g["segments"]) > 1:
+            head = f"{s['messages']} in {len(g['segments'])} stretches"
         elif s["transfers_per_message"] is not None:
             head = f"{s['messages']} × {s['transfers_per_message']} transfer(s)"
         else:
             head = f"{s['messages']} of {'+'.join(map(str, g['message_lengths']))} transfers"
         lines.append(f"messages    {head} [{g['method']}, confidence {g['confidence']:.2f}] {g['note']}")
     lines.append(f"rate        {fmt_rate(s['transfer_rate_hz'])} (transfers)"
-                 + (f"; idle clocks between words p50 {s['idle_clocks_p50']:.2f}"
+                 + (f"; idle clocks between words p50 {_clocks(s['idle_clocks_p50'], s['samples_per_sclk_period'])}"
                     if s["idle_clocks_p50"] is not None else ""))
     if cap["truncated"]:
         lines.append(f"PARTIAL     {cap['truncated']}")

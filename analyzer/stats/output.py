@@ -84,6 +84,30 @@ def fmt_signed_time(x, digits=4) -> str:
     return ("+" if x > 0 else "") + fmt_time(x, digits)
 
 
+def on_grid(x, res: float | None):
+    """``x`` to the nearest multiple of the resolution ``res``: a difference of edge-to-edge
+    times is no finer than one sample (a Δmean of −50 ps at 20 ns is 0)."""
+    if x is None or not res or (isinstance(x, float) and not math.isfinite(x)):
+        return x
+    return round(x / res) * res + 0.0          # + 0.0: no "-0"
+
+
+def fmt_delta(x, res: float | None, digits: int = 4) -> str:
+    return fmt_signed_time(on_grid(x, res), digits)
+
+
+def fmt_ci_grid(ci, res: float | None) -> str:
+    if not ci or ci[0] is None:
+        return fmt_ci(ci)
+    return fmt_ci([on_grid(ci[0], res), on_grid(ci[1], res)])
+
+
+def fmt_share(share: float) -> str:
+    """A share in %, never "-0 %"."""
+    v = round(share * 100)
+    return f"{v + 0:.0f} %"
+
+
 def fmt_p(p) -> str:
     if p is None:
         return "–"
@@ -137,7 +161,7 @@ def render_text(cmp: Comparison) -> str:
     L.append(head)
     L.append("-" * len(head))
     for m in time_metrics:
-        L.append(_level_row(m))
+        L.append(_level_row(m, res))
     rate = next((m for m in cmp.metrics if m.name == "transfer_rate"), None)
     if rate is not None:
         t = rate.test("rate")
@@ -167,7 +191,7 @@ def render_text(cmp: Comparison) -> str:
             continue
         sp = f"{fmt_time(m.before['spread'])} → {fmt_time(m.after['spread'])}"
         sd = f"{fmt_time(m.before['std'])} → {fmt_time(m.after['std'])}"
-        L.append(f"{m.label[:23]:24s}{sp:>26s}  {fmt_signed_time(t.delta) + ' ' + fmt_ci(t.ci):>30s}{sd:>26s}"
+        L.append(f"{m.label[:23]:24s}{sp:>26s}  {fmt_delta(t.delta, res) + ' ' + fmt_ci_grid(t.ci, res):>30s}{sd:>26s}"
                  f"{fmt_p(t.p_holm):>10s}  {_verdict(t.verdict)}")
     if cmp.phases is not None:
         L += [""] + _phase_text(cmp, conf)
@@ -176,12 +200,12 @@ def render_text(cmp: Comparison) -> str:
         L.append("")
         L.append(f"attribution of the transfer period (mean per transfer, stalls split off): "
                  f"{fmt_time(at['before_mean_s'])} → {fmt_time(at['after_mean_s'])}, "
-                 f"{fmt_signed_time(at['delta_s'])} {fmt_ci(at['ci_s'])}")
+                 f"{fmt_delta(at['delta_s'], res)} {fmt_ci_grid(at['ci_s'], res)}")
         L.append(f"  {'part':20s}{'before':>11s}{'after':>11s}{'Δ':>11s}  {conf + ' CI':26s}{'share':>7s}")
         for r in at["parts"]:
-            share = f"{r['share'] * 100:.0f} %" if r["share"] is not None and at["changed"] else ""
+            share = fmt_share(r["share"]) if r["share"] is not None and at["changed"] else ""
             L.append(f"  {r['label']:20s}{fmt_time(r['before_s']):>11s}{fmt_time(r['after_s']):>11s}"
-                     f"{fmt_signed_time(r['delta_s']):>11s}  {fmt_ci(r['ci_s']):26s}{share:>7s}")
+                     f"{fmt_delta(r['delta_s'], res):>11s}  {fmt_ci_grid(r['ci_s'], res):26s}{share:>7s}")
         L.append(f"  → {at['interpretation']}")
     L.append("")
     for side, caps in (("before", cmp.before), ("after", cmp.after)):
@@ -265,7 +289,7 @@ def _permille(r) -> str:
     return "–" if r is None else f"{r * 1000:.3g} ‰"
 
 
-def _level_row(m: MetricResult) -> str:
+def _level_row(m: MetricResult, res: float | None = None) -> str:
     label = m.label[:23]
     if m.verdict in ("not comparable", "insufficient data"):
         nb, na = m.before.get("n", 0), m.after.get("n", 0)
@@ -275,8 +299,8 @@ def _level_row(m: MetricResult) -> str:
     d = m.deltas
     p50 = f"{fmt_time(m.before['p50'])} → {fmt_time(m.after['p50'])}"
     return (f"{label:24s}{m.before['n']:>7d}/{m.after['n']:<7d}  {p50:>24s}  "
-            f"{fmt_signed_time(d['p50']['delta']) + ' ' + fmt_ci(d['p50']['ci']):>30s}"
-            f"{fmt_signed_time(d['mean']['delta']):>11s}{fmt_signed_time(d['p99']['delta']):>11s}{fmt_p(t.p_holm):>10s}  "
+            f"{fmt_delta(d['p50']['delta'], res) + ' ' + fmt_ci_grid(d['p50']['ci'], res):>30s}"
+            f"{fmt_delta(d['mean']['delta'], res):>11s}{fmt_delta(d['p99']['delta'], res):>11s}{fmt_p(t.p_holm):>10s}  "
             f"{_verdict(t.verdict)}")
 
 

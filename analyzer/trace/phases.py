@@ -34,7 +34,6 @@ import dataclasses
 import numpy as np
 
 from spigap.core import analysis as an
-from spigap.core import grouping as grouping_mod
 from spigap.core.analysis import Analysis, describe
 from spigap.trace import columns as tm
 from spigap.trace.align import Alignment, bus_edges
@@ -42,7 +41,6 @@ from spigap.trace.align import Alignment, bus_edges
 EDGE_NAMES = (tm.BUS_CS_ASSERT, tm.BUS_FIRST_SCLK, tm.BUS_LAST_SCLK, tm.BUS_CS_DEASSERT)
 KIND_ORDER = ("cs_setup", "inter_transfer", "cs_hold", "cs_change", "context_switch", "class_a", "class_b",
               "idle")
-MESSAGE_EVENTS = (tm.SPI_MESSAGE_START, tm.SPI_MESSAGE_DONE)
 
 
 @dataclasses.dataclass
@@ -123,45 +121,6 @@ def boundary_rows(trace: tm.Trace, device: str | None) -> np.ndarray:
         if len(pids):
             keep |= sysc[trace.event] & np.isin(trace.pid, pids)
     return np.flatnonzero(keep)
-
-
-def regroup_from_trace(trace: tm.Trace, al: Alignment, a: Analysis) -> str | None:
-    """Label the CS-inactive gaps with the trace's message boundaries (a
-    ``spi_message_start`` or ``spi_message_done`` of the device between two matched
-    windows: a new message). Gaps the trace does not cover keep the capture's
-    labels; ambiguous classes take the label the covered gaps of that class have.
-    Returns a note, or None when the trace has no message events."""
-    if not a.has_cs or a.n < 2 or al.method != "spi":
-        return None
-    rows = np.concatenate([trace.rows(n, al.device) for n in MESSAGE_EVENTS])
-    if not len(rows):
-        return None
-    mt = np.sort(al.to_bus(trace.ts[rows]))
-    s = bus_edges(a)[tm.BUS_CS_ASSERT]
-    s = np.where(np.isnan(s), np.asarray(a.start, float) * a.tick_s, s)
-    count = np.searchsorted(mt, s)
-    matched = al.matched_mask(a.n)
-    known = matched[:-1] & matched[1:]
-    boundary = count[1:] > count[:-1]
-    if known.sum() == 0:
-        return None
-    kinds = a.gap_kind[1:]
-    cur = (kinds == an.KIND_CONTEXT_SWITCH) | (kinds == an.KIND_IDLE)
-    for cls in (an.KIND_CLASS_A, an.KIND_CLASS_B):
-        m = kinds == cls
-        if m.any():
-            kb = boundary[known & m]
-            cur[m] = bool(kb.mean() >= 0.5) if len(kb) else cls == an.KIND_CLASS_B
-    agree = float(np.mean(cur[known] == boundary[known]))
-    was_ambiguous = a.grouping.ambiguous
-    final = cur.copy()
-    final[known] = boundary[known]
-    an.regroup(a, grouping_mod.from_boundaries(a.n - 1, np.flatnonzero(final)))
-    cov = f"{int(known.sum())} of {a.n - 1} gaps"
-    if was_ambiguous:
-        return f"message boundaries from the trace ({cov}) settle the ambiguous grouping: {a.grouping.note}"
-    return (f"message boundaries from the trace ({cov}); the capture's own grouping agreed on "
-            f"{agree * 100:.1f} % of them")
 
 
 @dataclasses.dataclass
@@ -311,6 +270,8 @@ def split(trace: tm.Trace, al: Alignment, a: Analysis) -> Phases:
 def run(trace: tm.Trace, al: Alignment, a: Analysis) -> Phases:
     """The trace's message boundaries applied to the grouping (``regroup_from_trace``),
     then every gap split (``split``)."""
+    from spigap.trace.messages import regroup_from_trace
+
     note = regroup_from_trace(trace, al, a)
     res = split(trace, al, a)
     res.grouping_note = note

@@ -363,7 +363,7 @@ def histogram_bins(pairs, scale='log'):
     return [k * binw for k in keys], [bins[k] for k in keys], binw
 
 
-def split_two(pairs, scale='log', resolution=1.0):
+def split_two(pairs, scale='log', resolution=1.0, wide_share=None):
     """Split values into two populations when they really are two.
 
     ``pairs``: (value in ticks, count) for every distinct value (a histogram).
@@ -371,7 +371,10 @@ def split_two(pairs, scale='log', resolution=1.0):
     (CS-inactive gaps: scheduler and busy-wait times), 'linear' for gaps with
     a fixed jitter (word gaps: controller and FIFO timing). ``resolution``:
     ticks per sample (1 unless a reader's time unit is finer than a sample).
-    Returns a Split (see its doc)."""
+    ``wide_share``: a component wider than SPLIT_MAX_SIGMA that holds more than
+    this share of the values is a population (sleeps and waits for an interrupt
+    spread wide), not stalls (None: never; the message grouping passes the
+    stall cap, since stalls never hold more). Returns a Split (see its doc)."""
     pairs = list(pairs)
     xs, ws, binw = histogram_bins(pairs, scale)
     total = float(sum(ws))
@@ -442,7 +445,8 @@ def split_two(pairs, scale='log', resolution=1.0):
     ticks_apart = _from_x(m2, scale) - _from_x(m1, scale)
     bic_gain = _bic_gain(ll2, ll1, total)
     small = min(w1, w2) < SPLIT_MIN_SHARE or min(w1, w2) * total < SPLIT_MIN_COUNT
-    wide = scale == 'log' and max(s1, s2) > SPLIT_MAX_SIGMA
+    wide = scale == 'log' and any(s > SPLIT_MAX_SIGMA and (wide_share is None or w <= wide_share)
+                                  for w, s in ((w1, s1), (w2, s2)))
     # the model's own estimate of how many gaps their length alone puts in the wrong population
     err = 0.0
     for x, w in zip(xs, ws):

@@ -8,10 +8,16 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from spigap.core.config import SpiConfig
+from spigap.errors import UsageError
 from spigap.io.base import EdgeBlock
 
 if TYPE_CHECKING:
     from spigap.core.infer.evidence import Evidence
+
+
+class NoSpiBus(UsageError):
+    """The signals hold no SPI bus (an I2C or UART capture, a demo device): analyze, detect,
+    batch and check say so in one line instead of framing something that is not SPI."""
 
 
 @dataclasses.dataclass

@@ -14,10 +14,11 @@ import numpy as np
 
 from spigap.core import config as config_mod
 from spigap.core.config import SpiConfig
-from spigap.core.infer.buses import find_buses
+from spigap.core.infer.buses import find_buses, no_bus_reason
 from spigap.core.infer.evidence import Evidence
 from spigap.core.infer.mosi_miso import assign_data
-from spigap.core.infer.report import Bus, Settled, Source
+from spigap.core.infer.report import Bus, NoSpiBus, Settled, Source
+from spigap.core.infer.saved import reconcile
 from spigap.core.infer.settings import infer_settings
 from spigap.core.infer.shared import cs_set, named_cs_candidates, settle_devices
 from spigap.errors import CaptureTruncated, UsageError
@@ -53,7 +54,7 @@ def settle(reader, cfg: SpiConfig) -> Settled:
         elif name is not None:
             from_file = (info.spi_channels or {}).get(role) == name
             sources[role] = Source("file" if from_file else "name", 1.0,
-                                   "the capture's decoder settings" if from_file else f"named {name!r}"
+                                   "the capture's saved settings" if from_file else f"named {name!r}"
                                    + (f" (bus prefix {prefix_of[name]!r})" if name in prefix_of else ""))
         elif role == "cs" and cfg.no_cs:
             sources[role] = Source("given", 1.0, "--no-cs")
@@ -72,11 +73,12 @@ def settle(reader, cfg: SpiConfig) -> Settled:
         names = out.stream_names()
         return Settled(out, names, reader.edges(names), sources, [], warnings)
 
-    request = (channels[:MAX_CHANNELS] if need_roles
+    candidates = _candidates(channels, named, info)
+    request = (candidates[:MAX_CHANNELS] if need_roles
                else _finish_roles(named, sources, info).stream_names() + extra[:MAX_CHANNELS - 4])
-    if need_roles and len(channels) > MAX_CHANNELS:
+    if need_roles and len(candidates) > MAX_CHANNELS:
         request = named.stream_names()
-        request += [c for c in channels if c not in request][:MAX_CHANNELS - len(request)]
+        request += [c for c in candidates if c not in request][:MAX_CHANNELS - len(request)]
         warnings.append(f"the capture has {len(channels)} channels; roles were looked for among the "
                         f"first {MAX_CHANNELS} (name the others with --clk/--mosi/--miso/--cs)")
     it = reader.edges(request)
@@ -85,6 +87,26 @@ def settle(reader, cfg: SpiConfig) -> Settled:
     names = out.stream_names()
     blocks = _stream(prefix, it, pending, request, names)
     return Settled(out, names, blocks, sources, buses, warnings, ev, devices)
+
+
+def _candidates(channels: list[str], named: SpiConfig, info) -> list[str]:
+    """The channels roles are looked for among: analog channels of a capture that has logic
+    ones too are data lines only when the user asked for thresholding (--threshold) or named
+    them (a demo device's sine waves, thresholded at mid-range, toggle at every zero crossing)."""
+    analog = set(info.analog_channels)
+    if not analog or info.analog_asked or len(analog) >= len(channels):
+        return list(channels)
+    fixed = {getattr(named, r) for r in ROLES} - {None}
+    return [c for c in channels if c not in analog or c in fixed]
+
+
+def no_bus(info, ev: Evidence) -> NoSpiBus:
+    """The one-line error of a capture whose signals hold no SPI bus."""
+    skipped = [c for c in info.analog_channels if c not in ev.names]
+    extra = (f"; analog channels {', '.join(skipped)} were not looked at (give --threshold to include them)"
+             if skipped else "")
+    return NoSpiBus(f"no SPI bus found: {no_bus_reason(ev)}{extra}", path=info.path,
+                    hint="if it is SPI, name the lines with --clk/--mosi/--miso/--cs")
 
 
 def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False):
@@ -214,10 +236,10 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
         bus = _pick_bus(buses, named)
         if bus is None:
             if named.clk is None:
-                raise UsageError(f"no SPI clock found in the signals (no channel toggles in regular bursts); "
-                                 f"the capture has: {', '.join(info.channels)}", path=info.path,
-                                 hint="name the clock with --clk (spigap detect shows what was found)")
+                raise no_bus(info, ev)
             bus = Bus(named.clk, None, [], len(ev.changes.get(named.clk, [])))
+        if not bus.data and not bus.cs and named.mosi is None and named.miso is None:
+            raise no_bus(info, ev)
         if named.clk is None:
             out.clk = bus.clk
             sources["clk"] = Source("inferred", 0.95, "toggles in regular bursts")
@@ -257,6 +279,7 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
         if extra and out.clk is not None:
             _shared_bus(out, sources, ev, ([out.cs] if out.cs else []) + extra)
         infer_settings(out, cfg, sources, ev, [d for d in (out.mosi, out.miso) if d])
+    reconcile(out, cfg, sources, info, warnings)       # the capture's saved decoder settings
     # a shared bus: each device's settings, its CS polarity judged on the bus (infer/shared.py)
     devices = settle_devices(out, cfg, sources, ev) if out.more_cs else []
     for key, src in sources.items():

@@ -81,7 +81,7 @@ class CheckResult:
     capture: str
     profile: Profile | None
     device: Device | None
-    resolution_s: float
+    resolution_s: float | None     # None: no SPI bus, nothing measured
     headroom: float
     items: list
     notes: list
@@ -91,6 +91,8 @@ class CheckResult:
     @property
     def no_data(self) -> str | None:
         """Why there is nothing to judge (the NO DATA verdict), or None."""
+        if self.summary.get("no_bus"):
+            return self.summary["no_bus"]          # the signals hold no SPI bus at all
         n = self.summary.get("transfers", 0)
         if n < MIN_TRANSFERS:
             return (f"{n} transfer(s) in the capture, fewer than the {MIN_TRANSFERS} a check needs: "

@@ -1,0 +1,24 @@
+"""Which CS-inactive gaps are cs_change gaps and which are context switches.
+
+docs/gaps.md, "CS-inactive gaps", is the reference. One room per step: kinds.py
+(populations and their spread), pattern.py (repeating structure and where it
+changes), readings.py (which kinds end messages, and the evidence), infer.py
+(the entry), model.py (the result: Grouping, from_boundaries, extend).
+"""
+
+from spigap.core.grouping.infer import BASIS_CONFIDENCE, LEVELS, WINDOW, infer, level
+from spigap.core.grouping.pattern import MIN_PERIODS
+from spigap.core.grouping.model import (
+    CLASS_A,
+    CLASS_B,
+    CONFIDENCE,
+    CONTEXT_SWITCH,
+    CS_CHANGE,
+    Grouping,
+    Segment,
+    extend,
+    from_boundaries,
+)
+
+__all__ = ["BASIS_CONFIDENCE", "LEVELS", "MIN_PERIODS", "level", "CLASS_A", "CLASS_B", "CONFIDENCE", "CONTEXT_SWITCH", "CS_CHANGE", "Grouping",
+           "Segment", "WINDOW", "extend", "from_boundaries", "infer"]

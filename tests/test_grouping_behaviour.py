@@ -1,0 +1,183 @@
+"""The message grouping beyond our own grid (issue 24): the randomized driver behaviours of
+tests/driver_behaviour.py and the patterns the issue found spigap confidently wrong on.
+
+Each pattern must give the right labels, or an honest low-confidence answer whose named
+readings include the true one. The reliability on the held-back seeds (never used while
+the grouping was developed, docs/gaps.md "Calibration beyond the grid"): the default run
+checks the first 400, ``SPIGAP_CALIBRATION=full pytest -m calibration`` all 4000.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from conftest import CAPTURES
+
+import driver_behaviour as db
+import grouping_behaviour as gb
+from spigap.cli import main
+from spigap.core import grouping
+
+SEEDS = (101, 102, 103)             # the patterns' own seeds (not calibration seeds)
+JITTERS = ((0.02, 0.15), (0.05, 0.05), (0.01, 0.3))    # (cs_change, context switch) lognormal sigma
+
+
+def _infer(case, **kw):
+    return grouping.infer(case.gaps, lead=case.lead, tick_s=1.0 / case.samplerate, **kw)
+
+
+def _right(kinds, case) -> float:
+    return float(np.mean((kinds == grouping.CONTEXT_SWITCH) == case.boundary))
+
+
+def _named(grp, case) -> bool:
+    """The truth is among the readings an ambiguous answer names."""
+    return any(_right(k, case) >= 0.98 for k in grp.rival_kinds)
+
+
+@pytest.mark.parametrize("name", db.ISSUE_PATTERNS)
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("cs_sigma,ctx_sigma", JITTERS)
+def test_issue_pattern_right_or_honest(name, seed, cs_sigma, ctx_sigma):
+    case = db.issue_pattern(name, seed, cs_sigma=cs_sigma, ctx_sigma=ctx_sigma)
+    grp = _infer(case)
+    if grp.ambiguous:
+        assert grp.confidence <= 0.5 and _named(grp, case), grp.note
+        assert grp.settle and "kernel trace" in grp.settle
+        assert grp.rival                         # the text names the other readings
+    else:
+        assert _right(grp.kinds, case) >= 0.98, grp.note
+
+
+def test_irq_mix_names_both_readings():
+    # cs_change 1 µs, context switch 5 µs, IRQ gaps 30-800 µs: three kinds; was "N = 4, 0.95"
+    case = db.issue_pattern("irq-1-3", 101)
+    grp = _infer(case)
+    assert grp.ambiguous and grp.confidence <= 0.5
+    assert "4 transfers per message" in grp.note and "messages of 1 and 3 transfers alternate" in grp.note
+    assert [k["shape"] for k in grp.gap_kinds][-1] == "wide"
+
+
+def test_pauses_every_4th_call_is_ambiguous():
+    # one transfer per ioctl, a pause every 4th call: was "N = 4, 0.95", 25 % right
+    case = db.issue_pattern("ioctl-pause-4", 101)
+    grp = _infer(case)
+    assert grp.ambiguous and grp.confidence <= 0.5
+    assert "4 transfers per message" in grp.note and "1 transfer per message" in grp.note
+    assert "--transfers-per-message 1" in grp.settle and "--transfers-per-message 4" in grp.settle
+
+
+@pytest.mark.parametrize("name", ["batch-4-8", "batch-4-8-mid"])
+def test_batch_size_change_is_two_segments(name):
+    # N = 4, then N = 8: was "6 single transfers, then a message of 2" / "N = 8" for the whole capture
+    case = db.issue_pattern(name, 101)
+    grp = _infer(case)
+    assert _right(grp.kinds, case) == 1.0 and grp.confidence >= 0.9 and not grp.ambiguous
+    assert grp.structure == "segments" and grp.transfers_per_message is None
+    assert [s.transfers_per_message for s in grp.segments] == [4, 8]
+    cut = int(np.flatnonzero(np.diff(np.flatnonzero(case.boundary)) == 8)[0])
+    first_8 = int(np.flatnonzero(case.boundary)[cut]) + 1      # the first transfer of an 8-message
+    assert abs(grp.segments[1].first_transfer - first_8) <= 8
+    assert grp.segments[0].first_transfer == 0 and grp.segments[1].last_transfer is None
+
+
+def test_stall_at_the_start_is_no_idle_evidence():
+    # N = 2, the first CS-high stretch 1 ms long but inside a message: was "N = 2 with the phase
+    # swapped, 0.95"; the busy-wait and the idle start disagree, and the answer says so
+    case = db.issue_pattern("n2-stalled-start", 101)
+    grp = _infer(case)
+    assert grp.ambiguous and grp.confidence <= 0.5 and _named(grp, case)
+    assert "the evidence disagrees" in grp.note
+
+
+def test_seed_001_capture_names_the_true_reading(capsys):
+    # four spi_sync accesses per received frame, every gap ends a message: before, the true
+    # reading was not among those offered, and --device mcp2518fd said "1+1+2", 0.75
+    path = CAPTURES / "mcp2518fd-imx8mp-k5.18-B-rx.sr"
+    for extra, rivals in (([], {None, 4, 1}), (["--device", "mcp2518fd"], {None, 1})):
+        assert main(["analyze", str(path), "--format", "json", *extra]) == 0
+        d = json.loads(capsys.readouterr().out)
+        g = d["summary"]["grouping"]
+        assert g["ambiguous"] and g["confidence"] <= 0.5
+        named = {r["transfers_per_message"] for r in g["readings"] if r["status"] == "rival"}
+        assert named == rivals, g["readings"]
+        assert "1 transfer per message" in g["note"] and "--transfers-per-message 1" in g["settle"]
+        assert any(w.startswith("message grouping ambiguous") for w in d["warnings"])
+    # the recipe's own answer, given: right
+    assert main(["analyze", str(path), "--format", "json", "--transfers-per-message", "1"]) == 0
+    g = json.loads(capsys.readouterr().out)["summary"]["grouping"]
+    assert g["confidence"] == 1.0 and not g["ambiguous"]
+
+
+def test_segments_in_a_capture(tmp_path, capsys):
+    """End to end: a capture whose batch size changes (the generator's gaps on a bus) gives
+    JSON segments with their transfer ranges, and the text says so."""
+    from spigap.synth import SpiShape, Track, Windows, build, tracks, write_sr
+
+    case = db.issue_pattern("batch-4-8", 102)
+    sr = case.samplerate
+    gaps_s = np.concatenate([[case.lead / sr], case.gaps / sr])
+    n = len(gaps_s)
+    kind = np.where(np.concatenate([[False], case.boundary]), "context_switch", "cs_change").astype(object)
+    kind[0] = "lead"
+    ww = np.repeat(np.arange(n), 2)
+    w = Windows(gap_before=gaps_s, cs_setup=np.full(n, 1.5e-6), cs_hold=np.full(n, 0.5e-6), kind=kind,
+                message=np.cumsum(kind == "context_switch"), word_window=ww,
+                mosi=np.arange(2 * n, dtype=np.uint64) & np.uint64(255), miso=np.zeros(2 * n, np.uint64),
+                word_gap=np.where(np.arange(2 * n) % 2 == 1, 0.4e-6, 0.0), word_boundary=np.zeros(2 * n, bool))
+    tl = build(w, SpiShape(4e6), 20e-6)
+    trs: list[Track] = tracks(tl, {"clk": "SCLK", "mosi": "MOSI", "miso": "MISO", "cs": "CS"}, sr)
+    path = tmp_path / "batch.sr"
+    write_sr(path, trs, sr, int(round(tl.end_time * sr)))
+    assert main(["analyze", str(path), "--format", "json"]) == 0
+    g = json.loads(capsys.readouterr().out)["summary"]["grouping"]
+    assert g["structure"] == "segments" and not g["ambiguous"]
+    seg = g["segments"]
+    assert [s["transfers_per_message"] for s in seg] == [4, 8]
+    assert seg[0]["first_transfer"] == 0 and seg[-1]["last_transfer"] == n - 1
+    assert seg[0]["last_transfer"] + 1 == seg[1]["first_transfer"]
+    assert main(["analyze", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "in 2 stretches" in out and "then 8 transfers per message" in out
+
+
+def _check_reliability(results):
+    """Issue 24's goal: no answer at confidence >= 0.8 below 95 % right (>= 98 % of its gaps),
+    level by level; ambiguous answers name the truth more often than not."""
+    levels = sorted({r["confidence"] for r in results if not r["ambiguous"]})
+    for c in levels:
+        rs = [r for r in results if not r["ambiguous"] and r["confidence"] == c]
+        share = np.mean([r["right"] >= gb.RIGHT for r in rs])
+        if c >= 0.8:
+            assert share >= 0.95, (c, len(rs), share)
+    sure = [r for r in results if r["confidence"] >= 0.9]
+    assert len(sure) >= 0.25 * len(results), "an always-ambiguous tool fails users just as much"
+    # constant-N spidev captures with an idle start, or N >= 7, stay confident
+    const = [r for r in results if r["case"].family == "spidev-n" and "usleep" not in r["case"].desc
+             and r["case"].start == "idle" and "MESSAGE(1)" not in r["case"].desc]
+    assert np.mean([r["confidence"] >= 0.9 for r in const]) >= 0.8
+    amb = [r for r in results if r["ambiguous"]]
+    assert np.mean([r["named"] >= gb.RIGHT for r in amb]) >= 0.6
+
+
+def test_reliability_held_back_fast():
+    _check_reliability(gb.run(db.HELD_BACK_FAST))
+
+
+@pytest.mark.calibration
+@pytest.mark.skipif(os.environ.get("SPIGAP_CALIBRATION") != "full", reason="SPIGAP_CALIBRATION=full runs it")
+def test_reliability_held_back_full():
+    _check_reliability(gb.run(db.HELD_BACK))
+
+
+def test_generator_draws_every_family_and_start():
+    cases = [db.draw(s) for s in db.DEVELOPMENT[:200]]
+    assert {c.family for c in cases} == set(db.FAMILIES)
+    assert {c.start for c in cases} == {"idle", "mid", "stall"}
+    for c in cases:
+        assert len(c.gaps) == len(c.boundary) and (c.gaps >= 1).all()
+    # the held-back seeds are not development seeds
+    assert not set(db.HELD_BACK) & set(db.DEVELOPMENT)
