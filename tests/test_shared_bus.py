@@ -63,7 +63,7 @@ def _check_device(a, tr: dict, rate: float, grouped: bool = False) -> None:
     g = np.asarray([np.nan if x is None else x for x in tr["gap_before_s"]])
     assert np.all(np.abs(a.gap_before[1:] * s - g[1:]) <= gap)
     kinds = [KIND_NAMES[int(k)] for k in a.gap_kind]
-    if a.grouping.confidence >= 0.9 or grouped:
+    if a.grouping.confidence >= 0.75 or grouped:      # a calibrated level (docs/gaps.md): must be right
         assert kinds[1:] == tr["gap_before_kind"][1:]
         assert a.message.tolist() == tr["message"]
     else:

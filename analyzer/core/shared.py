@@ -46,6 +46,7 @@ from spigap.io.base import CaptureReader
 # gap kinds whose gaps the interleaving is counted for (docs/shared-bus.md)
 GAP_KINDS = ("cs_change", "context_switch", "class_a", "class_b")
 SETTLE_SHARE = 0.9      # of the known message ends in one class of an ambiguous grouping: it is the context switch
+SURE = 0.9              # a pattern answer this confident is kept as it is (the grouping's "busy" level)
 
 
 class DevicePipe:
@@ -279,9 +280,9 @@ def infer_grouping(g: np.ndarray, known: np.ndarray, **kw) -> tuple[grouping_mod
     floor = float(percentiles(g[known], [10])[0]) * 1.05 + 2 * kw.get("resolution", 1.0)
     lvl = max([x for x in levels if x <= floor] or [min(levels)])
     g2 = g.copy()
-    g2[known] = lvl
+    g2[known] = _stand_in(g[known], free, lvl)
     grp = _settle_by_known(grouping_mod.infer(g2, **kw), g2, known, kw)
-    if not (grp.structure == "pattern" and grp.confidence >= grouping_mod.CONFIDENCE["share"]) and _periodic(known):
+    if not (grp.structure == "pattern" and grp.confidence >= SURE) and _periodic(known):
         # The known gaps at their own length: when that gives a repeating pattern, the
         # other devices' transfers fall at every Nth gap of this one (a spidev loop of
         # messages with cs_change whose every context switch holds another device's
@@ -306,6 +307,19 @@ def infer_grouping(g: np.ndarray, known: np.ndarray, **kw) -> tuple[grouping_mod
     if said not in grp.note:
         grp = dataclasses.replace(grp, note=f"{grp.note}; {said}")
     return grp, lvl
+
+
+def _stand_in(held: np.ndarray, free: np.ndarray, lvl: float) -> np.ndarray:
+    """Values for the gaps that held other devices' transfers: the device's own gaps of the
+    population around ``lvl`` (within a factor 1.6), in the held gaps' order, so the stand-ins
+    keep that population's spread (a constant would look like a second, perfectly tight kind
+    of gap to the grouping's spread tests); ``lvl`` itself when that population is empty."""
+    pool = free[(free > 0) & (np.abs(np.log(np.maximum(free, 1e-300) / lvl)) < 0.5)] if lvl > 0 else free[:0]
+    if not len(pool):
+        return np.full(len(held), lvl)
+    out = np.empty(len(held))
+    out[np.argsort(held, kind="stable")] = np.sort(np.resize(pool, len(held)))
+    return out
 
 
 def _periodic(known: np.ndarray) -> bool:
