@@ -25,7 +25,39 @@ from spigap.core.framed import Batch, FramerFigures
 from spigap.core.framing import make_framer
 from spigap.core.settings_check import Prefix
 from spigap.errors import CaptureTruncated, InputError
-from spigap.io.base import CaptureReader
+from spigap.io.base import CaptureReader, EdgeBlock
+
+
+def feed_stream(blocks, reader: CaptureReader, step: Callable[[EdgeBlock, int], None], *,
+                interruptible: bool = False) -> tuple[int, str | None, bool]:
+    """The one loop over a capture's edge stream: ``step(block, last tick fed)`` for every
+    block, in capture order. Returns (the end tick, the reader's error when the capture is
+    damaged — it ends where the reader could read no further —, whether Ctrl-C ended it:
+    ``interruptible``, else Ctrl-C raises). ``Pipeline.run`` and core/shared.py's pipeline
+    of several framers feed through it."""
+    last = 0
+    truncated: str | None = None
+    interrupted = False
+    try:
+        try:
+            for block in blocks:
+                if not len(block):
+                    continue
+                last = int(block.ticks[-1])      # first: a Ctrl-C inside the step ends after this block
+                step(block, last)
+        except CaptureTruncated as e:
+            truncated = str(e)
+    except KeyboardInterrupt:
+        if not interruptible:
+            raise
+        interrupted = True
+    end = reader.end_tick
+    if end is None or interrupted:
+        end = last + 1
+    if end <= 0 and truncated is None:
+        raise InputError("the capture holds no samples", path=reader.info.path,
+                         hint="was the acquisition stopped before it started?")
+    return end, truncated, interrupted
 
 
 class Pipeline:
@@ -53,28 +85,15 @@ class Pipeline:
         ``interruptible``: Ctrl-C while feeding or consuming ends the capture there (the
         last batch is still handed out), instead of raising. A damaged capture ends
         where the reader could read no further (``truncated``)."""
-        last = 0
-        try:
-            try:
-                for block in self.settled.blocks:
-                    last = int(block.ticks[-1])      # first: a Ctrl-C inside feed() ends after this block
-                    self.framer.feed(block)
-                    self.prefix.add(block.ticks, block.states)
-                    if take:
-                        on_batch(Batch(self.framer.take(lag=lag), FramerFigures.of(self.framer), last))
-            except CaptureTruncated as e:
-                self.truncated = str(e)
-        except KeyboardInterrupt:
-            if not interruptible:
-                raise
-            self.interrupted = True
-        end = self.reader.end_tick
-        if end is None or self.interrupted:
-            end = last + 1
-        if end <= 0 and self.truncated is None:
-            raise InputError("the capture holds no samples", path=self.info.path,
-                             hint="was the acquisition stopped before it started?")
-        self.end_tick = end
+        def step(block: EdgeBlock, last: int) -> None:
+            self.framer.feed(block)
+            self.prefix.add(block.ticks, block.states)
+            if take:
+                on_batch(Batch(self.framer.take(lag=lag), FramerFigures.of(self.framer), last))
+
+        self.end_tick, self.truncated, self.interrupted = feed_stream(self.settled.blocks, self.reader, step,
+                                                                      interruptible=interruptible)
+        end = self.end_tick
         on_batch(Batch(self.framer.finish(end), FramerFigures.of(self.framer), None))
 
 

@@ -38,9 +38,9 @@ from spigap.core.config import SpiConfig
 from spigap.core.framed import Batch, FramerFigures
 from spigap.core.framing import make_framer
 from spigap.core.infer.report import Settled
+from spigap.core.pipeline import feed_stream
 from spigap.core.settings_check import Prefix
 from spigap.core.tickhist import TickHistogram
-from spigap.errors import CaptureTruncated, InputError
 from spigap.io.base import CaptureReader
 
 # gap kinds whose gaps the interleaving is counted for (docs/shared-bus.md)
@@ -124,41 +124,28 @@ class SharedPipeline:
             interruptible: bool = False) -> None:
         """Feed the edge stream to every device's framer and the bus tracker; hand each
         device's batches to ``on_batch(device index, batch)`` (as ``Pipeline.run``)."""
-        last = 0
         tracker = self.tracker
-        try:
-            try:
-                for block in self.settled.blocks:
-                    if not len(block):
-                        continue
-                    if tracker.prev is None:
-                        tracker.begin(int(block.ticks[0]), int(block.states[0]))
-                    last = int(block.ticks[-1])
-                    for k, f in enumerate(self.framers):
-                        f.feed(block)
-                        p = self.pipes[k].prefix
-                        if p.n < p.limit:
-                            p.add(block.ticks, _repack(block.states[:p.limit - p.n], self._repack[k]))
-                    if take:
-                        batches = [Batch(f.take(lag=lag), self._figures(k), last) for k, f in enumerate(self.framers)]
-                        # the CS changes the batches' windows start and end at (the first framer's):
-                        # the bus columns of every window handed out exist before it is measured
-                        tracker.feed_events(self.framers[0].last_events)
-                        for k, b in enumerate(batches):
-                            on_batch(k, b)
-            except CaptureTruncated as e:
-                self.truncated = str(e)
-        except KeyboardInterrupt:
-            if not interruptible:
-                raise
-            self.interrupted = True
-        end = self.reader.end_tick
-        if end is None or self.interrupted:
-            end = last + 1
-        if end <= 0 and self.truncated is None:
-            raise InputError("the capture holds no samples", path=self.info.path,
-                             hint="was the acquisition stopped before it started?")
-        self.end_tick = end
+
+        def step(block, last: int) -> None:
+            if tracker.prev is None:
+                tracker.begin(int(block.ticks[0]), int(block.states[0]))
+            for k, f in enumerate(self.framers):
+                f.feed(block)
+                p = self.pipes[k].prefix
+                if p.n < p.limit:
+                    p.add(block.ticks, _repack(block.states[:p.limit - p.n], self._repack[k]))
+            if take:
+                batches = [Batch(f.take(lag=lag), self._figures(k), last) for k, f in enumerate(self.framers)]
+                # the CS changes the batches' windows start and end at (the first framer's):
+                # the bus columns of every window handed out exist before it is measured
+                tracker.feed_events(self.framers[0].last_events)
+                for k, b in enumerate(batches):
+                    on_batch(k, b)
+
+        # the one loop over the stream (pipeline.feed_stream), every device's framer fed from it
+        self.end_tick, self.truncated, self.interrupted = feed_stream(self.settled.blocks, self.reader, step,
+                                                                      interruptible=interruptible)
+        end = self.end_tick
         if tracker.prev is None:
             tracker.begin(0, 0)
         finals = [Batch(f.finish(end), self._figures(k), None) for k, f in enumerate(self.framers)]
