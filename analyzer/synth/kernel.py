@@ -132,8 +132,8 @@ class KernelLatencies:
             raise UsageError(f"--trace-drift-ppm {self.drift_ppm:g} is beyond ±10000 ppm")
         if self.flags not in (4, 5):
             raise UsageError("trace model: flags is 4 or 5")
-        _dev(self.device)
-        _dev(self.other_name)
+        spi_device_numbers(self.device)
+        spi_device_numbers(self.other_name)
 
     @property
     def offset_s(self) -> float:
@@ -163,7 +163,8 @@ def model_options(table: dict | None) -> dict:
     return out
 
 
-def _dev(name: str) -> tuple[int, int]:
+def spi_device_numbers(name: str) -> tuple[int, int]:
+    """(bus, chip select) of a Linux SPI device name ``spiB.C``."""
     try:
         bus, cs = name.removeprefix("spi").split(".")
         return int(bus), int(cs)
@@ -413,8 +414,8 @@ def write(tl: Timeline, path, km: KernelLatencies, *, t0: float = 0.0) -> dict:
     msg_len = np.bincount(msg[tr_win], weights=tr_len, minlength=info["nmsg"]).astype(np.int64)
     msg_ptr = rng.integers(1 << 24, 1 << 32, info["nmsg"])
     tr_ptr = rng.integers(1 << 24, 1 << 32, ntr)
-    bus, cs = _dev(km.device)
-    obus, _ = _dev(km.other_name)
+    bus, cs = spi_device_numbers(km.device)
+    obus, _ = spi_device_numbers(km.other_name)
     dev = km.device
     layout = km.layout
     lines: list[str] = []

@@ -70,6 +70,29 @@ from spigap.units import parse_freq, parse_time
 GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch")
 
 
+
+def set_bus_setting(obj, key: str, value) -> bool:
+    """The SPI bus keys a scenario and a shared-bus scenario share (mode, bitorder,
+    cs_polarity, channels), set on ``obj``; False for any other key."""
+    if key == "mode":
+        m = int(value)
+        if m not in range(4):
+            raise ValueError("mode must be 0..3")
+        obj.cpol, obj.cpha = m >> 1, m & 1
+    elif key == "bitorder":
+        if value not in ("msb", "lsb"):
+            raise ValueError("bitorder is msb or lsb")
+        obj.lsb_first = value == "lsb"
+    elif key == "cs_polarity":
+        if value not in ("low", "high"):
+            raise ValueError("cs_polarity is low or high")
+        obj.cs_active_low = value == "low"
+    elif key == "channels":
+        obj.channels = {**obj.channels, **dict(value)}
+    else:
+        return False
+    return True
+
 @dataclasses.dataclass
 class Scenario:
     samplerate: float = 50e6
@@ -166,26 +189,13 @@ class Scenario:
                 setattr(self, key, parse_time(value))
             elif key in ("samplerate", "sclk"):
                 setattr(self, key, parse_freq(value))
-            elif key == "mode":
-                m = int(value)
-                if m not in range(4):
-                    raise ValueError("mode must be 0..3")
-                self.cpol, self.cpha = m >> 1, m & 1
+            elif set_bus_setting(self, key, value):       # mode, bitorder, cs_polarity, channels
+                pass
             elif key in ("cpol", "cpha", "wordsize", "words_per_transfer", "transfers_per_message",
                          "messages", "seed", "chunk_bytes", "messages_per_burst"):
                 setattr(self, key, int(value))
             elif key == "idle_clocks" or key == "stall_probability":
                 setattr(self, key, float(value))
-            elif key == "bitorder":
-                if value not in ("msb", "lsb"):
-                    raise ValueError("bitorder is msb or lsb")
-                self.lsb_first = value == "lsb"
-            elif key == "cs_polarity":
-                if value not in ("low", "high"):
-                    raise ValueError("cs_polarity is low or high")
-                self.cs_active_low = value == "low"
-            elif key == "channels":
-                self.channels = {**self.channels, **dict(value)}
             elif key == "segments":
                 self.segments = [int(v) for v in value] if value else None
             elif key == "window_words":

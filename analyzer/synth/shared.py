@@ -86,6 +86,8 @@ import numpy as np
 
 from spigap import __version__
 from spigap.errors import InputError, UsageError
+from spigap.synth.kernel import spi_device_numbers
+from spigap.synth.scenario import set_bus_setting
 from spigap.synth.srwriter import Track, write_sr
 from spigap.synth.timeline import SpiShape, Timeline, Windows, build
 from spigap.units import parse_freq, parse_time
@@ -230,24 +232,9 @@ class Shared:
             setattr(self, key, parse_freq(value))
         elif key == "seed":
             self.seed = int(value)
-        elif key == "mode":
-            m = int(value)
-            if m not in range(4):
-                raise ValueError("mode must be 0..3")
-            self.cpol, self.cpha = m >> 1, m & 1
         elif key == "wordsize":
             self.wordsize = int(value)
-        elif key == "bitorder":
-            if value not in ("msb", "lsb"):
-                raise ValueError("bitorder is msb or lsb")
-            self.lsb_first = value == "lsb"
-        elif key == "cs_polarity":
-            if value not in ("low", "high"):
-                raise ValueError("cs_polarity is low or high")
-            self.cs_active_low = value == "low"
-        elif key == "channels":
-            self.channels = {**self.channels, **dict(value)}
-        else:
+        elif not set_bus_setting(self, key, value):      # mode, bitorder, cs_polarity, channels
             raise UsageError(f"unknown shared-bus scenario key {key!r}")
 
     def _check(self) -> None:
@@ -304,20 +291,12 @@ def _device(table: dict, i: int) -> Device:
             setattr(d, key, tuple(int(v) for v in (value if isinstance(value, list) else [value])))
         else:
             raise UsageError(f"unknown [[device]] key {key!r}")
-    bus, cs = _dev(d.spi_device)
+    bus, cs = spi_device_numbers(d.spi_device)
     if not d.task:
         d.task = "spidev-test" if d.driver == "spidev" else f"irq/{52 + i}-spi{bus}.{cs}"
     d.pid = d.pid or 4242 + 17 * i
     d.cpu = d.cpu or (2 + i) % 4
     return d
-
-
-def _dev(name: str) -> tuple[int, int]:
-    try:
-        bus, cs = name.removeprefix("spi").split(".")
-        return int(bus), int(cs)
-    except ValueError:
-        raise UsageError(f"SPI device {name!r} is not spiB.C (e.g. spi0.0)") from None
 
 
 # ----------------------------------------------------------------- traffic
@@ -736,7 +715,7 @@ def trace_lines(b: Built, *, ns: bool = False, drift_ppm: float = 0.0, clock_sta
     orig_assert, deassert = tl.cs_assert, tl.cs_deassert
     ev: list[tuple[float, int, str, str, str, int, int]] = []      # (t, order, task, event, fields, pid, cpu)
     pump = ("spi0", 201, 1)
-    bus = _dev(sh.devices[0].spi_device)[0]
+    bus = spi_device_numbers(sh.devices[0].spi_device)[0]
 
     def add(t, task, name, fields, order=0):
         ev.append((float(t), order, task[0], name, fields, task[1], task[2]))
