@@ -202,47 +202,37 @@ def run(samples: float = 20e6, big_samples: float = 200e6, real: pathlib.Path | 
         shared_samples: float = 0.0) -> list[Row]:
     rows = []
     have_sigrok = sigrok and shutil.which("sigrok-cli") is not None
+
+    def measure(label: str, path: pathlib.Path, n, decoders: list[str] | None, why: str, note: str = "") -> None:
+        """spigap ``repeat`` times and, with ``decoders``, sigrok-cli once on ``path``: one row."""
+        log(f"bench: {path.name}: spigap x{repeat} ...")
+        t, m = timed(spigap_cmd(path), repeat)
+        st = sm = None
+        if decoders is not None:
+            log(f"bench: same capture with sigrok-cli{why} ...")
+            st, sm = timed(["sigrok-cli", "-i", str(path), *decoders, "-A", "spi=mosi-data"], 1)
+        rows.append(Row(label, n, t, m, st, sm, note, inproc_s=in_process(path)))
+
     if shared_samples:
         spath, sn = shared_capture(shared_samples, log)
-        log(f"bench: {spath.name}: spigap x{repeat} ...")
-        t, m = timed(spigap_cmd(spath), repeat)
-        st = sm = None
-        if have_sigrok and sigrok_big:
-            log("bench: same capture with sigrok-cli, one spi decoder per CS line (a few minutes) ...")
-            st, sm = timed(["sigrok-cli", "-i", str(spath), *SIGROK_SHARED, "-A", "spi=mosi-data"], 1)
-        rows.append(Row("shared bus: 2 devices (CE0, CE1), dense", sn, t, m, st, sm,
-                        "sigrok-cli: one spi decoder per CS", inproc_s=in_process(spath)))
+        measure("shared bus: 2 devices (CE0, CE1), dense", spath, sn,
+                SIGROK_SHARED if have_sigrok and sigrok_big else None,
+                ", one spi decoder per CS line (a few minutes)", "sigrok-cli: one spi decoder per CS")
     path, n = dense_capture(samples, log)
-    log(f"bench: {path.name}: spigap x{repeat} ...")
-    t, m = timed(spigap_cmd(path), repeat)
-    st = sm = None
-    if have_sigrok:
-        log("bench: same capture with sigrok-cli (slow) ...")
-        st, sm = timed(["sigrok-cli", "-i", str(path), "-P", SIGROK_SPI, "-A", "spi=mosi-data"], 1)
-    rows.append(Row("dense MCP3008-like, 50 MSa/s, unitsize 1", n, t, m, st, sm, inproc_s=in_process(path)))
+    measure("dense MCP3008-like, 50 MSa/s, unitsize 1", path, n, ["-P", SIGROK_SPI] if have_sigrok else None,
+            " (slow)")
     if big_samples:
         bpath, bn = dense_capture(big_samples, log)
-        log(f"bench: {bpath.name}: spigap x{repeat} ...")
-        t, m = timed(spigap_cmd(bpath), repeat)
-        st = sm = None
-        if have_sigrok and sigrok_big:
-            log("bench: same capture with sigrok-cli (about a minute) ...")
-            st, sm = timed(["sigrok-cli", "-i", str(bpath), "-P", SIGROK_SPI, "-A", "spi=mosi-data"], 1)
-        rows.append(Row("dense MCP3008-like, large (throughput)", bn, t, m, st, sm, inproc_s=in_process(bpath)))
+        measure("dense MCP3008-like, large (throughput)", bpath, bn,
+                ["-P", SIGROK_SPI] if have_sigrok and sigrok_big else None, " (about a minute)")
     if real is not None and real.exists():
         from spigap.io import open_capture
 
         with open_capture(real) as r:
             rn = r.info.n_ticks
-        log(f"bench: {real.name}: spigap x{repeat} ...")
-        t, m = timed(spigap_cmd(real), repeat)
-        st = sm = None
-        if have_sigrok:
-            log("bench: same capture with sigrok-cli ...")
-            st, sm = timed(["sigrok-cli", "-i", str(real), "-P", "spi:clk=CLK:mosi=MOSI:miso=MISO:cs=CS",
-                            "-A", "spi=mosi-data"], 1)
-        rows.append(Row(f"real {real.name}", rn, t, m, st, sm, "1 GHz, mostly idle, 98 chunks",
-                        inproc_s=in_process(real)))
+        measure(f"real {real.name}", real, rn,
+                ["-P", "spi:clk=CLK:mosi=MOSI:miso=MISO:cs=CS"] if have_sigrok else None, "",
+                "1 GHz, mostly idle, 98 chunks")
     return rows
 
 
