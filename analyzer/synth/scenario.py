@@ -93,6 +93,7 @@ def set_bus_setting(obj, key: str, value) -> bool:
         return False
     return True
 
+
 @dataclasses.dataclass
 class Scenario:
     samplerate: float = 50e6
