@@ -66,6 +66,8 @@ _SPECS = [
                ("samplerate", "threshold")),
     ReaderSpec("tek-wfm", (".wfm",), _lazy_sniff("spigap.io.tek_wfm"), "spigap.io.tek_wfm:TekWfmReader",
                ("samplerate", "threshold")),
+    ReaderSpec("rigol-wfm", (".wfm",), _lazy_sniff("spigap.io.rigol_wfm"), "spigap.io.rigol_wfm:RigolWfmReader",
+               ("samplerate", "threshold")),
     ReaderSpec("lecroy-trc", (".trc",), _lazy_sniff("spigap.io.lecroy_trc"), "spigap.io.lecroy_trc:LecroyTrcReader",
                ("samplerate", "threshold")),
     ReaderSpec("keysight-h5", (".h5", ".hdf5"), _lazy_sniff("spigap.io.keysight_h5"),

@@ -58,6 +58,8 @@ class Waveform:
     frame_len: int = 0
     frame_stride: int = 0
     frame_ticks: np.ndarray | None = None
+    # interleaved channels (Rigol DS1000Z): sample i at byte offset + i * stride (0: packed)
+    stride: int = 0
 
     def available(self) -> int:
         """Samples the file really holds (a cut file holds fewer than announced)."""
@@ -65,6 +67,8 @@ class Waveform:
             return self.n
         size = os.path.getsize(self.path)
         item = np.dtype(self.dtype).itemsize
+        if self.stride:
+            return int(min(self.n, max(0, (size - self.offset - item) // self.stride + 1)))
         if self.frame_ticks is None:
             return int(min(self.n, max(0, (size - self.offset) // item)))
         full = max(0, (size - self.offset) // self.frame_stride) if self.frame_stride else 0
@@ -88,6 +92,13 @@ class Waveform:
 
     def _raw(self, lo: int, hi: int) -> np.ndarray:
         item = np.dtype(self.dtype).itemsize
+        if self.stride:
+            if hi <= lo:
+                return np.empty(0, self.dtype)
+            buf = np.fromfile(self.path, dtype=np.uint8, count=(hi - lo - 1) * self.stride + item,
+                              offset=self.offset + lo * self.stride)
+            k = max(0, (len(buf) - item) // self.stride + 1)
+            return np.ndarray((k,), dtype=self.dtype, buffer=buf, strides=(self.stride,)).copy()
         if self.frame_ticks is None:
             return np.fromfile(self.path, dtype=self.dtype, count=hi - lo, offset=self.offset + lo * item)
         parts = []
