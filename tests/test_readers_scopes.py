@@ -5,7 +5,8 @@ Oracles: the same acquisition saved by the scope in another format (the
 Tektronix MDO4104C's ISF pair and its own CSV; the Agilent MSO7034A's BIN, CSV
 and ASCII XY files), libsigrok's reading of the ISF pair (RTC.sr), and the
 readers of other projects: lecroyparser (LeCroy .trc), RigolWFM (Keysight/
-Rigol .bin). Tektronix .wfm: tests/test_readers_tek_wfm.py (files tm_data_types writes).
+Rigol .bin). Tektronix .wfm: tests/test_readers_tek_wfm.py (files tm_data_types writes);
+Rigol .wfm: tests/test_readers_rigol_wfm.py.
 """
 
 from __future__ import annotations
@@ -326,7 +327,9 @@ def test_threshold_goes_to_the_file_with_the_channel(capsys):
 
 # --------------------------------------------------------- damaged files
 @pytest.mark.parametrize("name", ["tek0000CH1.isf", "scope_30.bin", "DHO824-ch12.bin", "lecroy_4.trc",
-                                  "tm:int8", "tm:ff_int16", "tm:v2_int16", "keysight1.h5"])
+                                  "tm:int8", "tm:ff_int16", "tm:v2_int16", "keysight1.h5",
+                                  "DS1054Z-ch1SquareCH4Uart.wfm", "DS1102E-A.wfm", "DS1204B-A.wfm",
+                                  "DS1202CA-A.wfm", "DS2072A-5.wfm", "DS2072A-8.wfm", "DS4022-A.wfm"])
 def test_damaged_scope_files_are_errors_not_crashes(name, tmp_path, request):
     """Cut anywhere or with header bytes overwritten: the reader gives edges or a
     SpigapError (one line, exit 2), never another exception (exit 3). tm:NAME: a .wfm

@@ -227,7 +227,7 @@ def add_reader_options(g) -> None:
     """How a capture file is read (every reader option of ``reader_options``); spigap
     convert takes these alone."""
     g.add_argument("--input-format", metavar="FMT",
-                   help="reader to use: sr, dsl, vcd, csv, sigrok-csv, saleae, scope-csv, isf, tek-wfm, "
+                   help="reader to use: sr, dsl, vcd, csv, sigrok-csv, saleae, scope-csv, isf, tek-wfm, rigol-wfm, "
                         "lecroy-trc, keysight-h5, keysight-bin, raw (default: from extension/content)")
     g.add_argument("--samplerate", type=_freq, metavar="HZ",
                    help="override the capture's samplerate (e.g. 5MHz) when its metadata is wrong")

@@ -102,14 +102,14 @@ def read_rigol_wfm(path: str) -> tuple[str, list[Waveform], list[str]]:
     elif magic == MAGIC_E:
         model, waves = _ds1000e(path, h, notes)
     else:
-        model = _text(h, 4, 20) or "DS2000/4000/6000"
-        if model.startswith(("DS6", "MSO6")):
-            raise InputError(f"Rigol .wfm of model {_printable(model)} is not read (no DS6000 file to check its "
-                             "layout against)", path=path, hint=_SAVE_OTHERWISE)
-        if model.startswith(("DS4", "MSO4")):
-            waves = _ds4000(path, h, model)
+        serial = _text(h, 4, 20)          # the "model number" field holds the serial number (DS2A15...)
+        if serial.startswith(("DS6", "MSO6")):
+            raise InputError(f"Rigol .wfm of model DS6000 ({_printable(serial)}) is not read (no DS6000 file to "
+                             "check its layout against)", path=path, hint=_SAVE_OTHERWISE)
+        if serial.startswith(("DS4", "MSO4")):
+            model, waves = "DS4000", _ds4000(path, h, serial)
         else:
-            waves = _ds2000(path, h, model, notes)
+            model, waves = "DS2000", _ds2000(path, h, serial)
     if not waves:
         raise InputError("the file holds no enabled channel", path=path)
     for wf in waves:
@@ -254,7 +254,7 @@ def _ds1000c(path: str, h: bytes) -> tuple[str, list[Waveform]]:
     return "DS1000C", waves
 
 
-def _ds2000(path: str, h: bytes, model: str, notes: list[str]) -> list[Waveform]:
+def _ds2000(path: str, h: bytes, model: str) -> list[Waveform]:
     firmware = _text(h, 24, 20)
     interwoven = bool(h[65] & 1)
     offsets = struct.unpack_from("<4I", h, 68)
@@ -282,20 +282,17 @@ def _ds2000(path: str, h: bytes, model: str, notes: list[str]) -> list[Waveform]
                 raise InputError(f"CH{k + 1}: interwoven record without CH1's and CH2's memory (damaged header?)",
                                  path=path)
             waves.append(_interwoven(path, k, wfm_len, dt, t0, [o + z_pt for o in offsets[:2]], y_scale,
-                                     voffset, notes))
+                                     voffset))
         elif offsets[k]:
             waves.append(_wave(path, k, wfm_len, dt, t0, offsets[k] + z_pt, y_scale, voffset, 127.0))
     return waves
 
 
-def _interwoven(path, k, n, dt, t0, starts, y_scale, y_offset, notes) -> Waveform:
+def _interwoven(path, k, n, dt, t0, starts, y_scale, y_offset) -> Waveform:
     """One channel sampled in both channels' memories: sample 2i in CH1's record, 2i+1 in CH2's."""
     size = os.path.getsize(path)
     half = n // 2
     have = min(half, *(max(0, size - s) for s in starts))
-    if have < half:
-        notes.append(f"the file holds {2 * have} of the {n} samples its header announces (cut short): "
-                     "read up to there")
 
     def read(lo: int, hi: int) -> np.ndarray:
         a, b = (np.fromfile(path, dtype=np.uint8, count=(hi + 1) // 2 - lo // 2, offset=s + lo // 2)
@@ -305,8 +302,8 @@ def _interwoven(path, k, n, dt, t0, starts, y_scale, y_offset, notes) -> Wavefor
         both[0::2], both[1::2] = a[:m], b[:m]
         return both[lo % 2:lo % 2 + hi - lo]
 
-    wf = _wave(path, k, 2 * have, dt, t0, starts[0], y_scale, y_offset, 127.0)
-    wf.read = read
+    wf = _wave(path, k, 2 * half, dt, t0, starts[0], y_scale, y_offset, 127.0)
+    wf.read, wf.held = read, 2 * have
     return wf
 
 

@@ -53,6 +53,7 @@ class Waveform:
     scale: float = 1.0             # volts = raw * scale + shift
     shift: float = 0.0
     read: Callable[[int, int], np.ndarray] | None = None   # (lo, hi) -> raw samples, instead of the file
+    held: int | None = None        # with ``read``: samples the file holds when fewer than ``n``
     # segmented records (Tektronix FastFrame): ``n`` = frames x frame_len samples; frame k's
     # samples start at byte offset + k * frame_stride and at tick frame_ticks[k]
     frame_len: int = 0
@@ -64,7 +65,7 @@ class Waveform:
     def available(self) -> int:
         """Samples the file really holds (a cut file holds fewer than announced)."""
         if self.read is not None:
-            return self.n
+            return self.n if self.held is None else min(self.n, self.held)
         size = os.path.getsize(self.path)
         item = np.dtype(self.dtype).itemsize
         if self.stride:
