@@ -5,7 +5,7 @@ Oracles: RigolWFM (github scottprahl/RigolWFM, a reader we did not write, whose 
 reader follows as facts) reading the same files: the same enabled channels, the same volts,
 sample interval and time of the first sample. And the signals themselves: the scopes' 1 kHz
 calibration squares give an edge every 500 us, the DS1054Z's UART an edge at whole bits of
-115 200 Bd.
+115 200 Bd, and the real sigrok-cli's uart decoder reads its frame from spigap convert's .sr.
 """
 
 from __future__ import annotations
@@ -91,6 +91,20 @@ def test_uart_edges_fall_on_whole_bits():
     bits = gaps * 115_200
     assert len(gaps) >= 20 and 1 <= np.round(bits).min() and np.round(bits).max() <= 9   # 8N1: 9 equal bits at most
     assert np.all(np.abs(bits - np.round(bits)) <= 0.02)        # the sender's clock is 0.15 % slow
+
+
+def test_sigrok_clis_uart_decoder_reads_the_converted_file(tmp_path):
+    """The real sigrok-cli's stock uart decoder on spigap convert's .sr: one STX ... ETX frame,
+    every byte with its start and stop bit (a frame error would print "Frame error")."""
+    from conftest import run_sigrok
+
+    out = tmp_path / "uart.sr"
+    assert main(["convert", str(DATA / "DS1054Z-ch1SquareCH4Uart.wfm"), "-o", str(out)]) == 0
+    rows = run_sigrok(["-i", str(out), "-P", "uart:rx=CH4:baudrate=115200", "-A", "uart"],
+                      decoders_dir=None).splitlines()
+    data = [r.split(": ", 1)[1] for r in rows if len(r.split(": ", 1)[1]) == 2]
+    assert data == ["02", "01", "0C", "C1", "8C", "03"]
+    assert sum("Stop bit" in r for r in rows) == 6 and not any("error" in r.lower() for r in rows)
 
 
 def test_threshold_and_deglitch_apply(capsys):
