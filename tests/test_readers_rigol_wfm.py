@@ -135,7 +135,14 @@ def test_tek_and_rigol_wfm_are_told_apart_by_content(tmp_path, capsys):
     p.write_bytes(b"\x00" * 2000)
     assert main(["analyze", str(p)]) == 2
     err = capsys.readouterr().err
-    assert "nor a Rigol one" in err and err.count("\n") == 1
+    assert "neither a Rigol nor a Tektronix .wfm file" in err and err.count("\n") == 1
+    p.write_bytes(b"\x02\x00\x00\x00" + b"\x00" * 2000)          # a DHO magic: only a .wfm is taken for one
+    assert main(["analyze", str(p)]) == 2
+    assert "Rigol .wfm of model DHO800/DHO900/DHO1000 is not read" in capsys.readouterr().err
+    bin_ = tmp_path / "other.bin"
+    bin_.write_bytes(p.read_bytes())
+    assert main(["analyze", str(bin_)]) == 2
+    assert "DHO" not in capsys.readouterr().err
 
 
 # ------------------------------------------------------------- refused

@@ -64,9 +64,11 @@ _SPECS = [
     # oscilloscopes' own files (io/scopefile.py and one module per format)
     ReaderSpec("isf", (".isf",), _lazy_sniff("spigap.io.isf"), "spigap.io.isf:IsfReader",
                ("samplerate", "threshold")),
-    ReaderSpec("tek-wfm", (".wfm",), _lazy_sniff("spigap.io.tek_wfm"), "spigap.io.tek_wfm:TekWfmReader",
-               ("samplerate", "threshold")),
+    # .wfm: Rigol's reader first, so that a .wfm no sniff accepts gets its message (it names both
+    # vendors; a DHO .wfm, whose magic is too weak to sniff, gets its own)
     ReaderSpec("rigol-wfm", (".wfm",), _lazy_sniff("spigap.io.rigol_wfm"), "spigap.io.rigol_wfm:RigolWfmReader",
+               ("samplerate", "threshold")),
+    ReaderSpec("tek-wfm", (".wfm",), _lazy_sniff("spigap.io.tek_wfm"), "spigap.io.tek_wfm:TekWfmReader",
                ("samplerate", "threshold")),
     ReaderSpec("lecroy-trc", (".trc",), _lazy_sniff("spigap.io.lecroy_trc"), "spigap.io.lecroy_trc:LecroyTrcReader",
                ("samplerate", "threshold")),

@@ -59,12 +59,14 @@ MAGIC_C = b"\xa1\xa5\x00\x00"
 MAGIC_B = b"\xa5\xa5\xa4\x01"
 MAGIC_2 = b"\xa5\xa5\x38\x00"
 MAGIC_DHO = b"\x02\x00\x00\x00"
-_MAGICS = (MAGIC_Z, MAGIC_E, MAGIC_C, MAGIC_B, MAGIC_2, MAGIC_DHO)
+_MAGICS = (MAGIC_Z, MAGIC_E, MAGIC_C, MAGIC_B, MAGIC_2)      # sniffed; DHO's 02 00 00 00 is too weak
 HEADER = 600                      # the longest fixed header read (DS4000's time block ends at 576)
 _SAVE_OTHERWISE = "save as CSV (or .bin where the scope offers it) and read that"
 
 
 def sniff(head: bytes) -> bool:
+    """The strong magics only: a file of another extension must not be claimed by ``02 00 00 00``
+    (io/__init__.py sends a ``.wfm`` no sniff accepts to this reader, which names DHO files)."""
     return head[:4] in _MAGICS
 
 
@@ -81,9 +83,10 @@ class RigolWfmReader(WaveformReader):
 def read_rigol_wfm(path: str) -> tuple[str, list[Waveform], list[str]]:
     size = os.path.getsize(path)
     h = read_exact(path, 0, min(size, HEADER), "header")
-    if len(h) < 4 or not sniff(h):
-        raise InputError("not a Rigol .wfm file (unknown magic bytes)", path=path)
     magic = h[:4]
+    if magic != MAGIC_DHO and not sniff(h):
+        raise InputError("neither a Rigol nor a Tektronix .wfm file (unknown magic bytes)", path=path,
+                         hint="Tektronix AWG .wfm files are a different format")
     if magic == MAGIC_DHO:
         raise InputError("Rigol .wfm of model DHO800/DHO900/DHO1000 is not read", path=path,
                          hint="save as .bin on the scope (spigap reads DHO .bin) or as CSV")

@@ -65,8 +65,8 @@ class TekWfmReader(WaveformReader):
 def read_wfm(path: str) -> tuple[Waveform, int, list[str]]:
     h = read_exact(path, 0, _at(HEADER, 1), f"header ({_at(HEADER, 1)} bytes)")
     if not sniff(h):
-        raise InputError("not a Tektronix WFM file (no :WFM#00x header) nor a Rigol one (unknown magic bytes)",
-                         path=path, hint="Tektronix AWG .wfm files are a different format")
+        raise InputError("not a Tektronix WFM file (no :WFM#00x header)", path=path,
+                         hint="Tektronix AWG .wfm files are a different format")
     e = "<" if h[:2] == b"\x0f\x0f" else ">"
     version = int(h[9:10]) if h[9:10].isdigit() else 0
     if version not in (1, 2, 3):
