@@ -32,8 +32,18 @@ count into volts as ``y_scale * (midpoint - count) - y_offset``:
               and CH2's records
     DS4000    as DS2000 with V/div / 32 (25 when the model's third character is "2")
 
+DS1000Z, DS2000 and DS4000 store V/div at the probe tip (no probe factor applied);
+DS1000B/C/E store it at the input and the probe factor multiplies it (a DS1000D, same
+layout, stores it applied: a warning says so when the probe is not x1).
+
 The time base: sample interval 1 / sample rate; sample 0 at the time offset minus half
-the record (the memory depth for DS1000E/D, DS2000 and DS4000).
+the record (the memory depth for DS1000E/D, DS2000 and DS4000); DS2000 adds its
+zero-point offset, and its firmware 00.03.00.01.03 (serial DS2A...) stores an offset
+that is not the trigger's (RigolWFM reads it as 0, from the scope's screenshots).
+
+Refused in one line: DS6000 (no file to check its layout against), DHO800/900/1000
+``.wfm`` (their ``.bin`` is read), MSO1000Z files with logic channels (their bytes
+interleave with the analog ones in a layout no document describes).
 
 Hand-written, header only (samples are read by io/scopefile.py in slices): RigolWFM,
 the one maintained reader, parses the whole file into memory (Kaitai reads every
