@@ -620,7 +620,10 @@ def test_batch_over_a_folder_makes_one_row_of_a_scopes_channel_files(tmp_path, c
     assert rc == 2                            # the other scope files have no channel Ch2
     rows = json.loads(j.read_text())["captures"]
     files = sorted(p for p in SCOPES.iterdir() if p.suffix in (".isf", ".wfm", ".bin", ".trc", ".h5", ".csv", ".sr"))
-    assert len(files) >= 19 and len(rows) == len(files) - 1
+    # one row for the ISF pair; the Rigol DHO .wfm is skipped (its magic is too weak for a reader to
+    # recognize it in a folder; named explicitly it is refused in one line: tests/test_readers_rigol_wfm.py)
+    assert len(files) >= 19 and len(rows) == len(files) - 2
+    assert "DHO824-ch1.wfm" not in json.dumps(rows)
     pair = [r for r in rows if "tek0000CH" in r["path"]]
     assert len(pair) == 1
     (r,) = pair
