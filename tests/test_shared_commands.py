@@ -77,6 +77,69 @@ def test_check_takes_a_profile_per_device(pair, capsys):
     assert "CE7 is not a device" in capsys.readouterr().err
 
 
+PROFILE_12BIT = """schema = 1
+[profile]
+name = "ce1-mode1-12bit"
+title = "a device in SPI mode 1 with 12-bit words"
+sources = ["tests/conftest.py MIXED_BUS: CE1"]
+[bus]
+sclk = "1MHz"
+mode = 1
+bits_per_word = 12
+[timing]
+cs_setup = "1us"
+cs_hold = "0.5us"
+cs_change = "10us"
+context_switch = "30us"
+[expect.cs_setup]
+p99_max = "3us"
+source = "the recipe: cs_setup 1 us"
+"""
+
+
+def test_check_frames_each_device_with_its_profile(mixed_bus, tmp_path, capsys):
+    """CE1 of the mixed bus sends two 12-bit words per window in mode 1: the signals alone read
+    three bytes (24 bits, no gap between the words); its profile's mode and word size frame it
+    (the SPI core sets them per device), an explicit --wordsize wins over the profile, and the
+    words are the truth's (which sigrok's spi decoder reads too: test_shared_synth.py)."""
+    from spigap.core import pipeline
+    from spigap.core.config import INFERABLE, SpiConfig
+    from spigap.io import open_capture
+
+    cap, tr = mixed_bus
+    prof = tmp_path / "ce1.toml"
+    prof.write_text(PROFILE_12BIT)
+
+    def ce1(*extra):
+        assert main(["check", str(cap), "--profile", f"CE1={prof}", *extra, "--format", "json"]) == 0
+        (res,) = json.loads(capsys.readouterr().out)["results"]
+        assert res["capture"] == f"{cap} [CE1]"
+        return res["summary"]
+
+    s = ce1()
+    assert s["words_per_transfer"] == 2 and s["transfers"] == tr["devices"]["CE1"]["transfers"]
+    assert (s["spi"]["mode"], s["spi"]["wordsize"], s["spi"]["cs_polarity"]) == (1, 12, "high")
+    assert s["spi"]["sources"]["mode"] == {"from": "given", "confidence": 1.0, "note": "profile ce1-mode1-12bit"}
+    assert s["spi"]["sources"]["wordsize"]["note"] == "profile ce1-mode1-12bit"
+    assert s["spi"]["sources"]["cs_polarity"]["from"] == "inferred"
+    # an option on the command line wins over the profile
+    s = ce1("--wordsize", "8")
+    assert s["spi"]["wordsize"] == 8 and s["spi"]["sources"]["wordsize"]["note"] == ""
+    assert s["words_per_transfer"] == 3 and s["spi"]["mode"] == 1
+    # without the profile the signals say 8-bit words
+    assert main(["check", str(cap), "--device", "CE1=mcp2518fd", "--format", "json"]) in (0, 1)
+    (res,) = json.loads(capsys.readouterr().out)["results"]
+    assert res["summary"]["spi"]["wordsize"] == 8 and res["summary"]["spi"]["sources"]["wordsize"]["from"] == "inferred"
+    # the words framed with the profile's settings are the truth's, and the other devices keep theirs
+    own = SpiConfig(cpha=1, wordsize=12, infer=INFERABLE - {"mode", "wordsize"})
+    with open_capture(cap) as r:
+        sa = pipeline.analyze(r, SpiConfig(infer=INFERABLE, device_cfgs={"CE1": (own, "profile x")}))
+    for name in ("CE0", "CE1"):
+        want = [w for win in tr["devices"][name]["mosi"] for w in win]
+        assert sa.devices[name].mosi.tolist() == want, name
+    assert sa.devices["CE0"].cfg.wordsize == 8 and sa.devices["CE0"].cfg.mode == 0
+
+
 def test_device_labels_per_device(pair, capsys):
     b, _, tb, _ = pair
     assert main(["analyze", str(b), "--device", "CE0=mcp3008", "--device", "CE1=mcp2518fd", "--format", "csv"]) == 0
