@@ -62,6 +62,88 @@ def test_compare_says_who_held_the_bus(pair, capsys):
     assert "who held the bus" in out and "=== CE0" in out and "=== CE1" in out
 
 
+LONG = """
+[capture]
+samplerate = "4MHz"
+seed = SEED
+duration = "2.9s"
+lead = "20us"
+tail = "20us"
+[spi]
+sclk = "1MHz"
+[controller]
+submit_to_busy = "0.5us"
+busy_to_start = "0.5us"
+start_to_set_cs = "0.5us"
+gpio_cs_latency = "0.5us"
+gpio_cs_off_latency = "0.5us"
+transfer_start_to_sclk = "0.3us"
+sclk_to_transfer_stop = "0.3us"
+deassert_to_done = "0.5us"
+done_to_start = "1us"
+done_to_idle = "0.5us"
+idle_to_exit = "0.5us"
+enter_to_submit = "0.5us"
+jitter = 0.05
+[[device]]
+cs = "CE0"
+words = 1
+think = "3us"
+cs_setup = "1us"
+cs_hold = "1us"
+[[device]]
+cs = "CE1"
+words = 1
+think = "4us"
+cs_setup = "1us"
+cs_hold = "HOLD"
+"""
+
+
+def test_compare_splits_who_held_the_bus_past_100000_transfers(tmp_path, capsys):
+    """Past 100 000 transfers per device compare works on a systematic sample; the split by who
+    held the bus is on that same sample: each side's mean of the other device's CS time in CE0's
+    gaps equals the one computed from the synthesizer's windows for exactly the sampled gaps
+    (±1 sample at each end of each of the other device's windows). After: CE1 holds CS 2 µs
+    longer, so CE0's gaps grow while the other device held the bus."""
+    from spigap.synth.srwriter import write_sr
+
+    sr = 4e6
+    truth = {}
+    for side, seed, hold in (("before", 41, "1us"), ("after", 42, "3us")):
+        sh = shared.Shared.from_toml(text=LONG.replace("SEED", str(seed)).replace("HOLD", hold))
+        b = shared.build_bus(sh)
+        write_sr(tmp_path / f"{side}.sr", shared.tracks(b), sh.samplerate, shared.n_samples(b))
+        dev = np.asarray(b.plan.device)
+        q = lambda t: np.rint(np.asarray(t) * sr).astype(np.int64)  # noqa: E731
+        a0, e0 = q(b.cs_assert[dev == 0]), q(b.cs_deassert[dev == 0])
+        a1, e1 = q(b.cs_assert[dev == 1]), q(b.cs_deassert[dev == 1])
+        assert len(a0) > 100_000 and len(a1) > 100_000
+        # the other device's CS time inside each of CE0's gaps (e0[i-1] .. a0[i]); its windows
+        # never straddle a gap's end here (no overlap faults)
+        cum = np.concatenate([[0], np.cumsum(e1 - a1)])
+        i0 = np.searchsorted(a1, e0[:-1])
+        i1 = np.searchsorted(a1, a0[1:])
+        truth[side] = np.concatenate([[-1], cum[i1] - cum[i0]])
+    assert main(["compare", "--before", str(tmp_path / "before.sr"), "--after", str(tmp_path / "after.sr"),
+                 "--cs", "CE0,CE1", "--cs-polarity", "low", "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    split = {(x["device"], x["kind"]): x for x in d["who_held_the_bus"]}
+    s = split[("CE0", "context_switch")]
+    assert any("same systematic sample" in n for n in d["notes"])
+    for side in ("before", "after"):
+        smp = d["devices"]["CE0"][side][0]["sample"]
+        blk, stride = smp["block"], smp["stride"]
+        assert stride >= 2
+        g = np.arange(len(truth[side]))
+        held = ((g // blk) % stride == 0) & (g % blk != 0) & (g > 0)
+        want = truth[side][held].mean() / sr
+        got = s["others"][side]["mean_s"]
+        assert abs(got - want) <= 2 / sr, (side, got, want)
+    assert s["others"]["verdict"] == "regression"
+    assert s["others"]["delta"]["mean"]["delta_s"] == pytest.approx(2e-6, abs=0.3e-6)
+
+
 def test_check_takes_a_profile_per_device(pair, capsys):
     b, _, _, _ = pair
     code = main(["check", str(b), "--profile", "CE0=rpi3-k4.4-vanilla", "--device", "CE1=mcp2518fd",
