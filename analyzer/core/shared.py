@@ -426,8 +426,9 @@ class SharedAnalyzer:
         def rows(a, k0: int, k1: int, g0: int, msg0: int) -> bool:
             cols = columns.take(g0 + k0, g0 + k1)
             self.inter[k].add(a.gap_kind[k0:k1], a.gap_before[k0:k1], cols)
-            if self.sampled[k] is not None:
-                self.sampled[k].add(g0 + k0, cols)
+            sampled = self.sampled[k]
+            if sampled is not None:
+                sampled.add(g0 + k0, cols)
             bus = {"columns": cols, "devices": self.pipe.names}
             if self.out_rows is not None and self.out_rows(a, k0, k1, g0, msg0, bus) is False:
                 self.out_rows = None
@@ -455,8 +456,8 @@ class SharedAnalyzer:
                 cols = pipe.tracker.columns[k].take(0, a.n)
                 self.inter[k].add(a.gap_kind, a.gap_before, cols)
                 columns[name] = cols
-            elif isinstance(a, Analysis) and a.sample is not None and self.sampled[k] is not None:
-                columns[name] = self.sampled[k].result()
+            elif isinstance(a, Analysis) and a.sample is not None and (sampled := self.sampled[k]) is not None:
+                columns[name] = sampled.result()
         s = pipe.settled
         first = next(iter(results.values()))
         sa = SharedAnalysis(info=pipe.info, cfg=pipe.cfg, tick_s=pipe.info.tick_s, end_tick=pipe.end_tick or 0,
