@@ -108,6 +108,49 @@ BIG_INPUT = 16 << 20
 _SIGROK_VERSION: str | None = None
 
 
+# a shared bus whose three devices each have their own SPI settings (the SPI core sets them
+# per device): CE1 an active-high CS, mode 1 and 12-bit words (two per window: 24 bits, which
+# the signals alone read as three bytes), CE2 LSB first
+MIXED_BUS = """
+[capture]
+samplerate = "10MHz"
+seed = 3
+duration = "4ms"
+[spi]
+sclk = "1MHz"
+mode = 0
+[[device]]
+cs = "CE0"
+words = 3
+think = "30us"
+[[device]]
+cs = "CE1"
+words = 2
+think = "45us"
+mode = 1
+wordsize = 12
+cs_polarity = "high"
+[[device]]
+cs = "CE2"
+words = 4
+driver = "irq"
+irq_period = "300us"
+bitorder = "lsb"
+"""
+
+
+@pytest.fixture(scope="session")
+def mixed_bus(tmp_path_factory):
+    """(capture, truth) of MIXED_BUS, written by spigap synth."""
+    from spigap.cli import main
+
+    d = tmp_path_factory.mktemp("mixed-bus")
+    (d / "mixed.toml").write_text(MIXED_BUS)
+    assert main(["synth", "--config", str(d / "mixed.toml"), "-o", str(d / "mixed.sr"),
+                 "--truth", str(d / "mixed.json")]) == 0
+    return d / "mixed.sr", json.loads((d / "mixed.json").read_text())
+
+
 def _sigrok_version() -> str:
     global _SIGROK_VERSION
     if _SIGROK_VERSION is None:

@@ -174,7 +174,8 @@ def test_pvs_command_gaps_carries_the_analysis(tmp_path, capsys):
     # Other CS# (a shared bus's other device) is left unassigned for one device
     assert [(c.name, c.assigned) for c in gaps.channels] == [("CLK", "SCLK"), ("CS#", "CE0"),
                                                               ("MOSI", "MOSI"), ("MISO", "MISO"),
-                                                              ("Other CS#", None)]
+                                                              ("Other CS# 1", None), ("Other CS# 2", None),
+                                                              ("Other CS# 3", None)]
     assert [d.id for d in mcp.decoders] == ["spi", "mcp3008"]
     assert mcp.name == "MCP3008"
     assert mcp.decoders[0].options == {}             # wordsize=8 is spi's default: not stored

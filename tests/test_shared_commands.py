@@ -62,6 +62,88 @@ def test_compare_says_who_held_the_bus(pair, capsys):
     assert "who held the bus" in out and "=== CE0" in out and "=== CE1" in out
 
 
+LONG = """
+[capture]
+samplerate = "4MHz"
+seed = SEED
+duration = "2.9s"
+lead = "20us"
+tail = "20us"
+[spi]
+sclk = "1MHz"
+[controller]
+submit_to_busy = "0.5us"
+busy_to_start = "0.5us"
+start_to_set_cs = "0.5us"
+gpio_cs_latency = "0.5us"
+gpio_cs_off_latency = "0.5us"
+transfer_start_to_sclk = "0.3us"
+sclk_to_transfer_stop = "0.3us"
+deassert_to_done = "0.5us"
+done_to_start = "1us"
+done_to_idle = "0.5us"
+idle_to_exit = "0.5us"
+enter_to_submit = "0.5us"
+jitter = 0.05
+[[device]]
+cs = "CE0"
+words = 1
+think = "3us"
+cs_setup = "1us"
+cs_hold = "1us"
+[[device]]
+cs = "CE1"
+words = 1
+think = "4us"
+cs_setup = "1us"
+cs_hold = "HOLD"
+"""
+
+
+def test_compare_splits_who_held_the_bus_past_100000_transfers(tmp_path, capsys):
+    """Past 100 000 transfers per device compare works on a systematic sample; the split by who
+    held the bus is on that same sample: each side's mean of the other device's CS time in CE0's
+    gaps equals the one computed from the synthesizer's windows for exactly the sampled gaps
+    (±1 sample at each end of each of the other device's windows). After: CE1 holds CS 2 µs
+    longer, so CE0's gaps grow while the other device held the bus."""
+    from spigap.synth.srwriter import write_sr
+
+    sr = 4e6
+    truth = {}
+    for side, seed, hold in (("before", 41, "1us"), ("after", 42, "3us")):
+        sh = shared.Shared.from_toml(text=LONG.replace("SEED", str(seed)).replace("HOLD", hold))
+        b = shared.build_bus(sh)
+        write_sr(tmp_path / f"{side}.sr", shared.tracks(b), sh.samplerate, shared.n_samples(b))
+        dev = np.asarray(b.plan.device)
+        q = lambda t: np.rint(np.asarray(t) * sr).astype(np.int64)  # noqa: E731
+        a0, e0 = q(b.cs_assert[dev == 0]), q(b.cs_deassert[dev == 0])
+        a1, e1 = q(b.cs_assert[dev == 1]), q(b.cs_deassert[dev == 1])
+        assert len(a0) > 100_000 and len(a1) > 100_000
+        # the other device's CS time inside each of CE0's gaps (e0[i-1] .. a0[i]); its windows
+        # never straddle a gap's end here (no overlap faults)
+        cum = np.concatenate([[0], np.cumsum(e1 - a1)])
+        i0 = np.searchsorted(a1, e0[:-1])
+        i1 = np.searchsorted(a1, a0[1:])
+        truth[side] = np.concatenate([[-1], cum[i1] - cum[i0]])
+    assert main(["compare", "--before", str(tmp_path / "before.sr"), "--after", str(tmp_path / "after.sr"),
+                 "--cs", "CE0,CE1", "--cs-polarity", "low", "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    split = {(x["device"], x["kind"]): x for x in d["who_held_the_bus"]}
+    s = split[("CE0", "context_switch")]
+    assert any("same systematic sample" in n for n in d["notes"])
+    for side in ("before", "after"):
+        smp = d["devices"]["CE0"][side][0]["sample"]
+        blk, stride = smp["block"], smp["stride"]
+        assert stride >= 2
+        g = np.arange(len(truth[side]))
+        held = ((g // blk) % stride == 0) & (g % blk != 0) & (g > 0)
+        want = truth[side][held].mean() / sr
+        got = s["others"][side]["mean_s"]
+        assert abs(got - want) <= 2 / sr, (side, got, want)
+    assert s["others"]["verdict"] == "regression"
+    assert s["others"]["delta"]["mean"]["delta_s"] == pytest.approx(2e-6, abs=0.3e-6)
+
+
 def test_check_takes_a_profile_per_device(pair, capsys):
     b, _, _, _ = pair
     code = main(["check", str(b), "--profile", "CE0=rpi3-k4.4-vanilla", "--device", "CE1=mcp2518fd",
@@ -75,6 +157,69 @@ def test_check_takes_a_profile_per_device(pair, capsys):
     assert "2 devices on one bus" in err and "--profile CE0=" in err and err.count("\n") == 1
     assert main(["check", str(b), "--profile", "CE7=rpi3-k4.4-vanilla"]) == 2
     assert "CE7 is not a device" in capsys.readouterr().err
+
+
+PROFILE_12BIT = """schema = 1
+[profile]
+name = "ce1-mode1-12bit"
+title = "a device in SPI mode 1 with 12-bit words"
+sources = ["tests/conftest.py MIXED_BUS: CE1"]
+[bus]
+sclk = "1MHz"
+mode = 1
+bits_per_word = 12
+[timing]
+cs_setup = "1us"
+cs_hold = "0.5us"
+cs_change = "10us"
+context_switch = "30us"
+[expect.cs_setup]
+p99_max = "3us"
+source = "the recipe: cs_setup 1 us"
+"""
+
+
+def test_check_frames_each_device_with_its_profile(mixed_bus, tmp_path, capsys):
+    """CE1 of the mixed bus sends two 12-bit words per window in mode 1: the signals alone read
+    three bytes (24 bits, no gap between the words); its profile's mode and word size frame it
+    (the SPI core sets them per device), an explicit --wordsize wins over the profile, and the
+    words are the truth's (which sigrok's spi decoder reads too: test_shared_synth.py)."""
+    from spigap.core import pipeline
+    from spigap.core.config import INFERABLE, SpiConfig
+    from spigap.io import open_capture
+
+    cap, tr = mixed_bus
+    prof = tmp_path / "ce1.toml"
+    prof.write_text(PROFILE_12BIT)
+
+    def ce1(*extra):
+        assert main(["check", str(cap), "--profile", f"CE1={prof}", *extra, "--format", "json"]) == 0
+        (res,) = json.loads(capsys.readouterr().out)["results"]
+        assert res["capture"] == f"{cap} [CE1]"
+        return res["summary"]
+
+    s = ce1()
+    assert s["words_per_transfer"] == 2 and s["transfers"] == tr["devices"]["CE1"]["transfers"]
+    assert (s["spi"]["mode"], s["spi"]["wordsize"], s["spi"]["cs_polarity"]) == (1, 12, "high")
+    assert s["spi"]["sources"]["mode"] == {"from": "given", "confidence": 1.0, "note": "profile ce1-mode1-12bit"}
+    assert s["spi"]["sources"]["wordsize"]["note"] == "profile ce1-mode1-12bit"
+    assert s["spi"]["sources"]["cs_polarity"]["from"] == "inferred"
+    # an option on the command line wins over the profile
+    s = ce1("--wordsize", "8")
+    assert s["spi"]["wordsize"] == 8 and s["spi"]["sources"]["wordsize"]["note"] == ""
+    assert s["words_per_transfer"] == 3 and s["spi"]["mode"] == 1
+    # without the profile the signals say 8-bit words
+    assert main(["check", str(cap), "--device", "CE1=mcp2518fd", "--format", "json"]) in (0, 1)
+    (res,) = json.loads(capsys.readouterr().out)["results"]
+    assert res["summary"]["spi"]["wordsize"] == 8 and res["summary"]["spi"]["sources"]["wordsize"]["from"] == "inferred"
+    # the words framed with the profile's settings are the truth's, and the other devices keep theirs
+    own = SpiConfig(cpha=1, wordsize=12, infer=INFERABLE - {"mode", "wordsize"})
+    with open_capture(cap) as r:
+        sa = pipeline.analyze(r, SpiConfig(infer=INFERABLE, device_cfgs={"CE1": (own, "profile x")}))
+    for name in ("CE0", "CE1"):
+        want = [w for win in tr["devices"][name]["mosi"] for w in win]
+        assert sa.devices[name].mosi.tolist() == want, name
+    assert sa.devices["CE0"].cfg.wordsize == 8 and sa.devices["CE0"].cfg.mode == 0
 
 
 def test_device_labels_per_device(pair, capsys):

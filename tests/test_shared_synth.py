@@ -66,6 +66,23 @@ def test_sigrok_reads_every_device(written):
         assert words == [w for win in dev["mosi"] for w in win]
 
 
+def test_each_device_has_its_own_settings(mixed_bus):
+    """Per-device mode, word size, bit order and CS polarity ([[device]] keys): sigrok-cli's
+    spi decoder, given each device's settings, reads the words the truth says on its line."""
+    cap, tr = mixed_bus
+    opts = {"CE0": "", "CE1": ":cpha=1:wordsize=12:cs_polarity=active-high", "CE2": ":bitorder=lsb-first"}
+    for name, dev in tr["devices"].items():
+        out = run_sigrok(["-i", str(cap), "-P", f"spi:clk=SCLK:mosi=MOSI:miso=MISO:cs={name}{opts[name]}",
+                          "-A", "spi=mosi-data"])
+        words = [int(line.split()[-1], 16) for line in out.splitlines() if line.strip()]
+        assert len(words) > 50
+        assert words == [w for win in dev["mosi"] for w in win], name
+    # and the settings matter: the bus's own (mode 0, 8 bits, active low) misread CE1
+    out = run_sigrok(["-i", str(cap), "-P", "spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CE1", "-A", "spi=mosi-data"])
+    words = [int(line.split()[-1], 16) for line in out.splitlines() if line.strip()]
+    assert words != [w for win in tr["devices"]["CE1"]["mosi"] for w in win]
+
+
 def test_the_trace_holds_every_message(written):
     _, tr, trace = written
     t = ftrace.parse(trace)
@@ -91,6 +108,12 @@ def test_bad_recipes_are_one_line(tmp_path):
         shared.Shared.from_toml(bad)
     bad.write_text('[[device]]\ncs = "A"\ntraffic = "x"\n[[device]]\ncs = "B"\n')
     with pytest.raises(UsageError, match="traffic"):
+        shared.Shared.from_toml(bad)
+    bad.write_text('[spi]\nmode = 0\n[[device]]\ncs = "A"\nmode = 2\n[[device]]\ncs = "B"\n')
+    with pytest.raises(UsageError, match="CPOL"):
+        shared.Shared.from_toml(bad)
+    bad.write_text('[[device]]\ncs = "A"\ncs_polarity = "up"\n[[device]]\ncs = "B"\n')
+    with pytest.raises(UsageError, match="cs_polarity"):
         shared.Shared.from_toml(bad)
     bad.write_text('[[device]]\ncs = "A"\n[[device]]\ncs = "B"\n[faults]\noverlap = [999]\n')
     with pytest.raises(UsageError, match="handovers"):

@@ -92,6 +92,11 @@ def run(args) -> int:
         raise UsageError("--device none without --profile leaves nothing to check")
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
     cfg = config_from_args(args, prof)
+    if per_prof:
+        from spigap.cli.common import device_profile_configs
+
+        # a shared bus: each device framed with its profile's settings
+        cfg.device_cfgs = device_profile_configs(args, cfg, per_prof)
     rule = stall_rule_from_args(args)
     results = []
     truncated = []
@@ -143,6 +148,16 @@ def run(args) -> int:
     return 1 if any(r.failed(args.strict, args.allow_empty) for r in results) else 0
 
 
+def _spi_settings(a) -> dict:
+    """A shared-bus device's SPI settings and where each came from (given, its profile,
+    inferred): each device is framed with its own (core/infer/shared.settle_devices)."""
+    c = a.cfg
+    return {"mode": c.mode, "wordsize": c.wordsize, "bitorder": "lsb" if c.lsb_first else "msb",
+            "cs_polarity": "low" if c.cs_active_low else "high",
+            "sources": {k: a.sources[k].as_dict() for k in ("mode", "wordsize", "bitorder", "cs_polarity")
+                        if k in a.sources}}
+
+
 def _check_shared(path, sa, args, prof, dev, headroom, rule, per_prof, per_dev) -> list:
     """Every device of a shared bus against its profile (``--profile CE0=NAME``) and device
     limits (``--device CE0=SPEC``, else its profile's device); a bare --profile/--device
@@ -173,6 +188,7 @@ def _check_shared(path, sa, args, prof, dev, headroom, rule, per_prof, per_dev) 
         res.capture = f"{res.capture} [{name}]"
         res.summary["stalls"] = stall_summary(a, rule)
         res.summary["cs"] = name
+        res.summary["spi"] = _spi_settings(a)
         out.append(res)
     if not out:
         raise UsageError("no device of the bus has a profile or device limits to check", path=str(path))

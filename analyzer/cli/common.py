@@ -19,6 +19,7 @@ spigap.api.analyze_file, the one entry point), ``load_captures``,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 
 from spigap.core.config import SpiConfig
@@ -463,6 +464,23 @@ def config_from_args(args, profile=None) -> SpiConfig:
         cfg = config_for_profile(profile, cfg, mode_given=args.mode is not None or args.cpol is not None
                                  or args.cpha is not None, tpm_given=args.transfers_per_message is not None)
     return cfg
+
+
+def device_profile_configs(args, cfg: SpiConfig, per_prof: dict) -> dict:
+    """A shared bus's ``--profile CE0=NAME``: each device's settings from its profile (the
+    SPI core sets them per device), as ``SpiConfig.device_cfgs``: what the command line
+    gives wins, then the profile (timing.check.config_for_profile), then the signals."""
+    from spigap.timing.check import config_for_profile
+    from spigap.timing.profiles import load_profile
+
+    out = {}
+    for name, spec in per_prof.items():
+        p = load_profile(spec)
+        own = config_for_profile(p, dataclasses.replace(cfg, device_cfgs={}),
+                                 mode_given=args.mode is not None or args.cpol is not None or args.cpha is not None,
+                                 tpm_given=args.transfers_per_message is not None)
+        out[name] = (own, f"profile {p.name}")
+    return out
 
 
 def reader_options(args) -> dict:

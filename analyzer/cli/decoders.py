@@ -21,6 +21,8 @@ ORDER = 60
 
 MARKER = ".installed-by-spigap"
 
+OTHER_CS_LINES = 3        # spi_gaps' optional Other CS# 1..3 (decoders/spi_gaps/pd.py)
+
 
 def add_subparser(sub) -> None:
     p = sub.add_parser("decoders", help="install the sigrok decoders; write PulseView setups (.pvs)",
@@ -282,19 +284,18 @@ def gaps_signal(args):
 
 def shared_signals(sa) -> list:
     """A shared bus: per device an spi decode signal (its CS, its settings) and an spi_gaps
-    one whose optional Other CS# is the next device's CS line (two devices: each other's),
-    so it marks the handovers between them (docs/shared-bus.md)."""
+    one whose optional Other CS# 1..3 are the other devices' CS lines in device order, each
+    with its polarity where it differs, so it marks every handover into the device and
+    two CS lines asserted at once (docs/shared-bus.md)."""
     from spigap.sigrok import pdinfo, pvs
 
     if sa.truncated:
         raise SpigapError(sa.truncated)
     spi, gaps = pdinfo.load("spi"), pdinfo.load("spi_gaps")
-    names = list(sa.devices)
     out = []
-    for k, (name, a) in enumerate(sa.devices.items()):
+    for name, a in sa.devices.items():
         cfg = a.cfg
-        roles = {"clk": cfg.clk, "cs": name, "mosi": cfg.mosi, "miso": cfg.miso,
-                 "cs_other": names[(k + 1) % len(names)]}
+        roles = {"clk": cfg.clk, "cs": name, "mosi": cfg.mosi, "miso": cfg.miso}
         sopts = {}
         for o in spi.options:
             value = pdinfo.spi_options(cfg).get(o.id)
@@ -303,6 +304,11 @@ def shared_signals(sa) -> list:
         out.append(pvs.DecodeSignal(f"SPI {name}", [pvs.StackedDecoder(spi.id, sopts)],
                                     [pvs.DecodeChannel(c.name, roles.get(c.id)) for c in spi.channels]))
         values = spi_gaps_values(a)
+        others = [(n, b.cfg) for n, b in sa.devices.items() if n != name][:OTHER_CS_LINES]
+        for i, (other, ocfg) in enumerate(others, 1):
+            roles[f"cs_other{i}"] = other
+            if ocfg.cs_active_low != cfg.cs_active_low:
+                values[f"cs_other{i}_polarity"] = pdinfo.spi_options(ocfg)["cs_polarity"]
         gopts = {o.id: (o.gvariant_type, type(o.default)(values[o.id])) for o in gaps.options
                  if o.id in values and values[o.id] != o.default}
         out.append(pvs.DecodeSignal(f"SPI gaps {name}", [pvs.StackedDecoder(gaps.id, gopts)],
@@ -397,6 +403,10 @@ def run_pvs(args) -> int:
     else:
         print(f"open with:  pulseview -s {q(str(out))} {q(str(capture))}   ", end="")
     print("the decoders must be installed (spigap decoders install) or in SIGROKDECODE_DIR")
+    n_dev = sum(1 for s in signals if s.decoders[0].id == "spi_gaps")
+    if n_dev > OTHER_CS_LINES + 1:
+        print(f"note: spi_gaps has {OTHER_CS_LINES} Other CS# lines: each device's sees the first "
+              f"{OTHER_CS_LINES} other devices' CS lines, so handovers from the rest are not marked")
     if len(signals) > 2:
         # measured, and why: docs/decoders.md "PulseView session setups"
         print(f"note: PulseView 0.4.2 starts all {len(signals)} decode signals at once and may crash or say "

@@ -101,7 +101,8 @@ class Sampler:
         self.cap = max(cap, block)
         self.block = block
         self.stride = 1
-        self.pieces: list[tuple[int, bool, analysis.Analysis]] = []     # (block, starts it, piece)
+        # (block, starts it, piece, capture index of its first transfer)
+        self.pieces: list[tuple[int, bool, analysis.Analysis, int]] = []
         self.kept = 0
 
     def add(self, a: analysis.Analysis, skip: int, g0: int, msg0: int) -> None:
@@ -118,12 +119,23 @@ class Sampler:
         for run in np.split(k, cuts):
             k0, k1 = int(run[0]), int(run[-1]) + 1
             piece = analysis.take(a, k0, k1, msg0)
-            self.pieces.append((int((g0 + k0) // self.block), (g0 + k0) % self.block == 0, piece))
+            self.pieces.append((int((g0 + k0) // self.block), (g0 + k0) % self.block == 0, piece, g0 + k0))
             self.kept += k1 - k0
         while self.kept > self.cap:
             self.stride *= 2
             self.pieces = [p for p in self.pieces if p[0] % self.stride == 0]
             self.kept = sum(p[2].n for p in self.pieces)
+
+    def keeps(self, g: np.ndarray) -> np.ndarray:
+        """Which of the capture's transfers ``g`` the sample holds so far (what it drops
+        later goes with its block: ``indices`` tells at the end)."""
+        return (g // self.block) % self.stride == 0
+
+    def indices(self) -> np.ndarray:
+        """The capture index of every transfer of the sample, in its order."""
+        if not self.pieces:
+            return np.empty(0, np.int64)
+        return np.concatenate([np.arange(p[3], p[3] + p[2].n, dtype=np.int64) for p in self.pieces])
 
     def analysis(self, b: "BoundedAnalysis") -> analysis.Analysis:
         """The sample as one Analysis, with the whole capture's figures from ``b``."""

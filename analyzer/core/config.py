@@ -80,6 +80,11 @@ class SpiConfig:
     # command line leaves out, analyze_file() without a config infers everything.
     infer: frozenset = frozenset()
     assumed: frozenset = frozenset()           # settings left at their defaults by --no-infer (reported so)
+    # a shared bus: a device's own settings (``check --profile CE0=NAME``: the SPI core sets
+    # mode, word size, bit order and CS polarity per device): CS name -> (SpiConfig, where
+    # from). Its values count where its ``infer`` lacks a setting this config's has (given
+    # options win, then these, then the signals); its transfers_per_message where this has none.
+    device_cfgs: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if self.cpol not in (0, 1) or self.cpha not in (0, 1):

@@ -209,6 +209,37 @@ class Interleave:
         return out
 
 
+class SampledColumns:
+    """A device's bus columns (core/bus.DeviceColumns) of the transfers a systematic sample
+    (collect.Sampler) holds, as the rows go by: bounded as the sample is, and at the end
+    in the sample's order, so they sit beside the sampled Analysis."""
+
+    def __init__(self, sampler: collect.Sampler):
+        self.sampler = sampler
+        self.parts: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []     # (capture indices, columns)
+        self.stride = sampler.stride
+
+    def add(self, g_first: int, cols: dict[str, np.ndarray]) -> None:
+        g = g_first + np.arange(len(cols["handover"]), dtype=np.int64)
+        keep = self.sampler.keeps(g)
+        if keep.any():
+            self.parts.append((g[keep], {c: v[keep] for c, v in cols.items()}))
+        if self.sampler.stride != self.stride:      # the sample dropped every other block
+            self.stride = self.sampler.stride
+            self.parts = [(g, {c: v[m] for c, v in cols.items()}) for g, cols in self.parts
+                          for m in [self.sampler.keeps(g)] if m.any()]
+
+    def result(self) -> dict[str, np.ndarray] | None:
+        want = self.sampler.indices()
+        if not self.parts:
+            return None
+        g = np.concatenate([p[0] for p in self.parts])
+        i = np.searchsorted(g, want)
+        if len(g) == 0 or (i >= len(g)).any() or (g[np.minimum(i, len(g) - 1)] != want).any():
+            return None                  # a transfer of the sample without its columns: none rather than wrong
+        return {c: np.concatenate([p[1][c] for p in self.parts])[i] for c in self.parts[0][1]}
+
+
 # ------------------------------------------------------------------ message grouping
 class SharedGrouper:
     """Message grouping for one device of a shared bus (collect.Collector's ``grouper``).
@@ -385,6 +416,9 @@ class SharedAnalyzer:
         self.collectors = [collect.Collector(p, keep=keep, rows=self._sink(k), **limits,
                                              grouper=SharedGrouper(pipe.tracker.columns[k]))
                            for k, p in enumerate(pipe.pipes)]
+        # keep="sample": each device's bus columns of the transfers its sample holds (compare's
+        # "who held the bus" on the same sample as the rest of its figures)
+        self.sampled = [SampledColumns(c.sampler) if c.sampler is not None else None for c in self.collectors]
 
     def _sink(self, k: int):
         columns = self.pipe.tracker.columns[k]
@@ -392,6 +426,9 @@ class SharedAnalyzer:
         def rows(a, k0: int, k1: int, g0: int, msg0: int) -> bool:
             cols = columns.take(g0 + k0, g0 + k1)
             self.inter[k].add(a.gap_kind[k0:k1], a.gap_before[k0:k1], cols)
+            sampled = self.sampled[k]
+            if sampled is not None:
+                sampled.add(g0 + k0, cols)
             bus = {"columns": cols, "devices": self.pipe.names}
             if self.out_rows is not None and self.out_rows(a, k0, k1, g0, msg0, bus) is False:
                 self.out_rows = None
@@ -419,6 +456,8 @@ class SharedAnalyzer:
                 cols = pipe.tracker.columns[k].take(0, a.n)
                 self.inter[k].add(a.gap_kind, a.gap_before, cols)
                 columns[name] = cols
+            elif isinstance(a, Analysis) and a.sample is not None and (sampled := self.sampled[k]) is not None:
+                columns[name] = sampled.result()
         s = pipe.settled
         first = next(iter(results.values()))
         sa = SharedAnalysis(info=pipe.info, cfg=pipe.cfg, tick_s=pipe.info.tick_s, end_tick=pipe.end_tick or 0,

@@ -79,8 +79,8 @@ def bus_timeline(sa, title: str):
         inside = np.flatnonzero((a.start > lo) & (a.start <= hi) & (cols["others"] > 0) & (cols["other_busy"] > 0))
         for i in inside:
             g0, g1 = a.end[i - 1], a.start[i]
-            if g0 < lo:
-                continue
+            if g0 < lo or (a.breaks is not None and a.breaks[i]):
+                continue            # (a sampled capture: transfer i - 1 is not the one before i)
             yb = rows[k] + 0.42
             ax.annotate("", (x(g1), yb), (x(g0), yb), arrowprops=dict(arrowstyle="|-|", color=COLORS[k % len(COLORS)],
                                                                     lw=0.8, mutation_scale=2))

@@ -100,7 +100,8 @@ def compare_shared(before: list[Capture], after: list[Capture], settings: Settin
     rng = np.random.default_rng(settings.seed)
     res = max(c.analysis.tick_s for c in before + after)
     found: list[tuple[str, str, dict]] = []
-    sampled = False
+    sampled = False                 # a device's columns missing (not expected: left out, said)
+    on_sample: set[str] = set()     # devices compared on a systematic sample (past 100 000 transfers)
     for n in names:
         for kind, code in SPLIT_KINDS.items():
             series: dict = {"gap": ([], []), "others": ([], []), "own": ([], [])}
@@ -111,6 +112,8 @@ def compare_shared(before: list[Capture], after: list[Capture], settings: Settin
                     if cols is None:
                         sampled = True
                         continue
+                    if getattr(a, "sample", None) is not None:
+                        on_sample.add(n)
                     m = (a.gap_kind == code) & (cols["other_busy"] >= 0) & ~np.isnan(a.gap_before)
                     g = a.gap_before[m] * a.tick_s
                     o = cols["other_busy"][m] * a.tick_s
@@ -134,8 +137,12 @@ def compare_shared(before: list[Capture], after: list[Capture], settings: Settin
             _mean_verdict(m, settings)
         splits.append(Split(n, kind, *ms))
     if sampled:
-        notes.append("the split by who held the bus needs every transfer: captures past 100 000 transfers per device "
-                     "(compared on a sample) are left out of it")
+        notes.append("the split by who held the bus needs each transfer's bus columns: a capture without them is "
+                     "left out of it")
+    if on_sample:
+        notes.append(f"who held the bus ({', '.join(sorted(on_sample))}): past 100 000 transfers per device, on the "
+                     "same systematic sample as the device's own figures (blocks of consecutive transfers; the gap "
+                     "before each block is left out)")
     # the bus: handover gaps per pair
     bus = []
     pairs = sorted({(a, b) for x in shared for (a, b), h in x.bus.handover.items() if h.n})

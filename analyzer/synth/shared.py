@@ -67,6 +67,8 @@ Example (times take units)::
     traffic = "mcp2518fd-rx"
     driver = "irq"
     irq_period = "700us"
+    # a device's own SPI settings (the SPI core sets them per device): mode (same CPOL
+    # as the bus's), wordsize, bitorder, cs_polarity
 
     [faults]                 # optional
     overlap = [12]           # these handovers: the next CS asserts during the previous CS hold
@@ -145,6 +147,7 @@ class Device:
     task: str = ""
     pid: int = 0
     cpu: int = 0
+    spi: dict = dataclasses.field(default_factory=dict)   # the device's own mode, wordsize, bitorder, cs_polarity
 
 
 @dataclasses.dataclass
@@ -173,6 +176,17 @@ class Shared:
     @property
     def shape(self) -> SpiShape:
         return SpiShape(self.sclk, self.cpol, self.cpha, self.wordsize, self.lsb_first, self.cs_active_low)
+
+    def shape_of(self, d: Device) -> SpiShape:
+        """The device's SPI settings: the bus's, with the device's own keys over them (the
+        SPI core sets mode, word size, bit order and CS polarity per device)."""
+        s = self.shape
+        for key, value in d.spi.items():
+            if key == "wordsize":
+                s.wordsize = int(value)
+            else:
+                set_bus_setting(s, key, value)
+        return s
 
     # ------------------------------------------------------------ loading
     @classmethod
@@ -243,6 +257,12 @@ class Shared:
                 raise UsageError(f"shared-bus scenario: {what}")
         need(self.samplerate >= 2 * self.sclk > 0, "samplerate must be at least twice sclk")
         need(1 <= self.wordsize <= 64, "wordsize must be 1..64")
+        for d in self.devices:
+            s = self.shape_of(d)
+            need(1 <= s.wordsize <= 64, f"{d.cs}: wordsize must be 1..64")
+            # SCLK idles at one level between the devices' windows: no clock edge outside them
+            need(s.cpol == self.cpol, f"{d.cs}: a device's mode keeps the bus's CPOL (mode {self.cpol * 2} "
+                 f"or {self.cpol * 2 + 1})")
         need(self.duration > 0 and self.lead >= 0 and self.tail >= 0, "duration > 0, lead and tail >= 0")
         need(self.controller.jitter >= 0 and all(getattr(self.controller, k) >= 0 for k in _CTRL_TIMES),
              "controller latencies and jitter must be >= 0")
@@ -254,8 +274,9 @@ class Shared:
             need(d.traffic in TRAFFIC, f"traffic is one of {', '.join(TRAFFIC)}, not {d.traffic!r}")
             need(d.driver in DRIVERS, f"driver is one of {', '.join(DRIVERS)}, not {d.driver!r}")
             need(d.traffic != "mcp2518fd-rx" or d.driver == "irq", "mcp2518fd-rx traffic comes from an irq driver")
-            need(d.traffic != "mcp3008" or self.wordsize == 8, "mcp3008 traffic needs 8-bit words")
-            need(d.traffic != "mcp2518fd-rx" or self.wordsize == 8, "mcp2518fd-rx traffic needs 8-bit words")
+            need(d.traffic != "mcp3008" or self.shape_of(d).wordsize == 8, "mcp3008 traffic needs 8-bit words")
+            need(d.traffic != "mcp2518fd-rx" or self.shape_of(d).wordsize == 8,
+                 "mcp2518fd-rx traffic needs 8-bit words")
             for k in ("cs_setup", "cs_hold", "cs_change", "think", "irq_period", "irq_latency", "start",
                       "idle_clocks"):
                 need(getattr(d, k) >= 0, f"{d.cs}: {k} must be >= 0")
@@ -289,6 +310,10 @@ def _device(table: dict, i: int) -> Device:
             setattr(d, key, float(value))
         elif key in ("channels", "batch"):
             setattr(d, key, tuple(int(v) for v in (value if isinstance(value, list) else [value])))
+        elif key in ("mode", "wordsize", "bitorder", "cs_polarity"):
+            d.spi[key] = int(value) if key == "wordsize" else value
+            if key != "wordsize":
+                set_bus_setting(SpiShape(1.0), key, value)      # a bad value raises here
         else:
             raise UsageError(f"unknown [[device]] key {key!r}")
     bus, cs = spi_device_numbers(d.spi_device)
@@ -328,7 +353,7 @@ class _Traffic:
                 rx = mcp3008._words(mcp3008.device_reply(mcp3008._bits(tx), code, 10, 1))
                 self.truth.append({"channel": ch, "code": code})
             else:
-                mask = (1 << self.sh.wordsize) - 1
+                mask = (1 << self.sh.shape_of(d).wordsize) - 1
                 base = len(self.truth) * d.words
                 tx = [(base + j) & mask for j in range(d.words)]
                 rx = [int(v) for v in self.rng.integers(0, mask, d.words, endpoint=True)]
@@ -400,7 +425,7 @@ def plan(sh: Shared) -> tuple[Plan, list[_Traffic]]:
     rng = np.random.default_rng([sh.seed, 0])
     c = sh.controller
     T = 1.0 / sh.sclk
-    span = (2 * sh.wordsize - 1) * T / 2
+    spans = [(2 * sh.shape_of(d).wordsize - 1) * T / 2 for d in sh.devices]
 
     def lat(x: float) -> float:
         if c.jitter <= 0 or x <= 0:
@@ -476,7 +501,7 @@ def plan(sh: Shared) -> tuple[Plan, list[_Traffic]]:
             out.miso.append(rx)
             out.word_gaps.append(gaps)
             m.windows.append(len(out.device) - 1)
-            t = t + setup + len(tx) * span + sum(gaps) + hold
+            t = t + setup + len(tx) * spans[k] + sum(gaps) + hold
             if j + 1 < len(wins):
                 t += _gap(rng, d.cs_change)
         m.done = t + lat(c.deassert_to_done)
@@ -522,8 +547,9 @@ def build_bus(sh: Shared) -> Built:
     p, traffic = plan(sh)
     n = len(p.device)
     assert_t = np.asarray(p.assert_t)
-    dur = np.array([s + len(tx) * (2 * sh.wordsize - 1) / (2 * sh.sclk) + sum(g) + h
-                    for s, tx, g, h in zip(p.cs_setup, p.mosi, p.word_gaps, p.cs_hold)])
+    wsz = [sh.shape_of(d).wordsize for d in sh.devices]
+    dur = np.array([s + len(tx) * (2 * wsz[k] - 1) / (2 * sh.sclk) + sum(g) + h
+                    for k, s, tx, g, h in zip(p.device, p.cs_setup, p.mosi, p.word_gaps, p.cs_hold)])
     deassert_t = assert_t + dur
     gap_before = np.empty(n)
     gap_before[0] = assert_t[0]
@@ -541,9 +567,9 @@ def build_bus(sh: Shared) -> Built:
                       word_window=ww, mosi=np.array([v for m in p.mosi for v in m], np.uint64),
                       miso=np.array([v for m in p.miso for v in m], np.uint64), word_gap=word_gap,
                       word_boundary=np.zeros(nw, bool))
-    tl = build(windows, sh.shape, sh.tail)
-    cs_a, cs_d = tl.cs_assert.copy(), tl.cs_deassert.copy()
     dev = np.asarray(p.device)
+    tl = _build(sh, windows, dev, assert_t, deassert_t)
+    cs_a, cs_d = tl.cs_assert.copy(), tl.cs_deassert.copy()
     overlaps = []
     for h in sh.overlap:
         # handover number h (0-based, over the windows whose device differs from the previous one's)
@@ -576,6 +602,40 @@ def build_bus(sh: Shared) -> Built:
     return Built(sh, p, tl, traffic, cs_a, cs_d, overlaps, stray, (st_t, st_l))
 
 
+def _build(sh: Shared, w: Windows, dev: np.ndarray, assert_t: np.ndarray, deassert_t: np.ndarray) -> Timeline:
+    """The bus's timeline: one device's windows at a time, each with its own settings
+    (timeline.build), merged in bus order (all devices share SCLK's idle level)."""
+    if all(not d.spi for d in sh.devices):
+        return build(w, sh.shape, sh.tail)
+    n, nw = w.n, len(w.word_window)
+    cs_a, cs_d = np.empty(n), np.empty(n)
+    wf, wl = np.empty(nw), np.empty(nw)
+    clk, data, end = [], [], 0.0
+    for k, d in enumerate(sh.devices):
+        win = np.flatnonzero(dev == k)
+        if not len(win):
+            continue
+        words = np.flatnonzero(np.isin(w.word_window, win))
+        # each gap from the previous window of this device, as the bus placed them
+        gap = np.concatenate([[assert_t[win[0]]], assert_t[win[1:]] - deassert_t[win[:-1]]])
+        sub = Windows(gap_before=gap, cs_setup=w.cs_setup[win], cs_hold=w.cs_hold[win], kind=w.kind[win],
+                      message=w.message[win], word_window=np.searchsorted(win, w.word_window[words]),
+                      mosi=w.mosi[words], miso=w.miso[words], word_gap=w.word_gap[words],
+                      word_boundary=w.word_boundary[words])
+        one = build(sub, sh.shape_of(d), sh.tail)
+        cs_a[win], cs_d[win] = one.cs_assert, one.cs_deassert
+        wf[words], wl[words] = one.word_first, one.word_last
+        clk.append((one.clk_t, one.clk_level))
+        data.append((one.data_t, one.mosi_bits, one.miso_bits))
+        end = max(end, one.end_time)
+    ct = np.concatenate([c[0] for c in clk])
+    co = np.argsort(ct, kind="stable")
+    dt = np.concatenate([x[0] for x in data])
+    do = np.argsort(dt, kind="stable")
+    return Timeline(sh.shape, w, cs_a, cs_d, wf, wl, end, ct[co], np.concatenate([c[1] for c in clk])[co],
+                    dt[do], np.concatenate([x[1] for x in data])[do], np.concatenate([x[2] for x in data])[do])
+
+
 def tracks(b: Built) -> list[Track]:
     sh, tl = b.sh, b.timeline
     q = lambda t: np.rint(np.asarray(t) * sh.samplerate).astype(np.int64)  # noqa: E731
@@ -590,9 +650,9 @@ def tracks(b: Built) -> list[Track]:
         out.append(Track(sh.channels["mosi"], q(tl.data_t), tl.mosi_bits, 0))
     if sh.channels.get("miso"):
         out.append(Track(sh.channels["miso"], q(tl.data_t), tl.miso_bits, 0))
-    act = 0 if sh.cs_active_low else 1
     dev = np.asarray(b.plan.device)
     for k, d in enumerate(sh.devices):
+        act = 0 if sh.shape_of(d).cs_active_low else 1
         w = np.flatnonzero(dev == k)
         t = np.empty(2 * len(w))
         t[0::2], t[1::2] = b.cs_assert[w], b.cs_deassert[w]
@@ -728,7 +788,7 @@ def trace_lines(b: Built, *, ns: bool = False, drift_ppm: float = 0.0, clock_sta
         own = (d.task, d.pid, d.cpu)
         runner = own if not m.queued else pump
         ptr = 0xffff888004000000 + 0x400 * mi
-        length = sum(len(p.mosi[w]) for w in m.windows) * ((sh.wordsize + 7) // 8)
+        length = sum(len(p.mosi[w]) for w in m.windows) * ((sh.shape_of(d).wordsize + 7) // 8)
         if m.enter is not None:
             add(m.enter, own, "sys_enter_ioctl", "fd: 0x00000003, cmd: 0x40206b00, arg: 0x7ffd1c2a9e50")
         add(m.submit, own, "spi_message_submit", f"{d.spi_device} {ptr:016x}")

@@ -70,6 +70,18 @@ def check_text(results: list[CheckResult], *, verbose: bool = False) -> str:
     return "\n".join(out)
 
 
+def _spi_line(spi: dict) -> str:
+    """A shared-bus device's settings, each with where it came from."""
+    src = spi.get("sources", {})
+
+    def how(k):
+        d = src.get(k)
+        return f" ({d['note'] if d['from'] == 'given' and d['note'] else d['from']})" if d else ""
+
+    return (f"mode {spi['mode']}{how('mode')}, {spi['wordsize']}-bit words{how('wordsize')}, "
+            f"{spi['bitorder'].upper()} first{how('bitorder')}, CS active {spi['cs_polarity']}{how('cs_polarity')}")
+
+
 def _one_text(res: CheckResult, verbose: bool) -> str:
     p, d, s = res.profile, res.device, res.summary
     c = res.counts()
@@ -81,6 +93,8 @@ def _one_text(res: CheckResult, verbose: bool) -> str:
         lines.append(f"profile     {p.name}: {p.title}")
     if d is not None:
         lines.append(f"device      {d.spec}: {d.title}")
+    if s.get("spi"):
+        lines.append("spi         " + _spi_line(s["spi"]))
     tpm = s.get("transfers_per_message")
     lines.append(f"capture     {s['transfers']} transfers, {tpm} per message [{s['grouping']}], "
                  f"SCLK {fmt_freq(s['sclk_hz'])}"

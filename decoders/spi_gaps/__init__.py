@@ -57,6 +57,12 @@ begins the first whole message; spigap analyze infers it from the gaps
 (JSON: grouping phase p gives (p + 1) mod N), and "spigap decoders pvs
 --gaps" sets it.
 
+A shared bus: "Other CS# 1".."Other CS# 3" are optional, the other devices'
+CS lines on this SCLK, each with its polarity option ("as CS#" by default).
+Mapped, a "Shared bus" row marks each handover into this device (the bus's
+last CS deassert was another line's: from it to this CS assert, named by the
+line) and a warning where this CS and another are asserted at once.
+
 Needs the samplerate.
 '''
 

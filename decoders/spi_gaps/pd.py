@@ -22,7 +22,8 @@ class OptionError(Exception):
 
 
 # channel indices (channels, then optional_channels)
-CLK, CS, OTHER = 0, 1, 4
+CLK, CS = 0, 1
+OTHERS = (4, 5, 6)          # Other CS# 1..3: the other devices' CS lines on this SCLK
 
 # annotation classes (plain ints: lookups of a pseudo-enum class cost time
 # on every clock edge)
@@ -47,8 +48,12 @@ class Decoder(srd.Decoder):
     optional_channels = (
         {'id': 'mosi', 'name': 'MOSI', 'desc': 'Master out, slave in (not read).'},
         {'id': 'miso', 'name': 'MISO', 'desc': 'Master in, slave out (not read).'},
-        {'id': 'cs_other', 'name': 'Other CS#',
-            'desc': "Another device's chip-select on the same bus (same polarity): handover gaps."},
+        {'id': 'cs_other1', 'name': 'Other CS# 1',
+            'desc': "Another device's chip-select on this SCLK."},
+        {'id': 'cs_other2', 'name': 'Other CS# 2',
+            'desc': "A third device's chip-select on this SCLK."},
+        {'id': 'cs_other3', 'name': 'Other CS# 3',
+            'desc': "A fourth device's chip-select on this SCLK."},
     )
     options = (
         {'id': 'cs_polarity', 'desc': 'CS# polarity', 'default': 'active-low',
@@ -65,6 +70,12 @@ class Decoder(srd.Decoder):
             'default': ''},
         {'id': 'inter_transfer_gap',
             'desc': 'Inter-transfer gap threshold in us (0 = auto)', 'default': 0.0},
+        {'id': 'cs_other1_polarity', 'desc': 'Other CS# 1 polarity', 'default': 'as CS#',
+            'values': ('as CS#', 'active-low', 'active-high')},
+        {'id': 'cs_other2_polarity', 'desc': 'Other CS# 2 polarity', 'default': 'as CS#',
+            'values': ('as CS#', 'active-low', 'active-high')},
+        {'id': 'cs_other3_polarity', 'desc': 'Other CS# 3 polarity', 'default': 'as CS#',
+            'values': ('as CS#', 'active-low', 'active-high')},
     )
     annotations = (
         ('transfer', 'Transfer (CS window).'),
@@ -76,7 +87,7 @@ class Decoder(srd.Decoder):
         ('context-switch', 'CS inactive between messages.'),
         ('cs-inactive', 'CS inactive, message structure unknown.'),
         ('warning', 'Warning.'),
-        ('handover', "The other device's CS deassert to this CS assert."),
+        ('handover', "Another device's CS deassert to this CS assert."),
     )
     annotation_rows = (
         ('transfers', 'Transfers', (A_TRANSFER,)),
@@ -100,9 +111,12 @@ class Decoder(srd.Decoder):
         self.auto_thr = None        # inter-transfer threshold from the word gaps so far
         self.next_split = 8         # re-split the word gaps when this many are seen
         self.spacing = Histogram()  # sampling-edge spacings inside words
-        self.other_off = None       # sample of the other CS's last deassert (a shared bus)
-        self.other_on = False       # the other CS is asserted
-        self.both_since = None      # both CS lines asserted since this sample
+        # a shared bus (Other CS# 1..3): per line its active level and whether it is asserted
+        self.other_act = {}
+        self.other_on = {}
+        self.other_off = None       # (sample, line) of the last deassert among the other lines
+        self.both_since = None      # this CS and another asserted since this sample
+        self.both_with = set()      # the other lines asserted with it meanwhile
         self._clear_window(0, False, True)
 
     def metadata(self, key, value):
@@ -162,36 +176,46 @@ class Decoder(srd.Decoder):
         self.window += 1
         if self.last_end is not None:
             self.cs_inactive_gap(self.window - 1, self.last_end, s)
-        if self.other_off is not None and not self.other_on and \
-                (self.last_end is None or self.other_off >= self.last_end):
-            # the bus went from the other device to this one
-            self.putx(self.other_off, s, A_HANDOVER,
-                      texts('Handover from the other device', 'Handover', 'HO', s - self.other_off,
+        on = [i for i in sorted(self.other_on) if self.other_on[i]]
+        off = self.other_off
+        if off is not None and not on and (self.last_end is None or off[0] >= self.last_end):
+            # the bus's last deassert was another device's: the bus went from it to this one
+            self.putx(off[0], s, A_HANDOVER,
+                      texts('Handover from Other CS# %d' % off[1], 'Handover', 'HO', s - off[0],
                             self.samplerate))
         self._clear_window(s, partial, clk == self.cpol)
         self.in_window = True
-        if self.other_on:
+        if on:
             self.both_since = s
+            self.both_with = set(on)
 
-    def other_edge(self, s, level):
-        """An edge of the other device's CS (optional channel cs_other)."""
-        on = level == self.active
-        if on == self.other_on:
+    def other_edge(self, s, line, level):
+        """An edge of Other CS# ``line`` (1..3)."""
+        on = level == self.other_act[line]
+        if on == self.other_on[line]:
             return
-        self.other_on = on
+        self.other_on[line] = on
         if on:
             if self.in_window:
-                self.both_since = s
+                if self.both_since is None:
+                    self.both_since = s
+                self.both_with.add(line)
         else:
-            self.other_off = s
-            self.both_end(s)
+            # several lines released in one sample: the lowest numbered one (the analyzer
+            # takes the first device's, and "spigap decoders pvs" maps them in device order)
+            if self.other_off is None or s > self.other_off[0]:
+                self.other_off = (s, line)
+            if not any(self.other_on.values()):
+                self.both_end(s)
 
     def both_end(self, s):
         if self.both_since is not None:
+            lines = ', '.join('Other CS# %d' % i for i in sorted(self.both_with))
             self.putx(self.both_since, s, A_WARNING,
-                      ['Two CS lines asserted at once: only one device may drive the shared MISO',
-                       'Two CS asserted', 'CS!'])
+                      ['Two CS lines asserted at once (CS# and %s): only one device may drive '
+                       'the shared MISO' % lines, 'Two CS asserted', 'CS!'])
             self.both_since = None
+            self.both_with = set()
 
     def cs_inactive_gap(self, index, ss, es):
         n = es - ss
@@ -308,9 +332,12 @@ class Decoder(srd.Decoder):
             self.fixed_thr = threshold_samples(self.thr_us * 1e-6, self.samplerate)
         pins = self.wait({})
         clk, cs = pins[:2]
-        other = self.has_channel(OTHER)
-        if other:
-            self.other_on = pins[OTHER] == self.active
+        # a shared bus: the mapped Other CS# lines, each with its polarity
+        others = [(i + 1, ch) for i, ch in enumerate(OTHERS) if self.has_channel(ch)]
+        for line, ch in others:
+            pol = self.options['cs_other%d_polarity' % line]
+            self.other_act[line] = self.active if pol == 'as CS#' else (0 if pol == 'active-low' else 1)
+            self.other_on[line] = pins[ch] == self.other_act[line]
         if cs == self.active:
             # CS already active at the first sample: a partial window
             self.open_window(self.samplenum, True, clk)
@@ -321,16 +348,18 @@ class Decoder(srd.Decoder):
         # inside: every SCLK edge and the CS deassert (an SCLK edge in the
         # deassert sample is outside the window)
         busy = [{CLK: 'e'}, {CS: 'e'}]
-        if other:
-            # a shared bus: the other device's CS edges too (handovers, both asserted)
-            idle.append({OTHER: 'e'})
-            busy.append({OTHER: 'e'})
+        # a shared bus: the other lines' edges too (handovers, two CS asserted), conditions 2..;
+        # handled before this CS's edge in the same sample (a handover in one sample is 0)
+        for line, ch in others:
+            idle.append({ch: 'e'})
+            busy.append({ch: 'e'})
         while True:
             if self.in_window:
                 pins = self.wait(busy)
                 m = self.matched
-                if other and m[2]:
-                    self.other_edge(self.samplenum, pins[OTHER])
+                for k, (line, ch) in enumerate(others):
+                    if m[2 + k]:
+                        self.other_edge(self.samplenum, line, pins[ch])
                 if m[1]:
                     self.close_window(self.samplenum)
                 elif m[0]:
@@ -338,8 +367,9 @@ class Decoder(srd.Decoder):
             else:
                 pins = self.wait(idle)
                 m = self.matched
-                if other and m[2]:
-                    self.other_edge(self.samplenum, pins[OTHER])
+                for k, (line, ch) in enumerate(others):
+                    if m[2 + k]:
+                        self.other_edge(self.samplenum, line, pins[ch])
                 if m[0] or m[1]:
                     self.open_window(self.samplenum, False, pins[CLK])
                     if m[1]:

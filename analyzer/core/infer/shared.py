@@ -120,9 +120,15 @@ def settle_devices(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], e
     what the user gave (``cfg.infer``: what may be inferred); ``sources``: the bus's
     (the first device's are updated: its CS polarity is judged on the bus)."""
     names = out.devices
-    base = dataclasses.replace(out, more_cs=())
+    base = dataclasses.replace(out, more_cs=(), device_cfgs={})
     if ev is None or out.clk not in ev.level:
-        return [Device(n, dataclasses.replace(base, cs=n), dict(sources)) for n in names]
+        devices = []
+        for n in names:
+            dcfg, src = dataclasses.replace(base, cs=n), dict(sources)
+            _own(dcfg, cfg, src, n)
+            devices.append(Device(n, dcfg, src))
+        _first(out, sources, devices)
+        return devices
     clk = out.clk
     ci = ev.changes[clk]
     devices = []
@@ -131,12 +137,14 @@ def settle_devices(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], e
         dcfg = dataclasses.replace(base, cs=name)
         src = dict(sources)
         src["cs"] = sources.get("cs", Source("given")) if k == 0 else _cs_source(cfg, sources)
-        if k:
-            infer_settings(dcfg, cfg, src, ev, [d for d in (out.mosi, out.miso) if d])
+        ucfg = _own(dcfg, cfg, src, name)
+        if k or ucfg is not cfg:
+            # the first device's settings came with the bus's, unless its own change them
+            infer_settings(dcfg, ucfg, src, ev, [d for d in (out.mosi, out.miso) if d])
         share = 0.0
         if name in ev.level and len(ci):
             active = 0 if dcfg.cs_active_low else 1
-            if "cs_polarity" in cfg.infer:
+            if "cs_polarity" in ucfg.infer:
                 found = level(ev, name, clk, 1)
                 if found is not None:
                     active = found[0]
@@ -154,7 +162,46 @@ def settle_devices(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], e
                                   f"edges; the bus's {len(devices)} CS lines together bracket {together:.0%}")
         sources["cs_polarity"] = devices[0].sources["cs_polarity"]
         out.cs_active_low = devices[0].cfg.cs_active_low
+    _first(out, sources, devices)
     return devices
+
+
+# a setting's fields in SpiConfig
+_FIELDS = {"mode": ("cpol", "cpha"), "wordsize": ("wordsize",), "bitorder": ("lsb_first",),
+           "cs_polarity": ("cs_active_low",)}
+
+
+def _own(dcfg: SpiConfig, cfg: SpiConfig, src: dict[str, Source], name: str) -> SpiConfig:
+    """Apply the device's own settings (``cfg.device_cfgs[name]``: a profile's) to ``dcfg``
+    where the command line gave none; returns the config whose ``infer`` says what is left
+    to infer for the device (``cfg`` when it has none of its own)."""
+    own = cfg.device_cfgs.get(name)
+    if own is None:
+        return cfg
+    ucfg, origin = own
+    # left to the signals (or, --no-infer, to the defaults) on the command line, set by its own
+    mine = (cfg.infer - ucfg.infer) | {s for s in cfg.assumed
+                                       if any(getattr(ucfg, f) != getattr(cfg, f) for f in _FIELDS[s])}
+    for s in sorted(mine):
+        for f in _FIELDS[s]:
+            setattr(dcfg, f, getattr(ucfg, f))
+        src[s] = Source("given", 1.0, origin)
+    if cfg.transfers_per_message is None and ucfg.transfers_per_message is not None:
+        dcfg.transfers_per_message = ucfg.transfers_per_message
+    return dataclasses.replace(ucfg, infer=cfg.infer & ucfg.infer)
+
+
+def _first(out: SpiConfig, sources: dict[str, Source], devices: list[Device]) -> None:
+    """The bus's settings are its first device's: follow them where its own changed them."""
+    d = devices[0] if devices else None
+    if d is None or d.cs not in out.device_cfgs:
+        return
+    for s, fields in _FIELDS.items():
+        for f in fields:
+            setattr(out, f, getattr(d.cfg, f))
+        if s in d.sources:
+            sources[s] = d.sources[s]
+    out.transfers_per_message = d.cfg.transfers_per_message
 
 
 def _cs_source(cfg: SpiConfig, sources: dict[str, Source]) -> Source:
