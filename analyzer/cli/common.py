@@ -229,7 +229,7 @@ def add_reader_options(g) -> None:
     convert takes these alone."""
     g.add_argument("--input-format", metavar="FMT",
                    help="reader to use: sr, dsl, vcd, csv, sigrok-csv, saleae, scope-csv, isf, tek-wfm, rigol-wfm, "
-                        "lecroy-trc, keysight-h5, keysight-bin, raw (default: from extension/content)")
+                        "lecroy-trc, keysight-h5, keysight-bin, siglent-bin, raw (default: from extension/content)")
     g.add_argument("--samplerate", type=_freq, metavar="HZ",
                    help="override the capture's samplerate (e.g. 5MHz) when its metadata is wrong")
     g.add_argument("--unitsize", type=int, metavar="BYTES",

@@ -54,6 +54,11 @@ _SPECS = [
     ReaderSpec("sr", (".sr",), _sniff_zip, "spigap.io.sr:SrReader", ("samplerate", "threshold")),
     ReaderSpec("dsl", (".dsl",), _sniff_never, "spigap.io.dsl:DslReader"),   # a zip like .sr: by extension
     ReaderSpec("vcd", (".vcd",), _sniff_vcd, "spigap.io.vcd:VcdReader"),
+    # .bin: Siglent's reader first, so that a .bin no sniff accepts gets its message (it names
+    # every vendor whose .bin is read); its sniff (no magic: a plausible header) cannot accept
+    # a Saleae, Keysight or Rigol file, which start with ASCII
+    ReaderSpec("siglent-bin", (".bin",), _lazy_sniff("spigap.io.siglent_bin"),
+               "spigap.io.siglent_bin:SiglentBinReader", ("samplerate", "threshold")),
     ReaderSpec("saleae", (".bin",), _sniff_saleae, "spigap.io.saleae:SaleaeReader", ("samplerate", "threshold")),
     ReaderSpec("csv", (".csv", ".txt"), _lazy_sniff("spigap.io.csv_changes"),
                "spigap.io.csv_changes:ChangeCsvReader"),
