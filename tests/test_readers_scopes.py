@@ -329,11 +329,12 @@ def test_threshold_goes_to_the_file_with_the_channel(capsys):
 @pytest.mark.parametrize("name", ["tek0000CH1.isf", "scope_30.bin", "DHO824-ch12.bin", "lecroy_4.trc",
                                   "tm:int8", "tm:ff_int16", "tm:v2_int16", "keysight1.h5",
                                   "DS1054Z-ch1SquareCH4Uart.wfm", "DS1102E-A.wfm", "DS1204B-A.wfm",
-                                  "DS1202CA-A.wfm", "DS2072A-5.wfm", "DS2072A-8.wfm", "DS4022-A.wfm"])
+                                  "DS1202CA-A.wfm", "DS2072A-5.wfm", "DS2072A-8.wfm", "DS4022-A.wfm",
+                                  "SDS00001.bin.gz"])
 def test_damaged_scope_files_are_errors_not_crashes(name, tmp_path, request):
     """Cut anywhere or with header bytes overwritten: the reader gives edges or a
     SpigapError (one line, exit 2), never another exception (exit 3). tm:NAME: a .wfm
-    tm_data_types wrote (tests/tekwfm_oracle.py)."""
+    tm_data_types wrote (tests/tekwfm_oracle.py); NAME.gz: the file gunzipped."""
     from spigap.errors import SpigapError
 
     if name.startswith("tm:"):
@@ -341,6 +342,8 @@ def test_damaged_scope_files_are_errors_not_crashes(name, tmp_path, request):
     else:
         src = DATA / name
     raw = src.read_bytes()
+    if src.suffix == ".gz":
+        raw, src = gzip.decompress(raw), src.with_suffix("")
     rng = np.random.default_rng(23)
     p = tmp_path / src.name
     for k in range(40):
