@@ -16,7 +16,7 @@ exc  # analyzer/io/base.py
 
 # readers are found through the registry (io/__init__.py ReaderSpec entries), not by name
 ChangeCsvReader, DslReader, SaleaeReader, ScopeCsvReader, SigrokCsvReader
-IsfReader, KeysightBinReader, KeysightH5Reader, LecroyTrcReader, RigolWfmReader, TekWfmReader
+IsfReader, KeysightBinReader, KeysightH5Reader, LecroyTrcReader, RigolWfmReader, SiglentBinReader, TekWfmReader
 
 # CaptureInfo: the reader API's record of what a reader read (spigap.api users see it;
 # deglitch_ns is also checked by the tests)

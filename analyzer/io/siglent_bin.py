@@ -144,7 +144,7 @@ def read_siglent_bin(path: str) -> tuple[list[Waveform], list[str]]:
     dt = 1.0 / rate if rate > 0 else math.inf
     t0 = delay - GRID / 2 * tdiv
     notes: list[str] = []
-    waves = []
+    waves: list[Waveform] = []
     flags = struct.unpack_from("<4I", h, 0)
     for k in (k for k in range(4) if flags[k]):
         vdiv_v, vdiv_m, unit = _value(h, 0x10 + 16 * k)
