@@ -1,6 +1,9 @@
 """Siglent ``.bin`` waveform files of the SDS1000X-E / SDS2000X-E family (the layout
-without a version field; Siglent's "How to Extract Data from the Binary File of SDS
-Oscilloscope" for these series). All little-endian; no magic bytes:
+without a version field). Siglent's "How to Extract Data from the Binary File of SDS
+Oscilloscope" for these series could not be read from here: the field table below is
+the one giuliof/siglent-bin2sr's Kaitai description (test/siglent-bin.ksy, BSD-3-Clause,
+whose comments quote the note) and geekman/siglent-bin2sr's 010 template give, read as
+facts and matched on the real file. All little-endian; no magic bytes:
 
     0x00  int32[4]  CH1..CH4 on (1) / off (0)
     0x10  4 x value-with-unit  CH1..CH4 V/div
