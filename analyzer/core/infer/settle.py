@@ -256,7 +256,7 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                                        "framed without CS (by SCLK idle time)")
         if cfg.cs is None and not cfg.no_cs and out.clk is not None:
             foreign = {c for b in buses if b.clk != out.clk for c in b.channels()}
-            _shared_bus(out, sources, ev, [c for c in ev.names if c not in foreign | {out.clk, out.mosi, out.miso}
+            _shared_bus(out, cfg, sources, ev, [c for c in ev.names if c not in foreign | {out.clk, out.mosi, out.miso}
                                            and c not in bus.data])
         data_lines = [d for d in bus.data if d not in {out.clk, out.cs}]
         # a shared bus's CS polarities are judged on its lines together, before the rest
@@ -280,7 +280,7 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
         sources.setdefault(role, Source("inferred", 0.8, "no second data line"))
     if not need_roles:
         if extra and out.clk is not None:
-            _shared_bus(out, sources, ev, ([out.cs] if out.cs else []) + extra)
+            _shared_bus(out, cfg, sources, ev, ([out.cs] if out.cs else []) + extra)
         scfg, pol = bus_polarity(out, cfg, sources, ev)
         infer_settings(out, scfg, sources, ev, [d for d in (out.mosi, out.miso) if d])
     reconcile(out, cfg, sources, info, warnings)       # the capture's saved decoder settings
@@ -294,16 +294,20 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
     return out, buses, devices
 
 
-def _shared_bus(out: SpiConfig, sources: dict[str, Source], ev: Evidence, candidates: list[str]) -> None:
+def _shared_bus(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evidence,
+                candidates: list[str]) -> None:
     """Several CS lines that together bracket the clock's bursts: every device of a shared
-    bus (infer/shared.py), the first as ``cs``, the others as ``more_cs``."""
+    bus (infer/shared.py), the first as ``cs``, the others as ``more_cs``; with --cs-polarity,
+    lines active at that level only."""
     assert out.clk is not None
-    found = cs_set(ev, out.clk, [c for c in candidates if c in ev.level])
+    given = None if "cs_polarity" in cfg.infer else (0 if out.cs_active_low else 1)
+    found = cs_set(ev, out.clk, [c for c in candidates if c in ev.level], given)
     if not found:
         return
     names = [n for n, _, _ in found]
     out.cs, out.more_cs = names[0], tuple(names[1:])
-    out.cs_active_low = found[0][1] == 0
+    if given is None:
+        out.cs_active_low = found[0][1] == 0
     sources["cs"] = Source("inferred", 0.95, f"{', '.join(names)} each bracket SCLK bursts "
                                              f"({', '.join(f'{n} {s:.0%}' for n, _, s in found)} of the edges), "
                                              "together all of them: devices of one shared bus")

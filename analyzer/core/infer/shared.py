@@ -161,10 +161,11 @@ def _readings(lines: list[list[_Option]], n_edges: int, select: bool) -> list[_R
     return sorted(found.values(), key=lambda r: (-len(r.chosen), r.overlaps, sum(o.held for o in r.chosen)))
 
 
-def cs_set(ev: Evidence, clk: str, candidates: list[str]) -> list[tuple[str, int, float]] | None:
+def cs_set(ev: Evidence, clk: str, candidates: list[str],
+           active: int | None = None) -> list[tuple[str, int, float]] | None:
     """The CS lines among ``candidates`` that bracket ``clk``'s bursts together, in channel
     order: [(name, active level, share of SCLK edges)], or None when no set of two or
-    more does (one CS, or none)."""
+    more does (one CS, or none). ``active``: the given active level of every line."""
     ci = ev.changes.get(clk)
     if ci is None or len(ci) < 16:
         return None
@@ -172,7 +173,8 @@ def cs_set(ev: Evidence, clk: str, candidates: list[str]) -> list[tuple[str, int
     for name in candidates:
         if name == clk or name not in ev.level or not len(ev.changes[name]):
             continue
-        opts = [o for o in _options(ev, name, clk, MIN_WINDOWS) if MIN_SHARE <= o.inside.mean() < BRACKET]
+        opts = [o for o in _options(ev, name, clk, MIN_WINDOWS) if MIN_SHARE <= o.inside.mean() < BRACKET
+                and active in (None, o.active)]
         if opts:
             lines.append(opts)
     if len(lines) < 2:
