@@ -234,3 +234,15 @@ def test_no_idle_bus_is_said_ambiguous(tmp_path):
     assert any("--cs-polarity" in w for w in d["warnings"])
     d = _detect(tmp_path / "alt.sr", "--cs-polarity", "high")
     assert [x["cs_polarity"] for x in d["devices"]] == ["high", "high"]
+
+
+@pytest.mark.parametrize("think,hold", [("1us", "20us"), ("30us", "20us"), ("5us", "8us")])
+def test_overlapping_handovers_keep_the_polarities(tmp_path, think, hold):
+    """Faults: in 10 handovers the next CS asserts during the previous one's hold (two windows
+    at once). The true reading has those 10 windows asserted together; the wrong one every
+    handover's idle: still told apart. (With a 10 % cap on such windows, these lost the bus.)"""
+    faults = '[faults]\noverlap = [3, 10, 20, 30, 40, 50, 60, 70, 80, 90]\noverlap_by = "300ns"\n'
+    cap, truth = _synth(tmp_path, _recipe(think, hold, 1, ("low", "high"), seed=5, third=("5us", "low")) + faults)
+    assert len(truth["bus"]["overlaps"]) == 10
+    want = _truth_active(cap, truth)
+    assert _verdict(_detect(cap), want) == "right"

@@ -27,7 +27,8 @@ from spigap.core.infer.settings import infer_settings
 MIN_WINDOWS = 4               # windows with an SCLK burst each line needs to be a device
 MIN_SHARE = 0.02              # of the clock's edges each line brackets at least
 MAX_OVERLAP = 0.01            # of the bracketed edges that may fall in two lines' windows at once
-MAX_TIME_OVERLAP = 0.1        # of a line's windows that may overlap another line's in time (faults)
+MAX_TIME_OVERLAP = 0.5        # of a line's windows that may overlap another line's in time (faults:
+#                               the next CS asserting during the previous one's hold); above, no CS
 MAX_BRANCH = 6                # lines whose two levels are both tried (2**6 readings at most)
 
 
@@ -206,9 +207,9 @@ class Polarities:
 
 def polarities(ev: Evidence, clk: str, names: list[str]) -> Polarities | None:
     """Each line's active level: the reading in which the lines bracket the SCLK edges
-    together, share none, and are not asserted at once (``_join``). None: no reading of
-    all of them does. ``other``: a second reading that fits too (no bus idle time in the
-    prefix to tell them apart)."""
+    together, share none, and are asserted at once in the fewest windows (``_join``). None:
+    no reading of all of them does. ``other``: a second reading with about as few (at most
+    twice as many, plus two): no bus idle time in the prefix tells them apart."""
     ci = ev.changes.get(clk)
     if ci is None or not len(ci) or any(n not in ev.level for n in names):
         return None
@@ -220,7 +221,9 @@ def polarities(ev: Evidence, clk: str, names: list[str]) -> Polarities | None:
         return None
     best = found[0]
     out = Polarities({o.name: o.active for o in best.chosen}, float(best.union.mean()), best.overlaps)
-    if len(found) > 1:
+    if len(found) > 1 and found[1].overlaps <= 2 * best.overlaps + 2:
+        # as few windows asserted together in the other reading: nothing tells them apart
+        # (in the true reading they are faults; in the wrong one, every moment the bus idles)
         out.other = {o.name: o.active for o in found[1].chosen}
         out.other_overlaps = found[1].overlaps
     return out
