@@ -236,7 +236,7 @@ def test_device_labels_per_device(pair, capsys):
     assert main(["analyze", str(b), "--device", "mcp3008"]) == 2
     assert "say which: --device CE0=mcp3008" in capsys.readouterr().err
     assert main(["analyze", str(b), "--event", "CE1:rise"]) == 2
-    assert "give --cs NAME" in capsys.readouterr().err
+    assert "say which, --event CE0=CE1:rise" in capsys.readouterr().err
 
 
 def test_monitor_prints_each_device(pair, capsys):
