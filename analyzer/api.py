@@ -36,8 +36,9 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
 
     Several devices on one bus (``--cs CE0,CE1``, or found in the signals): a
     ``core.shared.SharedAnalysis`` (``.devices``: each device's Analysis; ``.bus``);
-    ``device`` is then {CS line: spec} (labels per device); ``events`` take one device
-    (``--cs NAME``)."""
+    ``device`` is then {CS line: spec} (labels per device); each event names its device
+    (``CE0=CONVST:rise``: the chain ends at that device's next transfer), measured into
+    that device's Analysis's ``.events``."""
     from spigap.core import events as events_mod
 
     specs = [events_mod.parse_event(e) if isinstance(e, str) else e for e in events or []]
@@ -47,7 +48,13 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
     with open_capture(path, **opts) as r:
         a = pipeline.analyze(r, cfg or SpiConfig(infer=INFERABLE), keep=keep, rows=rows)
     if getattr(a, "shared", False):
-        return _shared_labels(a, device, specs)
+        sa = _shared_labels(a, device)
+        for cs, own in events_mod.for_devices(specs, list(sa.devices)).items():
+            with open_capture(path, **opts) as r:
+                sa.devices[cs].events = events_mod.measure(r, sa.devices[cs], own)
+        return sa
+    if specs:
+        specs = events_mod.for_devices(specs, [a.cfg.cs] if a.cfg.cs else []).popitem()[1]
     if isinstance(device, dict):
         if a.cfg.cs not in device or len(device) > 1:
             raise UsageError(f"--device {', '.join(f'{k}=...' for k in device)}: the capture was analyzed as one "
@@ -64,12 +71,9 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
     return a
 
 
-def _shared_labels(sa, device, specs):
+def _shared_labels(sa, device):
     """--device per device of a shared bus (each transfer's meaning, per device)."""
     names = list(sa.devices)
-    if specs:
-        raise UsageError(f"--event: the capture holds {len(names)} devices on one bus ({', '.join(names)}); the "
-                         "event chain ends at one device's CS assert: give --cs NAME")
     if not device:
         return sa
     if not isinstance(device, dict):

@@ -170,7 +170,9 @@ def test_readme_lists_every_key_of_a_shared_bus(capsys):
     one device's (checked against the first listing), and the rows' extra keys."""
     schema = readme_schema("### Shared bus JSON")
     one = readme_schema()
-    d = analyze_json(capsys, CAPTURES / "shared-three-faults.sr", "--transfers")
+    # an event chain on one device (--event DEVICE=...): its "events", as one device's
+    d = analyze_json(capsys, CAPTURES / "shared-three-faults.sr", "--transfers", "--event", "CS1=SDO:rise")
+    assert "events" in d["devices"]["CS1"] and "events" not in d["devices"]["CS0"]
     missing = unlisted(d, schema)
     for name, dev in d["devices"].items():
         missing += unlisted({k: v for k, v in dev.items() if k != "interleave"}, one, f".devices.{name}")

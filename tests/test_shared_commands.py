@@ -126,7 +126,7 @@ def test_compare_splits_who_held_the_bus_past_100000_transfers(tmp_path, capsys)
         i1 = np.searchsorted(a1, a0[1:])
         truth[side] = np.concatenate([[-1], cum[i1] - cum[i0]])
     assert main(["compare", "--before", str(tmp_path / "before.sr"), "--after", str(tmp_path / "after.sr"),
-                 "--cs", "CE0,CE1", "--cs-polarity", "low", "--format", "json"]) == 0
+                 "--format", "json"]) == 0
     d = json.loads(capsys.readouterr().out)
     split = {(x["device"], x["kind"]): x for x in d["who_held_the_bus"]}
     s = split[("CE0", "context_switch")]
@@ -236,7 +236,7 @@ def test_device_labels_per_device(pair, capsys):
     assert main(["analyze", str(b), "--device", "mcp3008"]) == 2
     assert "say which: --device CE0=mcp3008" in capsys.readouterr().err
     assert main(["analyze", str(b), "--event", "CE1:rise"]) == 2
-    assert "give --cs NAME" in capsys.readouterr().err
+    assert "say which, --event CE0=CE1:rise" in capsys.readouterr().err
 
 
 def test_monitor_prints_each_device(pair, capsys):

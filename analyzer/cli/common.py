@@ -309,7 +309,8 @@ def add_event_options(p) -> None:
                         "measures CONVST→BUSY, BUSY→CS and CONVST→CS; each channel also gets its "
                         "interval, period and pulse widths (a toggle pin: --event TOGGLE:both). A "
                         "channel named CONVST or BUSY (rename with --channel-map) also feeds the "
-                        "AD7606 device checks")
+                        "AD7606 device checks. On a shared bus (analyze): --event CE0=CONVST:rise, the "
+                        "chain ending at that device's next transfer")
 
 
 def add_stall_options(p) -> None:

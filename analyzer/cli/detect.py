@@ -85,10 +85,7 @@ def detect(path: str, args) -> dict:
         "capture": {"path": path, "format": info.format, "channels": list(info.channels)},
         "settings": values,
         "sources": sources,
-        "buses": [{"clk": b.clk, "cs": b.cs, "cs_polarity": (None if b.cs_active is None else
-                                                               "low" if b.cs_active == 0 else "high"),
-                   "devices": list(out.devices) if b.clk == out.clk and out.more_cs else ([b.cs] if b.cs else []),
-                   "data": b.data, "analyzed": b.clk == out.clk} for b in buses],
+        "buses": [_bus(b, out) for b in buses],
         "devices": devices,
         "warnings": settled.warnings,
         "commands": {"spigap": f"spigap analyze {q} " + " ".join(spigap_options(out)),
@@ -96,6 +93,17 @@ def detect(path: str, args) -> dict:
                                    + " -A spi=mosi-data:miso-data",
                      "sigrok_decoder_options": decoders[0] if len(decoders) == 1 else decoders},
     }
+
+
+def _bus(b, out) -> dict:
+    """One bus found in the signals; the analyzed shared bus with its first device's CS and polarity
+    (judged on its lines together), not the single line the bus search picked."""
+    shared = b.clk == out.clk and bool(out.more_cs)
+    cs, active = (out.cs, 0 if out.cs_active_low else 1) if shared else (b.cs, b.cs_active)
+    return {"clk": b.clk, "cs": cs, "cs_polarity": None if active is None or cs is None else
+            "low" if active == 0 else "high",
+            "devices": list(out.devices) if shared else ([b.cs] if b.cs else []),
+            "data": b.data, "analyzed": b.clk == out.clk}
 
 
 def render_text(d: dict) -> str:

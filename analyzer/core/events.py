@@ -48,6 +48,7 @@ _SPI_NAMES = ("cs", "spi")
 class EventSpec:
     channel: str          # channel name as given (or "CS"/"SPI" for the transfer pseudo channel)
     edge: str             # rise | fall | both | start | end (start/end: SPI transfer pseudo edges)
+    device: str | None = None   # a shared bus: the device (CS line) whose transfers end the chain
 
     @property
     def is_spi(self) -> bool:
@@ -63,17 +64,41 @@ class EventSpec:
 
 
 def parse_event(text: str) -> EventSpec:
-    """``NAME:rise|fall|both`` or ``CS:assert|deassert`` / ``SPI:start|end``."""
-    m = re.match(r"^\s*([^:]+?)\s*:\s*([A-Za-z]+)\s*$", text or "")
+    """``NAME:rise|fall|both`` or ``CS:assert|deassert`` / ``SPI:start|end``; on a shared
+    bus ``DEVICE=...`` (``CE0=CONVST:rise``): the device whose transfers end the chain."""
+    m = re.match(r"^\s*(?:([^:=]+?)\s*=\s*)?([^:=]+?)\s*:\s*([A-Za-z]+)\s*$", text or "")
     if not m:
-        raise UsageError(f"--event {text!r}: give CHANNEL:EDGE, e.g. CONVST:rise, BUSY:fall, TOGGLE:both")
-    name, word = m.group(1), m.group(2).lower()
+        raise UsageError(f"--event {text!r}: give CHANNEL:EDGE, e.g. CONVST:rise, BUSY:fall, TOGGLE:both "
+                         "(on a shared bus DEVICE=CHANNEL:EDGE, e.g. CE0=CONVST:rise)")
+    device, name, word = m.group(1), m.group(2), m.group(3).lower()
     if word in _SPI_WORDS and name.lower() in _SPI_NAMES:
-        return EventSpec(name.upper(), _SPI_WORDS[word])
+        return EventSpec(name.upper(), _SPI_WORDS[word], device)
     if word not in _EDGE_WORDS:
         raise UsageError(f"--event {text!r}: unknown edge {word!r} (use rise, fall or both; "
                          "CS:assert / CS:deassert for the SPI transfers)")
-    return EventSpec(name, _EDGE_WORDS[word])
+    return EventSpec(name, _EDGE_WORDS[word], device)
+
+
+def for_devices(specs: list[EventSpec], devices: list[str]) -> dict[str, list[EventSpec]]:
+    """``specs`` per device of a capture whose devices (CS lines) are ``devices`` (one, or a
+    shared bus's), without their device part. On a shared bus every event must name its
+    device (the chain ends at that device's next transfer); on one device, a named device
+    must be it."""
+    out: dict[str, list[EventSpec]] = {}
+    for s in specs:
+        if s.device is None:
+            if len(devices) > 1:
+                raise UsageError(f"--event {s.label}: the capture holds {len(devices)} devices on one bus "
+                                 f"({', '.join(devices)}); the event chain ends at one device's next transfer: "
+                                 f"say which, --event {devices[0]}={s.label} (or analyze one with --cs NAME)")
+            dev = devices[0] if devices else ""
+        elif s.device not in devices:
+            raise UsageError(f"--event {s.device}={s.label}: {s.device} is not a device of this capture "
+                             f"({', '.join(devices) or 'no CS line'})")
+        else:
+            dev = s.device
+        out.setdefault(dev, []).append(dataclasses.replace(s, device=None))
+    return out
 
 
 @dataclasses.dataclass

@@ -2,7 +2,8 @@
 
 JSON (README, "Shared bus"): the capture and the bus's settings as for one device,
 then ``devices: {CE0: {...}, CE1: {...}}`` (each as the single-device document's
-``settings``, ``summary``, ``gaps``, ``stalls``, ``warnings``, plus ``interleave``)
+``settings``, ``summary``, ``gaps``, ``stalls``, ``warnings``, ``events`` with
+``--event DEVICE=...``, plus ``interleave``)
 and ``bus: {...}`` (core/bus.py's figures and ``queueing``: what the bus alone
 shows of queueing). Transfer rows (JSON ``transfers``, CSV, JSON lines) carry
 their device's CS line (``cs``) and bus columns (``handover_from``,
@@ -141,8 +142,8 @@ def to_dict(sa, *, transfers: bool = False, stalls: dict | None = None, stall_ru
                      "buses": [{"clk": b.clk, "cs": b.cs, "data": b.data} for b in sa.buses]}
     devices = {}
     for name, a in sa.devices.items():
-        dd = device_dict(a, stalls=(stalls or {}).get(name), stall_rule=stall_rule)
-        dev = {k: dd[k] for k in DEVICE_KEYS}
+        dd = device_dict(a, stalls=(stalls or {}).get(name), stall_rule=stall_rule, events=getattr(a, "events", None))
+        dev = {k: dd[k] for k in DEVICE_KEYS + ("events",) if k in dd}
         dev["interleave"] = sa.interleave[name].to_dict(t)
         devices[name] = dev
     d["devices"] = devices
@@ -205,7 +206,7 @@ def render_text(sa, *, transfers: bool = False, stalls: dict | None = None, stal
         lines.append("")
         lines.append(f"=== {name} " + "=" * 60)
         st = (stalls or {}).get(name)
-        body = text_out.render(a, stalls=st, stall_rule=stall_rule, header=False)
+        body = text_out.render(a, stalls=st, stall_rule=stall_rule, header=False, events=getattr(a, "events", None))
         lines.append(body.rstrip("\n"))
         cols = sa.columns.get(name)
         if st and cols is not None:

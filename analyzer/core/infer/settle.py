@@ -20,7 +20,7 @@ from spigap.core.infer.mosi_miso import assign_data
 from spigap.core.infer.report import Bus, NoSpiBus, Settled, Source
 from spigap.core.infer.saved import reconcile
 from spigap.core.infer.settings import infer_settings
-from spigap.core.infer.shared import cs_set, named_cs_candidates, settle_devices
+from spigap.core.infer.shared import Polarities, bus_polarity, cs_set, named_cs_candidates, settle_devices
 from spigap.errors import CaptureTruncated, UsageError
 from spigap.io.base import EdgeBlock
 from spigap.io.stdin import STDIN_PATH
@@ -230,6 +230,7 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
            warnings: list[str], info, extra: list[str]) -> tuple[SpiConfig, list[Bus], list]:
     out = dataclasses.replace(named, infer=frozenset(), assumed=frozenset())
     buses: list[Bus] = []
+    pol: Polarities | None = None
     if need_roles:
         fixed = ({getattr(named, r) for r in ROLES} | set(named.more_cs)) - {None}
         buses = find_buses(ev, exclude={n for n in fixed if n != named.clk})
@@ -255,10 +256,12 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                                        "framed without CS (by SCLK idle time)")
         if cfg.cs is None and not cfg.no_cs and out.clk is not None:
             foreign = {c for b in buses if b.clk != out.clk for c in b.channels()}
-            _shared_bus(out, sources, ev, [c for c in ev.names if c not in foreign | {out.clk, out.mosi, out.miso}
+            _shared_bus(out, cfg, sources, ev, [c for c in ev.names if c not in foreign | {out.clk, out.mosi, out.miso}
                                            and c not in bus.data])
         data_lines = [d for d in bus.data if d not in {out.clk, out.cs}]
-        infer_settings(out, cfg, sources, ev, data_lines + [d for d in (out.mosi, out.miso) if d])
+        # a shared bus's CS polarities are judged on its lines together, before the rest
+        scfg, pol = bus_polarity(out, cfg, sources, ev)
+        infer_settings(out, scfg, sources, ev, data_lines + [d for d in (out.mosi, out.miso) if d])
         active = (0 if out.cs_active_low else 1) if out.cs is not None else None
         assign_data(out, Bus(out.clk or bus.clk, out.cs, data_lines, bus.edges, active), ev, sources)
         if len(buses) > 1:
@@ -277,11 +280,12 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
         sources.setdefault(role, Source("inferred", 0.8, "no second data line"))
     if not need_roles:
         if extra and out.clk is not None:
-            _shared_bus(out, sources, ev, ([out.cs] if out.cs else []) + extra)
-        infer_settings(out, cfg, sources, ev, [d for d in (out.mosi, out.miso) if d])
+            _shared_bus(out, cfg, sources, ev, ([out.cs] if out.cs else []) + extra)
+        scfg, pol = bus_polarity(out, cfg, sources, ev)
+        infer_settings(out, scfg, sources, ev, [d for d in (out.mosi, out.miso) if d])
     reconcile(out, cfg, sources, info, warnings)       # the capture's saved decoder settings
     # a shared bus: each device's settings, its CS polarity judged on the bus (infer/shared.py)
-    devices = settle_devices(out, cfg, sources, ev) if out.more_cs else []
+    devices = settle_devices(out, cfg, sources, ev, pol) if out.more_cs else []
     for key, src in sources.items():
         if src.how in ("inferred", "default") and src.confidence < LOW_CONFIDENCE:
             opt = ROLE_OPTION.get(key) or SETTING_OPTION.get(key, key)
@@ -290,16 +294,20 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
     return out, buses, devices
 
 
-def _shared_bus(out: SpiConfig, sources: dict[str, Source], ev: Evidence, candidates: list[str]) -> None:
+def _shared_bus(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evidence,
+                candidates: list[str]) -> None:
     """Several CS lines that together bracket the clock's bursts: every device of a shared
-    bus (infer/shared.py), the first as ``cs``, the others as ``more_cs``."""
+    bus (infer/shared.py), the first as ``cs``, the others as ``more_cs``; with --cs-polarity,
+    lines active at that level only."""
     assert out.clk is not None
-    found = cs_set(ev, out.clk, [c for c in candidates if c in ev.level])
+    given = None if "cs_polarity" in cfg.infer else (0 if out.cs_active_low else 1)
+    found = cs_set(ev, out.clk, [c for c in candidates if c in ev.level], given)
     if not found:
         return
     names = [n for n, _, _ in found]
     out.cs, out.more_cs = names[0], tuple(names[1:])
-    out.cs_active_low = found[0][1] == 0
+    if given is None:
+        out.cs_active_low = found[0][1] == 0
     sources["cs"] = Source("inferred", 0.95, f"{', '.join(names)} each bracket SCLK bursts "
                                              f"({', '.join(f'{n} {s:.0%}' for n, _, s in found)} of the edges), "
                                              "together all of them: devices of one shared bus")
