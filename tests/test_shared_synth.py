@@ -120,6 +120,22 @@ def test_bad_recipes_are_one_line(tmp_path):
         shared.write(shared.Shared.from_toml(bad), tmp_path / "x.sr")
 
 
+def test_no_time_between_windows_is_a_usage_error(tmp_path, capsys):
+    """Every controller latency 0: two windows would touch. A recipe the user wrote, so exit 2 with
+    the keys that fix it, not an internal error (exit 3)."""
+    lat = ("submit_to_busy busy_to_start start_to_set_cs gpio_cs_latency gpio_cs_off_latency "
+           "transfer_start_to_sclk sclk_to_transfer_stop deassert_to_done done_to_start done_to_idle "
+           "idle_to_exit enter_to_submit").split()
+    rec = tmp_path / "zero.toml"
+    rec.write_text('[capture]\nsamplerate = "4MHz"\nduration = "200us"\n[spi]\nsclk = "1MHz"\n[controller]\n'
+                   + "".join(f'{k} = "0us"\n' for k in lat)
+                   + '[[device]]\ncs = "CE0"\nthink = "0us"\n[[device]]\ncs = "CE1"\nthink = "0us"\n')
+    assert main(["synth", "--config", str(rec), "-o", str(tmp_path / "z.sr")]) == 2
+    err = capsys.readouterr().err
+    assert "no time between two windows" in err and "done_to_start" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "z.sr").exists()
+
+
 def test_flags_of_one_device_scenarios_are_refused(tmp_path, capsys):
     assert main(["synth", "--config", str(RECIPE), "-o", str(tmp_path / "x.sr"), "--jitter", "1us"]) == 2
     assert "shared-bus scenario" in capsys.readouterr().err

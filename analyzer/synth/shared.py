@@ -554,8 +554,15 @@ def build_bus(sh: Shared) -> Built:
     gap_before = np.empty(n)
     gap_before[0] = assert_t[0]
     gap_before[1:] = assert_t[1:] - deassert_t[:-1]
-    if (gap_before[1:] <= 0).any():
-        raise AssertionError("the controller put two windows on the bus at once")
+    bad = np.flatnonzero(gap_before[1:] <= 0)
+    if len(bad):
+        # reachable from a recipe (every [controller] latency and cs_change 0): the user's to fix
+        i = int(bad[0]) + 1
+        names = [d.cs for d in sh.devices]
+        raise UsageError(f"shared-bus scenario: {names[p.device[i]]}'s window at {assert_t[i] * 1e6:.3f} µs "
+                         f"starts before {names[p.device[i - 1]]}'s ends (no time between two windows on the "
+                         "bus); give the [controller] latencies (done_to_start, start_to_set_cs, "
+                         "gpio_cs_latency ...) or the device's cs_change a length > 0")
     per = np.array([len(m) for m in p.mosi], np.int64)
     nw = int(per.sum())
     ww = np.repeat(np.arange(n), per)
