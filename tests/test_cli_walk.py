@@ -140,6 +140,28 @@ def test_synth_messages_zero(tmp_path, capsys):
     assert code == 2 and err.strip() == "spigap: error: scenario: messages must be >= 1, not 0"
 
 
+@pytest.mark.parametrize("sets, says", [
+    (["messages=1000000000000"], "windows, more than spigap synth plans"),
+    (["words_per_transfer=100000000", "messages=10"], "clocked bits, more than spigap synth plans"),
+    (["cs_change=1e9s", "transfers_per_message=3", "messages=3"], "more than spigap synth writes"),
+])
+def test_synth_refuses_what_it_cannot_hold(tmp_path, capsys, sets, says):
+    """A typo'd size is one line and exit 2 within a second: not a MemoryError (exit 3) or days of writing."""
+    import time
+
+    t0 = time.monotonic()
+    code, err = _run(["synth", "-o", str(tmp_path / "x.sr"), *[a for s in sets for a in ("--set", s)]], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
+    assert time.monotonic() - t0 < 10 and not (tmp_path / "x.sr").exists()
+
+
+def test_shared_synth_refuses_what_it_cannot_hold(tmp_path, capsys):
+    rec = tmp_path / "big.toml"
+    rec.write_text('[capture]\nduration = "1e6s"\n[[device]]\ncs = "CE0"\n[[device]]\ncs = "CE1"\n')
+    code, err = _run(["synth", "--config", str(rec), "-o", str(tmp_path / "x.sr")], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "more than spigap synth writes" in err, err
+
+
 def test_unknown_event_channel_names_the_event_option(cap, capsys):
     for cmd in (["analyze", str(cap)], ["check", str(cap), "--profile", "rpi3-k4.4-vanilla"]):
         code, err = _run([*cmd, "--event", "NOPE:rise"], capsys)

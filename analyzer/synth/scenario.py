@@ -67,6 +67,23 @@ from spigap.synth.srwriter import CHUNK_BYTES, Track, write_sr
 from spigap.synth.timeline import SpiShape, Timeline, Windows, build, jittered
 from spigap.units import parse_freq, parse_time
 
+# What one synthesized capture may hold: every window and every clocked bit's edges are
+# planned in memory and every sample is written, so a recipe asking for more (a
+# typo'd "messages = 10**12", "cs_change = 1e9s") is refused in one line instead of
+# running out of memory or writing for days. The largest capture spigap's own
+# benchmarks synthesize is 1 G samples and 2.5 M windows.
+MAX_WINDOWS = 10_000_000
+MAX_BITS = 400_000_000              # clocked bits (two SCLK edges each)
+MAX_SAMPLES = 8_000_000_000
+
+
+def check_size(what: str, n_samples: int) -> None:
+    """Refuse a capture of more than MAX_SAMPLES samples (``what`` names the scenario kind)."""
+    if n_samples > MAX_SAMPLES:
+        raise UsageError(f"{what}: the capture would hold {n_samples:.3g} samples, more than spigap synth "
+                         f"writes ({MAX_SAMPLES:.3g}); shorten the timings or the duration, or lower samplerate")
+
+
 GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch")
 
 
@@ -232,6 +249,12 @@ class Scenario:
         for key in ("words_per_transfer", "transfers_per_message", "messages", "chunk_bytes"):
             need(getattr(self, key) >= 1, f"{key} must be >= 1, not {getattr(self, key)}")
         need(self.messages_per_burst >= 0 and self.seed >= 0, "messages_per_burst and seed must be >= 0")
+        n_win = self.messages * self.transfers_per_message
+        per_win = (sum(self.window_words) / len(self.window_words)) if self.window_words else self.words_per_transfer
+        need(n_win <= MAX_WINDOWS, f"messages x transfers_per_message = {n_win:.3g} windows, more than spigap "
+             f"synth plans ({MAX_WINDOWS:,}); lower messages")
+        need(n_win * per_win * self.wordsize <= MAX_BITS, f"{n_win * per_win * self.wordsize:.3g} clocked bits, "
+             f"more than spigap synth plans ({MAX_BITS:,}); lower messages or words_per_transfer")
         for key in ("lead", "tail", "cs_setup", "cs_hold", "inter_transfer", "cs_change", "context_switch",
                     "burst_gap", "idle_clocks"):
             v = getattr(self, key)
@@ -431,6 +454,7 @@ def write(sc: Scenario, path, *, truth_path=None, tl: Timeline | None = None, **
     n_samples = int(round(end * sc.samplerate)) - offset
     if n_samples <= 0:
         raise UsageError("the capture would be empty (check crop_start/crop_end)")
+    check_size("scenario", n_samples)
     trs = tracks(tl, sc.channels, sc.samplerate, offset)
     writer_kw.setdefault("chunk_bytes", sc.chunk_bytes)
     write_sr(path, trs, sc.samplerate, n_samples, extra_members={"spigap-synth.toml": sc.recipe()},

@@ -89,7 +89,7 @@ import numpy as np
 from spigap import __version__
 from spigap.errors import InputError, UsageError
 from spigap.synth.kernel import spi_device_numbers
-from spigap.synth.scenario import set_bus_setting
+from spigap.synth.scenario import MAX_WINDOWS, check_size, set_bus_setting
 from spigap.synth.srwriter import Track, write_sr
 from spigap.synth.timeline import SpiShape, Timeline, Windows, build
 from spigap.units import parse_freq, parse_time
@@ -264,6 +264,7 @@ class Shared:
             need(s.cpol == self.cpol, f"{d.cs}: a device's mode keeps the bus's CPOL (mode {self.cpol * 2} "
                  f"or {self.cpol * 2 + 1})")
         need(self.duration > 0 and self.lead >= 0 and self.tail >= 0, "duration > 0, lead and tail >= 0")
+        check_size("shared-bus scenario", int((self.lead + self.duration + self.tail) * self.samplerate))
         need(self.controller.jitter >= 0 and all(getattr(self.controller, k) >= 0 for k in _CTRL_TIMES),
              "controller latencies and jitter must be >= 0")
         names = [d.cs for d in self.devices] + [d.spi_device for d in self.devices]
@@ -467,6 +468,9 @@ def plan(sh: Shared) -> tuple[Plan, list[_Traffic]]:
         if t_sub > end:
             continue
         d = sh.devices[k]
+        if len(out.device) > MAX_WINDOWS:
+            raise UsageError(f"shared-bus scenario: more than {MAX_WINDOWS:,} windows fit the duration, more than "
+                             "spigap synth plans; shorten the duration or lengthen the devices' think times")
         wins, t_irq, t_enter = pending.pop(k)
         if t_sub >= free_at:
             busy = t_sub + lat(c.submit_to_busy)
@@ -844,6 +848,7 @@ def _hex(words) -> str:
 def write(sh: Shared, path, *, truth_path=None, ftrace_path=None, ns: bool = False, drift_ppm: float = 0.0,
           clock_start_s: float = 1000.0, compresslevel: int = 6) -> Built:
     b = build_bus(sh)
+    check_size("shared-bus scenario", n_samples(b))
     write_sr(path, tracks(b), sh.samplerate, n_samples(b), extra_members={"spigap-synth.toml": sh.recipe()},
              compresslevel=compresslevel)
     tr = None
