@@ -120,6 +120,20 @@ def test_bad_recipes_are_one_line(tmp_path):
         shared.write(shared.Shared.from_toml(bad), tmp_path / "x.sr")
 
 
+def test_64_bit_words_and_huge_messages(tmp_path, capsys):
+    """wordsize 64 draws its MISO words whole (it was exit 3: numpy's int64 bound); a message of
+    10**9 words is refused in one line."""
+    rec = tmp_path / "w64.toml"
+    rec.write_text('[capture]\nsamplerate = "4MHz"\nduration = "1ms"\n[spi]\nsclk = "500kHz"\n'
+                   '[[device]]\ncs = "CE0"\nwords = 1\nwordsize = 64\n[[device]]\ncs = "CE1"\n')
+    assert main(["synth", "--config", str(rec), "-o", str(tmp_path / "w.sr"), "--truth", str(tmp_path / "w.json")]) == 0
+    assert json.loads((tmp_path / "w.json").read_text())["devices"]["CE0"]["transfers"] >= 3
+    capsys.readouterr()
+    rec.write_text(rec.read_text().replace("words = 1", "words = 1000000000"))
+    assert main(["synth", "--config", str(rec), "-o", str(tmp_path / "w2.sr")]) == 2
+    assert "65536" in capsys.readouterr().err
+
+
 def test_no_time_between_windows_is_a_usage_error(tmp_path, capsys):
     """Every controller latency 0: two windows would touch. A recipe the user wrote, so exit 2 with
     the keys that fix it, not an internal error (exit 3)."""

@@ -283,6 +283,8 @@ class Shared:
                 need(getattr(d, k) >= 0, f"{d.cs}: {k} must be >= 0")
             need(d.irq_period > 0 and d.transfers_per_message >= 1 and d.words >= 1 and d.messages_per_irq >= 1,
                  f"{d.cs}: irq_period > 0, transfers_per_message, words and messages_per_irq >= 1")
+            need(d.words * d.transfers_per_message <= 1 << 16,
+                 f"{d.cs}: words x transfers_per_message must be <= 65536 per message")
             need(d.cs_hold > 0 and d.cs_setup > 0, f"{d.cs}: cs_setup and cs_hold must be > 0")
         need(self.overlap_by > 0, "overlap_by must be > 0")
         need(self.stray_sclk >= 0, "stray_sclk must be >= 0")
@@ -357,7 +359,10 @@ class _Traffic:
                 mask = (1 << self.sh.shape_of(d).wordsize) - 1
                 base = len(self.truth) * d.words
                 tx = [(base + j) & mask for j in range(d.words)]
-                rx = [int(v) for v in self.rng.integers(0, mask, d.words, endpoint=True)]
+                # 64-bit words: numpy draws them as uint64 only (int64, the stream the shipped captures
+                # were drawn with, cannot hold 2**64 - 1)
+                big = {"dtype": np.uint64} if mask >= 1 << 63 else {}
+                rx = [int(v) for v in self.rng.integers(0, mask, d.words, endpoint=True, **big)]
                 self.truth.append({})
             wins.append((tx, rx))
         irq = d.driver == "irq" and (self.n - 1) % d.messages_per_irq == 0
