@@ -378,3 +378,96 @@ int64_t spigap_next_assert(const uint32_t *states, int64_t n, int64_t prev, int6
     }
     return -1;
 }
+
+/* ------------------------------------------------------------------ bus */
+
+/*
+ * A shared bus's tracker (analyzer/core/bus.py, docs/shared-bus.md): the bus
+ * figures from the entries where a CS line changed (rows of tick, state, in
+ * order; the first device's framer writes them). Compiled because the numpy
+ * version (BusTracker._events, kept as the fallback and as the oracle this
+ * loop is tested against) needs ~30 array passes per batch of events and was,
+ * at two CS changes per transfer, the largest cost a second device added to a
+ * capture; here it is a few operations per event and device.
+ *
+ * Per event: each device's CS time and asserts are summed up to it; a device's
+ * deassert keeps the other devices' sums, so at its next assert their
+ * difference is the other devices' CS time and asserts inside its CS-inactive
+ * gap; the bus's last deassert (the lowest device when several fall in one
+ * entry) gives the handover into an assert of another device when no second
+ * CS is asserted with it. Writes one row per assert (BUS_COLS), the idle gaps
+ * (no CS asserted before an event, after a first deassert) and the starts and
+ * ends of intervals with two or more CS asserted. Stops before an event whose
+ * rows could overflow the outputs; returns the events consumed.
+ */
+int64_t spigap_bus(bus_t *b, busout_t *o, const int64_t *ev, int64_t n)
+{
+    const int64_t K = b->k;
+    int64_t i = 0;
+    for (; i < n; i++) {
+        if (o->win_cap - o->n_win < K || o->idle_cap - o->n_idle < 1 || o->ov_cap - o->n_ov < 1)
+            break;
+        const int64_t t = ev[2 * i], s = ev[2 * i + 1];
+        const int64_t seg = t - b->t_last;
+        int64_t now[BUS_MAX];
+        int64_t n_before = 0, n_after = 0, dz_dev = -1, btot = 0, ctot = 0, mask = 0;
+        for (int64_t d = 0; d < K; d++) {
+            now[d] = ((s >> b->bit[d]) & 1) == b->act[d];
+            if (b->asserted[d]) {
+                n_before++;
+                b->busy_dev[d] += seg;
+            }
+            if (now[d]) {
+                n_after++;
+                mask |= (int64_t)1 << d;
+            } else if (b->asserted[d] && dz_dev < 0) {
+                dz_dev = d;
+            }
+            btot += b->busy_dev[d];
+            ctot += b->n_assert[d];
+        }
+        if (n_before)
+            b->busy += seg;
+        else if (b->ld_dev >= 0)
+            o->idle[o->n_idle++] = seg;
+        if (n_after >= 2 && n_before < 2) {
+            int64_t *r = o->ov + 3 * o->n_ov++;
+            r[0] = 1; r[1] = t; r[2] = mask;
+        } else if (n_after < 2 && n_before >= 2) {
+            int64_t *r = o->ov + 3 * o->n_ov++;
+            r[0] = 0; r[1] = t; r[2] = mask;
+        }
+        if (dz_dev >= 0) {                   /* before the asserts: a CS asserted in this very entry hands over at 0 */
+            b->ld_t = t;
+            b->ld_dev = dz_dev;
+        }
+        for (int64_t d = 0; d < K; d++) {
+            if (now[d] && !b->asserted[d]) {
+                int64_t *r = o->win + BUS_COLS * o->n_win++;
+                const int64_t overlap = n_after >= 2;
+                const int64_t hand = b->ld_dev >= 0 && b->ld_dev != d && !overlap;
+                r[0] = d;
+                r[1] = hand ? b->ld_dev : -1;
+                r[2] = hand ? t - b->ld_t : -1;
+                if (b->has_own[d]) {
+                    r[3] = (btot - b->busy_dev[d]) - b->own_busy[d];
+                    r[4] = (ctot - b->n_assert[d]) - b->own_assert[d];
+                } else {
+                    r[3] = -1;
+                    r[4] = 0;
+                }
+                r[5] = overlap;
+            } else if (!now[d] && b->asserted[d]) {
+                b->has_own[d] = 1;
+                b->own_busy[d] = btot - b->busy_dev[d];
+                b->own_assert[d] = ctot - b->n_assert[d];
+            }
+        }
+        for (int64_t d = 0; d < K; d++) {
+            b->n_assert[d] += now[d] && !b->asserted[d];
+            b->asserted[d] = now[d];
+        }
+        b->t_last = t;
+    }
+    return i;
+}
