@@ -114,6 +114,14 @@ class SharedPipeline:
             self.pipes.append(DevicePipe(self, k, dcfg, dsettled, self.framers[-1]))
             self._repack.append([full[n] for n in dcfg.stream_names()])
         self.tracker = BusTracker(self.names, cs_bits, actives, full[self.cfg.clk])
+        # the compiled core frames every device in one pass (cframer.CBusFramer); the numpy
+        # engine feeds each framer the block
+        inner = [getattr(f, "inner", f) for f in self.framers]     # a BigWordFramer's chunk framer
+        self.group = None
+        if all(getattr(f, "engine", None) == "c" for f in inner):
+            from spigap.core.cframer import CBusFramer
+
+            self.group = CBusFramer(inner)
 
     def _figures(self, k: int) -> FramerFigures:
         # a device's framer counts the other devices' clock edges as outside its CS: the
@@ -129,8 +137,11 @@ class SharedPipeline:
         def step(block, last: int) -> None:
             if tracker.prev is None:
                 tracker.begin(int(block.ticks[0]), int(block.states[0]))
+            if self.group is not None:
+                self.group.feed(block)
             for k, f in enumerate(self.framers):
-                f.feed(block)
+                if self.group is None:
+                    f.feed(block)
                 p = self.pipes[k].prefix
                 if p.n < p.limit:
                     p.add(block.ticks, _repack(block.states[:p.limit - p.n], self._repack[k]))
@@ -149,6 +160,8 @@ class SharedPipeline:
         if tracker.prev is None:
             tracker.begin(0, 0)
         finals = [Batch(f.finish(end), self._figures(k), None) for k, f in enumerate(self.framers)]
+        if self.group is not None:
+            self.group.close()
         tracker.feed_events(self.framers[0].last_events)
         f0 = self.framers[0]
         tracker.stray = (int(f0.clk_outside_cs), f0.first_clk_outside)

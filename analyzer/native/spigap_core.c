@@ -379,6 +379,125 @@ int64_t spigap_next_assert(const uint32_t *states, int64_t n, int64_t prev, int6
     return -1;
 }
 
+/* ------------------------------------------------------- a shared bus's framers */
+
+/*
+ * Every device of a shared bus framed in one pass (analyzer/core/cframer.py,
+ * CBusFramer): fs[d] is device d's framer (its CS bit and settings; fs[0] also
+ * writes the CS changes and counts the SCLK edges while no CS is asserted),
+ * os[d] its outputs. The result is, device by device, what spigap_frame gives
+ * when each framer is fed the whole stream (the non-first ones with
+ * skip_outside): an entry where a CS line changes goes to every device (the
+ * window opens or closes, and its clock edge to each device asserted after it);
+ * any other entry only to the devices asserted (a clock edge), or, when none
+ * is, to fs[0]'s count of SCLK edges without CS. One pass instead of one per
+ * device: the entries outside a device's windows were most of each framer's
+ * work (one loop turn each, as many as inside). Works on the framers in place
+ * (the copy to locals that spigap_frame makes would cost a copy per transfer
+ * here). Stops before an entry whose output could overflow; returns the
+ * entries consumed.
+ */
+int64_t spigap_frame_bus(framer_t *const *fs, out_t *const *os, int64_t k, const int64_t *ticks,
+                         const uint32_t *states, int64_t n)
+{
+    framer_t *f0 = fs[0];
+    out_t *o0 = os[0];
+    int64_t cs_mask = 0, act = 0, i = 0;
+    int64_t prev = f0->prev;
+    for (int64_t d = 0; d < k; d++) {
+        cs_mask |= (int64_t)1 << fs[d]->b_cs;
+        act |= (int64_t)(((prev >> fs[d]->b_cs) & 1) == fs[d]->active_level) << d;
+    }
+    const int64_t b_clk = f0->b_clk;
+    /* the device asserted when it is the only one (NULL: none or several) */
+    framer_t *cur = act && !(act & (act - 1)) ? fs[__builtin_ctzll((unsigned long long)act)] : NULL;
+    out_t *cur_o = act && !(act & (act - 1)) ? os[__builtin_ctzll((unsigned long long)act)] : NULL;
+    for (; i < n; i++) {
+        const int64_t s = states[i];
+        const int64_t ch = s ^ prev;
+        if (ch & cs_mask) {
+            /* a CS line changes: every device may open or close a window */
+            int64_t full = o0->ev_cap - o0->n_ev < (f0->ev_mask != 0);
+            for (int64_t d = 0; d < k && !full; d++)
+                full = os[d]->win_cap - os[d]->n_win < 2 || os[d]->word_cap - os[d]->n_word < 2
+                       || os[d]->ovf_cap - os[d]->n_ovf < 2 * NSPACE;
+            if (full)
+                break;
+            const int64_t t = ticks[i];
+            if (ch & f0->ev_mask) {
+                int64_t *r = o0->ev + 2 * o0->n_ev++;
+                r[0] = t;
+                r[1] = s;
+            }
+            act = 0;
+            for (int64_t d = 0; d < k; d++) {
+                framer_t *f = fs[d];
+                const int64_t active = ((s >> f->b_cs) & 1) == f->active_level;
+                act |= active << d;
+                if ((ch >> f->b_cs) & 1) {
+                    if (active)
+                        open_window(f, t, ((s >> f->b_clk) & 1) == f->cpol, 0);
+                    else if (f->open)
+                        close_window(f, os[d], t, 0);
+                }
+                if (active && ((ch >> f->b_clk) & 1))
+                    clock_edge(f, os[d], t, s);
+            }
+            cur = act && !(act & (act - 1)) ? fs[__builtin_ctzll((unsigned long long)act)] : NULL;
+            cur_o = act && !(act & (act - 1)) ? os[__builtin_ctzll((unsigned long long)act)] : NULL;
+        } else if ((ch >> b_clk) & 1) {
+            if (act == 0) {
+                /* SCLK with no CS asserted (none changes in this entry) */
+                if (f0->first_clk_outside < 0)
+                    f0->first_clk_outside = ticks[i];
+                f0->clk_outside++;
+            } else if (cur != NULL) {
+                /* one device asserted: the common case */
+                if (cur_o->word_cap - cur_o->n_word < 2 || cur_o->ovf_cap - cur_o->n_ovf < 2 * NSPACE)
+                    break;
+                clock_edge(cur, cur_o, ticks[i], s);
+            } else {
+                int64_t full = 0;
+                for (int64_t a = act; a && !full; a &= a - 1) {
+                    const out_t *o = os[__builtin_ctzll((unsigned long long)a)];
+                    full = o->word_cap - o->n_word < 2 || o->ovf_cap - o->n_ovf < 2 * NSPACE;
+                }
+                if (full)
+                    break;
+                for (int64_t a = act; a; a &= a - 1) {
+                    const int d = __builtin_ctzll((unsigned long long)a);
+                    clock_edge(fs[d], os[d], ticks[i], s);
+                }
+            }
+        }
+        prev = s;
+    }
+    for (int64_t d = 0; d < k; d++)
+        fs[d]->prev = prev;
+    return i;
+}
+
+/*
+ * Where every framer of a shared bus starts afresh: the entry i nearest to
+ * `from` (forward when step > 0) at which a CS line goes active while before it
+ * (states[i-1], or `prev` for i = 0) none was (every line at its `cs_idle`
+ * level): every device's window is closed there and one opens, so the entries
+ * between two of them can be framed by fresh framers in another thread, as
+ * spigap_next_assert does for one device. -1 when there is none.
+ */
+int64_t spigap_next_free_assert(const uint32_t *states, int64_t n, int64_t prev, int64_t cs_mask, int64_t cs_idle,
+                                int64_t from, int64_t step)
+{
+    const uint32_t m = (uint32_t)cs_mask, idle = (uint32_t)cs_idle;
+    step = step > 0 ? 1 : -1;
+    for (int64_t i = from; i >= 0 && i < n; i += step) {
+        uint32_t before = i ? states[i - 1] : (uint32_t)prev;
+        if ((states[i] & m) != idle && (before & m) == idle)
+            return i;
+    }
+    return -1;
+}
+
 /* ------------------------------------------------------------------ bus */
 
 /*

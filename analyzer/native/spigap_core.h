@@ -78,4 +78,8 @@ int64_t spigap_frame(framer_t *f, out_t *o, const int64_t *ticks, const uint32_t
 void spigap_frame_finish(framer_t *f, out_t *o, int64_t end_tick);
 int64_t spigap_next_assert(const uint32_t *states, int64_t n, int64_t prev, int64_t b_cs, int64_t active_level,
                            int64_t from, int64_t step);
+int64_t spigap_frame_bus(framer_t *const *fs, out_t *const *os, int64_t k, const int64_t *ticks,
+                         const uint32_t *states, int64_t n);
+int64_t spigap_next_free_assert(const uint32_t *states, int64_t n, int64_t prev, int64_t cs_mask, int64_t cs_idle,
+                                int64_t from, int64_t step);
 int64_t spigap_bus(bus_t *b, busout_t *o, const int64_t *ev, int64_t n);
