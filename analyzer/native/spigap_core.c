@@ -397,6 +397,32 @@ int64_t spigap_next_assert(const uint32_t *states, int64_t n, int64_t prev, int6
  * here). Stops before an entry whose output could overflow; returns the
  * entries consumed.
  */
+/* spigap_frame_bus's run of entries while one device alone is asserted, from entry i (a clock
+   edge): up to the next entry where a CS line changes, or where the outputs could overflow
+   (*full); returns that entry. restrict: the framer's fields are reached through f alone, so
+   the compiler may keep them in registers across the stores to the output rows. */
+HOT int64_t run_one(framer_t *restrict f, out_t *restrict o, const int64_t *ticks, const uint32_t *states,
+                    int64_t i, int64_t n, int64_t cs_mask, int64_t b_clk, int64_t *prev, int64_t *full)
+{
+    int64_t p = *prev;
+    for (; i < n; i++) {
+        const int64_t s = states[i];
+        const int64_t ch = s ^ p;
+        if (ch & cs_mask)
+            break;
+        if ((ch >> b_clk) & 1) {
+            if (o->word_cap - o->n_word < 2 || o->ovf_cap - o->n_ovf < 2 * NSPACE) {
+                *full = 1;
+                break;
+            }
+            clock_edge(f, o, ticks[i], s);
+        }
+        p = s;
+    }
+    *prev = p;
+    return i;
+}
+
 int64_t spigap_frame_bus(framer_t *const *fs, out_t *const *os, int64_t k, const int64_t *ticks,
                          const uint32_t *states, int64_t n)
 {
@@ -452,10 +478,13 @@ int64_t spigap_frame_bus(framer_t *const *fs, out_t *const *os, int64_t k, const
                     f0->first_clk_outside = ticks[i];
                 f0->clk_outside++;
             } else if (cur != NULL) {
-                /* one device asserted: the common case */
-                if (cur_o->word_cap - cur_o->n_word < 2 || cur_o->ovf_cap - cur_o->n_ovf < 2 * NSPACE)
+                /* one device asserted (the common case): its entries up to the next CS change */
+                int64_t full = 0;
+                i = run_one(cur, cur_o, ticks, states, i, n, cs_mask, b_clk, &prev, &full);
+                if (full)
                     break;
-                clock_edge(cur, cur_o, ticks[i], s);
+                i--;                             /* entry i (a CS change, or n) is the loop's next */
+                continue;
             } else {
                 int64_t full = 0;
                 for (int64_t a = act; a && !full; a &= a - 1) {
