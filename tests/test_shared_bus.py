@@ -20,7 +20,7 @@ import pytest
 from conftest import CAPTURES
 
 from spigap.cli import main
-from spigap.core import pipeline
+from spigap.core import bus, pipeline
 from spigap.core.analysis import KIND_NAMES
 from spigap.core.config import INFERABLE, SpiConfig
 from spigap.io import open_capture
@@ -180,7 +180,7 @@ def _tracker_run(compiled: bool, K: int, events: np.ndarray, cuts: list[int], st
 
 @pytest.mark.skipif(native.library() is None, reason="the compiled core is not installed")
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_compiled_bus_tracker_is_the_numpy_one(seed):
+def test_the_compiled_bus_tracker_is_the_numpy_one(seed, monkeypatch):
     # the tracker's two implementations (core/bus.py: spigap_bus in the compiled core, numpy
     # as the fallback) on random CS changes of three lines of mixed polarity: several lines
     # changing in one entry, two or three asserted at once, long and zero-length gaps, the
@@ -197,6 +197,8 @@ def test_the_compiled_bus_tracker_is_the_numpy_one(seed):
     ev = ev[np.r_[True, (ev[1:, 1] ^ ev[:-1, 1]) & 0b1110 != 0]]
     cuts = sorted({0, len(ev), *rng.integers(0, len(ev), 12).tolist()})
     start = int(rng.integers(0, 1 << (K + 1)))
+    if seed == 3:                                  # its output full again and again
+        monkeypatch.setattr(bus, "BUS_ROWS", 7)
     got, want = _tracker_run(True, K, ev, cuts, start), _tracker_run(False, K, ev, cuts, start)
     assert got[0] == want[0]
     assert got[1:] == want[1:]

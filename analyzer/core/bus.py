@@ -34,6 +34,7 @@ from spigap import native
 from spigap.core.tickhist import TickHistogram
 
 OVERLAP_LIST = 1000          # intervals with two CS asserted kept with their times (all are counted)
+BUS_ROWS = 1 << 14           # the compiled tracker's output rows per device and call
 
 # DeviceColumns: -1 = none (the first window has no gap before it; no handover into a window
 # whose previous bus deassert was its own)
@@ -168,18 +169,21 @@ class BusTracker:
             self._start_c()
         b, K, E = self._c, self.K, len(ev)
         self.events += E
-        win = np.empty((E + K, self._lib.BUS_COLS), np.int64)
+        cap = min(E, BUS_ROWS)
+        win = np.empty((K, self._lib.BUS_COLS, cap), np.int64)
         idle = np.empty(E, np.int64)
         ov = np.empty((E, 3), np.int64)
         p = native.ptr
-        o = native.ffi().new("busout_t *", {"win": p(win), "win_cap": len(win), "idle": p(idle), "idle_cap": E,
+        o = native.ffi().new("busout_t *", {"win": p(win), "win_cap": cap, "idle": p(idle), "idle_cap": E,
                                             "ov": p(ov), "ov_cap": E})
-        wins, done = [], 0
+        rows: list[list[np.ndarray]] = [[] for _ in range(K)]
+        done = 0
         while done < E:
             done += self._lib.spigap_bus(b, o, p(ev[done:]), E - done)
-            wins.append(win[:o.n_win].copy())
-            o.n_win = 0
-        w = np.concatenate(wins) if len(wins) > 1 else wins[0]
+            for d in range(K):
+                if o.n_win[d]:
+                    rows[d].append(win[d, :, :o.n_win[d]].copy())
+                    o.n_win[d] = 0
         self.idle_gaps.add(idle[:o.n_idle])
         for kind, t, mask in ov[:o.n_ov].tolist():
             if kind == 1:
@@ -192,16 +196,16 @@ class BusTracker:
                 self.overlap_ticks += t - self._ov.start
                 self._ov = None
         for d in range(K):
-            r = w[w[:, 0] == d] if K > 1 else w
-            if not len(r):
+            if not rows[d]:
                 continue
-            frm = r[:, 1].astype(np.int8)
+            r = rows[d][0] if len(rows[d]) == 1 else np.concatenate(rows[d], axis=1)
+            frm = r[0].astype(np.int8)
             for e in range(K):
                 m = frm == e
                 if e != d and m.any():
-                    self.handover[(e, d)].add(r[m, 2])
-            self.columns[d].add(_cols(frm, r[:, 2], r[:, 3], r[:, 4], r[:, 5] != 0))
-            self.windows[d] += len(r)
+                    self.handover[(e, d)].add(r[1][m])
+            self.columns[d].add(_cols(frm, r[1], r[2], r[3], r[4] != 0))
+            self.windows[d] += r.shape[1]
         # the running figures finish() and figures() read
         self.A = np.array([bool(b.asserted[d]) for d in range(K)])
         self.B = np.array([b.busy_dev[d] for d in range(K)], np.int64)

@@ -543,17 +543,19 @@ int64_t spigap_next_free_assert(const uint32_t *states, int64_t n, int64_t prev,
  * difference is the other devices' CS time and asserts inside its CS-inactive
  * gap; the bus's last deassert (the lowest device when several fall in one
  * entry) gives the handover into an assert of another device when no second
- * CS is asserted with it. Writes one row per assert (BUS_COLS), the idle gaps
+ * CS is asserted with it. Writes one row per assert (BUS_COLS, by device), the idle gaps
  * (no CS asserted before an event, after a first deassert) and the starts and
  * ends of intervals with two or more CS asserted. Stops before an event whose
  * rows could overflow the outputs; returns the events consumed.
  */
 int64_t spigap_bus(bus_t *b, busout_t *o, const int64_t *ev, int64_t n)
 {
-    const int64_t K = b->k;
-    int64_t i = 0;
+    const int64_t K = b->k, cap = o->win_cap;
+    int64_t i = 0, top = 0;                  /* top: the most rows of one device */
+    for (int64_t d = 0; d < K; d++)
+        top = o->n_win[d] > top ? o->n_win[d] : top;
     for (; i < n; i++) {
-        if (o->win_cap - o->n_win < K || o->idle_cap - o->n_idle < 1 || o->ov_cap - o->n_ov < 1)
+        if (top >= o->win_cap || o->idle_cap - o->n_idle < 1 || o->ov_cap - o->n_ov < 1)
             break;
         const int64_t t = ev[2 * i], s = ev[2 * i + 1];
         const int64_t seg = t - b->t_last;
@@ -591,20 +593,20 @@ int64_t spigap_bus(bus_t *b, busout_t *o, const int64_t *ev, int64_t n)
         }
         for (int64_t d = 0; d < K; d++) {
             if (now[d] && !b->asserted[d]) {
-                int64_t *r = o->win + BUS_COLS * o->n_win++;
+                int64_t *r = o->win + d * BUS_COLS * cap + o->n_win[d]++;
                 const int64_t overlap = n_after >= 2;
                 const int64_t hand = b->ld_dev >= 0 && b->ld_dev != d && !overlap;
-                r[0] = d;
-                r[1] = hand ? b->ld_dev : -1;
-                r[2] = hand ? t - b->ld_t : -1;
+                top = o->n_win[d] > top ? o->n_win[d] : top;
+                r[0] = hand ? b->ld_dev : -1;
+                r[cap] = hand ? t - b->ld_t : -1;
                 if (b->has_own[d]) {
-                    r[3] = (btot - b->busy_dev[d]) - b->own_busy[d];
-                    r[4] = (ctot - b->n_assert[d]) - b->own_assert[d];
+                    r[2 * cap] = (btot - b->busy_dev[d]) - b->own_busy[d];
+                    r[3 * cap] = (ctot - b->n_assert[d]) - b->own_assert[d];
                 } else {
-                    r[3] = -1;
-                    r[4] = 0;
+                    r[2 * cap] = -1;
+                    r[3 * cap] = 0;
                 }
-                r[5] = overlap;
+                r[4 * cap] = overlap;
             } else if (!now[d] && b->asserted[d]) {
                 b->has_own[d] = 1;
                 b->own_busy[d] = btot - b->busy_dev[d];

@@ -12,7 +12,7 @@ enum {
     NSPACE = 64,      /* clock spacings a word keeps for the sub-sample period */
     WIN_COLS = 11,    /* one window row: start end pstart pend clk_ok n_edges n_bits n_words first last min_half */
     BUS_MAX = 32,     /* CS lines of a shared bus (the edge stream's states are 32 bits) */
-    BUS_COLS = 6      /* one CS assert row: device from gap other_busy others overlap */
+    BUS_COLS = 5      /* one CS assert row: from gap other_busy others overlap */
 };
 
 typedef struct {
@@ -65,7 +65,9 @@ typedef struct {
 } bus_t;
 
 typedef struct {
-    int64_t *win;  int64_t win_cap;  int64_t n_win;    /* rows of BUS_COLS, one per CS assert */
+    /* one row per CS assert, by device and column: column c of device d's row j at
+       win[(d * BUS_COLS + c) * win_cap + j]; columns: from gap other_busy others overlap */
+    int64_t *win;  int64_t win_cap;  int64_t n_win[BUS_MAX];
     int64_t *idle; int64_t idle_cap; int64_t n_idle;   /* idle gaps (every CS inactive), ticks */
     int64_t *ov;   int64_t ov_cap;   int64_t n_ov;     /* rows of 3: 1 start / 0 end, tick, asserted mask */
 } busout_t;
