@@ -27,6 +27,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -126,8 +127,8 @@ class BusTracker:
         self._ov: Overlap | None = None
         self.stray: tuple[int, int | None] = (0, None)  # SCLK edges with no CS asserted: count, first tick
         self.events = 0
-        self._lib = native.library() if self.K <= 32 else None     # the compiled tracker (32: BUS_MAX)
-        self._c = None                                  # its state (bus_t), from the first events on
+        self._lib: Any = native.library() if self.K <= 32 else None     # the compiled tracker (32: BUS_MAX)
+        self._c: Any = None                             # its state (bus_t), from the first events on
 
     # ------------------------------------------------------------ feeding
     def begin(self, tick: int, state: int) -> None:

@@ -6,9 +6,10 @@ once; each block goes to
 
 * one framer per device (the compiled core or numpy, ``make_framer``), each with
   its own CS bit and its own settings (mode, word size, polarity: the SPI core
-  sets them per device). Outside its own windows a framer only looks at each
-  entry's bits, so framing N devices costs one pass of real work plus N-1 quick
-  scans of the same block;
+  sets them per device). On the compiled core they are fed together in one pass
+  over the block (cframer.CBusFramer: each entry goes to the devices it concerns),
+  so framing N devices costs about one device's framing; the numpy engine feeds
+  each framer the block (the same windows and words);
 * the bus tracker (core/bus.py): handovers, busy time, two CS lines asserted at
   once, SCLK with no CS asserted, and per transfer the other devices' activity in
   the gap before it.
@@ -117,12 +118,11 @@ class SharedPipeline:
         self.tracker = BusTracker(self.names, cs_bits, actives, full[self.cfg.clk])
         # the compiled core frames every device in one pass (cframer.CBusFramer); the numpy
         # engine feeds each framer the block
-        inner = [getattr(f, "inner", f) for f in self.framers]     # a BigWordFramer's chunk framer
-        self.group = None
-        if all(getattr(f, "engine", None) == "c" for f in inner):
-            from spigap.core.cframer import CBusFramer
+        from spigap.core.cframer import CBusFramer, CFramer
 
-            self.group = CBusFramer(inner)
+        inner = [getattr(f, "inner", f) for f in self.framers]     # a BigWordFramer's chunk framer
+        compiled = [f for f in inner if isinstance(f, CFramer)]
+        self.group: CBusFramer | None = CBusFramer(compiled) if len(compiled) == len(inner) else None
 
     def _figures(self, k: int) -> FramerFigures:
         # a device's framer counts the other devices' clock edges as outside its CS: the
