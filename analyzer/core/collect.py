@@ -306,14 +306,11 @@ class Collector:
     to ``retain`` transfers, else a BoundedAnalysis, rows to ``rows`` as measured) or
     "sample" (a systematic sample past ``retain``: ``Sampler``). Defaults: the module's
     ``RETAIN_TRANSFERS``, ``LEARN_TRANSFERS`` (at least ``retain``), ``STALL_KEEP``,
-    ``SAMPLE_BLOCK``. ``stats``: a statistics thread (an executor of one thread) shared with
-    other collectors (a shared bus's devices: core/shared.py), which its owner shuts down;
-    by default the collector starts its own."""
+    ``SAMPLE_BLOCK``."""
 
     def __init__(self, pipe: "Pipeline | DevicePipe", *, keep: str = "bounded", rows: RowSink | None = None,
                  retain: int | None = None, learn: int | None = None, stall_keep: int | None = None,
-                 block: int | None = None, grouper=None,
-                 stats: concurrent.futures.ThreadPoolExecutor | None = None):
+                 block: int | None = None, grouper=None):
         if keep not in KEEP:
             raise ValueError(f"keep must be one of {KEEP}, not {keep!r}")
         self.pipe, self.rows = pipe, rows
@@ -358,15 +355,14 @@ class Collector:
         self.rows_pending = 0
         # the statistics thread: decisions and measurements, in capture order
         self.stats: concurrent.futures.ThreadPoolExecutor | None = None
-        self.shared_stats = stats
         self.queued: collections.deque = collections.deque()     # (future, rows)
         self.n_queued = 0
 
     def close(self) -> None:
         """Drop what is queued (after an error or Ctrl-C); nothing when the run completed."""
-        if self.stats is not None and self.stats is not self.shared_stats:
+        if self.stats is not None:
             self.stats.shutdown(wait=False, cancel_futures=True)
-        self.stats = None
+            self.stats = None
 
     def result(self) -> "analysis.Analysis | BoundedAnalysis":
         """The capture's analysis, once the last batch was added."""
@@ -400,7 +396,7 @@ class Collector:
             # decisions and measurements run in the statistics thread, in order, while this
             # thread feeds the framer; each reads the framer's running figures as they
             # were when its batch was taken, so nothing depends on the threads' timing
-            self.stats = self.shared_stats or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spigap-stats")
+            self.stats = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spigap-stats")
             self._queue(self._decide, whole, self.learn_n + whole.n_words, batch.figures)
             return
         if n:
@@ -434,8 +430,7 @@ class Collector:
             self.n_queued -= n
             fut.result()
         if self.stats is not None and not self.queued and at_most == 0:
-            if self.stats is not self.shared_stats:
-                self.stats.shutdown(wait=True)
+            self.stats.shutdown(wait=True)
             self.stats = None
 
     def _decide(self, framed: Framed, figures: FramerFigures) -> None:

@@ -24,7 +24,6 @@ windows inside a device's CS-inactive gaps, per gap kind), in bounded memory.
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 from typing import Callable
 
@@ -396,12 +395,8 @@ class SharedAnalyzer:
         self.pipe = pipe
         self.out_rows = rows
         self.inter = [Interleave() for _ in pipe.names]
-        # one statistics thread for every device (its thread starts with the first job): each
-        # device's decisions and measurements still run in their order, and the devices'
-        # threads do not take turns for the interpreter with each other and the feeding thread
-        self.stats = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spigap-stats")
         self.collectors = [collect.Collector(p, keep=keep, rows=self._sink(k), **limits,
-                                             grouper=SharedGrouper(pipe.tracker.columns[k]), stats=self.stats)
+                                             grouper=SharedGrouper(pipe.tracker.columns[k]))
                            for k, p in enumerate(pipe.pipes)]
 
     def _sink(self, k: int):
@@ -423,7 +418,6 @@ class SharedAnalyzer:
     def close(self) -> None:
         for c in self.collectors:
             c.close()
-        self.stats.shutdown(wait=True, cancel_futures=True)
 
     def result(self) -> SharedAnalysis:
         pipe = self.pipe
