@@ -195,10 +195,11 @@ class Interleave:
     def add(self, kinds: np.ndarray, gaps: np.ndarray, cols: dict[str, np.ndarray]) -> None:
         self.seen += len(kinds)
         busy, count = cols["other_busy"], cols["others"]
+        valid = ~np.isnan(gaps) & (busy >= 0)
         for code, name in KIND_NAMES.items():
             if name not in self.gaps:
                 continue
-            m = (kinds == code) & ~np.isnan(gaps) & (busy >= 0)
+            m = (kinds == code) & valid
             if not m.any():
                 continue
             self.gaps[name] += int(m.sum())
