@@ -176,6 +176,101 @@ def test_parallel_framing_equals_serial(seed, monkeypatch):
         assert par.n_parallel > 0, "no middle was framed in a worker"
 
 
+# ------------------------------------------------------- a shared bus in one pass
+
+def _bus_stream(rng, n: int, k: int):
+    """An edge stream of a shared bus: SCLK (bit 0), MOSI, MISO (bits 2, 3), CS lines at bits 1,
+    4, 5 (``k`` of them, each toggling now and then: windows of one device, handovers, two or
+    three asserted at once, SCLK with none asserted, CS and SCLK in one sample)."""
+    cs_bits = [1, 4, 5][:k]
+    ticks = np.cumsum(rng.choice([1, 1, 2, 3, 7, 14, 5000], size=n, p=[.3, .2, .2, .1, .1, .09, .01]))
+    ticks = np.concatenate([[0], ticks]).astype(np.int64)
+    flips = np.where(rng.random(n) < 0.8, 1, 0) | (rng.integers(0, 4, n) << 2)
+    for b in cs_bits:
+        flips |= np.where(rng.random(n) < float(rng.choice([0.005, 0.03])), 1 << b, 0)
+    flips[flips == 0] = 1
+    states = np.bitwise_xor.accumulate(np.concatenate([[rng.integers(0, 64)], flips])).astype(np.uint32)
+    return ticks, states, cs_bits
+
+
+def _bus_run(framers, feed, blocks, take_every: int, lag: bool):
+    """Every framer's merged output, figures and CS-change rows (the first framer's)."""
+    outs = [[] for _ in framers]
+    events = []
+    for i, b in enumerate(blocks):
+        feed(b)
+        if take_every and i % take_every == 0:
+            for k, f in enumerate(framers):
+                outs[k].append(_columns(f.take(lag=lag) if lag else f.take()))
+            events.append(np.asarray(framers[0].last_events).copy())
+    end = int(blocks[-1].ticks[-1]) + 3
+    for k, f in enumerate(framers):
+        outs[k].append(_columns(f.finish(end)))
+    events.append(np.asarray(framers[0].last_events).copy())
+    res = []
+    for k, f in enumerate(framers):
+        merged = {part: {c: np.concatenate([o[part][c] for o in outs[k]]) for c in outs[k][-1][part]}
+                  for part in ("windows", "words")}
+        res.append((merged, (f.clk_outside_cs, f.first_clk_outside, f.min_high, f.min_low,
+                             f.spacing.values.tolist(), f.spacing.counts.tolist())))
+    ev = np.concatenate([e.reshape(-1, 2) for e in events])
+    return res, ev[np.r_[True, np.any(ev[1:] != ev[:-1], axis=1)]] if len(ev) else ev
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_bus_framing_in_one_pass_equals_each_framer_alone(seed, monkeypatch):
+    # cframer.CBusFramer (spigap_frame_bus: every device of a shared bus in one pass, middles
+    # cut where no CS is asserted) against one framer per device fed every block (the numpy
+    # framers, and the compiled ones with skip_outside), on random streams and chunkings;
+    # some seeds with output buffers of a few rows, so every call stops at its capacity
+    from spigap.core import cframer
+    from spigap.core.config import SpiConfig
+    from spigap.core.framing import NumpyFramer
+
+    rng = np.random.default_rng(100 + seed)
+    monkeypatch.setattr(cframer, "WORKERS", int(rng.integers(2, 5)))
+    if seed % 3 == 0:
+        monkeypatch.setattr(cframer._Out.__init__, "__defaults__", (3, 3, 2 * 64 + 2, 1))
+    k = int(rng.integers(2, 4))
+    ticks, states, cs_bits = _bus_stream(rng, int(rng.integers(3000, 20000)), k)
+    cfgs = [SpiConfig(cpol=int(rng.integers(0, 2)), cpha=int(rng.integers(0, 2)),
+                      wordsize=int(rng.choice([1, 3, 8, 12])), lsb_first=bool(rng.integers(0, 2)),
+                      cs_active_low=bool(rng.integers(0, 2))) for _ in range(k)]
+    bits = [{"clk": 0, "cs": b, "mosi": 2, "miso": 3} for b in cs_bits]
+    act = [0 if c.cs_active_low else 1 for c in cfgs]
+    ev_mask = sum(1 << b for b in cs_bits)
+    bus = (ev_mask, ev_mask & ~(1 << cs_bits[0]), sum((1 - a) << b for a, b in zip(act[1:], cs_bits[1:])))
+    blocks = _chunks(rng, ticks, states)
+    take_every = int(rng.choice([1, 3]))
+    lag = bool(rng.integers(0, 2))
+
+    def each(make, blks):
+        fr = [make(c, b, bus if j == 0 else (0, 0, 0), j > 0) for j, (c, b) in enumerate(zip(cfgs, bits))]
+
+        def feed(block):
+            for f in fr:
+                f.feed(block)
+        return _bus_run(fr, feed, blks, take_every, False)
+
+    want = each(lambda c, b, bs, skip: NumpyFramer(c, b, 1e-8, bus=bs), blocks)
+    alone = each(lambda c, b, bs, skip: cframer.CFramer(c, b, 1e-8, bus=bs, skip_outside=skip), blocks)
+    fr = [cframer.CFramer(c, b, 1e-8, bus=bus if j == 0 else (0, 0, 0), skip_outside=j > 0)
+          for j, (c, b) in enumerate(zip(cfgs, bits))]
+    group = cframer.CBusFramer(fr)
+    group.par_min = 1                             # every block's middle goes to the workers
+    got = _bus_run(fr, group.feed, blocks, take_every, lag)
+    group.close()
+    assert group._pool is None
+    for have in (alone, got):
+        for j in range(k):
+            if j:         # the other devices' SCLK edges outside their CS are not counted (the bus's are)
+                have[0][j] = (have[0][j][0], want[0][j][1][:2] + have[0][j][1][2:])
+            _same(want[0][j], have[0][j])
+        assert np.array_equal(want[1], have[1])
+    if len(want[0][0][0]["windows"]["start"]) > 4:
+        assert group.n_parallel > 0, "no middle was framed in a worker"
+
+
 # ------------------------------------------------------- repeated .sr members
 
 METADATA = """[global]

@@ -20,7 +20,7 @@ import pytest
 from conftest import CAPTURES
 
 from spigap.cli import main
-from spigap.core import pipeline
+from spigap.core import bus, pipeline
 from spigap.core.analysis import KIND_NAMES
 from spigap.core.config import INFERABLE, SpiConfig
 from spigap.io import open_capture
@@ -159,6 +159,50 @@ def test_the_engines_agree(built):
             d.pop("engine")
             docs.append(json.dumps(d, sort_keys=True))
     assert docs[0] == docs[1]
+
+
+def _tracker_run(compiled: bool, K: int, events: np.ndarray, cuts: list[int], start: int) -> tuple:
+    """A BusTracker over CS lines at bits 1.. of ``events``' states, fed in the pieces ``cuts``."""
+    from spigap.core.bus import COLUMNS, BusTracker
+
+    with native.use_engine("c" if compiled else "numpy"):
+        t = BusTracker([f"CS{d}" for d in range(K)], list(range(1, K + 1)), [0, 1, 0][:K], 0)
+    assert (t._lib is not None) == compiled
+    t.begin(0, start)
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        t.feed_events(events[a:b])
+    t.stray = (3, 7)
+    t.finish(int(events[-1, 0]) + 5)
+    cols = [t.columns[d].take(0, int(t.windows[d])) for d in range(K)]
+    return (json.dumps(t.figures(1e-6), sort_keys=True),
+            [{c: x[c].tolist() for c in COLUMNS} for x in cols], t.windows.tolist(), t.events)
+
+
+@pytest.mark.skipif(native.library() is None, reason="the compiled core is not installed")
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_compiled_bus_tracker_is_the_numpy_one(seed, monkeypatch):
+    # the tracker's two implementations (core/bus.py: spigap_bus in the compiled core, numpy
+    # as the fallback) on random CS changes of three lines of mixed polarity: several lines
+    # changing in one entry, two or three asserted at once, long and zero-length gaps, the
+    # stream cut anywhere
+    rng = np.random.default_rng(seed)
+    K, E = 3, 4000
+    states = rng.integers(0, 1 << (K + 1), E).astype(np.int64)
+    states[1:][(states[1:] ^ states[:-1]) & 0b1110 == 0] ^= 0b10 << rng.integers(0, K)
+    ticks = np.cumsum(rng.choice([0, 1, 2, 5, 40, 1000], E, p=[0.05, 0.15, 0.2, 0.3, 0.2, 0.1]))
+    # mostly one line at a time or none (handovers), as a real bus is; CS1 is active high
+    one = rng.random(E) < 0.6
+    states[one] = (states[one] & 1) | np.array([0b1000, 0b1110, 0b0010, 0b1010])[rng.integers(0, 4, int(one.sum()))]
+    ev = np.column_stack([ticks + 10, states])
+    ev = ev[np.r_[True, (ev[1:, 1] ^ ev[:-1, 1]) & 0b1110 != 0]]
+    cuts = sorted({0, len(ev), *rng.integers(0, len(ev), 12).tolist()})
+    start = int(rng.integers(0, 1 << (K + 1)))
+    if seed == 3:                                  # its output full again and again
+        monkeypatch.setattr(bus, "BUS_ROWS", 7)
+    got, want = _tracker_run(True, K, ev, cuts, start), _tracker_run(False, K, ev, cuts, start)
+    assert got[0] == want[0]
+    assert got[1:] == want[1:]
+    assert '"count": 0' not in got[0]          # the stream held intervals with two CS asserted
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "json", "text"])

@@ -27,12 +27,15 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
+from typing import Any
 
 import numpy as np
 
+from spigap import native
 from spigap.core.tickhist import TickHistogram
 
 OVERLAP_LIST = 1000          # intervals with two CS asserted kept with their times (all are counted)
+BUS_ROWS = 1 << 14           # the compiled tracker's output rows per device and call
 
 # DeviceColumns: -1 = none (the first window has no gap before it; no handover into a window
 # whose previous bus deassert was its own)
@@ -124,6 +127,8 @@ class BusTracker:
         self._ov: Overlap | None = None
         self.stray: tuple[int, int | None] = (0, None)  # SCLK edges with no CS asserted: count, first tick
         self.events = 0
+        self._lib: Any = native.library() if self.K <= 32 else None     # the compiled tracker (32: BUS_MAX)
+        self._c: Any = None                             # its state (bus_t), from the first events on
 
     # ------------------------------------------------------------ feeding
     def begin(self, tick: int, state: int) -> None:
@@ -138,9 +143,77 @@ class BusTracker:
 
     def feed_events(self, events: np.ndarray) -> None:
         """The entries where a CS line changed, in order: rows (tick, state) (the first
-        device's framer writes them: core/shared.py)."""
-        if len(events):
+        device's framer writes them: core/shared.py). On the compiled core (spigap_bus in
+        analyzer/native/spigap_core.c) when it is installed, else in numpy (``_events``,
+        the oracle tests/test_shared_bus.py compares it with): the same figures."""
+        if not len(events):
+            return
+        if self._lib is None:
             self._events(events[:, 0], events[:, 1].astype(np.uint32))
+        else:
+            self._events_c(np.ascontiguousarray(events, np.int64))
+
+    def _start_c(self) -> None:
+        """The compiled tracker's state from this one's (after ``begin``, before any event)."""
+        ffi = native.ffi()
+        b = ffi.new("bus_t *")
+        b.k = self.K
+        for d in range(self.K):
+            b.bit[d], b.act[d], b.asserted[d] = int(self.bits[d]), int(self.act[d]), int(self.A[d])
+            b.busy_dev[d], b.n_assert[d] = int(self.B[d]), int(self.C[d])
+        b.t_last, b.busy = self.t_last, self.busy
+        b.ld_t, b.ld_dev = self.last_deassert if self.last_deassert is not None else (-1, -1)
+        self._c = b
+
+    def _events_c(self, ev: np.ndarray) -> None:
+        if self._c is None:
+            self._start_c()
+        b, K, E = self._c, self.K, len(ev)
+        self.events += E
+        cap = min(E, BUS_ROWS)
+        win = np.empty((K, self._lib.BUS_COLS, cap), np.int64)
+        idle = np.empty(E, np.int64)
+        ov = np.empty((E, 3), np.int64)
+        p = native.ptr
+        o = native.ffi().new("busout_t *", {"win": p(win), "win_cap": cap, "idle": p(idle), "idle_cap": E,
+                                            "ov": p(ov), "ov_cap": E})
+        rows: list[list[np.ndarray]] = [[] for _ in range(K)]
+        done = 0
+        while done < E:
+            done += self._lib.spigap_bus(b, o, p(ev[done:]), E - done)
+            for d in range(K):
+                if o.n_win[d]:
+                    rows[d].append(win[d, :, :o.n_win[d]].copy())
+                    o.n_win[d] = 0
+        self.idle_gaps.add(idle[:o.n_idle])
+        for kind, t, mask in ov[:o.n_ov].tolist():
+            if kind == 1:
+                self._ov = Overlap(t, None, tuple(d for d in range(K) if mask >> d & 1))
+                self.n_overlaps += 1
+                if len(self.overlaps) < OVERLAP_LIST:
+                    self.overlaps.append(self._ov)
+            elif self._ov is not None:
+                self._ov.end = t
+                self.overlap_ticks += t - self._ov.start
+                self._ov = None
+        for d in range(K):
+            if not rows[d]:
+                continue
+            r = rows[d][0] if len(rows[d]) == 1 else np.concatenate(rows[d], axis=1)
+            frm = r[0].astype(np.int8)
+            for e in range(K):
+                m = frm == e
+                if e != d and m.any():
+                    self.handover[(e, d)].add(r[1][m])
+            self.columns[d].add(_cols(frm, r[1], r[2], r[3], r[4] != 0))
+            self.windows[d] += r.shape[1]
+        # the running figures finish() and figures() read
+        self.A = np.array([bool(b.asserted[d]) for d in range(K)])
+        self.B = np.array([b.busy_dev[d] for d in range(K)], np.int64)
+        self.C = np.array([b.n_assert[d] for d in range(K)], np.int64)
+        self.busy, self.t_last = int(b.busy), int(b.t_last)
+        if b.ld_dev >= 0:
+            self.last_deassert = (int(b.ld_t), int(b.ld_dev))
 
     def _events(self, te: np.ndarray, se: np.ndarray) -> None:
         # one array per device (K is small: columns, not an E x K matrix, whose row

@@ -111,6 +111,11 @@ def _frame_middle(lib, ffi, f, t: np.ndarray, s: np.ndarray):
     if o is None:
         o = _local.out = _Out(lib, ffi)
     _frame_all(lib, f, o, t, s)
+    return _middle_result(f, o)
+
+
+def _middle_result(f, o: _Out):
+    """A middle's rows and figures (out of the thread's buffers ``o``, which are reset)."""
     nz = np.flatnonzero(o.hist)
     counts = o.hist[nz].copy()
     o.hist[nz] = 0
@@ -197,16 +202,9 @@ class CFramer:
     def feed(self, block: EdgeBlock) -> None:
         if len(block) == 0:
             return
-        # what the serial framer produced so far belongs to the blocks before this one
-        self._segments.append(self.o.rows())
-        self._mark = len(self._segments)
-        t, s = block.ticks, block.states
-        if self.initial_state is None:
-            self.initial_state = int(s[0])
-            self.lib.spigap_frame_init(self.f, self.initial_state)
-            t, s = t[1:], s[1:]
-            if len(t) == 0:
-                return
+        t, s = self._open_block(block)
+        if len(t) == 0:
+            return
         if not self.has_cs and self.idle_timeout is None:
             self._buffered.append(EdgeBlock(t, s))
             self._buffered_edges += len(t)
@@ -214,6 +212,18 @@ class CFramer:
                 self._start_nocs()
             return
         self._run(t, s)
+
+    def _open_block(self, block: EdgeBlock) -> tuple[np.ndarray, np.ndarray]:
+        """A new block's entries to frame (its first one is the initial state of the capture's
+        first block); what the serial framer produced so far belongs to the blocks before it."""
+        self._segments.append(self.o.rows())
+        self._mark = len(self._segments)
+        t, s = block.ticks, block.states
+        if self.initial_state is None:
+            self.initial_state = int(s[0])
+            self.lib.spigap_frame_init(self.f, self.initial_state)
+            t, s = t[1:], s[1:]
+        return t, s
 
     def _start_nocs(self):
         blocks, self._buffered = self._buffered, []
@@ -305,7 +315,7 @@ class CFramer:
         words: list[np.ndarray] = list(self._word_rest)
         evs: list[np.ndarray] = []
         for seg in segments:
-            if isinstance(seg, concurrent.futures.Future):
+            if not isinstance(seg, tuple):                      # a middle (a future, or _Pick)
                 win_parts, word_parts, ovf_parts, (nz, counts), (clk_out, first_out, mh, ml), ev_parts = seg.result()
                 self._m_clk_outside += clk_out
                 if first_out >= 0:
@@ -371,3 +381,135 @@ class CFramer:
             self._pool.shutdown(wait=True)
             self._pool = None
         return out
+
+
+class _Pick:
+    """Device k's part of a middle framed for every device of a shared bus (a future's result)."""
+
+    def __init__(self, fut, k: int):
+        self.fut, self.k = fut, k
+
+    def result(self):
+        return self.fut.result()[self.k]
+
+
+def _frame_bus_middle(lib, ffi, mids: list, t: np.ndarray, s: np.ndarray) -> list:
+    """``_frame_middle`` for every device of a shared bus at once (fresh framers ``mids``)."""
+    outs = getattr(_local, "bus_out", None)
+    if outs is None or len(outs) < len(mids):
+        outs = _local.bus_out = [_Out(lib, ffi) for _ in mids]
+    outs = outs[:len(mids)]
+    _frame_bus_all(lib, ffi.new("framer_t *[]", mids), ffi.new("out_t *[]", [o.out for o in outs]), outs, t, s)
+    return [_middle_result(f, o) for f, o in zip(mids, outs)]
+
+
+def _frame_bus_all(lib, fs, os_, outs: list[_Out], t: np.ndarray, s: np.ndarray) -> None:
+    done, n = 0, len(t)
+    while done < n:
+        done += lib.spigap_frame_bus(fs, os_, len(outs), native.ptr(t[done:]), native.ptr(s[done:], "uint32_t *"),
+                                     n - done)
+        for o in outs:
+            o.flush()
+
+
+class CBusFramer:
+    """Every device's framer of a shared bus (core/shared.py) fed in one pass over each block
+    (spigap_frame_bus in analyzer/native/spigap_core.c): each CFramer gets the windows, words
+    and figures it gets when fed the whole stream on its own, and hands them out as before
+    (``take``, ``finish``). The first framer writes the CS changes and counts the SCLK
+    edges while no CS is asserted. Long blocks are cut, as in CFramer, into middles
+    framed in worker threads by fresh framers, here at entries where a CS line goes
+    active while none was: every device's window is closed there."""
+
+    par_min = PAR_MIN
+
+    def __init__(self, framers: list[CFramer]):
+        assert framers and all(f.has_cs for f in framers)
+        self.framers = framers
+        self.lib, self.ffi = framers[0].lib, framers[0].ffi
+        self.fs = self.ffi.new("framer_t *[]", [f.f for f in framers])
+        self.os = self.ffi.new("out_t *[]", [f.o.out for f in framers])
+        self.cs_mask = sum(1 << int(f.f.b_cs) for f in framers)
+        self.cs_idle = sum((1 - int(f.f.active_level)) << int(f.f.b_cs) for f in framers)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._inflight: collections.deque = collections.deque()
+        self.n_parallel = 0
+
+    def feed(self, block: EdgeBlock) -> None:
+        if len(block) == 0:
+            return
+        for f in self.framers:
+            t, s = f._open_block(block)
+        if len(t):
+            self._run(t, s)
+
+    def _serial(self, t, s) -> None:
+        _frame_bus_all(self.lib, self.fs, self.os, [f.o for f in self.framers], t, s)
+        for f in self.framers:
+            for part in f.o.ovf_parts:
+                f.spacing.add(part)
+            f.o.ovf_parts = []
+
+    def _run(self, t, s) -> None:
+        t = np.ascontiguousarray(t, np.int64)
+        s = np.ascontiguousarray(s, np.uint32)
+        n, framers = len(t), self.framers
+        if n >= self.par_min and WORKERS > 1:
+            sp = native.ptr(s, "uint32_t *")
+            prev0 = int(framers[0].f.prev)
+
+            def free_at(i, step):
+                return int(self.lib.spigap_next_free_assert(sp, n, prev0, self.cs_mask, self.cs_idle, i, step))
+
+            first, last = free_at(0, 1), free_at(n - 1, -1)
+            if 0 <= first < last:
+                parts = WORKERS + 1
+                cuts = [first]
+                for k in range(1, parts):
+                    c = free_at(first + k * (last - first) // parts, 1)
+                    if cuts[-1] < c < last:
+                        cuts.append(c)
+                cuts.append(last)
+                self._serial(t[:first], s[:first])          # closes the windows carried in
+                for f in framers:
+                    assert not f.f.open                     # no CS was asserted before the cut
+                    f._segments.append(f.o.rows())
+                if self._pool is None:
+                    self._pool = concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="spigap-frame")
+                jobs = []
+                size = self.ffi.sizeof("framer_t")
+                for a, b in zip(cuts[:-1], cuts[1:]):
+                    mids = []
+                    for f in framers:
+                        mid = self.ffi.new("framer_t *")
+                        self.ffi.memmove(mid, f.f, size)                 # the configuration
+                        self.lib.spigap_frame_init(mid, int(s[a - 1]) if a else prev0)
+                        mids.append(mid)
+                    jobs.append((mids, t[a:b], s[a:b]))
+                here = all(f.frame_here for f in framers)
+                mine = jobs.pop() if len(jobs) > 1 and here else None    # the last, framed here
+                for job in jobs:
+                    fut = self._pool.submit(_frame_bus_middle, self.lib, self.ffi, *job)
+                    for k, f in enumerate(framers):
+                        f._segments.append(_Pick(fut, k))
+                    self._inflight.append(fut)
+                    self.n_parallel += 1
+                if mine is not None:
+                    res = _frame_bus_middle(self.lib, self.ffi, *mine)
+                    for k, f in enumerate(framers):
+                        done: concurrent.futures.Future = concurrent.futures.Future()
+                        done.set_result(res[k])
+                        f._segments.append(done)
+                while len(self._inflight) > PAR_PENDING:
+                    self._inflight.popleft().result()
+                for f in framers:                           # on at the last cut, as if they framed the middles
+                    f.f.prev = int(s[last - 1])
+                self._serial(t[last:], s[last:])
+                return
+        self._serial(t, s)
+
+    def close(self) -> None:
+        """After every framer's ``finish``: the worker threads end."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None

@@ -6,9 +6,10 @@ once; each block goes to
 
 * one framer per device (the compiled core or numpy, ``make_framer``), each with
   its own CS bit and its own settings (mode, word size, polarity: the SPI core
-  sets them per device). Outside its own windows a framer only looks at each
-  entry's bits, so framing N devices costs one pass of real work plus N-1 quick
-  scans of the same block;
+  sets them per device). On the compiled core they are fed together in one pass
+  over the block (cframer.CBusFramer: each entry goes to the devices it concerns),
+  so framing N devices costs about one device's framing; the numpy engine feeds
+  each framer the block (the same windows and words);
 * the bus tracker (core/bus.py): handovers, busy time, two CS lines asserted at
   once, SCLK with no CS asserted, and per transfer the other devices' activity in
   the gap before it.
@@ -114,6 +115,13 @@ class SharedPipeline:
             self.pipes.append(DevicePipe(self, k, dcfg, dsettled, self.framers[-1]))
             self._repack.append([full[n] for n in dcfg.stream_names()])
         self.tracker = BusTracker(self.names, cs_bits, actives, full[self.cfg.clk])
+        # the compiled core frames every device in one pass (cframer.CBusFramer); the numpy
+        # engine feeds each framer the block
+        from spigap.core.cframer import CBusFramer, CFramer
+
+        inner = [getattr(f, "inner", f) for f in self.framers]     # a BigWordFramer's chunk framer
+        compiled = [f for f in inner if isinstance(f, CFramer)]
+        self.group: CBusFramer | None = CBusFramer(compiled) if len(compiled) == len(inner) else None
 
     def _figures(self, k: int) -> FramerFigures:
         # a device's framer counts the other devices' clock edges as outside its CS: the
@@ -129,8 +137,11 @@ class SharedPipeline:
         def step(block, last: int) -> None:
             if tracker.prev is None:
                 tracker.begin(int(block.ticks[0]), int(block.states[0]))
+            if self.group is not None:
+                self.group.feed(block)
             for k, f in enumerate(self.framers):
-                f.feed(block)
+                if self.group is None:
+                    f.feed(block)
                 p = self.pipes[k].prefix
                 if p.n < p.limit:
                     p.add(block.ticks, _repack(block.states[:p.limit - p.n], self._repack[k]))
@@ -149,6 +160,8 @@ class SharedPipeline:
         if tracker.prev is None:
             tracker.begin(0, 0)
         finals = [Batch(f.finish(end), self._figures(k), None) for k, f in enumerate(self.framers)]
+        if self.group is not None:
+            self.group.close()
         tracker.feed_events(self.framers[0].last_events)
         f0 = self.framers[0]
         tracker.stray = (int(f0.clk_outside_cs), f0.first_clk_outside)
@@ -182,10 +195,11 @@ class Interleave:
     def add(self, kinds: np.ndarray, gaps: np.ndarray, cols: dict[str, np.ndarray]) -> None:
         self.seen += len(kinds)
         busy, count = cols["other_busy"], cols["others"]
+        valid = ~np.isnan(gaps) & (busy >= 0)
         for code, name in KIND_NAMES.items():
             if name not in self.gaps:
                 continue
-            m = (kinds == code) & ~np.isnan(gaps) & (busy >= 0)
+            m = (kinds == code) & valid
             if not m.any():
                 continue
             self.gaps[name] += int(m.sum())

@@ -378,3 +378,246 @@ int64_t spigap_next_assert(const uint32_t *states, int64_t n, int64_t prev, int6
     }
     return -1;
 }
+
+/* ------------------------------------------------------- a shared bus's framers */
+
+/*
+ * Every device of a shared bus framed in one pass (analyzer/core/cframer.py,
+ * CBusFramer): fs[d] is device d's framer (its CS bit and settings; fs[0] also
+ * writes the CS changes and counts the SCLK edges while no CS is asserted),
+ * os[d] its outputs. The result is, device by device, what spigap_frame gives
+ * when each framer is fed the whole stream (the non-first ones with
+ * skip_outside): an entry where a CS line changes goes to every device (the
+ * window opens or closes, and its clock edge to each device asserted after it);
+ * any other entry only to the devices asserted (a clock edge), or, when none
+ * is, to fs[0]'s count of SCLK edges without CS. One pass instead of one per
+ * device: the entries outside a device's windows were most of each framer's
+ * work (one loop turn each, as many as inside). Works on the framers in place
+ * (the copy to locals that spigap_frame makes would cost a copy per transfer
+ * here). Stops before an entry whose output could overflow; returns the
+ * entries consumed.
+ */
+/* spigap_frame_bus's run of entries while one device alone is asserted, from entry i (a clock
+   edge): up to the next entry where a CS line changes, or where the outputs could overflow
+   (*full); returns that entry. restrict: the framer's fields are reached through f alone, so
+   the compiler may keep them in registers across the stores to the output rows. */
+HOT int64_t run_one(framer_t *restrict f, out_t *restrict o, const int64_t *ticks, const uint32_t *states,
+                    int64_t i, int64_t n, int64_t cs_mask, int64_t b_clk, int64_t *prev, int64_t *full)
+{
+    int64_t p = *prev;
+    for (; i < n; i++) {
+        const int64_t s = states[i];
+        const int64_t ch = s ^ p;
+        if (ch & cs_mask)
+            break;
+        if ((ch >> b_clk) & 1) {
+            if (o->word_cap - o->n_word < 2 || o->ovf_cap - o->n_ovf < 2 * NSPACE) {
+                *full = 1;
+                break;
+            }
+            clock_edge(f, o, ticks[i], s);
+        }
+        p = s;
+    }
+    *prev = p;
+    return i;
+}
+
+int64_t spigap_frame_bus(framer_t *const *fs, out_t *const *os, int64_t k, const int64_t *ticks,
+                         const uint32_t *states, int64_t n)
+{
+    framer_t *f0 = fs[0];
+    out_t *o0 = os[0];
+    int64_t cs_mask = 0, act = 0, i = 0;
+    int64_t prev = f0->prev;
+    for (int64_t d = 0; d < k; d++) {
+        cs_mask |= (int64_t)1 << fs[d]->b_cs;
+        act |= (int64_t)(((prev >> fs[d]->b_cs) & 1) == fs[d]->active_level) << d;
+    }
+    const int64_t b_clk = f0->b_clk;
+    /* the device asserted when it is the only one (NULL: none or several) */
+    framer_t *cur = act && !(act & (act - 1)) ? fs[__builtin_ctzll((unsigned long long)act)] : NULL;
+    out_t *cur_o = act && !(act & (act - 1)) ? os[__builtin_ctzll((unsigned long long)act)] : NULL;
+    for (; i < n; i++) {
+        const int64_t s = states[i];
+        const int64_t ch = s ^ prev;
+        if (ch & cs_mask) {
+            /* a CS line changes: every device may open or close a window */
+            int64_t full = o0->ev_cap - o0->n_ev < (f0->ev_mask != 0);
+            for (int64_t d = 0; d < k && !full; d++)
+                full = os[d]->win_cap - os[d]->n_win < 2 || os[d]->word_cap - os[d]->n_word < 2
+                       || os[d]->ovf_cap - os[d]->n_ovf < 2 * NSPACE;
+            if (full)
+                break;
+            const int64_t t = ticks[i];
+            if (ch & f0->ev_mask) {
+                int64_t *r = o0->ev + 2 * o0->n_ev++;
+                r[0] = t;
+                r[1] = s;
+            }
+            act = 0;
+            for (int64_t d = 0; d < k; d++) {
+                framer_t *f = fs[d];
+                const int64_t active = ((s >> f->b_cs) & 1) == f->active_level;
+                act |= active << d;
+                if ((ch >> f->b_cs) & 1) {
+                    if (active)
+                        open_window(f, t, ((s >> f->b_clk) & 1) == f->cpol, 0);
+                    else if (f->open)
+                        close_window(f, os[d], t, 0);
+                }
+                if (active && ((ch >> f->b_clk) & 1))
+                    clock_edge(f, os[d], t, s);
+            }
+            cur = act && !(act & (act - 1)) ? fs[__builtin_ctzll((unsigned long long)act)] : NULL;
+            cur_o = act && !(act & (act - 1)) ? os[__builtin_ctzll((unsigned long long)act)] : NULL;
+        } else if ((ch >> b_clk) & 1) {
+            if (act == 0) {
+                /* SCLK with no CS asserted (none changes in this entry) */
+                if (f0->first_clk_outside < 0)
+                    f0->first_clk_outside = ticks[i];
+                f0->clk_outside++;
+            } else if (cur != NULL) {
+                /* one device asserted (the common case): its entries up to the next CS change */
+                int64_t full = 0;
+                i = run_one(cur, cur_o, ticks, states, i, n, cs_mask, b_clk, &prev, &full);
+                if (full)
+                    break;
+                i--;                             /* entry i (a CS change, or n) is the loop's next */
+                continue;
+            } else {
+                int64_t full = 0;
+                for (int64_t a = act; a && !full; a &= a - 1) {
+                    const out_t *o = os[__builtin_ctzll((unsigned long long)a)];
+                    full = o->word_cap - o->n_word < 2 || o->ovf_cap - o->n_ovf < 2 * NSPACE;
+                }
+                if (full)
+                    break;
+                for (int64_t a = act; a; a &= a - 1) {
+                    const int d = __builtin_ctzll((unsigned long long)a);
+                    clock_edge(fs[d], os[d], ticks[i], s);
+                }
+            }
+        }
+        prev = s;
+    }
+    for (int64_t d = 0; d < k; d++)
+        fs[d]->prev = prev;
+    return i;
+}
+
+/*
+ * Where every framer of a shared bus starts afresh: the entry i nearest to
+ * `from` (forward when step > 0) at which a CS line goes active while before it
+ * (states[i-1], or `prev` for i = 0) none was (every line at its `cs_idle`
+ * level): every device's window is closed there and one opens, so the entries
+ * between two of them can be framed by fresh framers in another thread, as
+ * spigap_next_assert does for one device. -1 when there is none.
+ */
+int64_t spigap_next_free_assert(const uint32_t *states, int64_t n, int64_t prev, int64_t cs_mask, int64_t cs_idle,
+                                int64_t from, int64_t step)
+{
+    const uint32_t m = (uint32_t)cs_mask, idle = (uint32_t)cs_idle;
+    step = step > 0 ? 1 : -1;
+    for (int64_t i = from; i >= 0 && i < n; i += step) {
+        uint32_t before = i ? states[i - 1] : (uint32_t)prev;
+        if ((states[i] & m) != idle && (before & m) == idle)
+            return i;
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------------ bus */
+
+/*
+ * A shared bus's tracker (analyzer/core/bus.py, docs/shared-bus.md): the bus
+ * figures from the entries where a CS line changed (rows of tick, state, in
+ * order; the first device's framer writes them). Compiled because the numpy
+ * version (BusTracker._events, kept as the fallback and as the oracle this
+ * loop is tested against) needs ~30 array passes per batch of events and was,
+ * at two CS changes per transfer, the largest cost a second device added to a
+ * capture; here it is a few operations per event and device.
+ *
+ * Per event: each device's CS time and asserts are summed up to it; a device's
+ * deassert keeps the other devices' sums, so at its next assert their
+ * difference is the other devices' CS time and asserts inside its CS-inactive
+ * gap; the bus's last deassert (the lowest device when several fall in one
+ * entry) gives the handover into an assert of another device when no second
+ * CS is asserted with it. Writes one row per assert (BUS_COLS, by device), the idle gaps
+ * (no CS asserted before an event, after a first deassert) and the starts and
+ * ends of intervals with two or more CS asserted. Stops before an event whose
+ * rows could overflow the outputs; returns the events consumed.
+ */
+int64_t spigap_bus(bus_t *b, busout_t *o, const int64_t *ev, int64_t n)
+{
+    const int64_t K = b->k, cap = o->win_cap;
+    int64_t i = 0, top = 0;                  /* top: the most rows of one device */
+    for (int64_t d = 0; d < K; d++)
+        top = o->n_win[d] > top ? o->n_win[d] : top;
+    for (; i < n; i++) {
+        if (top >= o->win_cap || o->idle_cap - o->n_idle < 1 || o->ov_cap - o->n_ov < 1)
+            break;
+        const int64_t t = ev[2 * i], s = ev[2 * i + 1];
+        const int64_t seg = t - b->t_last;
+        int64_t now[BUS_MAX];
+        int64_t n_before = 0, n_after = 0, dz_dev = -1, btot = 0, ctot = 0, mask = 0;
+        for (int64_t d = 0; d < K; d++) {
+            now[d] = ((s >> b->bit[d]) & 1) == b->act[d];
+            if (b->asserted[d]) {
+                n_before++;
+                b->busy_dev[d] += seg;
+            }
+            if (now[d]) {
+                n_after++;
+                mask |= (int64_t)1 << d;
+            } else if (b->asserted[d] && dz_dev < 0) {
+                dz_dev = d;
+            }
+            btot += b->busy_dev[d];
+            ctot += b->n_assert[d];
+        }
+        if (n_before)
+            b->busy += seg;
+        else if (b->ld_dev >= 0)
+            o->idle[o->n_idle++] = seg;
+        if (n_after >= 2 && n_before < 2) {
+            int64_t *r = o->ov + 3 * o->n_ov++;
+            r[0] = 1; r[1] = t; r[2] = mask;
+        } else if (n_after < 2 && n_before >= 2) {
+            int64_t *r = o->ov + 3 * o->n_ov++;
+            r[0] = 0; r[1] = t; r[2] = mask;
+        }
+        if (dz_dev >= 0) {                   /* before the asserts: a CS asserted in this very entry hands over at 0 */
+            b->ld_t = t;
+            b->ld_dev = dz_dev;
+        }
+        for (int64_t d = 0; d < K; d++) {
+            if (now[d] && !b->asserted[d]) {
+                int64_t *r = o->win + d * BUS_COLS * cap + o->n_win[d]++;
+                const int64_t overlap = n_after >= 2;
+                const int64_t hand = b->ld_dev >= 0 && b->ld_dev != d && !overlap;
+                top = o->n_win[d] > top ? o->n_win[d] : top;
+                r[0] = hand ? b->ld_dev : -1;
+                r[cap] = hand ? t - b->ld_t : -1;
+                if (b->has_own[d]) {
+                    r[2 * cap] = (btot - b->busy_dev[d]) - b->own_busy[d];
+                    r[3 * cap] = (ctot - b->n_assert[d]) - b->own_assert[d];
+                } else {
+                    r[2 * cap] = -1;
+                    r[3 * cap] = 0;
+                }
+                r[4 * cap] = overlap;
+            } else if (!now[d] && b->asserted[d]) {
+                b->has_own[d] = 1;
+                b->own_busy[d] = btot - b->busy_dev[d];
+                b->own_assert[d] = ctot - b->n_assert[d];
+            }
+        }
+        for (int64_t d = 0; d < K; d++) {
+            b->n_assert[d] += now[d] && !b->asserted[d];
+            b->asserted[d] = now[d];
+        }
+        b->t_last = t;
+    }
+    return i;
+}
