@@ -111,6 +111,25 @@ _SIGROK_VERSION: str | None = None
 # a shared bus whose three devices each have their own SPI settings (the SPI core sets them
 # per device): CE1 an active-high CS, mode 1 and 12-bit words (two per window: 24 bits, which
 # the signals alone read as three bytes), CE2 LSB first
+# a controller with sub-µs latencies (1 MHz SCLK buses of the dense shared-bus tests)
+FAST_CONTROLLER = """
+[controller]
+submit_to_busy = "0.5us"
+busy_to_start = "0.5us"
+start_to_set_cs = "0.5us"
+gpio_cs_latency = "0.5us"
+gpio_cs_off_latency = "0.5us"
+transfer_start_to_sclk = "0.3us"
+sclk_to_transfer_stop = "0.3us"
+deassert_to_done = "0.5us"
+done_to_start = "1us"
+done_to_idle = "0.5us"
+idle_to_exit = "0.5us"
+enter_to_submit = "0.5us"
+jitter = 0.05
+"""
+
+
 MIXED_BUS = """
 [capture]
 samplerate = "10MHz"

@@ -15,7 +15,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import CAPTURES
+from conftest import CAPTURES, FAST_CONTROLLER
 
 from spigap.cli import main
 from spigap.synth import shared
@@ -71,21 +71,7 @@ lead = "20us"
 tail = "20us"
 [spi]
 sclk = "1MHz"
-[controller]
-submit_to_busy = "0.5us"
-busy_to_start = "0.5us"
-start_to_set_cs = "0.5us"
-gpio_cs_latency = "0.5us"
-gpio_cs_off_latency = "0.5us"
-transfer_start_to_sclk = "0.3us"
-sclk_to_transfer_stop = "0.3us"
-deassert_to_done = "0.5us"
-done_to_start = "1us"
-done_to_idle = "0.5us"
-idle_to_exit = "0.5us"
-enter_to_submit = "0.5us"
-jitter = 0.05
-[[device]]
+""" + FAST_CONTROLLER + """[[device]]
 cs = "CE0"
 words = 1
 think = "3us"
