@@ -240,8 +240,8 @@ class SampledColumns:
             self.parts.append((g[keep], {c: v[keep] for c, v in cols.items()}))
         if self.sampler.stride != self.stride:      # the sample dropped every other block
             self.stride = self.sampler.stride
-            self.parts = [(g, {c: v[m] for c, v in cols.items()}) for g, cols in self.parts
-                          for m in [self.sampler.keeps(g)] if m.any()]
+            self.parts = [(i[m], {c: v[m] for c, v in cols.items()}) for i, cols in self.parts
+                          for m in [self.sampler.keeps(i)] if m.any()]
 
     def result(self) -> dict[str, np.ndarray] | None:
         want = self.sampler.indices()
