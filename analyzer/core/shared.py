@@ -16,10 +16,12 @@ once; each block goes to
 
 Each device's batches go to its own consumer (``collect.Collector`` for analyze
 and everything built on it), which measures them exactly as for a capture with
-that one CS line: the per-device figures are the single-device figures. The
-transfer rows the collectors hand out pass through ``SharedAnalyzer.rows``, which
-adds each device's bus columns and counts the interleaving (another device's
-windows inside a device's CS-inactive gaps, per gap kind), in bounded memory.
+that one CS line: the per-device figures are the single-device figures. Each
+group of transfers a collector measures goes through ``SharedAnalyzer``'s
+``measured`` hook, which takes that device's bus columns for the whole group once
+and counts the interleaving (another device's windows inside a device's
+CS-inactive gaps, per gap kind), in bounded memory; the transfer rows handed out
+(CSV, JSON lines) carry slices of those columns.
 """
 
 from __future__ import annotations
