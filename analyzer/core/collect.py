@@ -44,6 +44,7 @@ import concurrent.futures
 import dataclasses
 import functools
 import math
+import threading
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -335,6 +336,9 @@ class Collector:
         # called once per measured group (before its rows go to ``rows``): a shared bus's
         # per-transfer bus columns and interleaving, over the whole group at once
         self.measured = measured
+        # held while a group is measured: a shared bus's collectors take turns (their
+        # decisions do not), so their statistics threads do not contend for the GIL
+        self.serial: threading.Lock | None = None
         if keep == "all":
             self.retain = self.learn = math.inf
         else:
@@ -499,6 +503,13 @@ class Collector:
     def _measure(self, parts: list[Framed], figures: FramerFigures) -> None:
         """Measure consecutive framer batches as one, after the last window measured
         before them (the context: it gives the gap before the first one)."""
+        if self.serial is None:
+            self._measure_parts(parts, figures)
+        else:
+            with self.serial:
+                self._measure_parts(parts, figures)
+
+    def _measure_parts(self, parts: list[Framed], figures: FramerFigures) -> None:
         ctx = self.context
         batch = Framed.concat(([ctx] if ctx is not None else []) + parts)      # one copy
         skip = 1 if ctx is not None else 0

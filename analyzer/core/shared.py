@@ -27,6 +27,7 @@ CS-inactive gaps, per gap kind), in bounded memory; the transfer rows handed out
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Callable
 
 import numpy as np
@@ -436,6 +437,9 @@ class SharedAnalyzer:
                                              measured=self._measured(k), **limits,
                                              grouper=SharedGrouper(pipe.tracker.columns[k]))
                            for k, p in enumerate(pipe.pipes)]
+        serial = threading.Lock()
+        for c in self.collectors:
+            c.serial = serial
         # keep="sample": each device's bus columns of the transfers its sample holds (compare's
         # "who held the bus" on the same sample as the rest of its figures)
         self.sampled = [SampledColumns(c.sampler) if c.sampler is not None else None for c in self.collectors]
