@@ -20,7 +20,8 @@ import pytest
 from conftest import CAPTURES
 
 from spigap.cli import main
-from spigap.core import bus, pipeline
+from spigap.core import analysis, bus, collect, pipeline
+from spigap.core import shared as core_shared
 from spigap.core.analysis import KIND_NAMES
 from spigap.core.config import INFERABLE, SpiConfig
 from spigap.io import open_capture
@@ -322,3 +323,26 @@ def test_one_device_named_alone_is_one_device(built):
     assert not getattr(a, "shared", False)
     assert a.n == truth["devices"]["CE0"]["transfers"]
     assert a.clk_outside_cs > 0
+
+
+def test_sampled_bus_columns_follow_the_sample(built):
+    """keep="sample" (compare, report) on a shared bus: each device's bus columns are those
+    of the very transfers the sample holds, also when the sample's stride doubles between
+    two measured groups (that once kept the dropped transfers' indices: an IndexError,
+    exit 3, on the 200 M-sample bench capture). Fed as the collector feeds it, in groups
+    of 16 transfers."""
+    cap, _, _ = built["rpi"]
+    whole = _analyze(cap, "CE0,CE1", keep="all")
+    for name, a in whole.devices.items():
+        cols = whole.columns[name]
+        sampler = collect.Sampler(40, 5)
+        sampled = core_shared.SampledColumns(sampler)
+        for k0 in range(0, a.n, 16):
+            k1 = min(k0 + 16, a.n)
+            sampler.add(analysis.take(a, k0, k1, 0), 0, k0, 0)
+            sampled.add(k0, {c: v[k0:k1] for c, v in cols.items()})
+        assert sampler.stride >= 4                      # it doubled between groups
+        got, idx = sampled.result(), sampler.indices()
+        assert got is not None and len(idx) == len(got["handover"])
+        for c, v in got.items():
+            assert np.array_equal(v, cols[c][idx]), (name, c)

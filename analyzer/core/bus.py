@@ -168,15 +168,19 @@ class BusTracker:
     def _events_c(self, ev: np.ndarray) -> None:
         if self._c is None:
             self._start_c()
+            # the tracker's output buffers, kept from call to call (as the framers' are):
+            # rows are copied out after each spigap_bus call, which stops when one fills
+            cap = BUS_ROWS
+            self._win = np.empty((self.K, self._lib.BUS_COLS, cap), np.int64)
+            self._idle = np.empty(cap, np.int64)
+            self._ovbuf = np.empty((cap, 3), np.int64)
+            p = native.ptr
+            self._o = native.ffi().new("busout_t *", {"win": p(self._win), "win_cap": cap, "idle": p(self._idle),
+                                                      "idle_cap": cap, "ov": p(self._ovbuf), "ov_cap": cap})
         b, K, E = self._c, self.K, len(ev)
+        o, win, idle, ov = self._o, self._win, self._idle, self._ovbuf
         self.events += E
-        cap = min(E, BUS_ROWS)
-        win = np.empty((K, self._lib.BUS_COLS, cap), np.int64)
-        idle = np.empty(E, np.int64)
-        ov = np.empty((E, 3), np.int64)
         p = native.ptr
-        o = native.ffi().new("busout_t *", {"win": p(win), "win_cap": cap, "idle": p(idle), "idle_cap": E,
-                                            "ov": p(ov), "ov_cap": E})
         rows: list[list[np.ndarray]] = [[] for _ in range(K)]
         done = 0
         while done < E:
@@ -185,17 +189,12 @@ class BusTracker:
                 if o.n_win[d]:
                     rows[d].append(win[d, :, :o.n_win[d]].copy())
                     o.n_win[d] = 0
-        self.idle_gaps.add(idle[:o.n_idle])
-        for kind, t, mask in ov[:o.n_ov].tolist():
-            if kind == 1:
-                self._ov = Overlap(t, None, tuple(d for d in range(K) if mask >> d & 1))
-                self.n_overlaps += 1
-                if len(self.overlaps) < OVERLAP_LIST:
-                    self.overlaps.append(self._ov)
-            elif self._ov is not None:
-                self._ov.end = t
-                self.overlap_ticks += t - self._ov.start
-                self._ov = None
+            if o.n_idle:
+                self.idle_gaps.add(idle[:o.n_idle].copy())      # the histogram keeps what it is given
+                o.n_idle = 0
+            if o.n_ov:
+                self._overlap_rows(ov[:o.n_ov].tolist())
+                o.n_ov = 0
         for d in range(K):
             if not rows[d]:
                 continue
@@ -214,6 +213,19 @@ class BusTracker:
         self.busy, self.t_last = int(b.busy), int(b.t_last)
         if b.ld_dev >= 0:
             self.last_deassert = (int(b.ld_t), int(b.ld_dev))
+
+    def _overlap_rows(self, rows: list) -> None:
+        """The compiled tracker's overlap rows (1 = a second CS asserted, 0 = back to one)."""
+        for kind, t, mask in rows:
+            if kind == 1:
+                self._ov = Overlap(t, None, tuple(d for d in range(self.K) if mask >> d & 1))
+                self.n_overlaps += 1
+                if len(self.overlaps) < OVERLAP_LIST:
+                    self.overlaps.append(self._ov)
+            elif self._ov is not None:
+                self._ov.end = t
+                self.overlap_ticks += t - self._ov.start
+                self._ov = None
 
     def _events(self, te: np.ndarray, se: np.ndarray) -> None:
         # one array per device (K is small: columns, not an E x K matrix, whose row

@@ -44,6 +44,7 @@ import concurrent.futures
 import dataclasses
 import functools
 import math
+import threading
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -79,6 +80,9 @@ STORE_KINDS = stalls_mod.STALL_KINDS + AMBIGUOUS_KINDS
 # whose transfer 0 is the capture's transfer index0 in its message message0 (output/rows.py
 # formats them); returns False when it wants no more
 RowSink = Callable[[analysis.Analysis, int, int, int, int], "bool | None"]
+# measured(batch_analysis, skip, index0): transfers skip..n-1 of a measured group (its transfer 0
+# is the capture's transfer index0), once per group, before its rows go to the RowSink
+MeasuredSink = Callable[[analysis.Analysis, int, int], None]
 SAMPLE_BLOCK = 1000            # consecutive transfers per block of a sampled capture (compare, report)
 KEEP = ("all", "bounded", "sample")
 
@@ -322,13 +326,19 @@ class Collector:
 
     def __init__(self, pipe: "Pipeline | DevicePipe", *, keep: str = "bounded", rows: RowSink | None = None,
                  retain: int | None = None, learn: int | None = None, stall_keep: int | None = None,
-                 block: int | None = None, grouper=None):
+                 block: int | None = None, grouper=None, measured: MeasuredSink | None = None):
         if keep not in KEEP:
             raise ValueError(f"keep must be one of {KEEP}, not {keep!r}")
         self.pipe, self.rows = pipe, rows
         # a device of a shared bus groups its gaps knowing the other devices' transfers in them
         # (core/shared.SharedGrouper: infer(gaps, g0=, **kw) and view(gaps, g0)); None: grouping.infer
         self.grouper = grouper
+        # called once per measured group (before its rows go to ``rows``): a shared bus's
+        # per-transfer bus columns and interleaving, over the whole group at once
+        self.measured = measured
+        # held while a group is measured: a shared bus's collectors take turns (their
+        # decisions do not), so their statistics threads do not contend for the GIL
+        self.serial: threading.Lock | None = None
         if keep == "all":
             self.retain = self.learn = math.inf
         else:
@@ -493,6 +503,13 @@ class Collector:
     def _measure(self, parts: list[Framed], figures: FramerFigures) -> None:
         """Measure consecutive framer batches as one, after the last window measured
         before them (the context: it gives the gap before the first one)."""
+        if self.serial is None:
+            self._measure_parts(parts, figures)
+        else:
+            with self.serial:
+                self._measure_parts(parts, figures)
+
+    def _measure_parts(self, parts: list[Framed], figures: FramerFigures) -> None:
         ctx = self.context
         batch = Framed.concat(([ctx] if ctx is not None else []) + parts)      # one copy
         skip = 1 if ctx is not None else 0
@@ -547,6 +564,8 @@ class Collector:
                 self.starts[1] = int(st[0])
             self.starts[2] = int(st[-1])
         self.last_message = msg0 + int(a.message[-1])
+        if self.measured is not None:
+            self.measured(a, skip, g0)
         if self.rows is not None:
             for k in range(skip, a.n, ROWS_AT_ONCE):
                 if self.rows(a, k, min(k + ROWS_AT_ONCE, a.n), g0, msg0) is False:

@@ -16,15 +16,18 @@ once; each block goes to
 
 Each device's batches go to its own consumer (``collect.Collector`` for analyze
 and everything built on it), which measures them exactly as for a capture with
-that one CS line: the per-device figures are the single-device figures. The
-transfer rows the collectors hand out pass through ``SharedAnalyzer.rows``, which
-adds each device's bus columns and counts the interleaving (another device's
-windows inside a device's CS-inactive gaps, per gap kind), in bounded memory.
+that one CS line: the per-device figures are the single-device figures. Each
+group of transfers a collector measures goes through ``SharedAnalyzer``'s
+``measured`` hook, which takes that device's bus columns for the whole group once
+and counts the interleaving (another device's windows inside a device's
+CS-inactive gaps, per gap kind), in bounded memory; the transfer rows handed out
+(CSV, JSON lines) carry slices of those columns.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Callable
 
 import numpy as np
@@ -240,8 +243,8 @@ class SampledColumns:
             self.parts.append((g[keep], {c: v[keep] for c, v in cols.items()}))
         if self.sampler.stride != self.stride:      # the sample dropped every other block
             self.stride = self.sampler.stride
-            self.parts = [(g, {c: v[m] for c, v in cols.items()}) for g, cols in self.parts
-                          for m in [self.sampler.keeps(g)] if m.any()]
+            self.parts = [(i[m], {c: v[m] for c, v in cols.items()}) for i, cols in self.parts
+                          for m in [self.sampler.keeps(i)] if m.any()]
 
     def result(self) -> dict[str, np.ndarray] | None:
         want = self.sampler.indices()
@@ -427,26 +430,47 @@ class SharedAnalyzer:
         self.pipe = pipe
         self.out_rows = rows
         self.inter = [Interleave() for _ in pipe.names]
-        self.collectors = [collect.Collector(p, keep=keep, rows=self._sink(k), **limits,
+        # each device's bus columns of the group being measured (from its capture index on):
+        # taken once per group, the rows handed out slice them
+        self._cols: list[tuple[int, dict[str, np.ndarray]] | None] = [None] * len(pipe.names)
+        self.collectors = [collect.Collector(p, keep=keep, rows=self._sink(k) if rows is not None else None,
+                                             measured=self._measured(k), **limits,
                                              grouper=SharedGrouper(pipe.tracker.columns[k]))
                            for k, p in enumerate(pipe.pipes)]
+        serial = threading.Lock()
+        for c in self.collectors:
+            c.serial = serial
         # keep="sample": each device's bus columns of the transfers its sample holds (compare's
         # "who held the bus" on the same sample as the rest of its figures)
         self.sampled = [SampledColumns(c.sampler) if c.sampler is not None else None for c in self.collectors]
 
-    def _sink(self, k: int):
+    def _measured(self, k: int):
         columns = self.pipe.tracker.columns[k]
 
-        def rows(a, k0: int, k1: int, g0: int, msg0: int) -> bool:
-            cols = columns.take(g0 + k0, g0 + k1)
-            self.inter[k].add(a.gap_kind[k0:k1], a.gap_before[k0:k1], cols)
+        def measured(a, skip: int, g0: int) -> None:
+            # one group's transfers at once (not per handed-out chunk of rows): the same
+            # counts and histograms in fewer, larger numpy calls
+            cols = columns.take(g0 + skip, g0 + a.n)
+            self.inter[k].add(a.gap_kind[skip:], a.gap_before[skip:], cols)
             sampled = self.sampled[k]
             if sampled is not None:
-                sampled.add(g0 + k0, cols)
-            bus = {"columns": cols, "devices": self.pipe.names}
-            if self.out_rows is not None and self.out_rows(a, k0, k1, g0, msg0, bus) is False:
+                sampled.add(g0 + skip, cols)
+            self._cols[k] = (g0 + skip, cols)
+            columns.release(g0 + a.n - 1)       # the last one is the next batch's context
+        return measured
+
+    def _sink(self, k: int):
+        def rows(a, k0: int, k1: int, g0: int, msg0: int) -> bool:
+            if self.out_rows is None:           # another device's sink was told: no more
+                return False
+            held = self._cols[k]
+            assert held is not None
+            first, cols = held
+            i0, i1 = g0 + k0 - first, g0 + k1 - first
+            bus = {"columns": {c: v[i0:i1] for c, v in cols.items()}, "devices": self.pipe.names}
+            if self.out_rows(a, k0, k1, g0, msg0, bus) is False:
                 self.out_rows = None
-            columns.release(g0 + k1 - 1)       # the last one is the next batch's context
+                return False
             return True
         return rows
 
