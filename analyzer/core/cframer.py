@@ -31,6 +31,7 @@ import collections
 import concurrent.futures
 import os
 import threading
+from typing import Callable
 
 import numpy as np
 
@@ -100,6 +101,24 @@ def _frame_all(lib, f, o: _Out, t: np.ndarray, s: np.ndarray) -> None:
 
 
 _local = threading.local()      # each thread's output buffers for middles, reused
+
+
+def _cuts(find: Callable[[int, int], int], n: int) -> list[int] | None:
+    """Where a block of ``n`` entries is cut for the framing workers: ``find(i, step)`` is
+    the first cut point from entry ``i`` on in direction ``step`` (-1 if none; a CS
+    assert, or for a shared bus an assert while no CS is asserted). [first, last) is cut
+    into one middle per worker and one that the calling thread frames itself instead
+    of waiting; None when the block holds fewer than two cut points."""
+    first, last = find(0, 1), find(n - 1, -1)
+    if not 0 <= first < last:
+        return None
+    cuts = [first]
+    for k in range(1, WORKERS + 1):
+        c = find(first + k * (last - first) // (WORKERS + 1), 1)
+        if cuts[-1] < c < last:
+            cuts.append(c)
+    cuts.append(last)
+    return cuts
 
 
 def _frame_middle(lib, ffi, f, t: np.ndarray, s: np.ndarray):
@@ -243,17 +262,9 @@ class CFramer:
             def assert_at(i, step):
                 return int(self.lib.spigap_next_assert(sp, n, prev0, f.b_cs, f.active_level, i, step))
 
-            first, last = assert_at(0, 1), assert_at(n - 1, -1)
-            if 0 <= first < last:
-                # cut [first, last) at CS asserts into one middle per worker and one
-                # that this thread frames itself instead of waiting
-                parts = WORKERS + 1
-                cuts = [first]
-                for k in range(1, parts):
-                    c = assert_at(first + k * (last - first) // parts, 1)
-                    if cuts[-1] < c < last:
-                        cuts.append(c)
-                cuts.append(last)
+            cuts = _cuts(assert_at, n)
+            if cuts:
+                first, last = cuts[0], cuts[-1]
                 self._serial(t[:first], s[:first])          # closes the window carried in
                 assert not f.open                           # CS was inactive before the assert
                 self._segments.append(self.o.rows())
@@ -461,15 +472,9 @@ class CBusFramer:
             def free_at(i, step):
                 return int(self.lib.spigap_next_free_assert(sp, n, prev0, self.cs_mask, self.cs_idle, i, step))
 
-            first, last = free_at(0, 1), free_at(n - 1, -1)
-            if 0 <= first < last:
-                parts = WORKERS + 1
-                cuts = [first]
-                for k in range(1, parts):
-                    c = free_at(first + k * (last - first) // parts, 1)
-                    if cuts[-1] < c < last:
-                        cuts.append(c)
-                cuts.append(last)
+            cuts = _cuts(free_at, n)
+            if cuts:
+                first, last = cuts[0], cuts[-1]
                 self._serial(t[:first], s[:first])          # closes the windows carried in
                 for f in framers:
                     assert not f.f.open                     # no CS was asserted before the cut
