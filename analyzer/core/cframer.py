@@ -150,7 +150,7 @@ class CFramer:
     frame_here = True
 
     def __init__(self, cfg: SpiConfig, bits: dict[str, int], tick_s: float, wordsize: int | None = None,
-                 bus: tuple[int, int, int] = (0, 0, 0), skip_outside: bool = False):
+                 bus: tuple[int, int, int] = (0, 0, 0)):
         self.lib = native.library()
         self.ffi = native.ffi()
         self.cfg = cfg
@@ -172,9 +172,6 @@ class CFramer:
         # a shared bus (core/shared.py): (every CS line's bits, the other devices' bits, their
         # inactive pattern); the CS changes come out with each take (``last_events``)
         f.ev_mask, f.others_mask, f.others_idle = bus
-        # a shared bus's other devices: entries outside their windows skipped (their SCLK edges
-        # outside are not counted: the first device's framer counts the bus's)
-        f.skip_outside = int(skip_outside and self.has_cs)
         self.last_events = np.empty((0, 2), np.int64)
         self.f = f
         self.o = _Out(self.lib, self.ffi)

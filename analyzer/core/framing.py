@@ -449,14 +449,13 @@ class NumpyFramer:
         return self.take()
 
 
-def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float, bus: tuple[int, int, int] = (0, 0, 0),
-                skip_outside: bool = False) -> Framer:
+def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float,
+                bus: tuple[int, int, int] = (0, 0, 0)) -> Framer:
     """The compiled framer when the core is available, else this numpy one.
 
     Words above 64 bits are framed as chunk words and joined (core/bigwords.py),
-    the same way on both engines. ``bus``: a shared bus's first device; ``skip_outside``:
-    its other devices (core/shared.py; the compiled core skips the entries outside their
-    windows, the numpy one frames every entry: the same windows and words)."""
+    the same way on both engines. ``bus``: a shared bus's first device (core/shared.py;
+    on the compiled core a shared bus's framers are fed together, cframer.CBusFramer)."""
     from spigap import native
     from spigap.core import bigwords
 
@@ -465,7 +464,7 @@ def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float, bus: tuple[
     if native.library() is not None:
         from spigap.core.cframer import CFramer
 
-        inner = CFramer(cfg, bits, tick_s, wordsize=chunk, bus=bus, skip_outside=skip_outside)
+        inner = CFramer(cfg, bits, tick_s, wordsize=chunk, bus=bus)
     else:
         inner = NumpyFramer(cfg, bits, tick_s, wordsize=chunk, bus=bus)
     return inner if chunk == cfg.wordsize else bigwords.BigWordFramer(inner, cfg.wordsize, cfg.lsb_first)

@@ -114,7 +114,7 @@ class SharedPipeline:
             # counts the SCLK edges while no CS line is asserted
             bus = (ev_mask, ev_mask & ~(1 << full[name]),
                    sum((1 - a) << b for a, b, n in zip(actives, cs_bits, self.names) if n != name)) if k == 0 else (0, 0, 0)
-            self.framers.append(make_framer(dcfg, bits, self.info.tick_s, bus=bus, skip_outside=k > 0))
+            self.framers.append(make_framer(dcfg, bits, self.info.tick_s, bus=bus))
             self.pipes.append(DevicePipe(self, k, dcfg, dsettled, self.framers[-1]))
             self._repack.append([full[n] for n in dcfg.stream_names()])
         self.tracker = BusTracker(self.names, cs_bits, actives, full[self.cfg.clk])

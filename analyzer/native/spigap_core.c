@@ -292,19 +292,6 @@ int64_t spigap_frame(framer_t *fp, out_t *op, const int64_t *ticks, const uint32
         if (o->win_cap - o->n_win < 2 || o->word_cap - o->n_word < 2 || o->ovf_cap - o->n_ovf < 2 * NSPACE
             || o->ev_cap - o->n_ev < ev_need)
             break;
-        if (f->skip_outside && !f->open) {
-            /* only the next assert of this CS matters: skip to it */
-            int64_t j = i;
-            const uint32_t act = (uint32_t)f->active_level, bc = (uint32_t)f->b_cs;
-            while (j < n && ((states[j] >> bc) & 1u) != act)
-                j++;
-            if (j > i) {
-                f->prev = states[j - 1];
-                i = j;
-                if (i == n)
-                    break;
-            }
-        }
         int64_t t = ticks[i], s = states[i];
         int64_t ch = s ^ f->prev;
         f->prev = s;
@@ -386,8 +373,8 @@ int64_t spigap_next_assert(const uint32_t *states, int64_t n, int64_t prev, int6
  * CBusFramer): fs[d] is device d's framer (its CS bit and settings; fs[0] also
  * writes the CS changes and counts the SCLK edges while no CS is asserted),
  * os[d] its outputs. The result is, device by device, what spigap_frame gives
- * when each framer is fed the whole stream (the non-first ones with
- * skip_outside): an entry where a CS line changes goes to every device (the
+ * when each framer is fed the whole stream, but for the non-first ones'
+ * SCLK edges outside their CS, which are not counted: an entry where a CS line changes goes to every device (the
  * window opens or closes, and its clock edge to each device asserted after it);
  * any other entry only to the devices asserted (a clock edge), or, when none
  * is, to fs[0]'s count of SCLK edges without CS. One pass instead of one per

@@ -35,9 +35,6 @@ typedef struct {
        their inactive pattern (an SCLK edge counts as outside only when they are inactive
        too, and none changes in that entry); 0 for one device */
     int64_t ev_mask, others_mask, others_idle;
-    /* a shared bus's other devices: outside their windows only their CS line is looked at
-       (the entries up to the next CS assert are skipped; their SCLK edges are not counted) */
-    int64_t skip_outside;
 } framer_t;
 
 typedef struct {
