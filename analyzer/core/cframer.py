@@ -293,6 +293,10 @@ class CFramer:
 
     def _serial(self, t, s):
         _frame_all(self.lib, self.f, self.o, t, s)
+        self._spacing_in()
+
+    def _spacing_in(self) -> None:
+        """The serial framer's spacing overflow rows so far, into the spacing counter."""
         if self.o.ovf_parts:
             for part in self.o.ovf_parts:
                 self.spacing.add(part)
@@ -316,9 +320,7 @@ class CFramer:
             segments, self._segments = self._segments, []
             self._inflight.clear()
         self._mark = 0
-        for part in self.o.ovf_parts:
-            self.spacing.add(part)
-        self.o.ovf_parts = []
+        self._spacing_in()
         wins: list[np.ndarray] = []
         words: list[np.ndarray] = list(self._word_rest)
         evs: list[np.ndarray] = []
@@ -454,9 +456,7 @@ class CBusFramer:
     def _serial(self, t, s) -> None:
         _frame_bus_all(self.lib, self.fs, self.os, [f.o for f in self.framers], t, s)
         for f in self.framers:
-            for part in f.o.ovf_parts:
-                f.spacing.add(part)
-            f.o.ovf_parts = []
+            f._spacing_in()
 
     def _run(self, t, s) -> None:
         t = np.ascontiguousarray(t, np.int64)
