@@ -60,7 +60,7 @@ import struct
 
 import numpy as np
 
-from spigap.errors import InputError
+from spigap.errors import InputError, printable
 from spigap.io.scopefile import Waveform, WaveformReader, check_waveform, read_exact
 
 MAGIC_Z = b"\x01\xff\xff\xff"
@@ -117,7 +117,7 @@ def read_rigol_wfm(path: str) -> tuple[str, list[Waveform], list[str]]:
     else:
         serial = _text(h, 4, 20)          # the "model number" field holds the serial number (DS2A15...)
         if serial.startswith(("DS6", "MSO6")):
-            raise InputError(f"Rigol .wfm of model DS6000 ({_printable(serial)}) is not read (no DS6000 file to "
+            raise InputError(f"Rigol .wfm of model DS6000 ({printable(serial)}) is not read (no DS6000 file to "
                              "check its layout against)", path=path, hint=_SAVE_OTHERWISE)
         if serial.startswith(("DS4", "MSO4")):
             model, waves = "DS4000", _ds4000(path, h, serial)
@@ -127,16 +127,12 @@ def read_rigol_wfm(path: str) -> tuple[str, list[Waveform], list[str]]:
         raise InputError("the file holds no enabled channel", path=path)
     for wf in waves:
         check_waveform(wf, f"channel {wf.name}")
-    return _printable(model), waves, notes
+    return printable(model), waves, notes
 
 
 # ------------------------------------------------------------------ helpers
 def _text(h: bytes, off: int, size: int) -> str:
     return h[off:off + size].split(b"\0", 1)[0].decode("latin-1").strip()
-
-
-def _printable(text: str) -> str:
-    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
 
 
 def _wave(path, k, n, dt, t0, offset, y_scale, y_offset, midpoint, stride=0) -> Waveform:
@@ -162,7 +158,7 @@ def _ds1000z(path: str, h: bytes) -> tuple[str, list[Waveform]]:
     if la_offset:
         # MSO1000Z logic pods interleave their bytes with the analog ones in a layout
         # no document describes (RigolWFM guesses it from the byte patterns)
-        raise InputError(f"Rigol .wfm of model {_printable(model)} with logic channels is not read", path=path,
+        raise InputError(f"Rigol .wfm of model {printable(model)} with logic channels is not read", path=path,
                          hint=_SAVE_OTHERWISE)
     count = bin(mask).count("1")
     stride = {0: 1, 1: 1, 2: 2, 3: 4, 4: 4}[count]
