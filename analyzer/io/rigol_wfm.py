@@ -61,7 +61,7 @@ import struct
 import numpy as np
 
 from spigap.errors import InputError, printable
-from spigap.io.scopefile import Waveform, WaveformReader, check_waveform, read_exact
+from spigap.io.scopefile import Waveform, WaveformReader, check_waveform, header_text, read_exact
 
 MAGIC_Z = b"\x01\xff\xff\xff"
 MAGIC_E = b"\xa5\xa5\x00\x00"
@@ -101,7 +101,7 @@ def read_rigol_wfm(path: str) -> tuple[str, list[Waveform], list[str]]:
         raise InputError("Rigol .wfm of model DHO800/DHO900/DHO1000 is not read", path=path,
                          hint="save as .bin on the scope (spigap reads DHO .bin) or as CSV")
     need = {MAGIC_Z: 260, MAGIC_E: 276, MAGIC_C: 108, MAGIC_B: 420, MAGIC_2: 256}[magic]
-    if magic == MAGIC_2 and _text(h, 4, 20).startswith(("DS4", "MSO4")):
+    if magic == MAGIC_2 and header_text(h, 4, 20).startswith(("DS4", "MSO4")):
         need = 576
     if len(h) < need:
         raise InputError(f"the header is cut (file has {size} bytes, the header {need})", path=path)
@@ -115,7 +115,7 @@ def read_rigol_wfm(path: str) -> tuple[str, list[Waveform], list[str]]:
     elif magic == MAGIC_E:
         model, waves = _ds1000e(path, h, notes)
     else:
-        serial = _text(h, 4, 20)          # the "model number" field holds the serial number (DS2A15...)
+        serial = header_text(h, 4, 20)          # the "model number" field holds the serial number (DS2A15...)
         if serial.startswith(("DS6", "MSO6")):
             raise InputError(f"Rigol .wfm of model DS6000 ({printable(serial)}) is not read (no DS6000 file to "
                              "check its layout against)", path=path, hint=_SAVE_OTHERWISE)
@@ -131,10 +131,6 @@ def read_rigol_wfm(path: str) -> tuple[str, list[Waveform], list[str]]:
 
 
 # ------------------------------------------------------------------ helpers
-def _text(h: bytes, off: int, size: int) -> str:
-    return h[off:off + size].split(b"\0", 1)[0].decode("latin-1").strip()
-
-
 def _wave(path, k, n, dt, t0, offset, y_scale, y_offset, midpoint, stride=0) -> Waveform:
     """volts = y_scale * (midpoint - count) - y_offset, as ``raw * scale + shift``."""
     return Waveform(name=f"CH{k + 1}", n=n, dt=dt, t0=t0, path=path, offset=offset, dtype="u1",
@@ -149,7 +145,7 @@ def _interval(rate: float, path: str) -> float:
 
 # ----------------------------------------------------------------- families
 def _ds1000z(path: str, h: bytes) -> tuple[str, list[Waveform]]:
-    model, firmware = _text(h, 8, 20), _text(h, 28, 20)
+    model, firmware = header_text(h, 8, 20), header_text(h, 28, 20)
     mask = h[88] & 0x0F
     (la_offset,) = struct.unpack_from("<I", h, 108)
     depth, rate_ghz = struct.unpack_from("<If", h, 116)
@@ -240,7 +236,7 @@ def _ds1000b(path: str, h: bytes) -> tuple[str, list[Waveform]]:
         y_scale = vdiv / 25.0
         waves.append(_wave(path, k, points, dt, toff * 1e-12 - points * dt / 2, 420 + k * points, y_scale,
                            shmeas * y_scale + 1.12 * vdiv, 127.0))
-    return _text(h, 4, 8) or "DS1000B", waves
+    return header_text(h, 4, 8) or "DS1000B", waves
 
 
 def _ds1000c(path: str, h: bytes) -> tuple[str, list[Waveform]]:
@@ -264,7 +260,7 @@ def _ds1000c(path: str, h: bytes) -> tuple[str, list[Waveform]]:
 
 
 def _ds2000(path: str, h: bytes, model: str) -> list[Waveform]:
-    firmware = _text(h, 24, 20)
+    firmware = header_text(h, 24, 20)
     interwoven = bool(h[65] & 1)
     offsets = struct.unpack_from("<4I", h, 68)
     (rate,) = struct.unpack_from("<f", h, 96)
