@@ -100,7 +100,7 @@ def read_rigol_wfm(path: str) -> tuple[str, list[Waveform], list[str]]:
     if magic == MAGIC_DHO:
         raise InputError("Rigol .wfm of model DHO800/DHO900/DHO1000 is not read", path=path,
                          hint="save as .bin on the scope (spigap reads DHO .bin) or as CSV")
-    need = {MAGIC_Z: 260, MAGIC_E: 276, MAGIC_C: 108, MAGIC_B: 420, MAGIC_2: 256}[magic]
+    need = {MAGIC_Z: 264, MAGIC_E: 276, MAGIC_C: 108, MAGIC_B: 420, MAGIC_2: 256}[magic]
     if magic == MAGIC_2 and header_text(h, 4, 20).startswith(("DS4", "MSO4")):
         need = 576
     if len(h) < need:
