@@ -100,9 +100,9 @@ def read_rigol_wfm(path: str) -> tuple[str, list[Waveform], list[str]]:
     if magic == MAGIC_DHO:
         raise InputError("Rigol .wfm of model DHO800/DHO900/DHO1000 is not read", path=path,
                          hint="save as .bin on the scope (spigap reads DHO .bin) or as CSV")
-    need = {MAGIC_Z: 264, MAGIC_E: 276, MAGIC_C: 108, MAGIC_B: 420, MAGIC_2: 256}[magic]
-    if magic == MAGIC_2 and header_text(h, 4, 20).startswith(("DS4", "MSO4")):
-        need = 576
+    serial = header_text(h, 4, 20)   # DS2000/DS4000/DS6000: the "model number" field holds the serial (DS2A15...)
+    ds4000 = magic == MAGIC_2 and serial.startswith(("DS4", "MSO4"))
+    need = 576 if ds4000 else {MAGIC_Z: 264, MAGIC_E: 276, MAGIC_C: 108, MAGIC_B: 420, MAGIC_2: 256}[magic]
     if len(h) < need:
         raise InputError(f"the header is cut (file has {size} bytes, the header {need})", path=path)
     notes: list[str] = []
@@ -115,11 +115,10 @@ def read_rigol_wfm(path: str) -> tuple[str, list[Waveform], list[str]]:
     elif magic == MAGIC_E:
         model, waves = _ds1000e(path, h, notes)
     else:
-        serial = header_text(h, 4, 20)          # the "model number" field holds the serial number (DS2A15...)
         if serial.startswith(("DS6", "MSO6")):
             raise InputError(f"Rigol .wfm of model DS6000 ({printable(serial)}) is not read (no DS6000 file to "
                              "check its layout against)", path=path, hint=_SAVE_OTHERWISE)
-        if serial.startswith(("DS4", "MSO4")):
+        if ds4000:
             model, waves = "DS4000", _ds4000(path, h, serial)
         else:
             model, waves = "DS2000", _ds2000(path, h, serial)
