@@ -257,3 +257,21 @@ def test_memory_does_not_grow_with_record_length(tmp_path, monkeypatch, make, ch
         tracemalloc.stop()
         assert edges == (n - 1) // 37 + 1
     assert peaks[1] < 1.25 * peaks[0] + (2 << 20), f"{peaks[0] / 1e6:.1f} MB -> {peaks[1] / 1e6:.1f} MB"
+
+
+@pytest.mark.parametrize("name", ["DS1054Z-A.wfm", "DS1102E-A.wfm", "DS1202CA-A.wfm", "DS1204B-A.wfm",
+                                  "DS2072A-5.wfm", "DS4022-A.wfm"])
+def test_every_cut_inside_the_header_is_an_input_error(tmp_path, name):
+    """A file cut anywhere in its family's header is refused in one line (InputError, exit 2),
+    never a struct.error from a field past the end (exit 3)."""
+    from spigap.errors import InputError
+    from spigap.io.rigol_wfm import HEADER, read_rigol_wfm
+
+    raw = (DATA / name).read_bytes()
+    p = tmp_path / name
+    for size in range(4, HEADER + 1):
+        p.write_bytes(raw[:size])
+        try:
+            read_rigol_wfm(str(p))
+        except InputError:
+            pass

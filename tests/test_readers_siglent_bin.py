@@ -134,6 +134,7 @@ def test_unknown_bin_names_the_vendors(tmp_path, capsys):
     ("scale", "vertical scale"),
     ("cut-header", "the header is cut"),
     ("no-samples", "before the samples"),
+    ("delay-magnitude", "not a .bin spigap reads"),
 ])
 def test_unsupported_and_damaged_are_one_line(sds, tmp_path, capsys, case, message):
     path = {
@@ -146,6 +147,8 @@ def test_unsupported_and_damaged_are_one_line(sds, tmp_path, capsys, case, messa
         "scale": lambda: _patched(tmp_path, sds, 0x10, struct.pack("<dI", 1e-300, 0)),
         "cut-header": lambda: _cut(tmp_path, sds, 200),
         "no-samples": lambda: _cut(tmp_path, sds, 0x400),
+        # a damaged magnitude code: 1000 ** (code - 8) overflowed (OverflowError, exit 3)
+        "delay-magnitude": lambda: _patched(tmp_path, sds, 0xE4 + 8, struct.pack("<I", 0xFFFFFFFF)),
     }[case]()
     assert main(["analyze", str(path)]) == 2
     err = capsys.readouterr().err

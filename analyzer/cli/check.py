@@ -15,6 +15,7 @@ from spigap.cli.common import (
     analyze_path,
     check_output_path,
     config_from_args,
+    device_profile_configs,
     reader_options,
     stall_rule_from_args,
     write_output,
@@ -93,8 +94,6 @@ def run(args) -> int:
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
     cfg = config_from_args(args, prof)
     if per_prof:
-        from spigap.cli.common import device_profile_configs
-
         # a shared bus: each device framed with its profile's settings
         cfg.device_cfgs = device_profile_configs(args, cfg, per_prof)
     rule = stall_rule_from_args(args)

@@ -441,7 +441,7 @@ def config_from_args(args, profile=None) -> SpiConfig:
     if args.no_cs and args.cs:
         raise UsageError("--no-cs and --cs contradict each other")
     # settings the command line leaves out are inferred from the signals (core/infer/)
-    missing = {k for k, given in (("mode", args.mode is not None or args.cpol is not None or args.cpha is not None),
+    missing = {k for k, given in (("mode", _mode_given(args)),
                                   ("cs_polarity", args.cs_polarity is not None),
                                   ("wordsize", args.wordsize is not None),
                                   ("bitorder", args.bitorder is not None)) if not given}
@@ -460,27 +460,33 @@ def config_from_args(args, profile=None) -> SpiConfig:
         # the driver's message shapes: evidence for the message grouping (docs/gaps.md)
         cfg.message_lengths = labels.message_lengths(args.device)
     if profile is not None:
-        from spigap.timing.check import config_for_profile
-
-        cfg = config_for_profile(profile, cfg, mode_given=args.mode is not None or args.cpol is not None
-                                 or args.cpha is not None, tpm_given=args.transfers_per_message is not None)
+        cfg = _with_profile(args, profile, cfg)
     return cfg
+
+
+def _mode_given(args) -> bool:
+    return args.mode is not None or args.cpol is not None or args.cpha is not None
+
+
+def _with_profile(args, profile, cfg: SpiConfig) -> SpiConfig:
+    """``cfg`` with ``profile``'s settings where the command line gives none
+    (timing.check.config_for_profile)."""
+    from spigap.timing.check import config_for_profile
+
+    return config_for_profile(profile, cfg, mode_given=_mode_given(args),
+                              tpm_given=args.transfers_per_message is not None)
 
 
 def device_profile_configs(args, cfg: SpiConfig, per_prof: dict) -> dict:
     """A shared bus's ``--profile CE0=NAME``: each device's settings from its profile (the
     SPI core sets them per device), as ``SpiConfig.device_cfgs``: what the command line
     gives wins, then the profile (timing.check.config_for_profile), then the signals."""
-    from spigap.timing.check import config_for_profile
     from spigap.timing.profiles import load_profile
 
     out = {}
     for name, spec in per_prof.items():
         p = load_profile(spec)
-        own = config_for_profile(p, dataclasses.replace(cfg, device_cfgs={}),
-                                 mode_given=args.mode is not None or args.cpol is not None or args.cpha is not None,
-                                 tpm_given=args.transfers_per_message is not None)
-        out[name] = (own, f"profile {p.name}")
+        out[name] = (_with_profile(args, p, dataclasses.replace(cfg, device_cfgs={})), f"profile {p.name}")
     return out
 
 

@@ -29,7 +29,7 @@ import os
 import struct
 
 from spigap.errors import InputError
-from spigap.io.scopefile import Waveform, WaveformReader, check_waveform, read_exact, unique_names
+from spigap.io.scopefile import Waveform, WaveformReader, check_waveform, header_text, read_exact, unique_names
 
 _WAVE_TYPES = {0: "unknown", 1: "normal", 2: "peak detect", 3: "average", 4: "horizontal histogram",
                5: "vertical histogram", 6: "logic"}
@@ -79,7 +79,7 @@ def read_bin(path: str) -> tuple[str, str, list[Waveform], list[str]]:
         hs, wtype, nbuf, points, _count = struct.unpack_from("<5i", wh, 0)
         xinc, xorg = struct.unpack_from("<2d", wh, 32)
         xunits, _yunits = struct.unpack_from("<2i", wh, 48)
-        label = wh[112:128].split(b"\0", 1)[0].decode("latin-1").strip()
+        label = header_text(wh, 112, 16)
         if not 140 <= hs <= 4096 or not 0 <= nbuf <= 16:
             raise InputError(f"waveform {k + 1}: header size {hs} / {nbuf} buffers (damaged header?)", path=path)
         if head[:2] == b"RG" and hs == 144:

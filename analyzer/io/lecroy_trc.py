@@ -27,7 +27,7 @@ import os
 import struct
 
 from spigap.errors import InputError
-from spigap.io.scopefile import Waveform, WaveformReader, check_waveform, read_exact
+from spigap.io.scopefile import Waveform, WaveformReader, check_waveform, header_text, read_exact
 
 DESC_SIZE = 346
 
@@ -63,14 +63,14 @@ def read_trc(path: str) -> tuple[Waveform, str, list[str]]:
     desc_len, user_len, res_desc, trig_len, ris_len, res_arr, wave1 = lengths
     if min(lengths) < 0 or desc_len < DESC_SIZE:
         raise InputError(f"damaged WAVEDESC block lengths {lengths}", path=path)
-    model = d[76:92].split(b"\0", 1)[0].decode("latin-1").strip()
-    label = d[96:112].split(b"\0", 1)[0].decode("latin-1").strip()
+    model = header_text(d, 76, 16)
+    label = header_text(d, 96, 16)
     (count,) = struct.unpack_from(e + "i", d, 116)
     (segments,) = struct.unpack_from(e + "i", d, 144)
     gain, voff = struct.unpack_from(e + "2f", d, 156)
     (hint_,) = struct.unpack_from(e + "f", d, 176)
     (hoff,) = struct.unpack_from(e + "d", d, 180)
-    horunit = d[244:292].split(b"\0", 1)[0].decode("latin-1").strip()
+    horunit = header_text(d, 244, 48)
     (source,) = struct.unpack_from(e + "h", d, 344)
     if segments > 1:
         raise InputError(f"a sequence-mode file ({segments} segments) is not supported", path=path,

@@ -60,8 +60,8 @@ import struct
 
 import numpy as np
 
-from spigap.errors import InputError
-from spigap.io.scopefile import Waveform, WaveformReader, check_waveform, read_exact
+from spigap.errors import InputError, printable
+from spigap.io.scopefile import Waveform, WaveformReader, check_waveform, header_text, read_exact
 
 MAGIC_Z = b"\x01\xff\xff\xff"
 MAGIC_E = b"\xa5\xa5\x00\x00"
@@ -100,9 +100,9 @@ def read_rigol_wfm(path: str) -> tuple[str, list[Waveform], list[str]]:
     if magic == MAGIC_DHO:
         raise InputError("Rigol .wfm of model DHO800/DHO900/DHO1000 is not read", path=path,
                          hint="save as .bin on the scope (spigap reads DHO .bin) or as CSV")
-    need = {MAGIC_Z: 260, MAGIC_E: 276, MAGIC_C: 108, MAGIC_B: 420, MAGIC_2: 256}[magic]
-    if magic == MAGIC_2 and _text(h, 4, 20).startswith(("DS4", "MSO4")):
-        need = 576
+    serial = header_text(h, 4, 20)   # DS2000/DS4000/DS6000: the "model number" field holds the serial (DS2A15...)
+    ds4000 = magic == MAGIC_2 and serial.startswith(("DS4", "MSO4"))
+    need = 576 if ds4000 else {MAGIC_Z: 264, MAGIC_E: 276, MAGIC_C: 108, MAGIC_B: 420, MAGIC_2: 256}[magic]
     if len(h) < need:
         raise InputError(f"the header is cut (file has {size} bytes, the header {need})", path=path)
     notes: list[str] = []
@@ -115,11 +115,10 @@ def read_rigol_wfm(path: str) -> tuple[str, list[Waveform], list[str]]:
     elif magic == MAGIC_E:
         model, waves = _ds1000e(path, h, notes)
     else:
-        serial = _text(h, 4, 20)          # the "model number" field holds the serial number (DS2A15...)
         if serial.startswith(("DS6", "MSO6")):
-            raise InputError(f"Rigol .wfm of model DS6000 ({_printable(serial)}) is not read (no DS6000 file to "
+            raise InputError(f"Rigol .wfm of model DS6000 ({printable(serial)}) is not read (no DS6000 file to "
                              "check its layout against)", path=path, hint=_SAVE_OTHERWISE)
-        if serial.startswith(("DS4", "MSO4")):
+        if ds4000:
             model, waves = "DS4000", _ds4000(path, h, serial)
         else:
             model, waves = "DS2000", _ds2000(path, h, serial)
@@ -127,18 +126,10 @@ def read_rigol_wfm(path: str) -> tuple[str, list[Waveform], list[str]]:
         raise InputError("the file holds no enabled channel", path=path)
     for wf in waves:
         check_waveform(wf, f"channel {wf.name}")
-    return _printable(model), waves, notes
+    return printable(model), waves, notes
 
 
 # ------------------------------------------------------------------ helpers
-def _text(h: bytes, off: int, size: int) -> str:
-    return h[off:off + size].split(b"\0", 1)[0].decode("latin-1").strip()
-
-
-def _printable(text: str) -> str:
-    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
-
-
 def _wave(path, k, n, dt, t0, offset, y_scale, y_offset, midpoint, stride=0) -> Waveform:
     """volts = y_scale * (midpoint - count) - y_offset, as ``raw * scale + shift``."""
     return Waveform(name=f"CH{k + 1}", n=n, dt=dt, t0=t0, path=path, offset=offset, dtype="u1",
@@ -153,7 +144,7 @@ def _interval(rate: float, path: str) -> float:
 
 # ----------------------------------------------------------------- families
 def _ds1000z(path: str, h: bytes) -> tuple[str, list[Waveform]]:
-    model, firmware = _text(h, 8, 20), _text(h, 28, 20)
+    model, firmware = header_text(h, 8, 20), header_text(h, 28, 20)
     mask = h[88] & 0x0F
     (la_offset,) = struct.unpack_from("<I", h, 108)
     depth, rate_ghz = struct.unpack_from("<If", h, 116)
@@ -162,7 +153,7 @@ def _ds1000z(path: str, h: bytes) -> tuple[str, list[Waveform]]:
     if la_offset:
         # MSO1000Z logic pods interleave their bytes with the analog ones in a layout
         # no document describes (RigolWFM guesses it from the byte patterns)
-        raise InputError(f"Rigol .wfm of model {_printable(model)} with logic channels is not read", path=path,
+        raise InputError(f"Rigol .wfm of model {printable(model)} with logic channels is not read", path=path,
                          hint=_SAVE_OTHERWISE)
     count = bin(mask).count("1")
     stride = {0: 1, 1: 1, 2: 2, 3: 4, 4: 4}[count]
@@ -244,7 +235,7 @@ def _ds1000b(path: str, h: bytes) -> tuple[str, list[Waveform]]:
         y_scale = vdiv / 25.0
         waves.append(_wave(path, k, points, dt, toff * 1e-12 - points * dt / 2, 420 + k * points, y_scale,
                            shmeas * y_scale + 1.12 * vdiv, 127.0))
-    return _text(h, 4, 8) or "DS1000B", waves
+    return header_text(h, 4, 8) or "DS1000B", waves
 
 
 def _ds1000c(path: str, h: bytes) -> tuple[str, list[Waveform]]:
@@ -268,7 +259,7 @@ def _ds1000c(path: str, h: bytes) -> tuple[str, list[Waveform]]:
 
 
 def _ds2000(path: str, h: bytes, model: str) -> list[Waveform]:
-    firmware = _text(h, 24, 20)
+    firmware = header_text(h, 24, 20)
     interwoven = bool(h[65] & 1)
     offsets = struct.unpack_from("<4I", h, 68)
     (rate,) = struct.unpack_from("<f", h, 96)

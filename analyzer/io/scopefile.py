@@ -4,7 +4,7 @@ A scope file holds one or more *waveforms*: ``n`` samples at a fixed interval
 ``dt`` starting at time ``t0`` (relative to the trigger), each sample a raw
 integer or float that becomes volts through ``raw * scale + shift``. The
 format modules (isf.py, keysight_bin.py, lecroy_trc.py, tek_wfm.py,
-keysight_h5.py) only parse their headers into ``Waveform`` objects; this module
+keysight_h5.py, rigol_wfm.py, siglent_bin.py) only parse their headers into ``Waveform`` objects; this module
 reads the samples and turns them into the edge stream:
 
 * samples are read from the file slice by slice (``np.fromfile`` at an offset,
@@ -260,3 +260,9 @@ def read_exact(path: str, offset: int, size: int, what: str) -> bytes:
     if len(data) < size:
         raise InputError(f"the {what} is cut (file has {os.path.getsize(path)} bytes)", path=path)
     return data
+
+
+def header_text(h: bytes, off: int, size: int) -> str:
+    """A fixed-width text field of a binary header: up to its first NUL, Latin-1, stripped
+    (escape it with errors.printable before it is shown)."""
+    return h[off:off + size].split(b"\0", 1)[0].decode("latin-1").strip()

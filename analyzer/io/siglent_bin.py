@@ -83,8 +83,8 @@ def _plausible(h: bytes, off: int, positive: bool) -> bool:
 def sniff(head: bytes) -> bool:
     """No magic: every field of the header must be plausible (on/off flags 0/1 with one
     channel on, known magnitude and unit codes, the enabled channels' V/div positive, offsets
-    finite, time/div and sample rate positive, a record length). Saleae, Keysight and Rigol files start with
-    ASCII, never with four 0/1 int32s."""
+    finite, time/div and sample rate positive, the trigger delay's magnitude known, a record
+    length). Saleae, Keysight and Rigol files start with ASCII, never with four 0/1 int32s."""
     if len(head) < HEADER:
         return False
     flags = struct.unpack_from("<4I", head, 0)
@@ -94,10 +94,11 @@ def sniff(head: bytes) -> bool:
                for k in range(4)):
         return False
     tdiv, tmag, _ = _value(head, 0xD4)
+    _, dmag, _ = _value(head, 0xE4)
     rate, rmag, _ = _value(head, 0xF8)
     (n,) = struct.unpack_from("<I", head, 0xF4)
-    return (math.isfinite(tdiv) and tdiv > 0 and tmag <= 13 and math.isfinite(rate) and rate > 0 and rmag <= 13
-            and n > 0)
+    return (math.isfinite(tdiv) and tdiv > 0 and tmag <= 13 and dmag <= 13 and math.isfinite(rate) and rate > 0
+            and rmag <= 13 and n > 0)
 
 
 def _versioned(head: bytes) -> int | None:

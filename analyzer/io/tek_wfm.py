@@ -40,7 +40,7 @@ import struct
 import numpy as np
 
 from spigap.errors import InputError
-from spigap.io.scopefile import MAX_SAMPLES, Waveform, WaveformReader, check_waveform, read_exact
+from spigap.io.scopefile import MAX_SAMPLES, Waveform, WaveformReader, check_waveform, header_text, read_exact
 
 HEADER = 838                          # version 3; versions 2 and 1: 822 and 820
 _POINT_DENSITY = (304, 464, 600, 736)  # version 3 offsets of the 8-byte point densities
@@ -80,7 +80,7 @@ def read_wfm(path: str) -> tuple[Waveform, int, list[str]]:
 
     bps = h[15]
     curve = u("i", 16)
-    label = h[40:72].split(b"\0", 1)[0].decode("latin-1").strip()
+    label = header_text(h, 40, 32)
     frames = u("I", 72) + 1
     fastframe = u("I", 78) == 1
     dtype_code = u("i", 122)
