@@ -223,14 +223,8 @@ def render_text(sa, *, transfers: bool = False, stalls: dict | None = None, stal
                      + ("device meaning (mosi / miso)" if labelled else "mosi / miso"))
         shown = rows if rows is not None else all_rows(sa)
         for r in shown[:TEXT_ROWS]:
-            mo = " ".join(f"{v:02X}" for v in r["mosi"]) if r["mosi"] is not None else "–"
-            mi = " ".join(f"{v:02X}" for v in r["miso"]) if r["miso"] is not None else "–"
             others = fmt_time(r["other_busy_s"]) if r["other_windows"] else ""
-            content = r["device"] if "device" in r else f"{mo} / {mi}"
-            lines.append(f"{r['cs']:>6s} {r['index']:>6d} {fmt_time(r['start_s']):>12s} {r['bits']:>5d} "
-                         f"{fmt_time(r['cs_setup_s']):>9s} {fmt_time(r['cs_hold_s']):>9s} "
-                         f"{fmt_time(r['gap_before_s']):>11s} {str(r['gap_before_kind'] or ''):14s} {others:>13s} "
-                         f"{content}" + (" partial" if r["partial"] else ""))
+            lines.append(f"{r['cs']:>6s} " + text_out.transfer_line(r, extra=others))
         total = sum(a.n for a in sa.devices.values())
         if total > TEXT_ROWS:
             lines.append(f"       … {total - TEXT_ROWS} more (use --format json --transfers or --format csv)")

@@ -30,6 +30,20 @@ def _clocks(value: float, samples_per_period: float | None) -> str:
     return f"{value:.{digits}f} (±{res:.2g}, one sample)"
 
 
+def transfer_line(r: dict, extra: str | None = None) -> str:
+    """One transfer row of the text table (a row of output/jsonout.transfer_rows): index,
+    start, bits, setup, hold, the gap before it and its kind, ``extra`` (a shared bus's
+    "others in gap" column) when given, then the device's meaning or the words."""
+    mo = " ".join(f"{v:02X}" for v in r["mosi"]) if r["mosi"] is not None else "–"
+    mi = " ".join(f"{v:02X}" for v in r["miso"]) if r["miso"] is not None else "–"
+    content = r["device"] if "device" in r else f"{mo} / {mi}"
+    return (f"{r['index']:>6d} {fmt_time(r['start_s']):>12s} {r['bits']:>5d} "
+            f"{fmt_time(r['cs_setup_s']):>9s} {fmt_time(r['cs_hold_s']):>9s} "
+            f"{fmt_time(r['gap_before_s']):>11s} {str(r['gap_before_kind'] or ''):14s} "
+            + ("" if extra is None else f"{extra:>13s} ")
+            + content + (" partial" if r["partial"] else ""))
+
+
 def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None, stall_rule=None,
            events=None, rows: list | None = None, header: bool = True) -> str:
     """``rows``: the first transfer rows, when ``a`` does not hold them (core/collect.py);
@@ -117,14 +131,7 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None
         from spigap.output.jsonout import transfer_rows
 
         for r in (rows if rows is not None else transfer_rows(a))[:limit]:
-            mo = " ".join(f"{v:02X}" for v in r["mosi"]) if r["mosi"] is not None else "–"
-            mi = " ".join(f"{v:02X}" for v in r["miso"]) if r["miso"] is not None else "–"
-            content = r["device"] if "device" in r else f"{mo} / {mi}"
-            flag = " partial" if r["partial"] else ""
-            lines.append(f"{r['index']:>6d} {fmt_time(r['start_s']):>12s} {r['bits']:>5d} "
-                         f"{fmt_time(r['cs_setup_s']):>9s} {fmt_time(r['cs_hold_s']):>9s} "
-                         f"{fmt_time(r['gap_before_s']):>11s} {str(r['gap_before_kind'] or ''):14s} "
-                         f"{content}{flag}")
+            lines.append(transfer_line(r))
         if a.n > limit:
             lines.append(f"       … {a.n - limit} more (use --format json --transfers or --format csv)")
     if d["warnings"]:
