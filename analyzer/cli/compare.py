@@ -89,10 +89,16 @@ def run(args) -> int:
 
         text = render_text(cmp)
     write_output(text, args.output)
-    broken = [c for c in before + after if c.analysis.truncated]
+    return _exit_code(args, before + after, cmp)
+
+
+def _exit_code(args, captures, cmp) -> int:
+    """2 when a capture was cut short (each says where), 1 when ``--fail-on`` is met by the
+    comparison's regressions/improvements (one device's or a shared bus's), else 0."""
+    broken = [c for c in captures if c.analysis.truncated]
+    for c in broken:
+        print(f"spigap: error: {c.analysis.truncated}", file=sys.stderr)
     if broken:
-        for c in broken:
-            print(f"spigap: error: {c.analysis.truncated}", file=sys.stderr)
         return 2
     if args.fail_on == "regression" and cmp.regressions:
         return 1
@@ -112,13 +118,4 @@ def _shared(args, before, after, settings) -> int:
     sc = compare_shared(before, after, settings)
     text = json.dumps(to_dict(sc), indent=1, allow_nan=False) + "\n" if args.format == "json" else render_text(sc)
     write_output(text, args.output)
-    broken = [c for c in before + after if c.analysis.truncated]
-    for c in broken:
-        print(f"spigap: error: {c.analysis.truncated}", file=sys.stderr)
-    if broken:
-        return 2
-    if args.fail_on == "regression" and sc.regressions:
-        return 1
-    if args.fail_on == "change" and (sc.regressions or sc.improvements):
-        return 1
-    return 0
+    return _exit_code(args, before + after, sc)
