@@ -57,12 +57,7 @@ def pattern(lab: np.ndarray, rare: bool = False, x: np.ndarray | None = None) ->
     if rare:
         q = max(float(n1) / nk, 1.0 / nk)
         n_tests = float(sum(cands))
-        for p in cands:
-            r = idx % p
-            tot = np.bincount(r, minlength=p)
-            if tot.min() < MIN_PERIODS:
-                continue
-            c1 = np.bincount(r, weights=ones, minlength=p)
+        for p, r, tot, c1 in _folds(idx, ones, cands):
             # a position holds the rare kind when it is mostly that label AND
             # stalls (the label's background rate q) could not have filled
             # it by chance, over all positions and periods tried
@@ -73,12 +68,7 @@ def pattern(lab: np.ndarray, rare: bool = False, x: np.ndarray | None = None) ->
                 agree = float((c1[on].sum() + (tot - c1)[~on].sum()) / (tot[on].sum() + (tot - c1)[~on].sum()))
                 return p, on.astype(np.int8), agree
         return None
-    for p in cands:
-        r = idx % p
-        tot = np.bincount(r, minlength=p)
-        if tot.min() < MIN_PERIODS:
-            continue
-        c1 = np.bincount(r, weights=ones, minlength=p)
+    for p, r, tot, c1 in _folds(idx, ones, cands):
         on = c1 > tot - c1
         # balanced agreement: the mean of both labels' recall under the pattern
         # (plain agreement would let "all the majority label" win on rare labels)
@@ -100,6 +90,18 @@ def pattern(lab: np.ndarray, rare: bool = False, x: np.ndarray | None = None) ->
             agree = float((c1[on].sum() + (tot - c1)[~on].sum()) / nk)
             return p, on.astype(np.int8), agree
     return None
+
+
+def _folds(idx: np.ndarray, ones: np.ndarray, cands: list[int]):
+    """For each candidate period p whose every position holds at least MIN_PERIODS known
+    labels: (p, each label's position idx % p, labels per position, label-1 count per
+    position)."""
+    for p in cands:
+        r = idx % p
+        tot = np.bincount(r, minlength=p)
+        if tot.min() < MIN_PERIODS:
+            continue
+        yield p, r, tot, np.bincount(r, weights=ones, minlength=p)
 
 
 def pattern_k(lab: np.ndarray, k: int) -> tuple[int, np.ndarray, float] | None:
