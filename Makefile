@@ -25,7 +25,7 @@ APT_GET := DEBIAN_FRONTEND=noninteractive apt-get
 
 setup: $(STAMP)
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.py setup.cfg pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || \
 	  { echo "spigap needs Python >= 3.11 ('$(PYTHON)' is missing or older; Debian bookworm: apt-get install python3)"; exit 1; }
 	@if [ ! -x $(BIN)/python ] || ! $(BIN)/python -m pip --version >/dev/null 2>&1; then \
@@ -42,9 +42,7 @@ $(STAMP): setup.cfg pyproject.toml
 	fi
 	$(BIN)/python -m pip install -q --upgrade pip
 	@$(MAKE) --no-print-directory compiler
-	@# an editable install maps the import name spigap onto analyzer/ with a meta path finder;
-	@# setuptools then prints an 'Editable installation' notice on every install: filtered, it is not a fault
-	PYTHONWARNINGS='ignore:Editable installation:UserWarning' $(BIN)/python -m pip install -q -e '.[test,dev]'
+	$(BIN)/python -m pip install -q -e '.[test,dev]'
 	$(BIN)/python -m spigap.native
 	@touch $@
 
@@ -94,14 +92,14 @@ wheel: setup
 	$(BIN)/python -m build -o dist . >dist.log 2>&1 || { tail -40 dist.log; exit 1; }
 	@ls dist
 
-## ruff, mypy, the layers (lint-imports) and dead code (vulture): configured in pyproject.toml
+## ruff, mypy, the layers (lint-imports) and dead code (vulture): configured in pyproject.toml (ruff, vulture),
+## setup.cfg (mypy, import-linter)
 ## and .ci/vulture_whitelist.py (docs/architecture.md says why)
 lint: setup
 	$(BIN)/ruff check .
-	mkdir -p build/typecheck && ln -sfn ../../analyzer build/typecheck/spigap
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/vulture analyzer decoders .ci/vulture_whitelist.py --min-confidence 60 --exclude analyzer/sigrok/decoders
+	$(BIN)/vulture analyzer decoders .ci/vulture_whitelist.py --min-confidence 60 --exclude analyzer/spigap/sigrok/decoders
 
 ## the test suite against the installed wheel (needs sigrok-cli and PulseView: our oracles; trace-cmd);
 ## PYTEST_ARGS replaces the default arguments (the whole tests/ directory). It runs in a fresh
@@ -141,4 +139,4 @@ captures: setup
 	@for t in captures/*.toml; do $(BIN)/spigap synth --config $$t -o $${t%.toml}.sr || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(TVENV) $(OVENV) .pytest_cache build dist dist.log *.egg-info analyzer/native/_spigap_core*
+	rm -rf $(VENV) $(TVENV) $(OVENV) .pytest_cache build dist dist.log *.egg-info analyzer/spigap/native/_spigap_core*

@@ -1,19 +1,15 @@
-"""Build hook for the compiled core; all metadata lives in setup.cfg.
+"""Build hook for the compiled core; the metadata lives in pyproject.toml (PEP 621).
 
-``cffi_modules`` compiles analyzer/native/spigap_core.c at install time (see
-analyzer/native/build.py for why cffi). The extension is optional: when no C
-compiler is there (an sdist on a bare machine) the install still succeeds
-and spigap uses its numpy engine.
+``cffi_modules`` (a setup() keyword cffi adds; it has no pyproject.toml form) compiles
+analyzer/spigap/native/spigap_core.c at install time (see analyzer/spigap/native/build.py
+for why cffi). The extension is optional: when no C compiler is there (an sdist on a bare
+machine) the install still succeeds and spigap uses its numpy engine.
 """
 
 from __future__ import annotations
 
-from setuptools import find_namespace_packages, setup
+from setuptools import setup
 from setuptools.command.build_ext import build_ext
-
-# Every folder under analyzer/ (the source of the ``spigap`` import package,
-# setup.cfg's package_dir) is a package, the data-only ones included; caches are not.
-PACKAGES = ["spigap"] + ["spigap." + p for p in find_namespace_packages("analyzer", exclude=["*__pycache__*"])]
 
 
 class OptionalBuildExt(build_ext):
@@ -29,7 +25,6 @@ class OptionalBuildExt(build_ext):
 
 
 setup(
-    packages=PACKAGES,
-    cffi_modules=["analyzer/native/build.py:ffibuilder"],
+    cffi_modules=["analyzer/spigap/native/build.py:ffibuilder"],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -5,14 +5,14 @@ or a use to name here)."""
 # ruff: noqa
 _ = object()
 
-# PEP 562: spigap.analyze_file & co. are handed out lazily (analyzer/__init__.py)
+# PEP 562: spigap.analyze_file & co. are handed out lazily (analyzer/spigap/__init__.py)
 __getattr__
 
 # callback signatures fixed by their callers: signal handlers, argparse.Action.__call__,
 # context managers' __exit__
-signum  # analyzer/batch/worker.py
-namespace, option_string  # analyzer/cli/__init__.py
-exc  # analyzer/io/base.py
+signum  # analyzer/spigap/batch/worker.py
+namespace, option_string  # analyzer/spigap/cli/__init__.py
+exc  # analyzer/spigap/io/base.py
 
 # readers are found through the registry (io/__init__.py ReaderSpec entries), not by name
 ChangeCsvReader, DslReader, SaleaeReader, ScopeCsvReader, SigrokCsvReader

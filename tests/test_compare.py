@@ -1,6 +1,6 @@
 """spigap compare: sensitivity, false-positive rate, dependence, attribution, CLI.
 
-Oracles: the synthesizer's timing descriptions (captures/*.toml, analyzer/synth):
+Oracles: the synthesizer's timing descriptions (captures/*.toml, analyzer/spigap/synth):
 the 6.6.31 → 6.12.25 AD7606 profiles differ by +1.2 µs CS setup, +1.2 µs CS
 hold and +0.3 µs context switch (+2.7 µs per xfer2, seed 003), with wider
 jitter and more stalls; captures from the same profile with different seeds

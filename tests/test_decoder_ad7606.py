@@ -1,6 +1,6 @@
 """The ad7606 sigrok decoder (decoders/ad7606) and its plain module ad760x.py.
 
-Oracles: the synth generator's truth (analyzer/synth/traffic/ad7606.py,
+Oracles: the synth generator's truth (analyzer/spigap/synth/traffic/ad7606.py,
 written independently of the decoder: codes per channel and read, channel
 order per DOUT use, CONVST/BUSY/CS times, injected faults); golden annotation
 files in sigrok-test format under tests/golden/ad7606/ (regenerate after an

@@ -1,7 +1,7 @@
 """The mcp2518fd sigrok decoder (decoders/mcp2518fd) and its plain module.
 
 Oracles: the CRC catalogue check value; the synth generator's own truth
-(analyzer/synth/traffic/mcp2518fd.py, written independently of the decoder:
+(analyzer/spigap/synth/traffic/mcp2518fd.py, written independently of the decoder:
 frames, IDs, data, register values, CRC verdicts); golden annotation files
 (sigrok-test style) under tests/golden/mcp2518fd/ — regenerate them after an
 intended output change with ``SPIGAP_UPDATE_GOLDEN=1 pytest tests/test_decoder_mcp2518fd.py``;

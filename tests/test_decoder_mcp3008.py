@@ -1,6 +1,6 @@
 """The mcp3008 sigrok decoder (decoders/mcp3008) and its plain module mcp3x0x.py.
 
-Oracles: the synth generator's device model (analyzer/synth/traffic/mcp3008.py,
+Oracles: the synth generator's device model (analyzer/spigap/synth/traffic/mcp3008.py,
 written independently of the decoder: codes, channels, start-bit clock, repeat
 bits and the warning each faulty window must give); golden annotation files
 in sigrok-test format under tests/golden/mcp3008/ (regenerate after an

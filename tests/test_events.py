@@ -1,9 +1,9 @@
-"""Cross-channel events (analyzer/core/events.py) on synthesized captures with extra channels.
+"""Cross-channel events (analyzer/spigap/core/events.py) on synthesized captures with extra channels.
 
 Oracles: (1) tracks we add to a synthesized timeline at known times
 (Timeline.extra); the analyzer reads them back from the .sr file, and every
 latency must equal the difference of the quantized truth times exactly;
-(2) the AD7606 device generator's own truth (analyzer/synth/traffic/ad7606.py).
+(2) the AD7606 device generator's own truth (analyzer/spigap/synth/traffic/ad7606.py).
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ def test_sdist_without_compiler_installs_and_uses_numpy(tmp_path):
                           capture_output=True, text=True, env=env, cwd=tmp_path)
     assert inst.returncode == 0, inst.stderr[-3000:]
     assert (tmp_path / "compiler-called").exists(), "the build did not even try a compiler"
-    assert not list(target.glob("analyzer/native/_spigap_core*")), "a core was built without a compiler?"
+    assert not list(target.glob("analyzer/spigap/native/_spigap_core*")), "a core was built without a compiler?"
     code = ("import json, sys; from spigap.cli import main; sys.exit(main(['analyze', sys.argv[1], "
             "'--format', 'json', '-o', sys.argv[2]]))")
     run_env = dict(env, PYTHONPATH=str(target))

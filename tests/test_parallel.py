@@ -7,8 +7,8 @@
   threads) with the boundary windows framed serially, against the serial
   compiled framer and the numpy framer, on random chunkings of the edge stream.
 
-Oracles: the numpy change detection (analyzer/native/changes.py) and the numpy
-framer (analyzer/core/framing.py) are independent implementations of the same
+Oracles: the numpy change detection (analyzer/spigap/native/changes.py) and the numpy
+framer (analyzer/spigap/core/framing.py) are independent implementations of the same
 definitions; the serial compiled framer is the one tests/test_engines.py
 checks against the numpy framer on real captures.
 """

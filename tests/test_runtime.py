@@ -1,4 +1,4 @@
-"""What the spigap process sets up for itself (analyzer/cli/runtime.py)."""
+"""What the spigap process sets up for itself (analyzer/spigap/cli/runtime.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Shared buses (docs/shared-bus.md): every device of one SPI controller in one pass.
 
-Oracle: the synthesizer's truth (analyzer/synth/shared.py: the controller queue's
+Oracle: the synthesizer's truth (analyzer/spigap/synth/shared.py: the controller queue's
 model, written independently of the analysis): every device's transfers, gaps,
 gap kinds and payloads, the bus's handovers, the other devices' time inside each
 gap, and the injected faults (two CS lines at once, SCLK with no CS), all within

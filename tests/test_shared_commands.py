@@ -1,6 +1,6 @@
 """compare, check, report, monitor, batch and --device on a shared bus (docs/shared-bus.md).
 
-Oracles: the synthesizer's truth (analyzer/synth/shared.py: per device its transfers,
+Oracles: the synthesizer's truth (analyzer/spigap/synth/shared.py: per device its transfers,
 the meaning of each window, the other devices' CS time in each gap) and, for compare,
 a before/after pair whose only change is on the other device: CE1's CAN controller
 reads more frames per interrupt, so its messages hold the bus longer, and CE0's

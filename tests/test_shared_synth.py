@@ -1,4 +1,4 @@
-"""spigap synth's shared-bus scenarios (analyzer/synth/shared.py): the controller queue's
+"""spigap synth's shared-bus scenarios (analyzer/spigap/synth/shared.py): the controller queue's
 model is self-consistent, and what it writes is what other tools read.
 
 Oracles: sigrok-cli's own spi decoder, one per CS line (as its users stack it), reads

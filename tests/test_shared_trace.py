@@ -1,7 +1,7 @@
-"""A shared bus and its kernel trace (analyzer/trace/shared.py): each traced device on its
+"""A shared bus and its kernel trace (analyzer/spigap/trace/shared.py): each traced device on its
 CS line, and who waited for whom.
 
-Oracle: the synthesizer's truth (analyzer/synth/shared.py): which message waited behind
+Oracle: the synthesizer's truth (analyzer/spigap/synth/shared.py): which message waited behind
 which, and how long another device's message held the controller while it waited
 (``queued_s``), from the controller queue's model; the mapping spi0.N <-> CS line; the
 gap kinds (the trace's message boundaries settle the grouping).

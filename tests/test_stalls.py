@@ -1,6 +1,6 @@
-"""Stall detection (analyzer/core/stalls.py) against stalls injected at known places.
+"""Stall detection (analyzer/spigap/core/stalls.py) against stalls injected at known places.
 
-Oracle: the synthesizer's timeline (analyzer/synth), where we add a known
+Oracle: the synthesizer's timeline (analyzer/spigap/synth), where we add a known
 extra delay to chosen gaps before the capture is written; the analyzer only
 sees the .sr file. Positions are checked to ±1 sample.
 """

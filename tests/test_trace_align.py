@@ -1,6 +1,6 @@
 """spigap trace: alignment and phases on synthesized (capture, trace) pairs.
 
-Oracle: the driver model's truth (analyzer/synth/kernel.py places every event
+Oracle: the driver model's truth (analyzer/spigap/synth/kernel.py places every event
 at a known bus time, then maps it to the trace clock with a known offset and
 drift), read back through the ftrace parser. The capture and the trace are
 both written by spigap, but by independent code paths (the .sr writer and the

@@ -1,6 +1,6 @@
 """spigap compare / report with (capture, trace) pairs: which kernel phase moved.
 
-Oracle: the driver model's truth (analyzer/synth/kernel.py): the 'after' side differs
+Oracle: the driver model's truth (analyzer/spigap/synth/kernel.py): the 'after' side differs
 from the 'before' side in one latency only, spi_set_cs(activate) -> CS assert, and the
 capture's context switch grows by the same amount, so exactly that phase moves, by the
 difference of the two sides' true medians. Capture, trace and truth are written by

@@ -1,9 +1,9 @@
-"""ftrace / user-space log parsers (analyzer/trace/ftrace.py, userlog.py).
+"""ftrace / user-space log parsers (analyzer/spigap/trace/ftrace.py, userlog.py).
 
 Oracles: the real trace_pipe excerpt of docs (linux-arm-msm, qcom-geni SPI trace
 events) and the kernel's TP_printk formats (include/trace/events/spi.h, gpio.h),
 written out by hand below. The layout cross-checks compare our parser with our
-own writer (analyzer/synth/kernel.py): they show that every layout reads to the
+own writer (analyzer/spigap/synth/kernel.py): they show that every layout reads to the
 same events, not that the writer is right; the hand-written lines are the
 independent check of each layout.
 """

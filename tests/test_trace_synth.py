@@ -1,4 +1,4 @@
-"""The kernel driver model (analyzer/synth/kernel.py): its trace agrees with the capture it belongs to.
+"""The kernel driver model (analyzer/spigap/synth/kernel.py): its trace agrees with the capture it belongs to.
 
 Oracles: the synthesized Timeline (bus truth, seeded) and the model's own
 parameters; the trace is read back with our parser (test_trace_parse.py checks

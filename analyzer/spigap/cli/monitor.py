@@ -1,0 +1,213 @@
+"""``spigap monitor CAPTURE|-``: transfers and gaps per interval of capture time, live.
+
+The logic is in analyzer/spigap/core/monitor.py; this module parses options and
+prints (docs/live.md).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from spigap.cli.common import (_time, add_capture_options, add_stall_options, config_from_args, reader_options,
+                                 stall_rule_from_args)
+
+ORDER = 15
+HEADER_EVERY = 20          # on a terminal the column header comes back every 20 lines
+
+
+def add_subparser(sub) -> None:
+    p = sub.add_parser("monitor", help="transfers/s and gap percentiles per interval, from a file or live from a pipe",
+                       description="Stream a capture (a file, or - for standard input: sigrok-cli -O vcd, or raw "
+                                   "samples with --input-format raw) and print one line per interval of capture "
+                                   "time: transfers, transfers/s, p50/p99/max of each gap kind, stalls. End of "
+                                   "input or Ctrl-C prints the whole-capture summary (docs/live.md).")
+    p.add_argument("capture", help="capture file, or - for standard input")
+    add_capture_options(p)
+    add_stall_options(p)
+    o = p.add_argument_group("monitor")
+    o.add_argument("--interval", type=_time, default=1.0, metavar="TIME",
+                   help="capture time per line (default 1s)")
+    o.add_argument("--format", choices=("text", "jsonl"), default="text",
+                   help="text: a table (header repeated on a terminal); jsonl: one JSON object per interval, "
+                        "then {\"summary\": ...}")
+    o.add_argument("--alert", action="append", default=[], metavar="RULE",
+                   help="exit 1 at the first interval where RULE holds, e.g. 'context_switch.p99>50us', "
+                        "'cs_change.max>=1ms', 'rate_hz<2000', 'stalls>0' (repeatable)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from spigap.core.monitor import Monitor, parse_alert
+    from spigap.io import open_capture
+
+    alerts = [parse_alert(a) for a in args.alert]
+    cfg = config_from_args(args)
+    out = sys.stdout
+    printer: Any = _Jsonl(out) if args.format == "jsonl" else _Text(out, out.isatty())
+    m: Any
+    with open_capture(args.capture, **reader_options(args)) as reader:
+        from spigap.core import infer
+        from spigap.core.pipeline import Pipeline
+
+        settled = infer.settle(reader, cfg)
+        if settled.cfg.more_cs:
+            # a shared bus: every device, one line per interval with each device's figures
+            from spigap.core.shared_monitor import SharedMonitor
+
+            printer = _SharedJsonl(out) if args.format == "jsonl" else _SharedText(out)
+            m = SharedMonitor(reader, settled, args.interval, rule=stall_rule_from_args(args), alerts=alerts,
+                              on_interval=printer.interval, on_baseline=printer.baseline)
+        else:
+            m = Monitor(reader, cfg, args.interval, rule=stall_rule_from_args(args), alerts=alerts,
+                        on_interval=printer.interval, on_baseline=printer.baseline,
+                        pipe=Pipeline(reader, cfg, settled))
+        summary = m.run()
+        for w in reader.info.warnings:
+            print(f"spigap: warning: {w}", file=sys.stderr)
+        for w in m.warnings:
+            print(f"spigap: warning (in the baseline, the first interval): {w}", file=sys.stderr)
+    printer.summary(summary)
+    if m.alert is not None:
+        iv = m.alert.interval
+        from spigap.units import fmt_time
+
+        al = m.alert.alert
+        shown = fmt_time(m.alert.value) if al.stat in ("p50", "p99", "max") else f"{m.alert.value:g}"
+        print(f"spigap: alert: {al.text}: {shown} in the interval at t = {iv['t_s']:.6g} s "
+              f"({iv['t_s']:.6g} s .. {iv['t_s'] + iv['interval_s']:.6g} s of the capture)", file=sys.stderr)
+        return 1
+    if m.truncated:
+        print(f"spigap: error: {m.truncated}", file=sys.stderr)
+        return 2
+    return 0
+
+
+class _Jsonl:
+    def __init__(self, out):
+        self.out = out
+
+    def baseline(self, m) -> None:
+        pass
+
+    def interval(self, iv: dict) -> None:
+        self.out.write(json.dumps(iv) + "\n")
+        self.out.flush()
+
+    def summary(self, s: dict) -> None:
+        self.out.write(json.dumps({"summary": s}) + "\n")
+        self.out.flush()
+
+
+class _Text:
+    """Columns: interval start, transfers, rate, then p50/p99 of each gap kind the baseline
+    had (jsonl carries every kind), stalls."""
+
+    def __init__(self, out, tty: bool):
+        self.out = out
+        self.tty = tty
+        self.kinds: list[str] = []
+        self.rows = 0
+
+    def baseline(self, m) -> None:
+        self.kinds = m.baseline_kinds or m.kinds[:1]
+        g = f"; {m.grouping.note}" if m.grouping is not None else ""
+        from spigap.units import fmt_time
+
+        self._line(f"# {m.info.path}: one line per {fmt_time(m.iv_ticks * m.tick_s)} of capture time, "
+                   f"resolution {fmt_time(m.tick_s)} (one sample){g}")
+
+    def _header(self) -> str:
+        cells = "".join(f" {k + ' p50/p99':>23s}" for k in self.kinds)
+        return f"{'t_s':>10s} {'transfers':>9s} {'rate':>10s}{cells} {'stalls':>6s}"
+
+    def interval(self, iv: dict) -> None:
+        from spigap.units import fmt_rate, fmt_time
+
+        if self.rows == 0 or (self.tty and self.rows % HEADER_EVERY == 0):
+            self._line(self._header())
+        cells = ""
+        for k in self.kinds:
+            g = iv["gaps"][k]
+            cell = f"{fmt_time(g['p50_s'], 3)}/{fmt_time(g['p99_s'], 3)}" if g["n"] else "–"
+            cells += f" {cell:>23s}"
+        self._line(f"{iv['t_s']:>10.6g} {iv['transfers']:>9d} {fmt_rate(iv['rate_hz']):>10s}{cells} "
+                   f"{iv['stalls']:>6d}")
+        self.rows += 1
+
+    def summary(self, s: dict) -> None:
+        from spigap.units import fmt_rate, fmt_time
+
+        state = " (interrupted)" if s["interrupted"] else ""
+        state += " (stopped by the alert)" if s["alert"] else ""
+        self._line("")
+        self._line(f"summary{state}: {s['intervals']} interval(s), {s['duration_s']:.6g} s of capture, "
+                   f"{s['transfers']} transfers ({fmt_rate(s['rate_hz'])}), {s['stalls']} stall(s); "
+                   f"resolution {fmt_time(s['resolution_s'])}")
+        self._line(f"{'gap':16s} {'n':>9s} {'p50':>10s} {'p99':>10s} {'max':>10s}")
+        for k, g in s["gaps"].items():
+            self._line(f"{k:16s} {g['n']:>9d} {fmt_time(g['p50_s']):>10s} {fmt_time(g['p99_s']):>10s} "
+                       f"{fmt_time(g['max_s']):>10s}")
+
+    def _line(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+
+class _SharedJsonl(_Jsonl):
+    """A shared bus: one line per interval, ``devices: {CE0: {...}, CE1: {...}}``."""
+
+
+class _SharedText:
+    """A shared bus: per interval and device its transfers, rate, context-switch (or the
+    first CS-inactive kind its baseline had) p50/p99 and stalls."""
+
+    def __init__(self, out):
+        self.out = out
+        self.rows = 0
+        self.kind: dict[str, str] = {}
+
+    def baseline(self, m) -> None:
+        from spigap.units import fmt_time
+
+        cs = m.cfg.cs
+        kinds = [k for k in ("context_switch", "cs_change") if k in m.baseline_kinds] or m.baseline_kinds or m.kinds[:1]
+        self.kind[cs] = kinds[0]
+        g = f"; {m.grouping.note}" if m.grouping is not None else ""
+        self._line(f"# {m.info.path} [{cs}]: one line per {fmt_time(m.iv_ticks * m.tick_s)} of capture time, "
+                   f"resolution {fmt_time(m.tick_s)} (one sample){g}")
+
+    def interval(self, iv: dict) -> None:
+        from spigap.units import fmt_rate, fmt_time
+
+        if self.rows == 0:
+            cells = "".join(f" | {cs + ' n':>8s} {'rate':>10s} {self.kind.get(cs, '?')[:14] + ' p50/p99':>23s} "
+                            f"{'stalls':>6s}" for cs in iv["devices"])
+            self._line(f"{'t_s':>10s}{cells}")
+        cells = ""
+        for cs, d in iv["devices"].items():
+            g = d["gaps"].get(self.kind.get(cs, ""), {"n": 0})
+            cell = f"{fmt_time(g['p50_s'], 3)}/{fmt_time(g['p99_s'], 3)}" if g["n"] else "–"
+            cells += f" | {d['transfers']:>8d} {fmt_rate(d['rate_hz']):>10s} {cell:>23s} {d['stalls']:>6d}"
+        self._line(f"{iv['t_s']:>10.6g}{cells}")
+        self.rows += 1
+
+    def summary(self, s: dict) -> None:
+        from spigap.units import fmt_rate, fmt_time
+
+        state = " (interrupted)" if s["interrupted"] else ""
+        state += " (stopped by the alert)" if s["alert"] else ""
+        self._line("")
+        self._line(f"summary{state}: {s['intervals']} interval(s), {s['duration_s']:.6g} s of capture; "
+                   f"resolution {fmt_time(s['resolution_s'])}")
+        for cs, d in s["devices"].items():
+            self._line(f"{cs}: {d['transfers']} transfers ({fmt_rate(d['rate_hz'])}), {d['stalls']} stall(s)")
+            for k, g in d["gaps"].items():
+                if g["n"]:
+                    self._line(f"  {k:16s} {g['n']:>9d} p50 {fmt_time(g['p50_s']):>10s} p99 "
+                               f"{fmt_time(g['p99_s']):>10s} max {fmt_time(g['max_s']):>10s}")
+
+    def _line(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
