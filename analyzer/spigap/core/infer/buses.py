@@ -10,12 +10,15 @@ from spigap.core.infer.evidence import (
     Evidence,
     clock_score,
     cs_level,
+    cs_windows,
+    half_of,
     idle_level,
     in_cycle,
     in_windows,
     lead_trail,
     on_edges,
 )
+from spigap.core.infer import lookalike
 from spigap.core.infer.report import Bus
 
 REGULAR = 0.6                 # share of change pairs spanning one period for a clock
@@ -23,13 +26,13 @@ ON_CLOCK = 0.7                # share of a line's changes on a clock's edges to 
 DATA_EDGE = 0.75              # share of a data line's changes after one kind of clock edge
 MULTI = 0.2                   # share of a line's in-window changes in clock cycles holding several:
 #                               above, not a data line (SPI data changes once per bit, on one edge)
-I2C_BYTES = 0.75              # share of stretches between START/STOP conditions that are 9-bit bytes
 
 
 def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
     """Every SPI clock in the prefix with its CS and data lines, in channel order. What was
     seen and refused is kept in ``ev.refused`` (``no_bus_reason`` says it in one line)."""
     ev.refused = []
+    ev.lookalikes = []
     cand = []
     for name in ev.names:
         if name in exclude:
@@ -50,29 +53,30 @@ def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
         clocks.append((name, half))
     clocks.sort(key=lambda c: ev.names.index(c[0]))
     taken = set(exclude) | {c for c, _ in clocks}
+    par = lookalike.parallel(ev, exclude)
     buses = []
     for clk, half in clocks:
         found = _find_cs(ev, clk, taken)
-        cs, active, conf = found if found else (None, None, 0.0)
-        if cs is None:
-            # I2C has no CS: its SDA is checked before the data-line tests (which it fails anyway:
-            # the acknowledge hand-over changes it twice in a clock phase)
-            why = _i2c(ev, clk, [n for n in ev.names if n not in taken and n != clk
-                                 and len(ev.changes[n]) >= 4], half)
-            if why:
-                ev.refused.append(why)
-                continue
+        cs, active, conf, how = found if found else (None, None, 0.0, "bracket")
+        free = [n for n in ev.names if n not in taken and n != clk and len(ev.changes[n]) >= 2]
+        data = [n for n in free if n != cs and n not in {c for c, _ in clocks}
+                and _data_line(ev, n, clk, cs, active, half)]
+        # the other protocols' own evidence first (I2C's START/STOP, I2S's frame line, ...):
+        # a bus one of them fits is no SPI bus (core/infer/lookalike.py)
+        la = lookalike.check(ev, clk, half, free, data, cs, conf >= 0.9 or how != "bracket", par, how == "latch")
+        if la is not None:
+            ev.lookalikes.append(la)
+            ev.refused.append(la.text())
+            continue
         if cs is not None:
             taken.add(cs)
-        data = [n for n in ev.names if n not in taken and n not in {c for c, _ in clocks}
-                and _data_line(ev, n, clk, cs, active, half)]
         if len(data) > 2:
             # a bus has two data lines: the two that carry the most changes (an IRQ that
             # happens to toggle near clock edges a few times loses to them)
             busiest = sorted(data, key=lambda n: -len(ev.changes[n]))[:2]
             data = [n for n in data if n in busiest]
         taken.update(data)
-        buses.append(Bus(clk, cs, data, len(ev.changes[clk]), active, conf))
+        buses.append(Bus(clk, cs, data, len(ev.changes[clk]), active, conf, how))
     # a clock with neither CS nor data (a free-running reference clock) is no bus,
     # unless it is the only clock: then the data may be named
     for b in buses:
@@ -82,8 +86,22 @@ def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
     return [b for b in buses if b.cs or b.data] or buses[:1]
 
 
+GENERIC = ("a free-running clock",)     # look-alikes that name no protocol: a named one wins
+
+
 def no_bus_reason(ev: Evidence) -> str:
     """What the prefix showed instead of an SPI bus, in one line."""
+    named = [la for la in ev.lookalikes if la.name not in GENERIC]
+    if named:
+        ev.lookalikes = named + [la for la in ev.lookalikes if la not in named]
+        return named[0].text()
+    for test in (lookalike.i2c_any, lookalike.parallel):
+        found = test(ev)
+        if found is not None:
+            ev.lookalikes.insert(0, found)
+            return found.text()
+    if ev.lookalikes:
+        return ev.lookalikes[0].text()
     if ev.refused:
         return ev.refused[0]
     busiest = max(ev.names, key=lambda n: len(ev.changes[n]), default=None)
@@ -99,56 +117,91 @@ def _multi_note(ev: Evidence, clk: str) -> str:
     return f" ({notes} changes several times per clock cycle: not SPI data)" if notes else ""
 
 
-def _i2c(ev: Evidence, clk: str, data: list[str], half: float) -> str | None:
-    """I2C, not SPI: a data line falls while the clock is high, well after its rising edge and
-    just before it falls (START), or rises while the clock is high after its last rising
-    edge (STOP), and the clock runs in 9-bit bytes between those conditions (8 bits and
-    an acknowledge). SPI data changes on a clock edge and comes in 8-bit words."""
-    ct = ev.ticks(clk)
-    if len(ct) < 18:
-        return None
-    cl = ev.level[clk][ev.changes[clk]]
-    rises = ct[cl == 1]
-    for d in data:
-        dt = ev.ticks(d)
-        dl = ev.level[d][ev.changes[d]]
-        j = np.searchsorted(ct, dt, side="right") - 1
-        ok = j >= 0
-        high = np.zeros(len(dt), bool)
-        high[ok] = cl[j[ok]] == 1
-        prv = np.full(len(dt), np.inf)
-        prv[ok] = dt[ok] - ct[j[ok]]
-        nxt = np.full(len(dt), np.inf)
-        m = ok & (j < len(ct) - 1)
-        nxt[m] = ct[j[m] + 1] - dt[m]
-        mid = high & (prv >= max(0.5 * half, 1.0))          # well after the rising edge, clock still high
-        start = mid & (dl == 0) & (nxt <= 4 * max(half, 1.0))
-        stop = mid & (dl == 1) & (prv <= 4 * max(half, 1.0))
-        if start.sum() < 2:
-            continue
-        cond = np.sort(np.concatenate([dt[start], dt[stop]]))
-        n = np.diff(np.searchsorted(rises, cond))
-        n = n[n > 1]                         # clock pulses between conditions (the last one's rise included)
-        if len(n) < 2 or np.mean((n - 1) % 9 == 0) < I2C_BYTES:
-            continue
-        return (f"{d} changes while {clk} is high ({int(start.sum())} START and {int(stop.sum())} STOP "
-                f"conditions) and {clk} runs in 9-bit bytes between them: looks like I2C")
-    return None
-
-
-def _find_cs(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float] | None:
-    """(channel, active level, confidence) of the CS of ``clk``'s bus, None without one."""
+def _find_cs(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str] | None:
+    """(channel, active level, confidence, how) of the CS of ``clk``'s bus, None without one.
+    ``how``: "bracket" (its level brackets the bursts), "latch" (a strobe between bursts: LOAD,
+    LE, a pad's LATCH; the bits between two pulses are one transfer), "once" (one window in the
+    prefix holds every clock edge)."""
     best = None
     for name in ev.names:
         if name in taken or name == clk:
             continue
         active, share, windows = cs_level(ev, name, clk)
-        if active is None:
+        if active is None or not _between_bursts(ev, name, clk):
             continue
         key = (share >= BRACKET, windows)
         if best is None or key > best[0]:
-            best = (key, name, active, 0.95 if share >= BRACKET else 0.6)
-    return (best[1], best[2], best[3]) if best else None
+            best = (key, name, active, 0.95 if share >= BRACKET else 0.6, "bracket")
+    if best is not None and best[0][0]:
+        return best[1], best[2], best[3], best[4]
+    found = _latch(ev, clk, taken) or _once(ev, clk, taken)
+    if found is not None:
+        return found
+    return (best[1], best[2], best[3], best[4]) if best else None
+
+
+def _between_bursts(ev: Evidence, cs: str, clk: str) -> bool:
+    """A CS changes where the clock pauses: few of its changes fall inside a burst (between two
+    clock edges less than three half periods apart). A quadrature output or a strobe that
+    toggles while the clock runs is no CS."""
+    ct = ev.ticks(clk)
+    st = ev.ticks(cs)
+    if len(ct) < 2 or not len(st):
+        return True
+    half = half_of(ev, clk)
+    j = np.searchsorted(ct, st, side="left")
+    ok = (j > 0) & (j < len(ct))
+    gap = np.where(ok, ct[np.minimum(j, len(ct) - 1)] - ct[np.maximum(j - 1, 0)], np.inf)
+    inside = ok & (gap <= 3 * max(half, 1.0))
+    return float(np.mean(inside)) <= 0.1
+
+
+def _latch(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str] | None:
+    """A latch strobe (LOAD, LE, LATCH): short pulses, each with no clock edge inside, between
+    which the clock runs: the bits between two pulses are one transfer (its level between the
+    pulses is the "active" one)."""
+    ct = ev.ticks(clk)
+    for name in ev.names:
+        if name in taken or name == clk or len(ev.changes[name]) < 4:
+            continue
+        for active in (0, 1):
+            ps, pe = cs_windows(ev, name, 1 - active)           # the pulses
+            ws, we = cs_windows(ev, name, active)               # between them
+            inner = (ps > 0) & (pe < ev.end)
+            ps, pe = ps[inner], pe[inner]
+            if len(ps) < 2 or len(ws) < 2:
+                continue
+            width = pe - ps
+            spacing = np.diff(ps)
+            if float(np.median(width)) > 0.25 * float(np.median(spacing)):
+                continue
+            in_pulse = np.searchsorted(ct, pe, side="left") - np.searchsorted(ct, ps, side="right")
+            held = np.searchsorted(ct, we, side="left") - np.searchsorted(ct, ws, side="right")
+            if float(np.mean(in_pulse <= 1)) >= 0.9 and float(np.mean(held[1:-1] >= 4)) >= 0.9 \
+                    if len(held) > 2 else False:
+                return name, active, 0.8, "latch"
+    return None
+
+
+def _once(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str] | None:
+    """A CS asserted once in the prefix (a long stream): a line that changes once or twice, the
+    clock running only at one of its levels, and not at all for a while at the other."""
+    ct = ev.ticks(clk)
+    if len(ct) < 16:
+        return None
+    half = max(half_of(ev, clk), 1.0)
+    for name in ev.names:
+        if name in taken or name == clk or not 1 <= len(ev.changes[name]) <= 2:
+            continue
+        lv = ev.level[name][ev.changes[clk]]
+        for active in (0, 1):
+            if float(np.mean(lv == active)) < BRACKET:
+                continue
+            starts, ends = cs_windows(ev, name, 1 - active)
+            idle = float(np.sum(np.minimum(ends, ev.end) - starts))
+            if idle >= 8 * half:
+                return name, active, 0.75, "once"
+    return None
 
 
 def _data_line(ev: Evidence, name: str, clk: str, cs: str | None, active: int | None, half: float) -> bool:

@@ -22,6 +22,7 @@ class Evidence:
         self.changes = {}
         self.clock: dict[str, tuple[float, float]] = {}     # clock_score of each channel, once
         self.refused: list[str] = []         # what looked like a bus and was not (buses.find_buses)
+        self.lookalikes: list = []           # lookalike.Lookalike: buses refused as another protocol
         self.multi: dict[str, str] = {}      # clock -> a line that changes several times per cycle of it
         for j, name in enumerate(names):
             lv = ((s >> np.uint32(j)) & 1).astype(np.int8)

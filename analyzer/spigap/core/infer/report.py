@@ -42,6 +42,7 @@ class Bus:
     edges: int                     # SCLK changes in the prefix (the busiest bus is not always first)
     cs_active: int | None = None   # the CS level during the bursts
     cs_confidence: float = 0.0
+    cs_how: str = "bracket"        # "bracket" (a CS), "latch" (a strobe between bursts), "once" (one window)
 
     def channels(self) -> list[str]:
         return [self.clk] + ([self.cs] if self.cs else []) + self.data

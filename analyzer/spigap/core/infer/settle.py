@@ -105,8 +105,11 @@ def no_bus(info, ev: Evidence) -> NoSpiBus:
     skipped = [c for c in info.analog_channels if c not in ev.names]
     extra = (f"; analog channels {', '.join(skipped)} were not looked at (give --threshold to include them)"
              if skipped else "")
-    return NoSpiBus(f"no SPI bus found: {no_bus_reason(ev)}{extra}", path=info.path,
-                    hint="if it is SPI, name the lines with --clk/--mosi/--miso/--cs")
+    reason = no_bus_reason(ev)
+    la = ev.lookalikes[0] if ev.lookalikes else None
+    hint = (f"if it is SPI anyway, name its lines: {la.insist()}" if la is not None and la.clk else
+            "if it is SPI, name the lines with --clk/--mosi/--miso/--cs")
+    return NoSpiBus(f"no SPI bus found: {reason}{extra}", path=info.path, hint=hint)
 
 
 def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False):
@@ -247,8 +250,8 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
         if "cs" not in sources:
             if bus.cs is not None and bus.cs not in {out.mosi, out.miso}:
                 out.cs = bus.cs
-                sources["cs"] = Source("inferred", bus.cs_confidence, "its level brackets the SCLK bursts"
-                                       if bus.cs_confidence >= LOW_CONFIDENCE else
+                sources["cs"] = Source("inferred", bus.cs_confidence, _CS_NOTE[bus.cs_how]
+                                       if bus.cs_how != "bracket" or bus.cs_confidence >= LOW_CONFIDENCE else
                                        "each of its windows holds an SCLK burst, but SCLK also runs outside them")
             else:
                 out.cs = None
@@ -273,6 +276,8 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                 warnings.append(f"the capture holds another SPI bus (clk={b.clk}"
                                 f"{f' cs={b.cs}' if b.cs else ''} data={','.join(b.data) or '–'}); "
                                 f"this analysis is of clk={out.clk}; select the other with {opts}")
+    if need_roles and out.mosi is None and out.miso is None and named.mosi is None and named.miso is None:
+        raise no_bus(info, ev)
     _check_roles(out, info)
     if "cs" not in sources:
         sources["cs"] = Source("name", 1.0, "no channel is named like a CS: framed without CS")
@@ -311,6 +316,14 @@ def _shared_bus(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: 
     sources["cs"] = Source("inferred", 0.95, f"{', '.join(names)} each bracket SCLK bursts "
                                              f"({', '.join(f'{n} {s:.0%}' for n, _, s in found)} of the edges), "
                                              "together all of them: devices of one shared bus")
+
+
+_CS_NOTE = {
+    "bracket": "its level brackets the SCLK bursts",
+    "latch": "a latch strobe (LOAD, LE, LATCH): a short pulse between bursts with no SCLK edge in it; the "
+             "bits between two pulses are framed as one transfer",
+    "once": "asserted once in the prefix: SCLK runs only at this level (one long transfer so far)",
+}
 
 
 def _pick_bus(buses: list[Bus], named: SpiConfig) -> Bus | None:

@@ -1,0 +1,427 @@
+"""Buses that look like SPI and are not (docs/inference.md, "No SPI, no bus").
+
+A clock with a line that changes on its edges is what SPI looks like, and also what I2C,
+I2S/TDM/AC'97, JTAG, MDIO, an SD card's native bus and many others look like. Each test
+below is the other protocol's own evidence, read from the prefix; a clock bus one of them
+fits is no SPI bus, and the refusal says what it looks like, why, and the options that frame
+it as SPI anyway. ``parallel`` looks at every line (a parallel bus needs no clock line of its
+own: a strobe). The tests:
+
+* ``i2c``: a data line falls while the clock is high, away from its edges (START), or rises
+  so (STOP), and the clock runs in 9-bit bytes between those conditions (8 bits and an
+  acknowledge); SPI data changes at a clock edge and comes in 8-bit words;
+* ``audio``: the clock never pauses and a line changes every N clock cycles, on its edges
+  (I2S: half the frame each way; AC'97: a 16-clock SYNC every 256; TDM: a short frame sync);
+* ``mdio``: a run of 32 ones (the preamble) on the data line at the clock's rising edges,
+  then a start pattern (01, or 00 for clause 45);
+* ``sd_native``: 48-bit command/response frames on the data line (start bit 0, end bit 1)
+  whose CRC7 holds, more often than chance;
+* ``jtag``: a line that, read as TMS at the rising edges, steers a JTAG TAP into its shift
+  states exactly while the other lines change (TDI, TDO), or the lines are named so;
+* ``parallel``: four or more lines that change in the same samples (an address or data bus
+  with a strobe), which no SPI bus does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+
+from spigap.core.infer.evidence import Evidence, clock_score, on_edges
+
+I2C_BYTES = 0.75              # share of stretches between START/STOP conditions that are 9-bit bytes
+
+
+@dataclasses.dataclass
+class Lookalike:
+    """A bus that is not SPI: what it looks like, why, and the lines SPI options would name."""
+
+    name: str                 # "I2C", "I2S", "JTAG", ...
+    why: str                  # the evidence, in words
+    clk: str | None = None
+    data: tuple = ()
+    lines: tuple = ()         # a parallel bus: its lines
+
+    def text(self) -> str:
+        return f"looks like {self.name} ({self.why})"
+
+    def insist(self) -> str:
+        """The options that frame it as SPI anyway."""
+        if self.clk is None:
+            return "--clk/--mosi/--miso/--cs"
+        opts = [f"--clk {self.clk}"] + [f"--{r} {d}" for r, d in zip(("mosi", "miso"), self.data)]
+        return " ".join(opts) + " --no-cs"
+
+
+def check(ev: Evidence, clk: str, half: float, lines: list[str], data: list[str], cs: str | None,
+          cs_sure: bool = False, par: Lookalike | None = None, latch: bool = False) -> Lookalike | None:
+    """The look-alike the clock ``clk`` with these lines is, or None (it may be SPI). ``lines``:
+    every other line that changes; ``data``: those that passed the data-line tests; ``cs``: the
+    line that brackets the clock's bursts, if one (``cs_sure``: with 98 % of the edges inside);
+    ``par``: the parallel bus of the prefix, if one; ``latch``: ``cs`` is a latch strobe."""
+    active = [n for n in lines if n != clk and len(ev.changes[n]) >= 2]
+    named = _by_names(clk, active)
+    if named is not None:
+        return named
+    found = i2c(ev, clk, active, half) if not cs_sure else None
+    if found is None and par is not None and cs is None and (clk in par.lines or (data and set(data) <= set(par.lines))):
+        return dataclasses.replace(par, clk=clk)
+    if found is None and not latch:
+        found = audio(ev, clk, active, half)
+    if found is None and cs is None:
+        for d in data or active:
+            found = sd_native(ev, clk, d) or mdio(ev, clk, d)
+            if found is not None:
+                break
+    if found is None and not cs_sure:
+        found = jtag(ev, clk, active, half)
+    if found is None and cs is None and len(ev.changes[clk]) >= 512 and continuous(ev, clk, half):
+        n = len(ev.changes[clk]) // 2
+        found = Lookalike("a free-running clock", f"{clk} runs through all {n} cycles of the prefix without a pause, "
+                                                   "and no line frames its bits as a CS does: an SPI clock runs in "
+                                                   "bursts, one per transfer", clk, tuple(data[:2]))
+    return found
+
+
+# ------------------------------------------------------------------ names
+
+_JTAG = {"tck": "clk", "tms": "tms", "tdi": "tdi", "tdo": "tdo"}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"^(\d+_|d\d+_)", "", name.strip().lower()).replace("-", "_").replace(" ", "_")
+
+
+def _by_names(clk: str, lines: list[str]) -> Lookalike | None:
+    """Lines named for another protocol (TCK/TMS, MDC/MDIO, BIT_CLK/SYNC, LCLK/LFRAME): the
+    names are evidence too, when the clock is one of them."""
+    c = _norm(clk)
+    ns = {_norm(n): n for n in lines}
+    if c in ("tck", "jtag_tck") and ({"tms", "jtag_tms"} & set(ns)):
+        return Lookalike("JTAG", f"{clk} and {ns.get('tms') or ns.get('jtag_tms')} are named for JTAG's TCK and TMS",
+                         clk, tuple(ns[k] for k in ("tdi", "tdo") if k in ns))
+    if c == "mdc" and "mdio" in ns:
+        return Lookalike("MDIO", f"{clk} and {ns['mdio']} are named for MDIO's MDC and MDIO", clk, (ns["mdio"],))
+    if c in ("lclk",) and ("lframe" in ns or "lframe#" in ns):
+        return Lookalike("LPC", f"{clk} and {ns.get('lframe') or ns.get('lframe#')} are named for LPC's LCLK "
+                                "and LFRAME#: a parallel bus", clk)
+    return None
+
+
+# ------------------------------------------------------------------ I2C
+
+def i2c(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | None:
+    """I2C: a line falls while the clock is high, well after its rising edge (or before the
+    clock ever moves) and before it falls (START), or rises while it is high after its last
+    rising edge (STOP), and the clock runs in 9-bit bytes between those conditions (8 bits
+    and an acknowledge). SPI data changes on a clock edge and comes in 8-bit words."""
+    ct = ev.ticks(clk)
+    if len(ct) < 18:
+        return None
+    cl = ev.level[clk][ev.changes[clk]]
+    first_level = int(ev.level[clk][0])
+    rises = ct[cl == 1]
+    h = max(half, 1.0)
+    for d in lines:
+        dt = ev.ticks(d)
+        if len(dt) < 2:
+            continue
+        dl = ev.level[d][ev.changes[d]]
+        j = np.searchsorted(ct, dt, side="right") - 1
+        before = j < 0
+        high = np.where(before, first_level == 1, cl[np.maximum(j, 0)] == 1)
+        prv = np.where(before, np.inf, dt - ct[np.maximum(j, 0)])
+        nxt = np.where(j < len(ct) - 1, ct[np.minimum(j + 1, len(ct) - 1)] - dt, np.inf)
+        mid = high & (prv >= max(0.5 * h, 1.0)) & (nxt >= 1)     # well after the rising edge, clock still high
+        start = mid & (dl == 0) & ((nxt <= 4 * h) | (before & np.isfinite(nxt)))
+        stop = mid & (dl == 1) & ((prv <= 4 * h) | ~np.isfinite(nxt))
+        if start.sum() < 1 or stop.sum() + start.sum() < 2:
+            continue
+        cond = np.sort(np.concatenate([dt[start], dt[stop]]))
+        n = np.diff(np.searchsorted(rises, cond))
+        n = n[n > 1]                         # clock pulses between conditions (the last one's rise included)
+        nine = float(np.mean((n - 1) % 9 == 0)) if len(n) else 0.0
+        # the acknowledge hand-over: the line changes twice in one clock phase (the sender lets go,
+        # the receiver pulls it low); SPI data changes once per bit
+        same = (np.diff(j) == 0) & (j[1:] >= 0) & (j[1:] < len(ct) - 1)
+        short = np.zeros(len(same), bool)
+        short[same] = (ct[np.minimum(j[1:][same] + 1, len(ct) - 1)] - ct[j[1:][same]]) <= 4 * h
+        twice = float(np.mean(short)) if len(short) else 0.0
+        if not (nine >= I2C_BYTES or (nine >= 0.3 and twice >= 0.02)):
+            continue
+        if len(n) < 2 and twice < 0.02 and len(ct) > 4 * int(n.sum()):
+            continue                         # one stretch of a long prefix: too little to tell
+        how = (f"{clk} runs in 9-bit bytes between them" if nine >= I2C_BYTES else
+               f"{d} changes twice in one {clk} phase at {100 * twice:.0f} % of its changes, as an acknowledge "
+               "hands it over")
+        return Lookalike("I2C", f"{d} changes while {clk} is high: {int(start.sum())} START and "
+                                f"{int(stop.sum())} STOP conditions; {how}", clk, (d,))
+    return None
+
+
+def i2c_any(ev: Evidence, exclude: set[str] = frozenset()) -> Lookalike | None:
+    """I2C on any pair of lines, named or not, whether or not the clock looks regular (a
+    clock-stretching SCL does not): every line that changes often enough tried as SCL."""
+    names = [n for n in ev.names if n not in exclude and len(ev.changes[n]) >= 18]
+    for c in sorted(names, key=lambda n: -len(ev.changes[n])):
+        d = np.diff(ev.ticks(c))
+        half = float(np.percentile(d, 25)) if len(d) else 0.0
+        found = i2c(ev, c, [n for n in ev.names if n != c and len(ev.changes[n]) >= 2], half)
+        if found is not None:
+            return found
+    return None
+
+
+# ------------------------------------------------------------------ clocks that never pause
+
+def continuous(ev: Evidence, clk: str, half: float) -> bool:
+    """The clock runs all through the prefix: no pause of more than four half periods
+    (an SPI clock runs in bursts, one per transfer or word)."""
+    ct = ev.ticks(clk)
+    if len(ct) < 64:
+        return False
+    d = np.diff(ct)
+    pause = d > 4 * max(half, 1.0)
+    return float(np.sum(d[pause])) < 0.05 * float(ct[-1] - ct[0]) and int(pause.sum()) <= max(2, len(ct) // 4096)
+
+
+def audio(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | None:
+    """A continuous bit clock with a frame line that changes every N clock cycles, on its edges:
+    I2S (word select, half the frame each way), AC'97 (a 16-clock SYNC every 256), TDM (a short
+    frame sync), or another framed serial stream. SPI's clock pauses between transfers."""
+    if not continuous(ev, clk, half):
+        return None
+    ct = ev.ticks(clk)
+    lv = ev.level[clk][ev.changes[clk]]
+    rises = ct[lv == 1]
+    for f in lines:
+        ft = ev.ticks(f)
+        if len(ft) < 6 or on_edges(ev, f, clk, half) < 0.9:
+            continue
+        fl = ev.level[f][ev.changes[f]]
+        cyc = np.searchsorted(rises, ft)             # clock cycles before each change
+        ups, downs = cyc[fl == 1], cyc[fl == 0]
+        if len(ups) < 3 or len(downs) < 3:
+            continue
+        per = np.diff(ups)
+        vals, cnt = np.unique(per, return_counts=True)
+        p = int(vals[np.argmax(cnt)])
+        if p < 8 or float(np.mean(np.abs(per - p) <= 1)) < 0.85:
+            continue
+        k = min(len(ups), len(downs))
+        hi = (downs[:k] - ups[:k]) % p if downs[0] > ups[0] else (downs[1:k] - ups[:k - 1]) % p
+        if not len(hi):
+            continue
+        width = int(np.median(hi))
+        if min(width, p - width) < 1:
+            continue                  # a pulse between two clock edges: a latch strobe, not a frame sync
+        if abs(width - p / 2) <= 1:
+            return Lookalike("I2S", f"a continuous bit clock {clk}; {f} switches every {p // 2} clocks, "
+                                    f"a word-select line: {p // 2} bits per channel", clk)
+        if abs(p - 256) <= 1:
+            return Lookalike("AC'97", f"a continuous bit clock {clk}; {f} pulses every 256 clocks: AC'97's SYNC "
+                                      "(16 clocks wide once the link runs)", clk)
+        w = min(width, p - width)
+        return Lookalike("TDM", f"a continuous bit clock {clk}; {f} pulses for {w} clock{'s' if w != 1 else ''} "
+                                f"every {p}: a frame sync", clk)
+    return None
+
+
+def _bits(ev: Evidence, clk: str, d: str) -> np.ndarray:
+    """``d``'s level at the rising edges of ``clk`` (the level just before the edge's entry:
+    data driven on the other edge is stable there)."""
+    ci = ev.changes[clk]
+    rising = ci[ev.level[clk][ci] == 1]
+    return ev.level[d][np.maximum(rising - 1, 0)].astype(np.int8)
+
+
+def mdio(ev: Evidence, clk: str, d: str) -> Lookalike | None:
+    """MDIO: frames start with 32 ones (the preamble) sampled at MDC's rising edges, then 01
+    (clause 22) or 00 (clause 45); each frame is 64 bits."""
+    b = _bits(ev, clk, d)
+    if len(b) < 64:
+        return None
+    frames = 0
+    run = 0
+    for i in range(len(b) - 2):
+        if b[i]:
+            run += 1
+            continue
+        if run >= 32 and i + 30 <= len(b) and b[i + 1] in (0, 1) and b[i + 15] == 0:
+            frames += 1
+        run = 0
+    if frames < 1 or frames * 64 < 0.5 * len(b):
+        return None
+    return Lookalike("MDIO", f"{d} sends a preamble of 32 ones at {clk}'s rising edges before each of "
+                             f"{frames} 64-bit frame{'s' if frames != 1 else ''}", clk, (d,))
+
+
+def _crc7(bits: np.ndarray) -> int:
+    crc = 0
+    for bit in bits:
+        top = ((crc >> 6) & 1) ^ int(bit)
+        crc = (crc << 1) & 0x7F
+        if top:
+            crc ^= 0x09
+    return crc
+
+
+def sd_native(ev: Evidence, clk: str, d: str) -> Lookalike | None:
+    """An SD card's native bus: 48-bit command (and response) frames on CMD, sampled at CLK's
+    rising edges: a start bit 0 after the line idles high, the transmission bit, 38 bits, a
+    CRC7 that holds, an end bit 1; more frames whose CRC holds than chance gives (1 in 128)."""
+    b = _bits(ev, clk, d)
+    if len(b) < 48:
+        return None
+    # a frame starts with 0 after the line idled high (at least 8 ones)
+    ones = np.concatenate([[0], np.cumsum(b)])
+    idx = np.arange(8, len(b) - 47)
+    starts = idx[(b[idx] == 0) & (ones[idx] - ones[idx - 8] == 8)]
+    valid = 0
+    tried = 0
+    nxt = 0
+    for s in starts[:4000]:
+        if s < nxt:
+            continue
+        tried += 1
+        f = b[s:s + 48]
+        if f[47] == 1 and _crc7(f[:40]) == int("".join(map(str, f[40:47])), 2):
+            valid += 1
+            nxt = s + 48
+    # by chance 1 in 256 tries holds (CRC7 and the end bit)
+    if not (valid >= 2 and valid >= 3 * tried / 256 + 1) and not (valid == 1 and tried <= 8):
+        return None
+    return Lookalike("SD", f"{d} carries {valid} 48-bit command/response frames at {clk}'s rising edges whose "
+                           "CRC7 holds: an SD card's native CMD line", clk, (d,))
+
+
+# ------------------------------------------------------------------ JTAG
+
+_TAP = {  # state: (next with TMS 0, next with TMS 1)
+    "TLR": ("RTI", "TLR"), "RTI": ("RTI", "SELDR"), "SELDR": ("CAPDR", "SELIR"), "CAPDR": ("SHDR", "EX1DR"),
+    "SHDR": ("SHDR", "EX1DR"), "EX1DR": ("PADR", "UPDR"), "PADR": ("PADR", "EX2DR"), "EX2DR": ("SHDR", "UPDR"),
+    "UPDR": ("RTI", "SELDR"), "SELIR": ("CAPIR", "TLR"), "CAPIR": ("SHIR", "EX1IR"), "SHIR": ("SHIR", "EX1IR"),
+    "EX1IR": ("PAIR", "UPIR"), "PAIR": ("PAIR", "EX2IR"), "EX2IR": ("SHIR", "UPIR"), "UPIR": ("RTI", "SELDR"),
+}
+
+
+def _tap(tms: np.ndarray) -> tuple[np.ndarray, int]:
+    """Per clock cycle: in a shift state (after the first five TMS ones: a TAP reset), and the
+    number of completed scans (a shift state left through Exit1 to Update)."""
+    shift = np.zeros(len(tms), bool)
+    run = 0
+    state = None
+    scans = 0
+    for i, t in enumerate(tms):
+        run = run + 1 if t else 0
+        if state is None:
+            if run >= 5:
+                state = "TLR"
+            continue
+        state = _TAP[state][int(t)]
+        shift[i] = state in ("SHDR", "SHIR")
+        if state in ("UPDR", "UPIR"):
+            scans += 1
+    return shift, scans
+
+
+def jtag(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | None:
+    """JTAG: read as TMS at TCK's rising edges, one line resets the TAP (five ones) and steers it
+    through scans (Shift-DR/IR, then Update) while the other lines (TDI, TDO) change only in the
+    shift states, as their bits are shifted."""
+    ci = ev.changes[clk]
+    rising = ci[ev.level[clk][ci] == 1]
+    if len(rising) < 16:
+        return None
+    rt = ev.t[rising]
+    for m in lines:
+        if len(ev.changes[m]) < 2:
+            continue
+        shift, scans = _tap(ev.level[m][np.maximum(rising - 1, 0)])
+        if scans < 2 or not shift.any():
+            continue
+        others = [x for x in lines if x != m and len(ev.changes[x]) >= 4]
+        moving = []
+        for x in others:
+            xt = ev.ticks(x)
+            cyc = np.clip(np.searchsorted(rt, xt) , 0, len(rt) - 1)      # the cycle a change leads into
+            near = shift[cyc] | shift[np.maximum(cyc - 1, 0)] | shift[np.minimum(cyc + 1, len(rt) - 1)]
+            inside = (xt >= rt[0]) & (xt <= rt[-1])
+            if (inside.sum() >= 4 and float(np.mean(near[inside])) >= 0.9 and float(np.mean(shift)) < 0.5
+                    and on_edges(ev, x, clk, half) >= 0.7):
+                moving.append(x)
+        if moving:
+            return Lookalike("JTAG", f"read as TMS at {clk}'s rising edges, {m} resets a JTAG TAP and steers it "
+                                     f"through {scans} scans; {', '.join(moving)} change{'s' if len(moving) == 1 else ''} "
+                                     "only in its shift states (TDI/TDO)", clk, tuple(moving[:2]))
+    return None
+
+
+# ------------------------------------------------------------------ parallel buses
+
+MIN_PARALLEL = 4              # lines changing together that make a parallel bus
+
+
+def parallel(ev: Evidence, exclude: set[str] = frozenset()) -> Lookalike | None:
+    """Four or more lines that change in the same samples, many times: an address or data bus
+    (with a strobe: E, ALE, DAV, a clock). SPI changes one data line per direction, and CS with
+    them at most once per transfer."""
+    names = [n for n in ev.names if n not in exclude and len(ev.changes[n]) >= 4
+             and clock_score(ev, n)[0] < 0.6]          # a clock changes near everything
+    if len(names) < MIN_PARALLEL:
+        return None
+    ticks = {n: ev.ticks(n) for n in names}
+    together = []
+    for n in names:
+        t = ticks[n]
+        # "together": another line changes within a twentieth of this line's usual spacing
+        # (bit-banged buses set their lines one after the other, microseconds apart)
+        w = max(1.0, 0.05 * float(np.median(np.diff(t))))
+        near = np.zeros(len(t), np.int32)
+        for m in names:
+            if m == n:
+                continue
+            u = ticks[m]
+            k = np.searchsorted(u, t)
+            d = np.minimum(np.abs(t - u[np.clip(k - 1, 0, len(u) - 1)]), np.abs(u[np.clip(k, 0, len(u) - 1)] - t))
+            near += d <= w
+        if float(np.mean(near >= 1)) >= 0.5:
+            together.append(n)
+    if len(together) < MIN_PARALLEL:
+        return None
+    count = np.zeros(len(ev.t), np.int32)
+    for n in together:
+        count[ev.changes[n]] += 1
+    multi = max(int(np.count_nonzero(count >= 2)), min(len(ticks[n]) for n in together))
+    if multi < 8:
+        return None
+    strobe = _strobe(ev, together, count, names)
+    shown = ", ".join(together[:6]) + (" ..." if len(together) > 6 else "")
+    return Lookalike("a parallel bus", f"{len(together)} lines ({shown}) change together "
+                                       f"about {multi} times" + (f"; {strobe} strobes them" if strobe else ""),
+                     lines=tuple(together))
+
+
+def _strobe(ev: Evidence, bus: list[str], count: np.ndarray, names: list[str]) -> str | None:
+    """The line whose changes come right after the bus lines change (E, ALE, DAV), if one."""
+    busy = np.flatnonzero(count >= 3)
+    if not len(busy):
+        return None
+    bt = ev.t[busy]
+    best = None
+    for n in names:
+        if n in bus:
+            continue
+        st = ev.ticks(n)
+        if len(st) < 4:
+            continue
+        j = np.searchsorted(bt, st, side="left") - 1
+        ok = j >= 0
+        if not ok.any():
+            continue
+        share = float(np.mean(ok))
+        if best is None or share > best[0]:
+            best = (share, n)
+    return best[1] if best and best[0] >= 0.5 else None

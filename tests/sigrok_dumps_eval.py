@@ -1,0 +1,361 @@
+"""Judge bus identification on every .sr of sigrok-dumps (issue 32), as a new user runs it:
+``spigap detect FILE --format json`` with no options, and again with every channel renamed to
+its number (names are evidence, not the only evidence).
+
+    python tests/sigrok_dumps_eval.py SIGROK_DUMPS SIGROK_TEST [--half dev|held|all] [--renamed]
+                                      [--jobs N] [--out results.json] [--table]
+
+SIGROK_DUMPS is a checkout (or a folder of the extracted files) of sigrok-dumps, SIGROK_TEST
+one of sigrok-test (its ``decoder/test/*/test.conf`` give the spi decoder's channels of many
+captures). Neither is needed by the test suite: a held-out subset lives in tests/data/lookalike/.
+
+The truth of each capture (``truth``): its protocol family is its folder; SPI families list the
+roles (test.conf's channels, else the channel names); look-alike families the name the answer
+must say ("looks like I2S", "JTAG", ...). An answer is right when:
+
+* SPI: the clock, CS and data lines found are the true ones (where known) and the mode is
+  right where the capture says it (the allmodes files, test.conf's cpol/cpha);
+* not SPI: "no SPI bus" (exit 2) or a clock confidence < 0.8, naming the look-alike where the
+  family is one spigap knows;
+* either (synchronous serial buses the spi decoder also reads: Microwire, a caliper's clock and
+  data, the SDA2506's): a refusal, or an SPI answer with the true clock.
+
+The families are split in two halves by a fixed hash of their name (``half``): the detectors
+were developed on ``dev`` and their table reported on ``held`` (docs/inference.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+MAX_UNZIPPED = 30 << 20
+
+# folder prefix -> (kind, look-alike names the refusal must contain: any of them)
+FAMILIES: list[tuple[str, str, tuple[str, ...]]] = [
+    ("usb/hid/mouse/lisa_m_usbhid/lisa_m_usb_spi", "spi", ()),     # an SPI bus beside the USB lines
+    ("uart/voltcraft_vc940", "either", ()),     # the ES51966F's clocked serial output beside the UART
+    ("sdcard/spi_mode", "spi", ()),
+    ("sdcard/sd_mode", "not", ("SD",)),
+    ("spi/", "spi", ()),
+    ("avr_isp/", "spi", ()),
+    ("nfc/", "spi", ()),
+    ("display/ssd1306/ssd1306-spi", "spi", ()),
+    ("display/ssd1306/ssd1306-i2c", "not", ("I2C",)),
+    ("display/st7735", "spi", ()),
+    ("display/hd44780", "not", ("parallel",)),
+    ("dac/ad5626", "spi", ()),
+    ("dac/ti_tlc5620", "either", ()),
+    ("led/ws2801", "spi", ()),
+    ("led/hub75", "either", ()),
+    ("mouse_sensors/agilent_hdns_2000", "either", ()),   # its serial pins double as quadrature outputs
+    ("mouse_sensors/", "spi", ()),
+    ("microwire/", "spi", ()),
+    ("vfd/", "spi", ()),
+    ("nonstandard_eeproms/", "either", ()),
+    ("caliper/", "either", ()),
+    ("gpib/serial", "either", ()),
+    ("gpib/", "not", ("parallel",)),
+    ("i2c/", "not", ("I2C",)),
+    ("misc/tektronix_isf", "not", ("I2C",)),
+    ("i2s/", "not", ("I2S", "TDM", "AC'97")),
+    ("tdm_audio/", "not", ("I2S", "TDM", "AC'97")),
+    ("ac97/", "not", ("I2S", "TDM", "AC'97")),
+    ("jtag/", "not", ("JTAG",)),
+    ("mdio/", "not", ("MDIO",)),
+    ("z80/", "not", ("parallel",)),
+    ("mcs48/", "not", ("parallel",)),
+    ("lpc/", "not", ("parallel", "LPC")),
+]
+
+
+def family_of(rel: str) -> str:
+    """The protocol family: the first folder (two for sdcard, display, dac, misc, gpib, led)."""
+    parts = rel.split("/")
+    if parts[0] in ("sdcard", "display", "dac", "misc", "gpib", "led") and len(parts) > 2:
+        return "/".join(parts[:2])
+    return parts[0]
+
+
+def half(family: str) -> str:
+    return "dev" if int(hashlib.sha256(family.encode()).hexdigest(), 16) % 2 == 0 else "held"
+
+
+def kind_of(rel: str) -> tuple[str, tuple[str, ...]]:
+    for prefix, kind, names in FAMILIES:
+        if rel.startswith(prefix):
+            return kind, names
+    return "not", ()
+
+
+# role names as sigrok-dumps' captures spell them (the truth where test.conf gives none)
+ROLE_NAMES = {
+    "clk": {"clk", "sclk", "sck", "spiclk", "sk", "clock"},
+    "mosi": {"mosi", "sdi", "di", "si", "din", "data", "sdio", "d"},
+    "miso": {"miso", "sdo", "do", "so", "dout"},
+    "cs": {"cs", "cs#", "ncs", "ce#", "csn", "nss", "latch", "load"},
+}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"^\d+_", "", name.strip().lower())
+
+
+def conf_maps(test_root: Path) -> dict[str, list[dict]]:
+    """input path -> the spi decoders' channel maps and options of sigrok-test's test.conf."""
+    out: dict[str, list[dict]] = {}
+    confs = sorted(test_root.glob("decoder/test/*/test.conf")) or sorted(test_root.glob("*.conf"))
+    for conf in confs:
+        pds: list[tuple[str, dict, dict]] = []
+        for line in conf.read_text(errors="replace").splitlines():
+            s = line.split()
+            if not s:
+                continue
+            if s[0] == "test":
+                pds = []
+            elif s[0] == "protocol-decoder":
+                ch, opt, i = {}, {}, 2
+                while i < len(s) - 1:
+                    if s[i] in ("channel", "option") and "=" in s[i + 1]:
+                        k, v = s[i + 1].split("=", 1)
+                        (ch if s[i] == "channel" else opt)[k] = v
+                        i += 2
+                    else:
+                        i += 1
+                pds.append((s[1], ch, opt))
+            elif s[0] == "input":
+                for pd, ch, opt in pds:
+                    if pd == "spi":
+                        out.setdefault(s[1], []).append({"channels": ch, "options": opt})
+    return out
+
+
+def truth(rel: str, channels: list[str], maps: dict[str, list[dict]], probes: dict[int, str] | None = None) -> dict:
+    probes = probes or {}
+    kind, names = kind_of(rel)
+    t: dict = {"file": rel, "family": family_of(rel), "kind": kind, "lookalike": list(names)}
+    if kind != "spi":
+        return t
+    roles: dict[str, str | None] = {}
+    mode = None
+    if rel in maps:
+        # sigrok-cli names channels by name or index; the .sr's channel list maps an index to its name
+        m = maps[rel][0]
+        for role, ch in m["channels"].items():
+            # sigrok-cli takes a channel's name, else its index (the .sr's probe number - 1)
+            roles[role] = (ch if ch in channels or not ch.isdigit() else
+                           probes.get(int(ch)) or (channels[int(ch)] if int(ch) < len(channels) else ch))
+        opt = m["options"]
+        if "cpol" in opt or "cpha" in opt:
+            mode = 2 * int(opt.get("cpol", 0)) + int(opt.get("cpha", 0))
+    else:
+        for c in channels:
+            for role, ns in ROLE_NAMES.items():
+                if _norm(c) in ns and role not in roles:
+                    roles[role] = c
+    mm = re.search(r"cpol(\d)_cpha(\d)", rel)
+    if mm:
+        mode = 2 * int(mm.group(1)) + int(mm.group(2))
+    # a reset held through the whole session (AVR ISP) or a latch pulse before the burst (a NES
+    # pad's LATCH) is what the spi decoder is given as CS; framing without CS is right too
+    t["cs_optional"] = bool(roles.get("cs")) and _norm(roles["cs"]) in ("rst", "reset", "latch", "1")
+    t["roles"] = roles
+    t["mode"] = mode
+    return t
+
+
+def run_detect(path: str) -> dict:
+    """spigap detect PATH --format json, in this process: (exit code, JSON or the error line)."""
+    from spigap.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(["detect", path, "--format", "json"])
+        except SystemExit as e:          # argparse
+            code = int(e.code or 0)
+    res: dict = {"code": code, "error": err.getvalue().strip()}
+    if code == 0:
+        try:
+            res["json"] = json.loads(out.getvalue())
+        except ValueError:
+            res["code"] = 3
+    return res
+
+
+def judge(t: dict, res: dict) -> tuple[bool, str]:
+    """(right, why) of one answer."""
+    refused = res["code"] == 2 and "no SPI bus" in res["error"]
+    d = res.get("json")
+    clk_conf = d["sources"].get("clk", {}).get("confidence", 0.0) if d else 0.0
+    unsure = d is not None and clk_conf < 0.8
+    if t["kind"] == "not":
+        if not (refused or unsure):
+            return False, "taken as SPI" if d else f"exit {res['code']}: {res['error'][:120]}"
+        if t["lookalike"] and refused and not any(n in res["error"] for n in t["lookalike"]):
+            return False, "refused without naming " + "/".join(t["lookalike"])
+        return True, "refused" if refused else f"clock confidence {clk_conf:.2f}"
+    if t["kind"] == "either":
+        if refused or unsure:
+            return True, "refused"
+        if d is None:
+            return False, f"exit {res['code']}: {res['error'][:120]}"
+        return True, "taken as SPI"
+    # SPI
+    if d is None:
+        return False, f"exit {res['code']}: {res['error'][:160]}"
+    s = d["settings"]
+    roles = t.get("roles", {})
+    wrong = []
+    if roles.get("clk") and s["clk"] != roles["clk"]:
+        wrong.append(f"clk {s['clk']} (is {roles['clk']})")
+    if "cs" in roles and s["cs"] != roles["cs"] and not (t.get("cs_optional") and s["cs"] is None):
+        wrong.append(f"cs {s['cs']} (is {roles['cs']})")
+    data = {roles[r] for r in ("mosi", "miso") if roles.get(r)}
+    got = {s[r] for r in ("mosi", "miso") if s[r]}
+    if data and not data <= got:
+        wrong.append(f"data {sorted(got)} (is {sorted(data)})")
+    if t.get("mode") is not None and s["mode"] != t["mode"]:
+        mode_src = d["sources"].get("mode", {})
+        wrong.append(f"mode {s['mode']} at {mode_src.get('confidence', 0):.2f} (is {t['mode']})")
+    if clk_conf < 0.8:
+        wrong.append(f"clock confidence {clk_conf:.2f}")
+    return not wrong, "; ".join(wrong) or "right"
+
+
+def probe_names(path: Path) -> dict[int, str]:
+    """{index: name} of the .sr's logic channels (probeN is index N - 1)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            md = z.read("metadata").decode("utf-8", "replace")
+    except (KeyError, zipfile.BadZipFile, OSError):
+        return {}
+    return {int(m.group(1)) - 1: m.group(2).strip() for m in re.finditer(r"^probe(\d+)=(.*)$", md, re.M)}
+
+
+def channel_names(path: Path) -> list[str]:
+    from spigap.io import open_capture
+
+    with open_capture(str(path)) as r:
+        return list(r.info.channels)
+
+
+def renamed_copy(path: Path, tmp: Path) -> Path:
+    """A copy of the .sr with every logic channel named by its number (1-based, as sigrok names
+    unnamed channels 0.. we use the index)."""
+    out = tmp / path.name
+    with zipfile.ZipFile(path) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
+        for item in zin.infolist():
+            data = zin.read(item.filename)
+            if item.filename == "metadata":
+                text = data.decode("utf-8", "replace")
+                text = re.sub(r"^(probe|analog)(\d+)=.*$", lambda m: f"{m.group(1)}{m.group(2)}={int(m.group(2)) - 1}",
+                              text, flags=re.M)
+                data = text.encode()
+            zout.writestr(item, data)
+    return out
+
+
+def _one(job: tuple[str, str, bool, dict]) -> dict:
+    root, rel, renamed, maps = job
+    path = Path(root) / rel
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            names = channel_names(path)
+        except Exception as e:  # noqa: BLE001 - an unreadable capture is a result too
+            names = []
+            err = str(e)
+        else:
+            err = ""
+        t = truth(rel, names, maps, probe_names(path))
+        if renamed and names:
+            p2 = renamed_copy(path, Path(tmp))
+            new = channel_names(p2)
+            rename = dict(zip(names, new))
+            if "roles" in t:
+                t["roles"] = {r: rename.get(c, c) if c else c for r, c in t["roles"].items()}
+            path = p2
+        res = run_detect(str(path)) if names or not err else {"code": 2, "error": err}
+    ok, why = judge(t, res)
+    d = res.get("json")
+    return {**t, "right": ok, "why": why, "code": res["code"], "error": res["error"][:300],
+            "settings": d["settings"] if d else None,
+            "confidence": {k: v["confidence"] for k, v in d["sources"].items()} if d else None}
+
+
+def files(root: Path) -> list[str]:
+    out = []
+    for p in sorted(root.rglob("*.sr")):
+        try:
+            with zipfile.ZipFile(p) as z:
+                if sum(i.file_size for i in z.infolist()) > MAX_UNZIPPED:
+                    continue
+        except (zipfile.BadZipFile, OSError):
+            continue
+        out.append(str(p.relative_to(root)))
+    return out
+
+
+def table(results: list[dict]) -> str:
+    by = collections.defaultdict(list)
+    for r in results:
+        by[(r["family"], r["kind"])].append(r)
+    lines = ["| family | kind | half | captures | right | wrong (first reason) |", "|---|---|---|---|---|---|"]
+    for (fam, kind), rs in sorted(by.items()):
+        bad = [r for r in rs if not r["right"]]
+        lines.append(f"| {fam} | {kind} | {half(fam)} | {len(rs)} | {len(rs) - len(bad)} | "
+                     + (f"{len(bad)}: {bad[0]['file'].rsplit('/', 1)[-1]}: {bad[0]['why'][:70]}" if bad else "")
+                     + " |")
+    tot = collections.Counter((r["kind"], r["right"]) for r in results)
+    for kind in ("spi", "either", "not"):
+        n = tot[(kind, True)] + tot[(kind, False)]
+        if n:
+            lines.append(f"| **all {kind}** | | | {n} | {tot[(kind, True)]} | {tot[(kind, False)]} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dumps", type=Path)
+    ap.add_argument("test", type=Path)
+    ap.add_argument("--half", choices=("dev", "held", "all"), default="all")
+    ap.add_argument("--renamed", action="store_true", help="every channel renamed to its number")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--only", default="", help="a regular expression the relative paths must match")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    maps = conf_maps(args.test)
+    rels = [r for r in files(args.dumps) if re.search(args.only, r)]
+    if args.half != "all":
+        rels = [r for r in rels if half(family_of(r)) == args.half]
+    jobs = [(str(args.dumps), r, args.renamed, maps) for r in rels]
+    if args.jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+            results = pool.map(_one, jobs, chunksize=4)
+    else:
+        results = [_one(j) for j in jobs]
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1))
+    print(table(results))
+    bad = [r for r in results if not r["right"]]
+    print(f"\n{len(results) - len(bad)} of {len(results)} right")
+    for r in bad:
+        print(f"WRONG {r['file']}: {r['why']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
