@@ -149,9 +149,11 @@ def _between_bursts(ev: Evidence, cs: str, clk: str) -> bool:
     if len(ct) < 2 or not len(st):
         return True
     half = half_of(ev, clk)
-    j = np.searchsorted(ct, st, side="left")
-    ok = (j > 0) & (j < len(ct))
-    gap = np.where(ok, ct[np.minimum(j, len(ct) - 1)] - ct[np.maximum(j - 1, 0)], np.inf)
+    # the clock edges strictly before and after (coarse captures put the last edge in the CS's sample)
+    a = np.searchsorted(ct, st, side="left") - 1
+    b = np.searchsorted(ct, st, side="right")
+    ok = (a >= 0) & (b < len(ct))
+    gap = np.where(ok, ct[np.minimum(b, len(ct) - 1)] - ct[np.maximum(a, 0)], np.inf)
     inside = ok & (gap <= 3 * max(half, 1.0))
     return float(np.mean(inside)) <= 0.1
 

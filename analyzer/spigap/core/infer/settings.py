@@ -61,6 +61,10 @@ def infer_settings(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], e
                 note = (f"CPOL {cpol}: SCLK idles {'high' if cpol else 'low'}; CPHA {cpha}: "
                         f"{max(lead, trail)} of {total} data changes follow the "
                         f"{'leading' if cpha else 'trailing'} clock edge")
+                if share < MODE_SPLIT:
+                    # the edges disagree: both readings, and what tells them apart
+                    conf = min(conf, 0.5)
+                    note += _two_modes(out, ev, data_lines, cpol, cpha, min(lead, trail))
                 sources["mode"] = Source("inferred", conf, note)
             else:
                 cpha = cfg.cpha
@@ -80,6 +84,35 @@ def infer_settings(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], e
     if "bitorder" in cfg.infer:
         sources["bitorder"] = Source("default", 0.9, "MSB first: the wires cannot tell bit order; "
                                      "give --bitorder lsb for LSB-first devices")
+
+
+MODE_SPLIT = 0.8              # below this share of data changes on one edge, both modes are named
+
+
+def _two_modes(out: SpiConfig, ev: Evidence, data_lines: list[str], cpol: int, cpha: int, other_n: int) -> str:
+    """'; or mode M (k changes follow the other edge): the two read MISO differently (0x12 0x34 vs
+    0x24 0x68)': the rival reading of a mode the edges do not settle, and the data lines it
+    decodes differently (a line driven on both edges, a Microwire part's MISO)."""
+    import dataclasses
+
+    from spigap.core.infer.mosi_miso import first_words
+    from spigap.core.infer.report import Bus
+
+    other = 2 * cpol + (1 - cpha)
+    cs = out.cs if out.cs in ev.level else None
+    bus = Bus(out.clk or "", cs, list(data_lines), 0, (0 if out.cs_active_low else 1) if cs else None)
+    differ = []
+    for d in data_lines:
+        if d not in ev.level:
+            continue
+        a = first_words(ev, d, dataclasses.replace(out, cpol=cpol, cpha=cpha), bus)[:3]
+        b = first_words(ev, d, dataclasses.replace(out, cpol=cpol, cpha=1 - cpha), bus)[:3]
+        if len(a) and len(b) and a.tolist() != b.tolist():
+            differ.append(f"{d} ({' '.join(f'0x{int(x):02x}' for x in a)} vs {' '.join(f'0x{int(x):02x}' for x in b)})")
+    tail = ("; the two read " + ", ".join(differ) + " differently" if differ
+            else "; the two read the same words in the prefix")
+    return (f"; or mode {other}: {other_n} changes follow the "
+            f"{'trailing' if cpha else 'leading'} edge{tail}; give --mode {2 * cpol + cpha} or --mode {other}")
 
 
 def _wordsize(ev: Evidence, out: SpiConfig, active: int | None) -> tuple[int | None, float, str]:

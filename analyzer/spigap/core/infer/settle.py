@@ -20,7 +20,14 @@ from spigap.core.infer.mosi_miso import assign_data
 from spigap.core.infer.report import Bus, NoSpiBus, Settled, Source
 from spigap.core.infer.saved import reconcile
 from spigap.core.infer.settings import infer_settings
-from spigap.core.infer.shared import Polarities, bus_polarity, cs_set, named_cs_candidates, settle_devices
+from spigap.core.infer.shared import (
+    Polarities,
+    asserted_together,
+    bus_polarity,
+    cs_set,
+    named_cs_candidates,
+    settle_devices,
+)
 from spigap.errors import CaptureTruncated, UsageError
 from spigap.io.base import EdgeBlock
 from spigap.io.stdin import STDIN_PATH
@@ -259,8 +266,10 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                                        "framed without CS (by SCLK idle time)")
         if cfg.cs is None and not cfg.no_cs and out.clk is not None:
             foreign = {c for b in buses if b.clk != out.clk for c in b.channels()}
-            _shared_bus(out, cfg, sources, ev, [c for c in ev.names if c not in foreign | {out.clk, out.mosi, out.miso}
-                                           and c not in bus.data])
+            free = [c for c in ev.names if c not in foreign | {out.clk, out.mosi, out.miso} and c not in bus.data]
+            _shared_bus(out, cfg, sources, ev, free)
+            if out.cs is not None and not out.more_cs and bus.cs_active is not None:
+                _together(out, sources, ev, bus.cs_active, free, warnings)
         data_lines = [d for d in bus.data if d not in {out.clk, out.cs}]
         # a shared bus's CS polarities are judged on its lines together, before the rest
         scfg, pol = bus_polarity(out, cfg, sources, ev)
@@ -297,6 +306,23 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
             warnings.append(f"{key} {_value(out, key)} is {src.how} with confidence {src.confidence:.2f} "
                             f"({src.note}); give {opt} if it is wrong")
     return out, buses, devices
+
+
+def _together(out: SpiConfig, sources: dict[str, Source], ev: Evidence, active: int, candidates: list[str],
+              warnings: list[str]) -> None:
+    """Lines asserted together with the CS in every window: kept as devices of the bus (the
+    analysis then reports "two CS lines asserted at once", an error), never dropped silently."""
+    assert out.clk is not None and out.cs is not None
+    twins = asserted_together(ev, out.clk, out.cs, active, candidates)
+    if not twins:
+        return
+    out.more_cs = tuple(twins)
+    names = ", ".join([out.cs, *twins])
+    sources["cs"] = Source("inferred", 0.95, f"{names} bracket the same SCLK bursts, asserted together in every "
+                                             "window: two CS lines asserted at once")
+    warnings.append(f"{names} are asserted together in every window: two CS lines asserted at once (a bus fault, "
+                    f"or one select wired to two pins); both are analyzed as devices of one bus (give --cs "
+                    f"{out.cs} to analyze one)")
 
 
 def _shared_bus(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evidence,

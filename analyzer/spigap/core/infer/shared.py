@@ -229,6 +229,35 @@ def polarities(ev: Evidence, clk: str, names: list[str]) -> Polarities | None:
     return out
 
 
+def asserted_together(ev: Evidence, clk: str, cs: str, active: int, candidates: list[str]) -> list[str]:
+    """The lines among ``candidates`` asserted together with ``cs`` in (nearly) every one of its
+    windows and bracketing the clock's bursts as well as it does: two CS lines asserted at once
+    (a bus fault, or one select wired to two pins). They are kept as devices of the bus, so the
+    analysis reports the overlap as the error it is (as with ``--cs A,B``), never dropped."""
+    ci = ev.changes.get(clk)
+    if ci is None or cs not in ev.level or len(ci) < 16:
+        return []
+    starts, ends = cs_windows(ev, cs, active)
+    if len(starts) < MIN_WINDOWS:
+        return []
+    tol = 2 * max(1.0, float(np.percentile(np.diff(ev.t[ci]), 25)))
+    out = []
+    for name in candidates:
+        if name in (cs, clk) or name not in ev.level or len(ev.changes[name]) < 2:
+            continue
+        for level in (0, 1):
+            s2, e2 = cs_windows(ev, name, level)
+            if abs(len(s2) - len(starts)) > max(1, len(starts) // 20):
+                continue
+            k = np.clip(np.searchsorted(s2, starts), 0, len(s2) - 1)
+            k0 = np.clip(k - 1, 0, len(s2) - 1)
+            near = np.minimum(np.abs(s2[k] - starts), np.abs(s2[k0] - starts)) <= tol
+            if float(np.mean(near)) >= 0.9 and float(_inside(ev, name, level, clk).mean()) >= BRACKET:
+                out.append(name)
+                break
+    return out
+
+
 # a channel named like one of several chip selects: CE0/CE1, CS0..CS3, nCS1, SS2, /CS1, CS1#
 NUMBERED_CS = re.compile(r"^(?:n|/)?(?:cs|ce|ss|nss|csn|cs_n|spi_cs|chip_select)[_\-]?\d{1,2}(?:#|_n|n)?$")
 
