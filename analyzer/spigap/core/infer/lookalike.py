@@ -161,7 +161,7 @@ def i2c(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | No
     return None
 
 
-def i2c_any(ev: Evidence, exclude: set[str] = frozenset()) -> Lookalike | None:
+def i2c_any(ev: Evidence, exclude: set[str] | frozenset[str] = frozenset()) -> Lookalike | None:
     """I2C on any pair of lines, named or not, whether or not the clock looks regular (a
     clock-stretching SCL does not): every line that changes often enough tried as SCL."""
     names = [n for n in ev.names if n not in exclude and len(ev.changes[n]) >= 18]
@@ -364,7 +364,7 @@ def jtag(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | N
 MIN_PARALLEL = 4              # lines changing together that make a parallel bus
 
 
-def parallel(ev: Evidence, exclude: set[str] = frozenset()) -> Lookalike | None:
+def parallel(ev: Evidence, exclude: set[str] | frozenset[str] = frozenset()) -> Lookalike | None:
     """Four or more lines that change in the same samples, many times: an address or data bus
     (with a strobe: E, ALE, DAV, a clock). SPI changes one data line per direction, and CS with
     them at most once per transfer."""
