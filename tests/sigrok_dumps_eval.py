@@ -38,6 +38,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
+
 MAX_UNZIPPED = 30 << 20
 
 # folder prefix -> (kind, look-alike names the refusal must contain: any of them)
@@ -86,8 +88,17 @@ def family_of(rel: str) -> str:
     return parts[0]
 
 
-def half(family: str) -> str:
-    return "dev" if int(hashlib.sha256(family.encode()).hexdigest(), 16) % 2 == 0 else "held"
+def unit_of(rel: str) -> str:
+    """The unit the corpus is split by: the protocol and the device or source folder under it
+    ("spi/adxl345", "i2c/eeprom_24xx"; a file directly in the protocol folder is its own unit),
+    so that every protocol with several devices has captures in both halves."""
+    parts = rel.split("/")
+    return "/".join(parts[:2]) if len(parts) > 2 else parts[0] + "/" + parts[-1].rsplit(".", 1)[0]
+
+
+def half(unit: str) -> str:
+    """"dev" or "held": a fixed hash of the unit (issue 32: develop on one half, report the other)."""
+    return "dev" if int(hashlib.sha256(unit.encode()).hexdigest(), 16) % 2 == 0 else "held"
 
 
 def kind_of(rel: str) -> tuple[str, tuple[str, ...]]:
@@ -96,6 +107,8 @@ def kind_of(rel: str) -> tuple[str, tuple[str, ...]]:
             return kind, names
     return "not", ()
 
+
+EDGE_MODES = {"rising": (0, 3), "falling": (1, 2)}
 
 # role names as sigrok-dumps' captures spell them (the truth where test.conf gives none)
 ROLE_NAMES = {
@@ -142,7 +155,8 @@ def conf_maps(test_root: Path) -> dict[str, list[dict]]:
 def truth(rel: str, channels: list[str], maps: dict[str, list[dict]], probes: dict[int, str] | None = None) -> dict:
     probes = probes or {}
     kind, names = kind_of(rel)
-    t: dict = {"file": rel, "family": family_of(rel), "kind": kind, "lookalike": list(names)}
+    t: dict = {"file": rel, "family": family_of(rel), "unit": unit_of(rel), "half": half(unit_of(rel)),
+               "kind": kind, "lookalike": list(names)}
     if kind != "spi":
         return t
     roles: dict[str, str | None] = {}
@@ -157,6 +171,10 @@ def truth(rel: str, channels: list[str], maps: dict[str, list[dict]], probes: di
         opt = m["options"]
         if "cpol" in opt or "cpha" in opt:
             mode = 2 * int(opt.get("cpol", 0)) + int(opt.get("cpha", 0))
+        else:
+            # decoded right with the spi decoder's default (mode 0): it samples on the rising
+            # edge, which is all the test says (mode 3 samples there too)
+            t["edge"] = "rising"
     else:
         for c in channels:
             for role, ns in ROLE_NAMES.items():
@@ -218,7 +236,8 @@ def judge(t: dict, res: dict) -> tuple[bool, str]:
     wrong = []
     if roles.get("clk") and s["clk"] != roles["clk"]:
         wrong.append(f"clk {s['clk']} (is {roles['clk']})")
-    if "cs" in roles and s["cs"] != roles["cs"] and not (t.get("cs_optional") and s["cs"] is None):
+    if "cs" in roles and s["cs"] != roles["cs"] and not ((t.get("cs_optional") or t.get("cs_static"))
+                                                          and s["cs"] is None):
         wrong.append(f"cs {s['cs']} (is {roles['cs']})")
     data = {roles[r] for r in ("mosi", "miso") if roles.get(r)}
     got = {s[r] for r in ("mosi", "miso") if s[r]}
@@ -226,6 +245,9 @@ def judge(t: dict, res: dict) -> tuple[bool, str]:
     # high): the lines found must be data lines, and at least one of them
     if data and (not got or not got <= data):
         wrong.append(f"data {sorted(got)} (is {sorted(data)})")
+    if t.get("mode") is None and t.get("edge") and s["mode"] not in EDGE_MODES[t["edge"]] \
+            and not t.get("same_sample"):
+        wrong.append(f"mode {s['mode']} (samples on the {t['edge']} edge)")
     if t.get("mode") is not None and s["mode"] != t["mode"]:
         mode_src = d["sources"].get("mode", {})
         wrong.append(f"mode {s['mode']} at {mode_src.get('confidence', 0):.2f} (is {t['mode']})")
@@ -244,10 +266,20 @@ def probe_names(path: Path) -> dict[int, str]:
     return {int(m.group(1)) - 1: m.group(2).strip() for m in re.finditer(r"^probe(\d+)=(.*)$", md, re.M)}
 
 
-def channel_names(path: Path) -> list[str]:
+def _open(path: Path):
+    """The capture, a sample as the time unit when its metadata has no samplerate (as spigap
+    detect reads it)."""
     from spigap.io import open_capture
+    from spigap.io.sr import NoSampleRate
 
-    with open_capture(str(path)) as r:
+    try:
+        return open_capture(str(path))
+    except NoSampleRate:
+        return open_capture(str(path), samplerate=1.0)
+
+
+def channel_names(path: Path) -> list[str]:
+    with _open(path) as r:
         return list(r.info.channels)
 
 
@@ -286,12 +318,84 @@ def _one(job: tuple[str, str, bool, dict]) -> dict:
             if "roles" in t:
                 t["roles"] = {r: rename.get(c, c) if c else c for r, c in t["roles"].items()}
             path = p2
+        if t.get("roles") and names:
+            static, same = prefix_facts(path, t["roles"])
+            t["cs_static"] = bool(t["roles"].get("cs")) and t["roles"]["cs"] in static
+            t["same_sample"] = same
         res = run_detect(str(path)) if names or not err else {"code": 2, "error": err}
     ok, why = judge(t, res)
     d = res.get("json")
     return {**t, "right": ok, "why": why, "code": res["code"], "error": res["error"][:300],
             "settings": d["settings"] if d else None,
-            "confidence": {k: v["confidence"] for k, v in d["sources"].items()} if d else None}
+            "confidence": {k: v["confidence"] for k, v in d["sources"].items()} if d else None,
+            "items": items(t, res)}
+
+
+def prefix_facts(path: Path, roles: dict) -> tuple[set[str], bool]:
+    """(the channels that never change in the prefix inference reads, whether the true data
+    lines change in the very samples of clock edges). A CS held active all along cannot be
+    found from the signals: framing without CS is then right too. Data switching in the sample
+    of a clock edge read the same bits on either edge (the sample holds the new level, and so
+    does the next edge's): a mode of either edge decodes the same words."""
+    from spigap.core.infer import MAX_CHANNELS, read_prefix
+
+    with _open(path) as r:
+        names = list(r.info.channels)[:MAX_CHANNELS]
+        _, _, ev = read_prefix(r.edges(names), names)
+    static = {n for n in names if not len(ev.changes[n])}
+    clk = roles.get("clk")
+    data = [roles[r] for r in ("mosi", "miso") if roles.get(r) in ev.changes]
+    same = False
+    if clk in ev.changes and data:
+        ct = ev.ticks(clk)
+        dt = np.concatenate([ev.ticks(d) for d in data])
+        same = len(dt) >= 4 and float(np.mean(np.isin(dt, ct))) >= 0.95
+    return static, same
+
+
+def items(t: dict, res: dict) -> list[dict]:
+    """The answers a reliability table counts, each with its stated confidence, whether it is
+    right, where it came from and its basis (the evidence key the calibration maps):
+
+    * ``bus``: an SPI answer (exit 0) is the claim "an SPI bus with this clock", at the clock's
+      confidence; right when the capture is SPI and the clock the true one (not counted for the
+      "either" families, whose clock and data either reading fits);
+    * ``cs``, ``mosi``, ``miso``, ``mode``: on SPI captures whose clock was found, each setting
+      whose truth is known."""
+    d = res.get("json")
+    if not d or t["kind"] == "either":
+        return []
+    s, src = d["settings"], d["sources"]
+
+    def item(setting: str, key: str, right: bool) -> dict:
+        x = src.get(key, {})
+        return {"setting": setting, "confidence": x.get("confidence", 0.0), "from": x.get("from", "?"),
+                "basis": x.get("basis", ""), "right": bool(right)}
+
+    roles = t.get("roles", {})
+    true_clk = roles.get("clk")
+    if t["kind"] == "not":
+        return [item("bus", "clk", False)]
+    if not true_clk:
+        return []
+    out = [item("bus", "clk", s["clk"] == true_clk)]
+    if s["clk"] != true_clk:
+        return out
+    if "cs" in roles:
+        ok = s["cs"] == roles["cs"] or ((t.get("cs_optional") or t.get("cs_static")) and s["cs"] is None)
+        out.append(item("cs", "cs", ok))
+    data = {roles[r] for r in ("mosi", "miso") if roles.get(r)}
+    for r in ("mosi", "miso"):
+        if roles.get(r) and s[r] is not None:
+            out.append(item(r, r, s[r] == roles[r]))
+        elif roles.get(r) is None and s[r] is not None and data:
+            # a data line the truth does not name: right only if it is no other true role
+            out.append(item(r, r, s[r] not in set(roles.values())))
+    if t.get("mode") is not None:
+        out.append(item("mode", "mode", s["mode"] == t["mode"]))
+    elif t.get("edge"):
+        out.append(item("mode", "mode", s["mode"] in EDGE_MODES[t["edge"]] or t.get("same_sample")))
+    return out
 
 
 def files(root: Path) -> list[str]:
@@ -314,7 +418,8 @@ def table(results: list[dict]) -> str:
     lines = ["| family | kind | half | captures | right | wrong (first reason) |", "|---|---|---|---|---|---|"]
     for (fam, kind), rs in sorted(by.items()):
         bad = [r for r in rs if not r["right"]]
-        lines.append(f"| {fam} | {kind} | {half(fam)} | {len(rs)} | {len(rs) - len(bad)} | "
+        halves = "/".join(sorted({r["half"] for r in rs}))
+        lines.append(f"| {fam} | {kind} | {halves} | {len(rs)} | {len(rs) - len(bad)} | "
                      + (f"{len(bad)}: {bad[0]['file'].rsplit('/', 1)[-1]}: {bad[0]['why'][:70]}" if bad else "")
                      + " |")
     tot = collections.Counter((r["kind"], r["right"]) for r in results)
@@ -322,6 +427,32 @@ def table(results: list[dict]) -> str:
         n = tot[(kind, True)] + tot[(kind, False)]
         if n:
             lines.append(f"| **all {kind}** | | | {n} | {tot[(kind, True)]} | {tot[(kind, False)]} |")
+    return "\n".join(lines)
+
+
+def level_of(confidence: float) -> float:
+    """The level an answer is counted at: its confidence to the 0.05 below (the stated levels are
+    multiples of 0.05; uncalibrated scores in between are binned)."""
+    return round(int(round(confidence * 100, 6)) // 5 * 0.05, 2)
+
+
+def reliability(results: list[dict], settings=("bus", "cs", "mosi", "miso", "mode")) -> str:
+    """Per setting and stated confidence level: answers, how many right (the issue's reliability
+    table); a refusal ("no SPI bus") is counted as its own row of the bus."""
+    by = collections.defaultdict(list)
+    for r in results:
+        for it in r.get("items") or []:
+            by[(it["setting"], level_of(it["confidence"]))].append(it["right"])
+    lines = ["| setting | confidence | answers | right | share right |", "|---|---|---|---|---|"]
+    for setting in settings:
+        if setting == "bus":
+            ref = [r for r in results if r["code"] == 2 and "no SPI bus" in r["error"] and r["kind"] != "either"]
+            if ref:
+                ok = sum(r["kind"] == "not" for r in ref)
+                lines.append(f"| bus | refused (no SPI bus) | {len(ref)} | {ok} | {100 * ok / len(ref):.1f} % |")
+        for (st, lv) in sorted((k for k in by if k[0] == setting), key=lambda k: -k[1]):
+            rs = by[(st, lv)]
+            lines.append(f"| {st} | {lv:.2f} | {len(rs)} | {sum(rs)} | {100 * sum(rs) / len(rs):.1f} % |")
     return "\n".join(lines)
 
 
@@ -334,11 +465,21 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--only", default="", help="a regular expression the relative paths must match")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--tables", nargs="+", type=Path, metavar="RESULTS_JSON",
+                    help="only print the tables of earlier --out files (dumps and test are then ignored)")
     args = ap.parse_args(argv)
+    if args.tables:
+        results = [r for f in args.tables for r in json.loads(f.read_text())]
+        if args.half != "all":
+            results = [r for r in results if r["half"] == args.half]
+        print(table(results))
+        print()
+        print(reliability(results))
+        return 0
     maps = conf_maps(args.test)
     rels = [r for r in files(args.dumps) if re.search(args.only, r)]
     if args.half != "all":
-        rels = [r for r in rels if half(family_of(r)) == args.half]
+        rels = [r for r in rels if half(unit_of(r)) == args.half]
     jobs = [(str(args.dumps), r, args.renamed, maps) for r in rels]
     if args.jobs > 1:
         import multiprocessing
@@ -350,6 +491,8 @@ def main(argv=None) -> int:
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
     print(table(results))
+    print()
+    print(reliability(results))
     bad = [r for r in results if not r["right"]]
     print(f"\n{len(results) - len(bad)} of {len(results)} right")
     for r in bad:

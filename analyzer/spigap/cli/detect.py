@@ -58,17 +58,33 @@ def detect(path: str, args) -> dict:
     from spigap.core import infer
     from spigap.io import open_capture
 
+    from spigap.io.sr import NoSampleRate
+
     cfg = config_from_args(args)
-    with open_capture(path, **reader_options(args)) as reader:
+    opts = reader_options(args)
+    unknown_rate = False
+    try:
+        reader = open_capture(path, **opts)
+    except NoSampleRate:
+        # roles, mode and word size are read from the samples; only times need the rate
+        opts["samplerate"], unknown_rate = 1.0, True
+        reader = open_capture(path, **opts)
+    with reader:
         settled = infer.settle(reader, cfg)
         out = settled.cfg
         info = reader.info
         # the prefix settle read, when it was of every channel; else a second bounded read
         buses = infer.buses_seen(settled, list(info.channels))
     if buses is None:
-        with open_capture(path, **reader_options(args)) as reader:
+        with open_capture(path, **opts) as reader:
             buses = infer.all_buses(reader)
+    if unknown_rate:
+        settled.warnings.insert(0, "the capture's metadata has no samplerate: the roles and settings are read from "
+                                   "the samples alone; analyze needs the rate (--samplerate)")
     sources = settled.sources_dict()
+    for k, src in settled.sources.items():
+        if src.basis:       # the evidence a calibrated confidence stands on (docs/inference.md)
+            sources[k]["basis"] = src.basis
     values = {"clk": out.clk, "mosi": out.mosi, "miso": out.miso, "cs": out.cs, "mode": out.mode,
               "cpol": out.cpol, "cpha": out.cpha, "cs_polarity": "low" if out.cs_active_low else "high",
               "wordsize": out.wordsize, "bitorder": "lsb" if out.lsb_first else "msb"}

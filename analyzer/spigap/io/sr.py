@@ -89,6 +89,11 @@ def parse_metadata(text: str) -> dict[str, dict[str, str]]:
     return sections
 
 
+class NoSampleRate(InputError):
+    """The .sr's metadata has no samplerate: times cannot be told, the samples still can
+    (``spigap detect`` reads the roles from them, a sample as the time unit)."""
+
+
 class SrReader(ZipMembers, CaptureReader):
     format_name = "sr"
     zip_kind = "sigrok .sr file"
@@ -155,8 +160,8 @@ class SrReader(ZipMembers, CaptureReader):
                 warnings.append(f"samplerate {rate:g} Hz from --samplerate overrides the metadata's "
                                 f"{rate_text!r}")
         elif not stored:
-            raise InputError("metadata has no samplerate", path=self.path,
-                             hint="pass the logic analyzer's rate with --samplerate, e.g. --samplerate 24MHz")
+            raise NoSampleRate("metadata has no samplerate", path=self.path,
+                               hint="pass the logic analyzer's rate with --samplerate, e.g. --samplerate 24MHz")
         else:
             rate = stored
 

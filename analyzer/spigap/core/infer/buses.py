@@ -7,6 +7,7 @@ import numpy as np
 
 from spigap.core.infer.evidence import (
     BRACKET,
+    MIN_CLOCK_CHANGES,
     Evidence,
     clock_score,
     cs_level,
@@ -61,9 +62,10 @@ def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
         free = [n for n in ev.names if n not in taken and n != clk and len(ev.changes[n]) >= 2]
         data = [n for n in free if n != cs and n not in {c for c, _ in clocks}
                 and _data_line(ev, n, clk, cs, active, half)]
+        data_how = "edges" if data else "none"
         # the other protocols' own evidence first (I2C's START/STOP, I2S's frame line, ...):
         # a bus one of them fits is no SPI bus (core/infer/lookalike.py)
-        la = lookalike.check(ev, clk, half, free, data, cs, conf >= 0.9 or how != "bracket", par, how == "latch")
+        la = lookalike.check(ev, clk, half, free, data, cs, conf >= 0.9 or how == "latch", par, how == "latch")
         if la is not None:
             ev.lookalikes.append(la)
             ev.refused.append(la.text())
@@ -76,7 +78,7 @@ def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
             busiest = sorted(data, key=lambda n: -len(ev.changes[n]))[:2]
             data = [n for n in data if n in busiest]
         taken.update(data)
-        buses.append(Bus(clk, cs, data, len(ev.changes[clk]), active, conf, how))
+        buses.append(Bus(clk, cs, data, len(ev.changes[clk]), active, conf, how, data_how))
     # a clock with neither CS nor data (a free-running reference clock) is no bus,
     # unless it is the only clock: then the data may be named
     for b in buses:
@@ -95,11 +97,13 @@ def no_bus_reason(ev: Evidence) -> str:
     if named:
         ev.lookalikes = named + [la for la in ev.lookalikes if la not in named]
         return named[0].text()
-    for test in (lookalike.i2c_any, lookalike.parallel):
-        found = test(ev)
-        if found is not None:
-            ev.lookalikes.insert(0, found)
-            return found.text()
+    i2c, par = lookalike.i2c_any(ev), lookalike.parallel(ev)
+    # I2C whose two lines are lines of a parallel bus (two data lines of a GPIB that happen to
+    # look like START/STOP) is that bus; I2C beside a parallel bus (an I/O expander's outputs) is I2C
+    found = par if par is not None and i2c is not None and lookalike.on_parallel(i2c, par) else (i2c or par)
+    if found is not None:
+        ev.lookalikes.insert(0, found)
+        return found.text()
     if ev.lookalikes:
         return ev.lookalikes[0].text()
     if ev.refused:
@@ -127,17 +131,35 @@ def _find_cs(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, 
         if name in taken or name == clk:
             continue
         active, share, windows = cs_level(ev, name, clk)
-        if active is None or not _between_bursts(ev, name, clk):
+        if active is None or not _between_bursts(ev, name, clk) or quadrature(ev, name):
             continue
         key = (share >= BRACKET, windows)
         if best is None or key > best[0]:
             best = (key, name, active, 0.95 if share >= BRACKET else 0.6, "bracket")
     if best is not None and best[0][0]:
         return best[1], best[2], best[3], best[4]
-    found = _latch(ev, clk, taken) or _once(ev, clk, taken)
+    found = _once(ev, clk, taken) or _latch(ev, clk, taken)
     if found is not None:
         return found
     return (best[1], best[2], best[3], best[4]) if best else None
+
+
+def quadrature(ev: Evidence, name: str) -> str | None:
+    """The line ``name`` forms a quadrature pair with (a mouse sensor's XA/XB, an encoder): two
+    lines that change alternately (85 % of their merged changes), never in one sample, as often
+    as each other; None if none. Such a line toggles with the motion, not with the bus: no CS."""
+    ta = ev.ticks(name)
+    if len(ta) < 4:
+        return None
+    for other in ev.names:
+        tb = ev.ticks(other)
+        if other == name or not 0.5 <= len(tb) / len(ta) <= 2:
+            continue
+        t = np.concatenate([ta, tb])
+        w = np.concatenate([np.zeros(len(ta), np.int8), np.ones(len(tb), np.int8)])[np.argsort(t, kind="stable")]
+        if float(np.mean(w[1:] != w[:-1])) >= 0.85 and len(np.intersect1d(ta, tb)) <= 0.05 * len(ta):
+            return other
+    return None
 
 
 def _between_bursts(ev: Evidence, cs: str, clk: str) -> bool:
@@ -186,29 +208,66 @@ def _latch(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, st
 
 
 def _once(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str] | None:
-    """A CS asserted once in the prefix (a long stream): a line that changes once or twice, the
-    clock running only at one of its levels, and not at all for a while at the other."""
+    """A CS asserted once in the prefix (one transfer, or a long stream): a line that changes at
+    most four times, whose one window at a level holds every clock edge (98 %), and whose changes
+    all fall outside the burst in it (before its first clock edge, after its last, or in a pause
+    of the clock). One flash command in a short capture: CS falls, the clock runs, CS rises."""
     ct = ev.ticks(clk)
     if len(ct) < 16:
         return None
     half = max(half_of(ev, clk), 1.0)
     for name in ev.names:
-        if name in taken or name == clk or not 1 <= len(ev.changes[name]) <= 2:
+        if name in taken or name == clk or not 1 <= len(ev.changes[name]) <= 4:
             continue
         lv = ev.level[name][ev.changes[clk]]
+        before = ev.level[name][ev.changes[clk] - 1]
+        # a clock edge within two half periods of the line's change counts as inside (a mode-0
+        # clock's last fall just after CS rises; at a few samples per bit that is one edge in 30)
+        st = ev.ticks(name)
+        k = np.searchsorted(st, ct)
+        near = np.minimum(np.abs(ct - st[np.clip(k - 1, 0, len(st) - 1)]), np.abs(st[np.clip(k, 0, len(st) - 1)] - ct))
         for active in (0, 1):
-            if float(np.mean(lv == active)) < BRACKET:
+            if float(np.mean((lv == active) | (before == active) | (near <= 2 * half))) < BRACKET:
                 continue
-            starts, ends = cs_windows(ev, name, 1 - active)
-            idle = float(np.sum(np.minimum(ends, ev.end) - starts))
-            if idle >= 8 * half:
-                return name, active, 0.75, "once"
+            starts, ends = cs_windows(ev, name, active)
+            held = np.searchsorted(ct, ends, side="left") - np.searchsorted(ct, starts, side="right")
+            if int(np.count_nonzero(held >= 4)) != 1:
+                continue
+            # every change of the line away from the clock's running: not inside a burst (two
+            # clock edges of its burst strictly before it and two after; coarse captures put the
+            # last edge in the very sample of the deassert, or one edge after it)
+            burst = np.concatenate([[0], np.cumsum(np.diff(ct) > 4 * half)])
+            a = np.searchsorted(ct, st, side="left") - 1
+            b = np.searchsorted(ct, st, side="right")
+            ok = (a >= 1) & (b < len(ct) - 1)
+            a, b = np.clip(a, 1, len(ct) - 2), np.clip(b, 1, len(ct) - 2)
+            inside = ok & (burst[a - 1] == burst[b + 1])
+            if inside.any():
+                continue
+            return name, active, 0.75, "once"
     return None
+
+
+def few_changes(ev: Evidence, clk: str, cs: str, lines: list[str]) -> list[str]:
+    """A bus with a CS whose lines change too rarely for the data-line tests (a game pad's one
+    pressed button: one bit of eight): the line that changes while the transfer runs (from the
+    CS's first change to the clock's last edge), weak evidence."""
+    ct = ev.ticks(clk)
+    st = ev.ticks(cs)
+    if not len(ct) or not len(st):
+        return []
+    lo, hi = min(int(st[0]), int(ct[0])), int(ct[-1]) + 4 * max(half_of(ev, clk), 1.0)
+    found = []
+    for n in lines:
+        t = ev.ticks(n)
+        if 1 <= len(t) < MIN_CLOCK_CHANGES and np.any((t >= lo) & (t <= hi)):
+            found.append(n)
+    return sorted(found, key=lambda n: -len(ev.changes[n]))[:1]
 
 
 def _data_line(ev: Evidence, name: str, clk: str, cs: str | None, active: int | None, half: float) -> bool:
     ch = ev.changes[name]
-    if len(ch) < 2:
+    if len(ch) < 2 or quadrature(ev, name):
         return False
     inside = in_windows(ev, ch, clk, cs, active, half)
     if inside.sum() < max(2, 0.3 * len(ch)):

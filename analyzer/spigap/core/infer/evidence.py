@@ -135,8 +135,10 @@ def _tight(ev: Evidence, ct: np.ndarray, starts: np.ndarray, ends: np.ndarray) -
         return True
     pauses = np.unique(i[ok])
     d = np.diff(ct)                                                   # pause j-1 ends at edge j
-    shortest = d[pauses - 1].min()
-    return len(pauses) >= 0.5 * int(np.count_nonzero(d >= shortest))
+    # the typical pause holding one (its median: a CS blip between two commands may fall in a
+    # pause no longer than a byte gap, and says nothing about the other pauses)
+    typical = float(np.median(d[pauses - 1]))
+    return int(np.count_nonzero(d[pauses - 1] >= typical)) >= 0.5 * int(np.count_nonzero(d >= typical))
 
 
 def in_windows(ev: Evidence, idx: np.ndarray, clk: str, cs: str | None, active: int | None,

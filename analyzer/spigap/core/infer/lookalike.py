@@ -29,7 +29,7 @@ import re
 
 import numpy as np
 
-from spigap.core.infer.evidence import Evidence, clock_score, on_edges
+from spigap.core.infer.evidence import Evidence, clock_score, cs_windows, on_edges
 
 I2C_BYTES = 0.75              # share of stretches between START/STOP conditions that are 9-bit bytes
 
@@ -43,6 +43,7 @@ class Lookalike:
     clk: str | None = None
     data: tuple = ()
     lines: tuple = ()         # a parallel bus: its lines
+    strobe: str | None = None  # ... and the line that latches them
 
     def text(self) -> str:
         return f"looks like {self.name} ({self.why})"
@@ -66,8 +67,19 @@ def check(ev: Evidence, clk: str, half: float, lines: list[str], data: list[str]
     if named is not None:
         return named
     found = i2c(ev, clk, active, half) if not cs_sure else None
-    if found is None and par is not None and cs is None and (clk in par.lines or (data and set(data) <= set(par.lines))):
+    if found is not None and par is not None and on_parallel(found, par):
         return dataclasses.replace(par, clk=clk)
+    if found is None and par is not None:
+        # the clock or the CS is a line (or the strobe) of a parallel bus; or the data lines are,
+        # with no sure CS (data lines changing together on a clock that a CS brackets are a wide
+        # SPI: dual or quad, read one lane)
+        on_bus = clk in par.lines or clk == par.strobe or (cs is not None and cs in par.lines)
+        if on_bus or (data and set(data) <= set(par.lines) and not cs_sure):
+            return dataclasses.replace(par, clk=clk)
+    if found is None and cs is None:
+        cnt = counter(ev)
+        if cnt is not None and clk in cnt.lines:
+            found = dataclasses.replace(cnt, clk=clk)
     if found is None and not latch:
         found = audio(ev, clk, active, half)
     if found is None and cs is None:
@@ -83,6 +95,12 @@ def check(ev: Evidence, clk: str, half: float, lines: list[str], data: list[str]
                                                    "and no line frames its bits as a CS does: an SPI clock runs in "
                                                    "bursts, one per transfer", clk, tuple(data[:2]))
     return found
+
+
+def on_parallel(found: Lookalike, par: Lookalike) -> bool:
+    """I2C whose two lines are lines of a parallel bus (two of a GPIB's or an HD44780's data lines
+    that happen to look like START/STOP) is that bus; I2C beside one (an I/O expander's outputs) is I2C."""
+    return bool({found.clk, *found.data} & (set(par.lines) | {par.strobe}))
 
 
 # ------------------------------------------------------------------ names
@@ -139,17 +157,30 @@ def i2c(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | No
         stop = mid & (dl == 1) & ((prv <= 4 * h) | ~np.isfinite(nxt))
         if start.sum() < 1 or stop.sum() + start.sum() < 2:
             continue
+        # SDA's bits change while SCL is low, only START and STOP while it is high: most of its
+        # changes come while SCL is low (SPI data driven on the leading edge change while it is high)
+        if float(np.mean(~high)) < 0.5:
+            continue
         cond = np.sort(np.concatenate([dt[start], dt[stop]]))
         n = np.diff(np.searchsorted(rises, cond))
+        # I2C's conditions bracket bytes: at most the STOP -> START pairs have no clock pulse between
+        # them (about half); a line toggling near another's edges without bytes between is no SDA
+        if len(n) >= 8 and float(np.mean(n > 1)) < 0.3:
+            continue
         n = n[n > 1]                         # clock pulses between conditions (the last one's rise included)
-        nine = float(np.mean((n - 1) % 9 == 0)) if len(n) else 0.0
+        # 9 pulses a byte (8 bits and the acknowledge) and one more before a STOP or a repeated
+        # START; at a few samples per bit a condition may share its sample with the clock's rise,
+        # counting one more (never one less: 9-bit SPI words between data changes while the clock
+        # idles high look like 9 pulses between conditions)
+        nine = float(np.mean(np.isin((n - 1) % 9, (0, 1)))) if len(n) else 0.0
         # the acknowledge hand-over: the line changes twice in one clock phase (the sender lets go,
         # the receiver pulls it low); SPI data changes once per bit
         same = (np.diff(j) == 0) & (j[1:] >= 0) & (j[1:] < len(ct) - 1)
         short = np.zeros(len(same), bool)
         short[same] = (ct[np.minimum(j[1:][same] + 1, len(ct) - 1)] - ct[j[1:][same]]) <= 4 * h
         twice = float(np.mean(short)) if len(short) else 0.0
-        if not (nine >= I2C_BYTES or (nine >= 0.3 and twice >= 0.02)):
+        # the hand-over alone is weaker evidence: it needs a STOP too (a transaction seen whole)
+        if not (nine >= I2C_BYTES or (nine >= 0.3 and twice >= 0.02 and stop.sum() >= 1)):
             continue
         if len(n) < 2 and twice < 0.02 and len(ct) > 4 * int(n.sum()):
             continue                         # one stretch of a long prefix: too little to tell
@@ -359,6 +390,31 @@ def jtag(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | N
     return None
 
 
+# ------------------------------------------------------------------ counters
+
+def counter(ev: Evidence, exclude: set[str] | frozenset[str] = frozenset()) -> Lookalike | None:
+    """Three or more lines each changing half as often as the one before, evenly (the bits of a
+    binary counter or a Gray code, a clock divider chain): each looks like a clock whose edges the
+    next one follows, which is no SPI bus (SPI data change as the bits do, not at a fixed rate)."""
+    names = sorted((n for n in ev.names if n not in exclude and len(ev.changes[n]) >= 8),
+                   key=lambda n: -len(ev.changes[n]))
+    best: list[str] = []
+    for i, first in enumerate(names):
+        chain = [first]
+        for n in names[i + 1:]:
+            ratio = len(ev.changes[chain[-1]]) / len(ev.changes[n])
+            if 1.8 <= ratio <= 2.2 and clock_score(ev, n)[0] >= 0.5:
+                chain.append(n)
+        if len(chain) > len(best) and clock_score(ev, first)[0] >= 0.6:
+            best = chain
+    if len(best) < 3:
+        return None
+    shown = ", ".join(best[:6]) + (" ..." if len(best) > 6 else "")
+    return Lookalike("a counter or Gray code", f"{len(best)} lines ({shown}) each change half as often as the one "
+                                               "before, evenly: the bits of a counter or a clock divider chain",
+                     lines=tuple(best))
+
+
 # ------------------------------------------------------------------ parallel buses
 
 MIN_PARALLEL = 4              # lines changing together that make a parallel bus
@@ -368,8 +424,14 @@ def parallel(ev: Evidence, exclude: set[str] | frozenset[str] = frozenset()) -> 
     """Four or more lines that change in the same samples, many times: an address or data bus
     (with a strobe: E, ALE, DAV, a clock). SPI changes one data line per direction, and CS with
     them at most once per transfer."""
+    return _together(ev, exclude) or strobed(ev, exclude)
+
+
+def _together(ev: Evidence, exclude: set[str] | frozenset[str]) -> Lookalike | None:
     names = [n for n in ev.names if n not in exclude and len(ev.changes[n]) >= 4
              and clock_score(ev, n)[0] < 0.6]          # a clock changes near everything
+    # one signal on two channels (a loopback's MOSI and MISO, a CS probed twice) is one line
+    names = list({ev.changes[n].tobytes(): n for n in reversed(names)}.values())[::-1]
     if len(names) < MIN_PARALLEL:
         return None
     ticks = {n: ev.ticks(n) for n in names}
@@ -401,7 +463,53 @@ def parallel(ev: Evidence, exclude: set[str] | frozenset[str] = frozenset()) -> 
     shown = ", ".join(together[:6]) + (" ..." if len(together) > 6 else "")
     return Lookalike("a parallel bus", f"{len(together)} lines ({shown}) change together "
                                        f"about {multi} times" + (f"; {strobe} strobes them" if strobe else ""),
-                     lines=tuple(together))
+                     lines=tuple(together), strobe=strobe)
+
+
+def strobed(ev: Evidence, exclude: set[str] | frozenset[str] = frozenset()) -> Lookalike | None:
+    """A parallel bus latched by a strobe, its lines set one after another (a bit-banged
+    HD44780's E and D4-D7, GPIB's DAV and DIO1-8): a line pulses (its pulses three times
+    shorter than their spacing: a strobe, not a clock, which is about as long high as low), and
+    three or more lines change only between its pulses, each at most once between two pulses,
+    two or more in the same interval. SPI data change many times per CS window, and once per
+    cycle of a clock that runs in bursts."""
+    names = [n for n in ev.names if n not in exclude and len(ev.changes[n]) >= 2]
+    best: tuple[int, str, list[str]] | None = None
+    for st in names:
+        if len(ev.changes[st]) < 16:
+            continue
+        for level in (0, 1):
+            ps, pe = cs_windows(ev, st, level)
+            inner = (ps > 0) & (pe < ev.end)
+            ps, pe = ps[inner], pe[inner]
+            if len(ps) < 8 or float(np.median(np.diff(ps))) < 3 * float(np.median(pe - ps)):
+                continue
+            lines = []
+            together = np.zeros(len(ps) + 1, np.int32)
+            for n in names:
+                if n == st:
+                    continue
+                t = ev.ticks(n)
+                k = np.searchsorted(ps, t, side="right")          # interval after pulse k-1
+                in_pulse = (k > 0) & (t < pe[np.maximum(k - 1, 0)])
+                _, cnt = np.unique(k, return_counts=True)
+                if float(np.mean(in_pulse)) <= 0.1 and float(np.mean(cnt == 1)) >= 0.9:
+                    lines.append(n)
+                    together[np.unique(k)] += 1
+            busy = together[together > 0]
+            # a strobe latches words: most of its intervals hold a change of the bus (a line that
+            # pulses far more often than the others change, an I2C SDA beside slow GPIOs, is none)
+            if len(lines) >= 3 and len(busy) >= 8 and float(np.mean(busy >= 2)) >= 0.3 \
+                    and len(busy) >= 0.3 * len(together):
+                if best is None or len(lines) > best[0]:
+                    best = (len(lines), st, lines)
+    if best is None:
+        return None
+    _, st, lines = best
+    shown = ", ".join(lines[:6]) + (" ..." if len(lines) > 6 else "")
+    return Lookalike("a parallel bus", f"{len(lines)} lines ({shown}) are set between pulses of {st}, each at most "
+                                       f"once: {st} strobes them (a data bus latched word by word)",
+                     lines=tuple(lines), strobe=st)
 
 
 def _strobe(ev: Evidence, bus: list[str], count: np.ndarray, names: list[str]) -> str | None:

@@ -20,7 +20,8 @@ def assign_data(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Sourc
         setattr(out, role, data[0])
         sources[role] = Source("inferred", 0.9 if len(data) == 1 else 0.6,
                                "the other data line is named" + (
-                                   "" if len(data) == 1 else f"; other candidates: {', '.join(data[1:])}"))
+                                   "" if len(data) == 1 else f"; other candidates: {', '.join(data[1:])}"),
+                               "other named" if len(data) == 1 else "other named, several")
         return
     bits = None
     if len(data) == 2:
@@ -35,10 +36,17 @@ def assign_data(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Sourc
         role = "miso" if sc > 0 else "mosi"
         other = "mosi" if role == "miso" else "miso"
         setattr(out, role, d)
-        sources[role] = Source("inferred", min(0.8, 0.5 + abs(sc) / 2),
-                               "one data line; " + ("its first words repeat or it is released after CS: "
-                                                    "a peripheral's output" if sc > 0 else
-                                                    "its first words vary: a controller's commands"))
+        if bus.data_how == "static":
+            note, basis = (f"{d} never changes in the prefix: a data line with nothing on it (the clock and "
+                           "its CS are the bus; which line carries data cannot be seen)"), "static"
+        elif bus.data_how == "few":
+            note, basis = (f"{d} changes too rarely to follow the clock's edges (weak evidence: it changes "
+                           "while the transfer runs)"), "few"
+        else:
+            note = "one data line; " + ("its first words repeat or it is released after CS: a peripheral's output"
+                                        if sc > 0 else "its first words vary: a controller's commands")
+            basis = "one, " + ("repeats" if sc > 0 else "varies")
+        sources[role] = Source("inferred", min(0.8, 0.5 + abs(sc) / 2), note, basis)
         sources[other] = Source("inferred", 0.9, "no second data line")
         return
     ranked = sorted(data, key=lambda d: scores[d])
@@ -47,14 +55,16 @@ def assign_data(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Sourc
     if margin < 0.05:
         # no evidence either way: channel order (MOSI is listed before MISO on most wirings)
         mosi, miso = sorted((mosi, miso), key=ev.names.index)
-        conf, note = 0.5, "the lines behave alike (a loopback?): MOSI taken as the first in channel order"
+        conf, note, basis = 0.5, "the lines behave alike (a loopback?): MOSI taken as the first in channel order", \
+            "two, alike"
     else:
         conf = min(0.85, 0.5 + margin / 2)
         note = (f"weak evidence: {miso}'s first words repeat more or it is released after CS, as a "
                 "peripheral's output does")
+        basis = "two, " + ("clear" if margin >= 0.5 else "some")
     out.mosi, out.miso = mosi, miso
-    sources["mosi"] = Source("inferred", conf, note)
-    sources["miso"] = Source("inferred", conf, note)
+    sources["mosi"] = Source("inferred", conf, note, basis)
+    sources["miso"] = Source("inferred", conf, note, basis)
 
 
 def _repeat_share(ev: Evidence, line: str, out: SpiConfig, bus: Bus, bits: int) -> float:

@@ -27,6 +27,7 @@ class Source:
     how: str
     confidence: float = 1.0
     note: str = ""
+    basis: str = ""           # the evidence an inferred confidence is calibrated by (core/infer/calibration.py)
 
     def as_dict(self) -> dict:
         return {"from": self.how, "confidence": round(float(self.confidence), 3), "note": self.note}
@@ -43,6 +44,8 @@ class Bus:
     cs_active: int | None = None   # the CS level during the bursts
     cs_confidence: float = 0.0
     cs_how: str = "bracket"        # "bracket" (a CS), "latch" (a strobe between bursts), "once" (one window)
+    data_how: str = "edges"        # "edges" (data lines change on the clock's edges), "few" (a line that
+    #                                changes too rarely to tell, while the transfer runs), "none"
 
     def channels(self) -> list[str]:
         return [self.clk] + ([self.cs] if self.cs else []) + self.data

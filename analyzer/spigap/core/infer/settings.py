@@ -61,16 +61,18 @@ def infer_settings(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], e
                 note = (f"CPOL {cpol}: SCLK idles {'high' if cpol else 'low'}; CPHA {cpha}: "
                         f"{max(lead, trail)} of {total} data changes follow the "
                         f"{'leading' if cpha else 'trailing'} clock edge")
+                basis = ("split" if share < MODE_SPLIT else "mostly" if share < 0.95 else
+                         "clear" if total >= 16 else "clear, few")
                 if share < MODE_SPLIT:
                     # the edges disagree: both readings, and what tells them apart
                     conf = min(conf, 0.5)
                     note += _two_modes(out, ev, data_lines, cpol, cpha, min(lead, trail))
-                sources["mode"] = Source("inferred", conf, note)
+                sources["mode"] = Source("inferred", conf, note, basis)
             else:
                 cpha = cfg.cpha
                 sources["mode"] = Source("inferred", 0.5,
                                          f"CPOL {cpol} from the idle clock; CPHA {cpha} is the default: the "
-                                         f"data lines hardly change, so the signals cannot tell")
+                                         f"data lines hardly change, so the signals cannot tell", "no data changes")
             out.cpol, out.cpha = cpol, cpha
         else:
             sources["mode"] = Source("default", 0.3, "too few SCLK edges to tell")

@@ -14,7 +14,7 @@ import numpy as np
 
 from spigap.core import config as config_mod
 from spigap.core.config import SpiConfig
-from spigap.core.infer.buses import find_buses, no_bus_reason
+from spigap.core.infer.buses import find_buses, few_changes, no_bus_reason
 from spigap.core.infer.evidence import Evidence
 from spigap.core.infer.mosi_miso import assign_data
 from spigap.core.infer.report import Bus, NoSpiBus, Settled, Source
@@ -249,21 +249,31 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
             if named.clk is None:
                 raise no_bus(info, ev)
             bus = Bus(named.clk, None, [], len(ev.changes.get(named.clk, [])))
+        if bus.cs and not bus.data and named.mosi is None and named.miso is None:
+            # a clock and a CS that brackets its bursts, and no line that follows the clock: a
+            # line changing too rarely to tell (a pad's one pressed button), else one that never
+            # changes (no button pressed) is the data line the framing needs; weak evidence
+            rest = [c for c in ev.names if c not in fixed | {bus.clk, bus.cs} | set(info.analog_channels)]
+            few = few_changes(ev, bus.clk, bus.cs, rest)
+            quiet = [c for c in rest if not len(ev.changes[c])]
+            if few or quiet:
+                bus = dataclasses.replace(bus, data=few or quiet[:1], data_how="few" if few else "static")
         if not bus.data and not bus.cs and named.mosi is None and named.miso is None:
             raise no_bus(info, ev)
         if named.clk is None:
             out.clk = bus.clk
-            sources["clk"] = Source("inferred", 0.95, "toggles in regular bursts")
+            sources["clk"] = Source("inferred", 0.95, "toggles in regular bursts", bus_basis(bus))
         if "cs" not in sources:
             if bus.cs is not None and bus.cs not in {out.mosi, out.miso}:
                 out.cs = bus.cs
                 sources["cs"] = Source("inferred", bus.cs_confidence, _CS_NOTE[bus.cs_how]
                                        if bus.cs_how != "bracket" or bus.cs_confidence >= LOW_CONFIDENCE else
-                                       "each of its windows holds an SCLK burst, but SCLK also runs outside them")
+                                       "each of its windows holds an SCLK burst, but SCLK also runs outside them",
+                                       cs_basis(bus))
             else:
                 out.cs = None
                 sources["cs"] = Source("inferred", 0.8, "no channel brackets the SCLK bursts: "
-                                       "framed without CS (by SCLK idle time)")
+                                       "framed without CS (by SCLK idle time)", "none")
         if cfg.cs is None and not cfg.no_cs and out.clk is not None:
             foreign = {c for b in buses if b.clk != out.clk for c in b.channels()}
             free = [c for c in ev.names if c not in foreign | {out.clk, out.mosi, out.miso} and c not in bus.data]
@@ -318,7 +328,7 @@ def _together(out: SpiConfig, sources: dict[str, Source], ev: Evidence, active: 
         return
     out.more_cs = tuple(twins)
     names = ", ".join([out.cs, *twins])
-    sources["cs"] = Source("inferred", 0.95, f"{names} bracket the same SCLK bursts, asserted together in every "
+    sources["cs"] = Source("inferred", 0.95, basis="twin", note=f"{names} bracket the same SCLK bursts, asserted together in every "
                                              "window: two CS lines asserted at once")
     warnings.append(f"{names} are asserted together in every window: two CS lines asserted at once (a bus fault, "
                     f"or one select wired to two pins); both are analyzed as devices of one bus (give --cs "
@@ -339,7 +349,7 @@ def _shared_bus(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: 
     out.cs, out.more_cs = names[0], tuple(names[1:])
     if given is None:
         out.cs_active_low = found[0][1] == 0
-    sources["cs"] = Source("inferred", 0.95, f"{', '.join(names)} each bracket SCLK bursts "
+    sources["cs"] = Source("inferred", 0.95, basis="shared", note=f"{', '.join(names)} each bracket SCLK bursts "
                                              f"({', '.join(f'{n} {s:.0%}' for n, _, s in found)} of the edges), "
                                              "together all of them: devices of one shared bus")
 
@@ -350,6 +360,23 @@ _CS_NOTE = {
              "bits between two pulses are framed as one transfer",
     "once": "asserted once in the prefix: SCLK runs only at this level (one long transfer so far)",
 }
+
+
+def cs_basis(bus: Bus) -> str:
+    """The CS evidence an inferred CS (and the bus) is calibrated by: "bracket" (its level
+    brackets the bursts at 98 % of the edges), "loose" (each window holds a burst, the clock
+    also runs outside), "latch", "once", "none"."""
+    if bus.cs is None:
+        return "none"
+    if bus.cs_how == "bracket":
+        return "bracket" if bus.cs_confidence >= 0.9 else "loose"
+    return bus.cs_how
+
+
+def bus_basis(bus: Bus) -> str:
+    """The evidence an inferred SPI clock is calibrated by: the CS's and the data lines' ("once/edges2":
+    a CS asserted once, two lines changing on the clock's edges)."""
+    return f"{cs_basis(bus)}/{bus.data_how}{min(len(bus.data), 2) if bus.data_how != 'none' else ''}"
 
 
 def _pick_bus(buses: list[Bus], named: SpiConfig) -> Bus | None:
