@@ -12,6 +12,7 @@ from spigap.core.infer.evidence import (
     clock_score,
     cs_level,
     cs_windows,
+    gated,
     half_of,
     idle_level,
     in_cycle,
@@ -185,6 +186,7 @@ def _latch(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, st
     which the clock runs: the bits between two pulses are one transfer (its level between the
     pulses is the "active" one)."""
     ct = ev.ticks(clk)
+    half = max(half_of(ev, clk), 1.0)
     for name in ev.names:
         if name in taken or name == clk or len(ev.changes[name]) < 4:
             continue
@@ -200,6 +202,14 @@ def _latch(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, st
             if float(np.median(width)) > 0.25 * float(np.median(spacing)):
                 continue
             in_pulse = np.searchsorted(ct, pe, side="left") - np.searchsorted(ct, ps, side="right")
+            # the clock stops for the latch (a TDM frame sync pulses while the clock runs on): a
+            # pause of the clock next to each pulse
+            a = np.clip(np.searchsorted(ct, ps - half, side="left") - 1, 0, len(ct) - 2)
+            b = np.clip(np.searchsorted(ct, pe + half, side="right"), 1, len(ct) - 1)
+            gaps = np.diff(ct)
+            longest = np.array([gaps[i:j].max() if j > i else 0 for i, j in zip(a, b)])
+            if float(np.mean(longest >= 1.5 * half)) < 0.9:
+                continue
             held = np.searchsorted(ct, we, side="left") - np.searchsorted(ct, ws, side="right")
             if float(np.mean(in_pulse <= 1)) >= 0.9 and float(np.mean(held[1:-1] >= 4)) >= 0.9 \
                     if len(held) > 2 else False:
@@ -210,8 +220,10 @@ def _latch(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, st
 def _once(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str] | None:
     """A CS asserted once in the prefix (one transfer, or a long stream): a line that changes at
     most four times, whose one window at a level holds every clock edge (98 %), and whose changes
-    all fall outside the burst in it (before its first clock edge, after its last, or in a pause
-    of the clock). One flash command in a short capture: CS falls, the clock runs, CS rises."""
+    fall outside the burst in it (before its first clock edge, after its last, or in a pause of
+    the clock) or, where the clock runs on at the other level (an SD card's wake-up clocks with
+    CS high), leave that level a while. One flash command in a short capture: CS falls, the
+    clock runs, CS rises."""
     ct = ev.ticks(clk)
     if len(ct) < 16:
         return None
@@ -227,7 +239,10 @@ def _once(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str
         k = np.searchsorted(st, ct)
         near = np.minimum(np.abs(ct - st[np.clip(k - 1, 0, len(st) - 1)]), np.abs(st[np.clip(k, 0, len(st) - 1)] - ct))
         for active in (0, 1):
-            if float(np.mean((lv == active) | (before == active) | (near <= 2 * half))) < BRACKET:
+            at = (lv == active) | (before == active)
+            # at most one edge per change of the line on the wrong side of it, close to it
+            if float(np.mean(at | (near <= 2 * half))) < BRACKET or int(np.count_nonzero(~at)) > max(
+                    len(st), (1 - BRACKET) * len(ct)):
                 continue
             starts, ends = cs_windows(ev, name, active)
             held = np.searchsorted(ct, ends, side="left") - np.searchsorted(ct, starts, side="right")
@@ -242,7 +257,9 @@ def _once(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str
             ok = (a >= 1) & (b < len(ct) - 1)
             a, b = np.clip(a, 1, len(ct) - 2), np.clip(b, 1, len(ct) - 2)
             inside = ok & (burst[a - 1] == burst[b + 1])
-            if inside.any():
+            # ... or, if the clock runs on at the inactive level (an SD card's wake-up clocks with
+            # CS high: eight edges or more there, and 98 % of them at the active level)
+            if inside.any() and not (np.count_nonzero(~at) >= 8 and float(np.mean(at)) >= BRACKET):
                 continue
             return name, active, 0.75, "once"
     return None
@@ -269,14 +286,21 @@ def _data_line(ev: Evidence, name: str, clk: str, cs: str | None, active: int | 
     ch = ev.changes[name]
     if len(ch) < 2 or quadrature(ev, name):
         return False
+    if gated(ev, name, clk) is not None:
+        return True           # a return-to-zero line: it changes on both edges, with the clock
     inside = in_windows(ev, ch, clk, cs, active, half)
     if inside.sum() < max(2, 0.3 * len(ch)):
         return False
     # SPI data changes at most once per bit: a line toggling several times within one clock
     # cycle (a UART against a slow frame strobe) is not this clock's data
-    cyc = np.searchsorted(ev.ticks(clk), ev.t[ch[inside]], side="right")
+    ct = ev.ticks(clk)
+    cyc = np.searchsorted(ct, ev.t[ch[inside]], side="right")
+    # within one clock phase, not in a pause between bursts (a data line is set up for the next
+    # word's first bit there, after its last change of the word before)
+    short = (cyc > 0) & (cyc < len(ct))
+    short[short] = ct[cyc[short]] - ct[cyc[short] - 1] <= 4 * max(half, 1.0)
     _, inv, cnt = np.unique(cyc, return_inverse=True, return_counts=True)
-    if float(np.mean(cnt[inv] > 1)) > MULTI:
+    if float(np.mean((cnt[inv] > 1) & short)) > MULTI:
         ev.multi[clk] = name
         return False
     j, off = in_cycle(ev, ev.t[ch[inside]], clk, half)

@@ -201,3 +201,26 @@ def bursts(ev: Evidence, clk: str) -> tuple[np.ndarray, np.ndarray]:
 
 def half_of(ev: Evidence, clk: str) -> float:
     return clock_score(ev, clk)[1]
+
+
+def gated(ev: Evidence, line: str, clk: str) -> int | None:
+    """The clock level during which ``line`` holds its bit when it is gated by the clock (a
+    return-to-zero data line, DATA = CLK and the bit: it rises only with the clock's rises and
+    falls with its falls, in their very samples, as a bit-banged MAX6921 feed does): 1 (valid
+    while the clock is high), 0 (the mirror), None when it is not gated (90 % of its changes)."""
+    lt, ct = ev.ticks(line), ev.ticks(clk)
+    if len(lt) < 4 or len(ct) < 4:
+        return None
+    k = np.searchsorted(ct, lt)
+    hit = (k < len(ct)) & (ct[np.minimum(k, len(ct) - 1)] == lt)
+    if float(np.mean(hit)) < 0.9:
+        return None
+    same = ev.level[line][ev.changes[line]] == ev.level[clk][ev.changes[clk]][np.minimum(k, len(ct) - 1)]
+    # and it carries bits: it stays at rest through a fifth of the clock's cycles or more (a line
+    # pulsing with nearly every cycle is a copy of the clock, not data)
+    if len(lt) > 0.8 * len(ct):
+        return None
+    for valid, agree in ((1, same), (0, ~same)):
+        if float(np.mean(hit & agree)) >= 0.9:
+            return valid
+    return None

@@ -246,8 +246,6 @@ def audio(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | 
         if not len(hi):
             continue
         width = int(np.median(hi))
-        if min(width, p - width) < 1:
-            continue                  # a pulse between two clock edges: a latch strobe, not a frame sync
         if abs(width - p / 2) <= 1:
             return Lookalike("I2S", f"a continuous bit clock {clk}; {f} switches every {p // 2} clocks, "
                                     f"a word-select line: {p // 2} bits per channel", clk)
@@ -255,8 +253,9 @@ def audio(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | 
             return Lookalike("AC'97", f"a continuous bit clock {clk}; {f} pulses every 256 clocks: AC'97's SYNC "
                                       "(16 clocks wide once the link runs)", clk)
         w = min(width, p - width)
-        return Lookalike("TDM", f"a continuous bit clock {clk}; {f} pulses for {w} clock{'s' if w != 1 else ''} "
-                                f"every {p}: a frame sync", clk)
+        wide = f"for {w} clock{'s' if w != 1 else ''}" if w else "(shorter than a clock)"
+        return Lookalike("TDM", f"a continuous bit clock {clk}; {f} pulses {wide} every {p} clocks: a frame sync",
+                         clk)
     return None
 
 
@@ -274,16 +273,19 @@ def mdio(ev: Evidence, clk: str, d: str) -> Lookalike | None:
     b = _bits(ev, clk, d)
     if len(b) < 64:
         return None
-    frames = 0
+    frames = events = 0
     run = 0
     for i in range(len(b) - 2):
         if b[i]:
             run += 1
             continue
-        if run >= 32 and i + 30 <= len(b) and b[i + 1] in (0, 1) and b[i + 15] == 0:
-            frames += 1
+        if run >= 32 and i + 30 <= len(b):
+            events += 1
+            frames += int(b[i + 15] == 0)      # the turnaround's 0
         run = 0
-    if frames < 1 or frames * 64 < 0.5 * len(b):
+    # frames filling half the prefix; or, on an MDC that runs on while the bus idles (ones),
+    # two or more frames after their preambles, each with its turnaround (chance: 1 in 2)
+    if not (frames >= 1 and frames * 64 >= 0.5 * len(b)) and not (frames >= 3 and frames >= 0.9 * events):
         return None
     return Lookalike("MDIO", f"{d} sends a preamble of 32 ones at {clk}'s rising edges before each of "
                              f"{frames} 64-bit frame{'s' if frames != 1 else ''}", clk, (d,))
@@ -338,24 +340,26 @@ _TAP = {  # state: (next with TMS 0, next with TMS 1)
 }
 
 
-def _tap(tms: np.ndarray) -> tuple[np.ndarray, int]:
-    """Per clock cycle: in a shift state (after the first five TMS ones: a TAP reset), and the
-    number of completed scans (a shift state left through Exit1 to Update)."""
+def _tap(tms: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """Per clock cycle: in a shift state; the number of completed scans (a shift state left
+    through Exit1 to Update); the cycle from which the state is known. The TAP's state is known once every state it might have started in
+    leads to the same one (five ones always do: a reset; most TMS sequences do sooner)."""
     shift = np.zeros(len(tms), bool)
-    run = 0
+    possible = set(_TAP)
     state = None
     scans = 0
+    known = len(tms)
     for i, t in enumerate(tms):
-        run = run + 1 if t else 0
         if state is None:
-            if run >= 5:
-                state = "TLR"
+            possible = {_TAP[x][int(t)] for x in possible}
+            if len(possible) == 1:
+                state, known = possible.pop(), i + 1
             continue
         state = _TAP[state][int(t)]
         shift[i] = state in ("SHDR", "SHIR")
         if state in ("UPDR", "UPIR"):
             scans += 1
-    return shift, scans
+    return shift, scans, known
 
 
 def jtag(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | None:
@@ -370,21 +374,26 @@ def jtag(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | N
     for m in lines:
         if len(ev.changes[m]) < 2:
             continue
-        shift, scans = _tap(ev.level[m][np.maximum(rising - 1, 0)])
+        shift, scans, known = _tap(ev.level[m][np.maximum(rising - 1, 0)])
         if scans < 2 or not shift.any():
             continue
+        # the cycles next to a shift state, of those whose state is known: a line changing only
+        # there is shifting bits (changes elsewhere at most half as often as chance gives)
+        around = shift | np.roll(shift, 1) | np.roll(shift, -1)
+        cover = float(np.mean(around[known:]))
         others = [x for x in lines if x != m and len(ev.changes[x]) >= 4]
         moving = []
         for x in others:
             xt = ev.ticks(x)
-            cyc = np.clip(np.searchsorted(rt, xt) , 0, len(rt) - 1)      # the cycle a change leads into
-            near = shift[cyc] | shift[np.maximum(cyc - 1, 0)] | shift[np.minimum(cyc + 1, len(rt) - 1)]
-            inside = (xt >= rt[0]) & (xt <= rt[-1])
-            if (inside.sum() >= 4 and float(np.mean(near[inside])) >= 0.9 and float(np.mean(shift)) < 0.5
-                    and on_edges(ev, x, clk, half) >= 0.7):
+            cyc = np.clip(np.searchsorted(rt, xt), 0, len(rt) - 1)      # the cycle a change leads into
+            inside = (xt > rt[min(known, len(rt) - 1)]) & (xt <= rt[-1])
+            if inside.sum() < 4:
+                continue
+            near = float(np.mean(around[cyc[inside]]))
+            if near >= 0.9 and 1 - near <= 0.5 * (1 - cover) and on_edges(ev, x, clk, half) >= 0.7:
                 moving.append(x)
         if moving:
-            return Lookalike("JTAG", f"read as TMS at {clk}'s rising edges, {m} resets a JTAG TAP and steers it "
+            return Lookalike("JTAG", f"read as TMS at {clk}'s rising edges, {m} steers a JTAG TAP "
                                      f"through {scans} scans; {', '.join(moving)} change{'s' if len(moving) == 1 else ''} "
                                      "only in its shift states (TDI/TDO)", clk, tuple(moving[:2]))
     return None
@@ -457,7 +466,8 @@ def _together(ev: Evidence, exclude: set[str] | frozenset[str]) -> Lookalike | N
     for n in together:
         count[ev.changes[n]] += 1
     multi = max(int(np.count_nonzero(count >= 2)), min(len(ticks[n]) for n in together))
-    if multi < 8:
+    # eight times together; or, in a short prefix, three times with four lines in one sample
+    if multi < 8 and int(np.count_nonzero(count >= MIN_PARALLEL)) < 3:
         return None
     strobe = _strobe(ev, together, count, names)
     shown = ", ".join(together[:6]) + (" ..." if len(together) > 6 else "")

@@ -13,6 +13,7 @@ from spigap.core.infer.evidence import (
     clock_score,
     cs_level,
     cs_windows,
+    gated,
     idle_level,
     in_cycle,
     in_windows,
@@ -54,7 +55,17 @@ def infer_settings(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], e
                 lead += a
                 trail += b
             total = lead + trail
-            if total >= 4:
+            valid = [gated(ev, d, clk) for d in data_lines if d in ev.level]
+            if valid and len(set(valid)) == 1 and valid[0] is not None:
+                # return-to-zero data (DATA = CLK and the bit): read at the edge into the level
+                # the bits are valid at, in the very sample they appear
+                v = valid[0]
+                cpha = 0 if v != idle else 1
+                sources["mode"] = Source("inferred", 0.9, f"CPOL {cpol}: SCLK idles {'high' if cpol else 'low'}; "
+                                         f"the data lines return to {1 - v} with the clock (they hold each bit only "
+                                         f"while SCLK is {'high' if v else 'low'}): read at its "
+                                         f"{'rising' if v else 'falling'} edge, CPHA {cpha}", "gated")
+            elif total >= 4:
                 cpha = 1 if lead > trail else 0
                 share = max(lead, trail) / total
                 conf = share * min(1.0, total / 16)

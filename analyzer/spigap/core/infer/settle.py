@@ -15,7 +15,8 @@ import numpy as np
 from spigap.core import config as config_mod
 from spigap.core.config import SpiConfig
 from spigap.core.infer.buses import find_buses, few_changes, no_bus_reason
-from spigap.core.infer.evidence import Evidence
+from spigap.core.infer.evidence import Evidence, half_of
+from spigap.core.infer.lookalike import continuous
 from spigap.core.infer.mosi_miso import assign_data
 from spigap.core.infer.report import Bus, NoSpiBus, Settled, Source
 from spigap.core.infer.saved import reconcile
@@ -262,7 +263,7 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
             raise no_bus(info, ev)
         if named.clk is None:
             out.clk = bus.clk
-            sources["clk"] = Source("inferred", 0.95, "toggles in regular bursts", bus_basis(bus))
+            sources["clk"] = Source("inferred", 0.95, "toggles in regular bursts", bus_basis(bus, ev))
         if "cs" not in sources:
             if bus.cs is not None and bus.cs not in {out.mosi, out.miso}:
                 out.cs = bus.cs
@@ -373,10 +374,13 @@ def cs_basis(bus: Bus) -> str:
     return bus.cs_how
 
 
-def bus_basis(bus: Bus) -> str:
+def bus_basis(bus: Bus, ev: Evidence) -> str:
     """The evidence an inferred SPI clock is calibrated by: the CS's and the data lines' ("once/edges2":
-    a CS asserted once, two lines changing on the clock's edges)."""
-    return f"{cs_basis(bus)}/{bus.data_how}{min(len(bus.data), 2) if bus.data_how != 'none' else ''}"
+    a CS asserted once, two lines changing on the clock's edges; "/cont": no CS, and the clock never
+    pauses in the prefix)."""
+    cont = bus.cs is None and continuous(ev, bus.clk, half_of(ev, bus.clk))
+    return (f"{cs_basis(bus)}/{bus.data_how}{min(len(bus.data), 2) if bus.data_how != 'none' else ''}"
+            + ("/cont" if cont else ""))
 
 
 def _pick_bus(buses: list[Bus], named: SpiConfig) -> Bus | None:
