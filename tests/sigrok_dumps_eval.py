@@ -391,6 +391,13 @@ def items(t: dict, res: dict) -> list[dict]:
         elif roles.get(r) is None and s[r] is not None and data:
             # a data line the truth does not name: right only if it is no other true role
             out.append(item(r, r, s[r] not in set(roles.values())))
+    # one data line: whether it is the MISO (what calibration.miso_share measures)
+    for r in ("mosi", "miso"):
+        x = src.get(r, {})
+        if s[r] is not None and x.get("from") == "inferred" and x.get("basis", "").startswith(("one", "static", "few")) \
+                and s[r] in data:
+            out.append({"setting": "one line is miso", "confidence": 0.0, "from": "inferred", "basis": x["basis"],
+                        "right": s[r] == roles.get("miso")})
     if t.get("mode") is not None:
         out.append(item("mode", "mode", s["mode"] == t["mode"]))
     elif t.get("edge"):
@@ -430,6 +437,37 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+UNIT_CAP = 3      # captures of one unit (one device's series) that count as separate evidence
+
+
+def measured(results: list[dict]) -> dict:
+    """(setting, basis) -> (answers, right, effective answers, effective right) of the inferred
+    answers: calibration.py's table. Captures of one unit (a device's series: 55 files of one
+    test pattern) are not independent evidence: each unit counts as at most UNIT_CAP answers,
+    with its own share right."""
+    per = collections.defaultdict(list)
+    for r in results:
+        for it in r.get("items") or []:
+            if it["from"] == "inferred" and it["basis"]:
+                per[(it["setting"], it["basis"], r["unit"])].append(int(it["right"]))
+    out: dict = {}
+    for (setting, basis, _), rights in per.items():
+        w = min(1.0, UNIT_CAP / len(rights))
+        n, k, en, ek = out.get((setting, basis), (0, 0, 0.0, 0.0))
+        out[(setting, basis)] = (n + len(rights), k + sum(rights), en + w * len(rights), ek + w * sum(rights))
+    return out
+
+
+def write_calibration(results: list[dict], path: Path) -> None:
+    rows = "".join(f"    {k!r}: ({n}, {k_}, {en:.2f}, {ek:.2f}),\n" for k, (n, k_, en, ek) in sorted(measured(results).items())
+                   if not (k[0] in ("mosi", "miso") and k[1].startswith(("one", "static", "few"))))
+    path.write_text('"""Measured on the development half of sigrok-dumps; written by tests/sigrok_dumps_eval.py '
+                    '--calibrate (docs/inference.md, "Calibration")."""\n\n'
+                    "# (setting, basis): (answers, right, effective answers, effective right): each unit (a device's\n"
+                    f"# series of captures) counts as at most {UNIT_CAP} answers\n"
+                    "MEASURED: dict[tuple[str, str], tuple[int, int, float, float]] = {\n" + rows + "}\n")
+
+
 def level_of(confidence: float) -> float:
     """The level an answer is counted at: its confidence to the 0.05 below (the stated levels are
     multiples of 0.05; uncalibrated scores in between are binned)."""
@@ -456,6 +494,20 @@ def reliability(results: list[dict], settings=("bus", "cs", "mosi", "miso", "mod
     return "\n".join(lines)
 
 
+def run(args, which: str, renamed: bool) -> list[dict]:
+    maps = conf_maps(args.test)
+    rels = [r for r in files(args.dumps) if re.search(args.only, r)]
+    if which != "all":
+        rels = [r for r in rels if half(unit_of(r)) == which]
+    jobs = [(str(args.dumps), r, renamed, maps) for r in rels]
+    if args.jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+            return pool.map(_one, jobs, chunksize=4)
+    return [_one(j) for j in jobs]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dumps", type=Path)
@@ -467,7 +519,20 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--tables", nargs="+", type=Path, metavar="RESULTS_JSON",
                     help="only print the tables of earlier --out files (dumps and test are then ignored)")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="write analyzer/spigap/core/infer/calibration_data.py from the development half (named "
+                         "and renamed; with --tables, from those results)")
     args = ap.parse_args(argv)
+    if args.calibrate:
+        if args.tables:
+            results = [r for f in args.tables for r in json.loads(f.read_text())]
+        else:
+            results = run(args, "dev", False) + run(args, "dev", True)
+        dev = [r for r in results if r["half"] == "dev"]
+        target = Path(__file__).resolve().parent.parent / "analyzer/spigap/core/infer/calibration_data.py"
+        write_calibration(dev, target)
+        print(f"{target}: {len(measured(dev))} bases from {len(dev)} answers of the development half")
+        return 0
     if args.tables:
         results = [r for f in args.tables for r in json.loads(f.read_text())]
         if args.half != "all":
@@ -476,18 +541,7 @@ def main(argv=None) -> int:
         print()
         print(reliability(results))
         return 0
-    maps = conf_maps(args.test)
-    rels = [r for r in files(args.dumps) if re.search(args.only, r)]
-    if args.half != "all":
-        rels = [r for r in rels if half(unit_of(r)) == args.half]
-    jobs = [(str(args.dumps), r, args.renamed, maps) for r in rels]
-    if args.jobs > 1:
-        import multiprocessing
-
-        with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
-            results = pool.map(_one, jobs, chunksize=4)
-    else:
-        results = [_one(j) for j in jobs]
+    results = run(args, args.half, args.renamed)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
     print(table(results))

@@ -46,9 +46,19 @@ def test_real_capture_with_no_options_decodes_like_its_documented_map(name):
     file, cfg, _, rate = REAL_CAPTURES[name]
     want = documented(name)
     got = analyze_file(real(file), samplerate=rate)
-    for role in ("clk", "cs", "mosi", "miso"):
+    for role in ("clk", "cs"):
         assert getattr(got.cfg, role) == getattr(want.cfg, role), (name, role, got.sources)
     assert got.n == want.n
+    if (want.cfg.mosi is None) != (want.cfg.miso is None):
+        # one data line: which way it carries data cannot be seen on the wires; the role is the
+        # one measured more often on the development captures (docs/inference.md, "Calibration"),
+        # MOSI there, which these ADCs' outputs are not: the line and its words are the same
+        line = want.cfg.mosi or want.cfg.miso
+        assert line in (got.cfg.mosi, got.cfg.miso) and None in (got.cfg.mosi, got.cfg.miso), got.sources
+        assert [x for x in words(got) if x is not None] == [x for x in words(want) if x is not None]
+        return
+    for role in ("mosi", "miso"):
+        assert getattr(got.cfg, role) == getattr(want.cfg, role), (name, role, got.sources)
     assert words(got) == words(want)
 
 

@@ -31,23 +31,7 @@ def assign_data(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Sourc
                                                   - _repeat_share(ev, data[1], out, bus, k)))
     scores = {d: _peripheral_score(ev, d, out, bus, bits) for d in data}
     if len(data) == 1:
-        d = data[0]
-        sc = scores[d]
-        role = "miso" if sc > 0 else "mosi"
-        other = "mosi" if role == "miso" else "miso"
-        setattr(out, role, d)
-        if bus.data_how == "static":
-            note, basis = (f"{d} never changes in the prefix: a data line with nothing on it (the clock and "
-                           "its CS are the bus; which line carries data cannot be seen)"), "static"
-        elif bus.data_how == "few":
-            note, basis = (f"{d} changes too rarely to follow the clock's edges (weak evidence: it changes "
-                           "while the transfer runs)"), "few"
-        else:
-            note = "one data line; " + ("its first words repeat or it is released after CS: a peripheral's output"
-                                        if sc > 0 else "its first words vary: a controller's commands")
-            basis = "one, " + ("repeats" if sc > 0 else "varies")
-        sources[role] = Source("inferred", min(0.8, 0.5 + abs(sc) / 2), note, basis)
-        sources[other] = Source("inferred", 0.9, "no second data line")
+        _one_line(out, bus, ev, sources, data[0])
         return
     ranked = sorted(data, key=lambda d: scores[d])
     mosi, miso = ranked[0], ranked[-1]
@@ -67,6 +51,53 @@ def assign_data(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Sourc
     sources["miso"] = Source("inferred", conf, note, basis)
 
 
+def _one_line(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Source], d: str) -> None:
+    """One data line: MOSI or MISO by what measured best on the development captures
+    (core/infer/calibration.py): a line released right after CS deasserts is a peripheral's
+    output; first words that repeat say little alone (a controller polling with one command
+    repeats too: on sigrok-dumps most such single lines are MOSI)."""
+    from spigap.core.infer import calibration
+
+    rep = _repeat_share(ev, d, out, bus, min(out.wordsize, 32))
+    rel = _released(ev, d, bus)
+    if bus.data_how in ("static", "few"):
+        basis = bus.data_how
+        note = (f"{d} never changes in the prefix: a data line with nothing on it (the clock and its CS are the bus; "
+                "which line carries data cannot be seen)" if basis == "static" else
+                f"{d} changes too rarely to follow the clock's edges (weak evidence: it changes while the transfer "
+                "runs)")
+    else:
+        basis = "one, released" if rel >= 0.5 else "one, repeats" if rep >= 0.7 else "one, varies"
+        note = {"one, released": f"one data line; it changes right after CS deasserts ({rel:.0%} of them), as a "
+                                 "peripheral releasing its output does",
+                "one, repeats": f"one data line; its first words repeat ({rep:.0%} of the transfers), as a controller "
+                                "polling with one command does, or a peripheral's status",
+                "one, varies": f"one data line; its first words vary ({rep:.0%} repeat the most common one)"}[basis]
+    miso_p = calibration.miso_share(basis)
+    if miso_p is None:           # not measured: the old rule (a peripheral's output repeats or is released)
+        miso_p = 0.6 if rep - 0.4 + rel > 0 else 0.4
+    role = "miso" if miso_p >= 0.5 else "mosi"
+    other = "mosi" if role == "miso" else "miso"
+    setattr(out, role, d)
+    sources[role] = Source("inferred", max(miso_p, 1 - miso_p), note + f": taken as {role.upper()}", basis)
+    sources[other] = Source("inferred", 0.9, "no second data line")
+
+
+def _released(ev: Evidence, line: str, bus: Bus) -> float:
+    """Share of CS deasserts followed within two half periods by a change of ``line`` (a
+    peripheral releases its output); 0 without CS."""
+    if bus.cs is None or bus.cs_active is None:
+        return 0.0
+    lt = ev.ticks(line)
+    _, ends = cs_windows(ev, bus.cs, bus.cs_active)
+    ends = ends[ends < ev.end]
+    if not len(ends) or not len(lt):
+        return 0.0
+    j = np.searchsorted(lt, ends, side="right")
+    after = lt[np.minimum(j, len(lt) - 1)] - ends
+    return float(np.mean((j < len(lt)) & (after <= max(2.0, 2 * half_of(ev, bus.clk)))))
+
+
 def _repeat_share(ev: Evidence, line: str, out: SpiConfig, bus: Bus, bits: int) -> float:
     """Share of windows whose first ``bits`` bits are the most common value (0.4 without windows)."""
     words = first_words(ev, line, out, bus, bits)
@@ -84,16 +115,7 @@ def _peripheral_score(ev: Evidence, line: str, out: SpiConfig, bus: Bus, bits: i
 
     On the shared real captures this orders every MOSI/MISO pair whose lines
     differ at all (docs/inference.md has the table)."""
-    score = _repeat_share(ev, line, out, bus, bits or min(out.wordsize, 32)) - 0.4
-    if bus.cs is not None and bus.cs_active is not None:
-        lt = ev.ticks(line)
-        _, ends = cs_windows(ev, bus.cs, bus.cs_active)
-        ends = ends[ends < ev.end]
-        if len(ends) and len(lt):
-            j = np.searchsorted(lt, ends, side="right")
-            after = lt[np.minimum(j, len(lt) - 1)] - ends
-            score += float(np.mean((j < len(lt)) & (after <= max(2.0, 2 * half_of(ev, bus.clk)))))
-    return score
+    return _repeat_share(ev, line, out, bus, bits or min(out.wordsize, 32)) - 0.4 + _released(ev, line, bus)
 
 
 def first_words(ev: Evidence, line: str, out: SpiConfig, bus: Bus, bits: int = 8) -> np.ndarray:

@@ -14,6 +14,7 @@ import numpy as np
 
 from spigap.core import config as config_mod
 from spigap.core.config import SpiConfig
+from spigap.core.infer import calibration
 from spigap.core.infer.buses import find_buses, few_changes, no_bus_reason
 from spigap.core.infer.evidence import Evidence, half_of
 from spigap.core.infer.lookalike import continuous
@@ -311,6 +312,7 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
     reconcile(out, cfg, sources, info, warnings)       # the capture's saved decoder settings
     # a shared bus: each device's settings, its CS polarity judged on the bus (infer/shared.py)
     devices = settle_devices(out, cfg, sources, ev, pol) if out.more_cs else []
+    calibration.apply(sources)          # measured probabilities instead of scores
     for key, src in sources.items():
         if src.how in ("inferred", "default") and src.confidence < LOW_CONFIDENCE:
             opt = ROLE_OPTION.get(key) or SETTING_OPTION.get(key, key)
