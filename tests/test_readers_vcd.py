@@ -217,8 +217,10 @@ $enddefinitions $end
 #6 0"
 #7
 """)
+    # "alias" is data[0] under another name (one identifier code): one signal, one channel,
+    # and the other name still selects it
     t, s, end, info = stream(p, ["data[0]", "data[1]", "alias"])
-    assert info.channels == ["data[0]", "data[1]", "alias"]
+    assert info.channels == ["data[0]", "data[1]"]
     assert t == [0, 4, 6] and s == [0b010, 0b111, 0b101] and end == 7
 
 

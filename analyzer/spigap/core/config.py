@@ -125,11 +125,13 @@ class SpiConfig:
         return self.cpol == self.cpha
 
     def resolve(self, channels: list[str], path: str | None = None,
-                defaults: dict[str, str] | None = None, partial: bool = False) -> "SpiConfig":
+                defaults: dict[str, str] | None = None, partial: bool = False,
+                aliases: dict[str, str] | None = None) -> "SpiConfig":
         """Fill in channel names: the user's, else the file's own map (``defaults``,
         e.g. DSView's decoder settings), else auto-detected by name; check that they
         exist. ``partial``: leave roles no name settles as None (core/infer/ finds
-        them in the signals) instead of failing."""
+        them in the signals) instead of failing. ``aliases``: other names the reader knows a
+        channel by (a VCD net's declarations in other scopes)."""
         from spigap.io.base import resolve_channel
 
         if self.cs is not None and "," in self.cs and resolve_channel(self.cs, channels) is None:
@@ -138,13 +140,13 @@ class SpiConfig:
             if not all(parts):
                 raise UsageError(f"--cs {self.cs!r}: give the CS lines as NAME,NAME,...", path=path)
             split = dataclasses.replace(self, cs=parts[0], more_cs=tuple(parts[1:]) + tuple(self.more_cs))
-            return split.resolve(channels, path, defaults, partial)
+            return split.resolve(channels, path, defaults, partial, aliases)
         out = dataclasses.replace(self)
 
         def check(role, name):
             if name is None:
                 return None
-            idx = resolve_channel(name, channels)
+            idx = resolve_channel(name, channels, aliases)
             if idx is not None:
                 return channels[idx]
             raise UsageError(f"no channel named {name!r} for --{role}; the capture has: "

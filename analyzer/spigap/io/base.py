@@ -187,7 +187,7 @@ class CaptureReader(abc.ABC):
     def channel_index(self, name: str, option: str = "--clk/--mosi/--miso/--cs") -> int:
         """Index of a channel by name (``resolve_channel``, no positions); ``option``:
         the command-line option that named it (for the message)."""
-        idx = resolve_channel(name, self.info.channels)
+        idx = resolve_channel(name, self.info.channels, self.info.channel_keys)
         if idx is None:
             raise UsageError(f"no channel named {name!r}; the capture has: {', '.join(self.info.channels)}",
                              path=self.info.path, hint=f"pick one with {option}")

@@ -181,7 +181,7 @@ class VcdReader(CaptureReader):
                                 f"dump's time unit is really finer, give its rate with --samplerate "
                                 f"(e.g. --samplerate 1GHz for 1 ns)")
         self.info = CaptureInfo(
-            path=self.path, format="VCD", channels=channels, tick_s=tick_s,
+            path=self.path, format="VCD", channels=channels, tick_s=tick_s, channel_keys=self._aliases,
             samplerate_hz=1.0 / tick_s if self._step > 1 else None, n_ticks=None, warnings=warnings,
             resolution_source="--samplerate" if samplerate is not None else
             ("comment" if self._step > 1 else "$timescale" if timescale is not None else "assumed 1 ns"))
@@ -290,32 +290,56 @@ class VcdReader(CaptureReader):
         return _Var(kind, size, ident.encode("latin-1"), ref, msb, lsb, ".".join(scope), selected=bool(m))
 
     def _channels(self, vars_: list[_Var]):
-        """Channel names in declaration order and, per name, (var, bit offset from the MSB)."""
-        entries = []
+        """Channel names in declaration order and, per name, (var, bit offset from the MSB).
+
+        A simulator dumps one net in every scope it passes through under one identifier code
+        (tb.sclk, tb.u_master.sclk_o, tb.u_slave.sclk): that is one signal, so one channel,
+        named by its declaration nearest the top (the first of those); a name two signals share is
+        qualified by its scope (tb.u_master.clk beside tb.clk only if they are two nets)."""
+        # one entry per (identifier, bit): the declaration nearest the top names it
+        first: dict[tuple[bytes, int], tuple[str, _Var, int, int]] = {}
+        order: list[tuple[bytes, int]] = []
         for v in vars_:
             if v.size == 1:
-                name = f"{v.ref}[{v.msb}]" if v.selected else v.ref
-                entries.append((name, v, 0))
+                bits = [(f"{v.ref}[{v.msb}]" if v.selected else v.ref, 0)]
             else:
                 step = -1 if v.msb >= v.lsb else 1
-                for k, bit in enumerate(range(v.msb, v.lsb + step, step)):
-                    entries.append((f"{v.ref}[{bit}]", v, k))
+                bits = [(f"{v.ref}[{bit}]", k) for k, bit in enumerate(range(v.msb, v.lsb + step, step))]
+            depth = v.scope.count(".") + 1 if v.scope else 0
+            for name, k in bits:
+                key = (v.ident, k if v.size > 1 else 0)
+                if key not in first:
+                    order.append(key)
+                    first[key] = (name, v, k, depth)
+                elif depth < first[key][3]:
+                    first[key] = (name, v, k, depth)
         counts: dict[str, int] = {}
-        for name, _, _ in entries:
-            counts[name] = counts.get(name, 0) + 1
+        for key in order:
+            counts[first[key][0]] = counts.get(first[key][0], 0) + 1
         names: list[str] = []
         chan: dict = {}
-        for name, v, k in entries:
+        canonical: dict[tuple[bytes, int], str] = {}
+        for key in order:
+            name, v, k, _ = first[key]
             full = f"{v.scope}.{name}" if counts[name] > 1 and v.scope else name
             if full in chan:
-                if chan[full][0].ident == v.ident:
-                    continue       # the same signal declared twice under one name
                 n = 2
                 while f"{full}#{n}" in chan:
                     n += 1
                 full = f"{full}#{n}"
             chan[full] = (v, k)
             names.append(full)
+            canonical[key] = full
+        # every other declaration of a signal names it too (--clk tb.u_slave.sclk means sclk)
+        self._aliases: dict[str, str] = {}
+        for v in vars_:
+            step = -1 if v.msb >= v.lsb else 1
+            for k, bit in enumerate(range(v.msb, v.lsb + step, step)):
+                name = f"{v.ref}[{bit}]" if v.size > 1 or v.selected else v.ref
+                target = canonical[(v.ident, k if v.size > 1 else 0)]
+                for alias in (name, f"{v.scope}.{name}" if v.scope else name):
+                    if alias not in chan:
+                        self._aliases.setdefault(alias, target)
         return names, chan
 
     # ---------------------------------------------------------------- edges

@@ -3,6 +3,8 @@ CS that brackets each clock's bursts, and the data lines that change on its edge
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from spigap.core.infer.evidence import (
@@ -23,6 +25,7 @@ from spigap.core.infer.evidence import (
 from spigap.core.infer import lookalike
 from spigap.core.infer.report import Bus
 
+VECTOR_BIT = re.compile(r"\[\d+\]$")   # a bit of a vector in a simulator's dump: rx[7]
 REGULAR = 0.6                 # share of change pairs spanning one period for a clock
 ON_CLOCK = 0.7                # share of a line's changes on a clock's edges to belong to its bus
 DATA_EDGE = 0.75              # share of a data line's changes after one kind of clock edge
@@ -46,7 +49,12 @@ def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
     cand.sort(key=lambda c: -len(ev.changes[c[0]]))
     clocks: list[tuple[str, float]] = []
     for name, half in cand:
-        if any(on_edges(ev, name, c, h) >= ON_CLOCK for c, h in clocks):
+        # ... unless that clock never pauses and this one is far slower or runs in bursts: in a
+        # synchronous design (a simulated SPI core) every line changes on the system clock's
+        # edges, SCLK too, and a data line does not toggle at a steady slow rate
+        if any(on_edges(ev, name, c, h) >= ON_CLOCK and not (lookalike.continuous(ev, c, h) and (
+                half >= 4 * h or not lookalike.continuous(ev, name, half)))
+               for c, h in clocks):
             continue
         # a CS toggling at a steady rate with windows about as long as its gaps looks like
         # a slow clock: far slower than a clock whose bursts it brackets, it is that CS
@@ -63,6 +71,10 @@ def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
         free = [n for n in ev.names if n not in taken and n != clk and len(ev.changes[n]) >= 2]
         data = [n for n in free if n != cs and n not in {c for c, _ in clocks}
                 and _data_line(ev, n, clk, cs, active, half)]
+        if cs is None:
+            # without a CS only a 1-bit net is a data line: bits of a vector changing on a slow flag's
+            # edges are a register of a simulated design, no SPI evidence
+            data = [d for d in data if not VECTOR_BIT.search(d)]
         data_how = "edges" if data else "none"
         # the other protocols' own evidence first (I2C's START/STOP, I2S's frame line, ...):
         # a bus one of them fits is no SPI bus (core/infer/lookalike.py)
@@ -75,11 +87,18 @@ def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
             taken.add(cs)
         if len(data) > 2:
             # a bus has two data lines: the two that carry the most changes (an IRQ that
-            # happens to toggle near clock edges a few times loses to them)
-            busiest = sorted(data, key=lambda n: -len(ev.changes[n]))[:2]
+            # happens to toggle near clock edges a few times loses to them); 1-bit nets before
+            # bits of vectors (a simulated design's shift registers follow the clock too); of
+            # lines that change in the same samples (a slave's output register and the MISO net
+            # it drives) the first
+            data = _distinct(ev, data)
+            busiest = sorted(data, key=lambda n: (bool(VECTOR_BIT.search(n)), -len(ev.changes[n])))[:2]
             data = [n for n in data if n in busiest]
         taken.update(data)
         buses.append(Bus(clk, cs, data, len(ev.changes[clk]), active, conf, how, data_how))
+    # a clock that frames another clock's bits (an I2S word select divided from the bit clock) is
+    # part of that look-alike, no bus of its own
+    buses = [b for b in buses if b.cs_confidence >= 0.9 or not any(b.clk in la.lines for la in ev.lookalikes)]
     # a clock with neither CS nor data (a free-running reference clock) is no bus,
     # unless it is the only clock: then the data may be named
     for b in buses:
@@ -90,21 +109,30 @@ def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
 
 
 GENERIC = ("a free-running clock",)     # look-alikes that name no protocol: a named one wins
+# the more specific evidence first: START/STOP with bytes between, a TAP steered, frames whose CRC
+# holds, before a frame line every N clocks (which any divided signal of a system clock shows)
+SPECIFIC = {"I2C": 0, "JTAG": 1, "MDIO": 2, "SD": 3, "LPC": 4, "UART": 5, "a parallel bus": 6,
+            "a counter or Gray code": 7, "AC'97": 8, "I2S": 9, "TDM": 9}
 
 
 def no_bus_reason(ev: Evidence) -> str:
-    """What the prefix showed instead of an SPI bus, in one line."""
-    named = [la for la in ev.lookalikes if la.name not in GENERIC]
-    if named:
-        ev.lookalikes = named + [la for la in ev.lookalikes if la not in named]
-        return named[0].text()
-    i2c, par = lookalike.i2c_any(ev), lookalike.parallel(ev)
-    # I2C whose two lines are lines of a parallel bus (two data lines of a GPIB that happen to
-    # look like START/STOP) is that bus; I2C beside a parallel bus (an I/O expander's outputs) is I2C
-    found = par if par is not None and i2c is not None and lookalike.on_parallel(i2c, par) else (i2c or par)
-    if found is not None:
-        ev.lookalikes.insert(0, found)
-        return found.text()
+    """What the prefix showed instead of an SPI bus, in one line: the most specific look-alike
+    the clock buses were refused as, or one seen on any lines (I2C on any pair, a parallel bus,
+    a UART line), or what was refused."""
+    found = [la for la in ev.lookalikes if la.name not in GENERIC]
+    if not found:
+        i2c, par = lookalike.i2c_any(ev), lookalike.parallel(ev)
+        # I2C whose two lines are lines of a parallel bus (two data lines of a GPIB that happen to
+        # look like START/STOP) is that bus; I2C beside a parallel bus (an I/O expander's outputs) is I2C
+        found = [par] if par is not None and i2c is not None and lookalike.on_parallel(i2c, par) else \
+            [x for x in (i2c, par) if x is not None]
+    uart = lookalike.uart(ev)
+    if uart is not None:
+        found.append(uart)
+    if found:
+        found.sort(key=_specific)
+        ev.lookalikes = found + [la for la in ev.lookalikes if la not in found]
+        return found[0].text()
     if ev.lookalikes:
         return ev.lookalikes[0].text()
     if ev.refused:
@@ -115,6 +143,14 @@ def no_bus_reason(ev: Evidence) -> str:
     n = len(ev.changes[busiest])
     return (f"no channel toggles like a clock (the busiest, {busiest}, changes {n} time{'' if n == 1 else 's'} "
             "with no regular period)")
+
+
+def _specific(la) -> float:
+    """How specific a look-alike's evidence is (lower first); a parallel bus latched by a strobe
+    ranks above a UART (an HD44780's RS also idles high with runs of whole bit times)."""
+    if la.name == "a parallel bus" and la.strong:
+        return SPECIFIC["UART"] - 0.5
+    return SPECIFIC.get(la.name, 9)
 
 
 def _multi_note(ev: Evidence, clk: str) -> str:
@@ -132,9 +168,14 @@ def _find_cs(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, 
         if name in taken or name == clk:
             continue
         active, share, windows = cs_level(ev, name, clk)
-        if active is None or not _between_bursts(ev, name, clk) or quadrature(ev, name):
+        if active is None or not _between_bursts(ev, name, clk):
             continue
-        key = (share >= BRACKET, windows)
+        if share < BRACKET and quadrature(ev, name, clk):
+            continue          # a loose bracket that is half of a quadrature pair: a mouse's XA
+        # among equals, the tightest bracket: the line active the shortest time (a CS, not a strobe
+        # that pulses once before each burst and is "active" all the rest of the time)
+        starts, ends = cs_windows(ev, name, active)
+        key = (share >= BRACKET, windows, -float(np.sum(np.minimum(ends, ev.end) - starts)))
         if best is None or key > best[0]:
             best = (key, name, active, 0.95 if share >= BRACKET else 0.6, "bracket")
     if best is not None and best[0][0]:
@@ -145,12 +186,14 @@ def _find_cs(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, 
     return (best[1], best[2], best[3], best[4]) if best else None
 
 
-def quadrature(ev: Evidence, name: str) -> str | None:
+def quadrature(ev: Evidence, name: str, clk: str) -> str | None:
     """The line ``name`` forms a quadrature pair with (a mouse sensor's XA/XB, an encoder): two
     lines that change alternately (85 % of their merged changes), never in one sample, as often
-    as each other; None if none. Such a line toggles with the motion, not with the bus: no CS."""
+    as each other, slowly next to the clock (their changes 32 clock phases apart or more: a shift
+    register's input and first stage alternate too, bit by bit); None if none. Such a line
+    toggles with the motion, not with the bus: no CS, no data line."""
     ta = ev.ticks(name)
-    if len(ta) < 4:
+    if len(ta) < 4 or float(np.median(np.diff(ta))) < 32 * max(half_of(ev, clk), 1.0):
         return None
     for other in ev.names:
         tb = ev.ticks(other)
@@ -217,6 +260,10 @@ def _latch(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, st
     return None
 
 
+# a reset released once before the clock starts looks like a CS asserted once: its name says which
+RESET = re.compile(r"^(?:.*[._])?(?:n_?|/)?(?:rst|reset|res|por)(?:_?n|_?b|#)?$", re.I)
+
+
 def _once(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str] | None:
     """A CS asserted once in the prefix (one transfer, or a long stream): a line that changes at
     most four times, whose one window at a level holds every clock edge (98 %), and whose changes
@@ -229,7 +276,7 @@ def _once(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str
         return None
     half = max(half_of(ev, clk), 1.0)
     for name in ev.names:
-        if name in taken or name == clk or not 1 <= len(ev.changes[name]) <= 4:
+        if name in taken or name == clk or not 1 <= len(ev.changes[name]) <= 4 or RESET.match(name):
             continue
         lv = ev.level[name][ev.changes[clk]]
         before = ev.level[name][ev.changes[clk] - 1]
@@ -258,11 +305,24 @@ def _once(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str
             a, b = np.clip(a, 1, len(ct) - 2), np.clip(b, 1, len(ct) - 2)
             inside = ok & (burst[a - 1] == burst[b + 1])
             # ... or, if the clock runs on at the inactive level (an SD card's wake-up clocks with
-            # CS high: eight edges or more there, and 98 % of them at the active level)
-            if inside.any() and not (np.count_nonzero(~at) >= 8 and float(np.mean(at)) >= BRACKET):
+            # CS high: eight edges or more there, and 98 % of them at the active level) and the
+            # window closes again (a reset released once, with the clock running before and after
+            # it, frames nothing)
+            if inside.any() and not (np.count_nonzero(~at) >= 8 and float(np.mean(at)) >= BRACKET
+                                     and len(st) >= 2):
                 continue
             return name, active, 0.75, "once"
     return None
+
+
+def _distinct(ev: Evidence, lines: list[str]) -> list[str]:
+    """``lines`` without those whose changes (90 %) fall in the samples of an earlier one's."""
+    out: list[str] = []
+    for n in lines:
+        t = ev.ticks(n)
+        if not any(float(np.mean(np.isin(t, ev.ticks(m)))) >= 0.9 for m in out):
+            out.append(n)
+    return out
 
 
 def few_changes(ev: Evidence, clk: str, cs: str, lines: list[str]) -> list[str]:
@@ -284,7 +344,7 @@ def few_changes(ev: Evidence, clk: str, cs: str, lines: list[str]) -> list[str]:
 
 def _data_line(ev: Evidence, name: str, clk: str, cs: str | None, active: int | None, half: float) -> bool:
     ch = ev.changes[name]
-    if len(ch) < 2 or quadrature(ev, name):
+    if len(ch) < 2 or quadrature(ev, name, clk):
         return False
     if gated(ev, name, clk) is not None:
         return True           # a return-to-zero line: it changes on both edges, with the clock

@@ -44,6 +44,8 @@ class Lookalike:
     data: tuple = ()
     lines: tuple = ()         # a parallel bus: its lines
     strobe: str | None = None  # ... and the line that latches them
+    strong: bool = False      # I2C: eight or more stretches between conditions, 75 % of them bytes;
+    #                           a parallel bus: its lines latched by a strobe
 
     def text(self) -> str:
         return f"looks like {self.name} ({self.why})"
@@ -66,14 +68,19 @@ def check(ev: Evidence, clk: str, half: float, lines: list[str], data: list[str]
     named = _by_names(clk, active)
     if named is not None:
         return named
-    found = i2c(ev, clk, active, half) if not cs_sure else None
+    # with a CS that brackets the bursts, only bytes of nine pulses between the conditions count
+    # (a test bench's busy flag brackets an I2C master's transactions as a CS would)
+    found = i2c(ev, clk, active, half, strict=cs_sure)
     if found is not None and par is not None and on_parallel(found, par):
         return dataclasses.replace(par, clk=clk)
     if found is None and par is not None:
         # the clock or the CS is a line (or the strobe) of a parallel bus; or the data lines are,
         # with no sure CS (data lines changing together on a clock that a CS brackets are a wide
         # SPI: dual or quad, read one lane)
-        on_bus = clk in par.lines or clk == par.strobe or (cs is not None and cs in par.lines)
+        # (a CS that brackets the bursts is SPI's own evidence, even if it changes with other lines:
+        # in a simulated design every register updates on the same system clock edge)
+        on_bus = clk in par.lines or clk == par.strobe or (cs is not None and cs in par.lines
+                                                           and (latch or not cs_sure))
         if on_bus or (data and set(data) <= set(par.lines) and not cs_sure):
             return dataclasses.replace(par, clk=clk)
     if found is None and cs is None:
@@ -81,7 +88,11 @@ def check(ev: Evidence, clk: str, half: float, lines: list[str], data: list[str]
         if cnt is not None and clk in cnt.lines:
             found = dataclasses.replace(cnt, clk=clk)
     if found is None and not latch:
-        found = audio(ev, clk, active, half)
+        # any line may frame the bits, a slower clock too (a word-select divided from the bit clock);
+        # 1-bit nets before bits of vectors
+        frames = sorted((n for n in ev.names if n != clk and len(ev.changes[n]) >= 6),
+                        key=lambda n: bool(re.search(r"\[\d+\]$", n)))
+        found = audio(ev, clk, frames, half)
     if found is None and cs is None:
         for d in data or active:
             found = sd_native(ev, clk, d) or mdio(ev, clk, d)
@@ -100,7 +111,7 @@ def check(ev: Evidence, clk: str, half: float, lines: list[str], data: list[str]
 def on_parallel(found: Lookalike, par: Lookalike) -> bool:
     """I2C whose two lines are lines of a parallel bus (two of a GPIB's or an HD44780's data lines
     that happen to look like START/STOP) is that bus; I2C beside one (an I/O expander's outputs) is I2C."""
-    return bool({found.clk, *found.data} & (set(par.lines) | {par.strobe}))
+    return bool({found.clk, *found.data} & (set(par.lines) | {par.strobe})) and (par.strong or not found.strong)
 
 
 # ------------------------------------------------------------------ names
@@ -130,7 +141,7 @@ def _by_names(clk: str, lines: list[str]) -> Lookalike | None:
 
 # ------------------------------------------------------------------ I2C
 
-def i2c(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | None:
+def i2c(ev: Evidence, clk: str, lines: list[str], half: float, strict: bool = False) -> Lookalike | None:
     """I2C: a line falls while the clock is high, well after its rising edge (or before the
     clock ever moves) and before it falls (START), or rises while it is high after its last
     rising edge (STOP), and the clock runs in 9-bit bytes between those conditions (8 bits
@@ -172,7 +183,7 @@ def i2c(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | No
         # START; at a few samples per bit a condition may share its sample with the clock's rise,
         # counting one more (never one less: 9-bit SPI words between data changes while the clock
         # idles high look like 9 pulses between conditions)
-        nine = float(np.mean(np.isin((n - 1) % 9, (0, 1)))) if len(n) else 0.0
+        nine = float(np.mean(np.isin((n - 1) % 9, (0, 1)) & (n >= 9))) if len(n) else 0.0
         # the acknowledge hand-over: the line changes twice in one clock phase (the sender lets go,
         # the receiver pulls it low); SPI data changes once per bit
         same = (np.diff(j) == 0) & (j[1:] >= 0) & (j[1:] < len(ct) - 1)
@@ -180,7 +191,9 @@ def i2c(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | No
         short[same] = (ct[np.minimum(j[1:][same] + 1, len(ct) - 1)] - ct[j[1:][same]]) <= 4 * h
         twice = float(np.mean(short)) if len(short) else 0.0
         # the hand-over alone is weaker evidence: it needs a STOP too (a transaction seen whole)
-        if not (nine >= I2C_BYTES or (nine >= 0.3 and twice >= 0.02 and stop.sum() >= 1)):
+        if not (nine >= I2C_BYTES or (nine >= 0.3 and twice >= 0.02 and stop.sum() >= 1 and not strict)):
+            continue
+        if strict and len(n) < 4:
             continue
         if len(n) < 2 and twice < 0.02 and len(ct) > 4 * int(n.sum()):
             continue                         # one stretch of a long prefix: too little to tell
@@ -188,7 +201,8 @@ def i2c(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | No
                f"{d} changes twice in one {clk} phase at {100 * twice:.0f} % of its changes, as an acknowledge "
                "hands it over")
         return Lookalike("I2C", f"{d} changes while {clk} is high: {int(start.sum())} START and "
-                                f"{int(stop.sum())} STOP conditions; {how}", clk, (d,))
+                                f"{int(stop.sum())} STOP conditions; {how}", clk, (d,),
+                         strong=nine >= I2C_BYTES and len(n) >= 8)
     return None
 
 
@@ -239,7 +253,10 @@ def audio(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | 
         per = np.diff(ups)
         vals, cnt = np.unique(per, return_counts=True)
         p = int(vals[np.argmax(cnt)])
-        if p < 8 or float(np.mean(np.abs(per - p) <= 1)) < 0.85:
+        # audio frames are 16 to 512 bits (2 x 8 bit to 16 slots x 32 bit); a slower steady line
+        # on a system clock is a divided control signal of a synchronous design (an SPI core's
+        # SCLK every 14 system clocks, with pauses between transfers: 90 % of the frames steady)
+        if not 16 <= p <= 512 or float(np.mean(np.abs(per - p) <= 1)) < 0.9:
             continue
         k = min(len(ups), len(downs))
         hi = (downs[:k] - ups[:k]) % p if downs[0] > ups[0] else (downs[1:k] - ups[:k - 1]) % p
@@ -248,14 +265,14 @@ def audio(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | 
         width = int(np.median(hi))
         if abs(width - p / 2) <= 1:
             return Lookalike("I2S", f"a continuous bit clock {clk}; {f} switches every {p // 2} clocks, "
-                                    f"a word-select line: {p // 2} bits per channel", clk)
+                                    f"a word-select line: {p // 2} bits per channel", clk, lines=(f,))
         if abs(p - 256) <= 1:
             return Lookalike("AC'97", f"a continuous bit clock {clk}; {f} pulses every 256 clocks: AC'97's SYNC "
-                                      "(16 clocks wide once the link runs)", clk)
+                                      "(16 clocks wide once the link runs)", clk, lines=(f,))
         w = min(width, p - width)
         wide = f"for {w} clock{'s' if w != 1 else ''}" if w else "(shorter than a clock)"
         return Lookalike("TDM", f"a continuous bit clock {clk}; {f} pulses {wide} every {p} clocks: a frame sync",
-                         clk)
+                         clk, lines=(f,))
     return None
 
 
@@ -279,9 +296,11 @@ def mdio(ev: Evidence, clk: str, d: str) -> Lookalike | None:
         if b[i]:
             run += 1
             continue
-        if run >= 32 and i + 30 <= len(b):
+        if run >= 32 and i + 32 <= len(b):
             events += 1
-            frames += int(b[i + 15] == 0)      # the turnaround's 0
+            # the turnaround's 0, and bits that change at the clock's pace (a UART's start bit
+            # sampled by a fast system clock stays 0 for hundreds of its cycles)
+            frames += int(b[i + 15] == 0 and np.count_nonzero(np.diff(b[i:i + 32])) >= 3)
         run = 0
     # frames filling half the prefix; or, on an MDC that runs on while the bus idles (ones),
     # two or more frames after their preambles, each with its turnaround (chance: 1 in 2)
@@ -399,10 +418,42 @@ def jtag(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | N
     return None
 
 
+# ------------------------------------------------------------------ UART
+
+def uart(ev: Evidence) -> Lookalike | None:
+    """A UART line: it idles high, its low runs (a start bit and the zeros after it) are whole
+    numbers of one bit time (90 % within 10 %, the bit time the shortest common run) of at most
+    nine bits, its high runs a bit or longer (data ones, the stop bit, idle): asynchronous serial,
+    no clock of its own (a test bench's TX beside its system clock, a console)."""
+    best = None
+    for n in ev.names:
+        t = ev.ticks(n)
+        if len(t) < 20:
+            continue
+        d = np.diff(t).astype(float)
+        bit = float(np.percentile(d, 5))
+        if bit < 4:                 # a few samples per bit at least, to tell multiples apart
+            continue
+        k = d / bit
+        low = ev.level[n][ev.changes[n]][:-1] == 0          # the run after a fall
+        whole = np.abs(k - np.round(k)) <= 0.1 * np.maximum(1.0, np.round(k) / 4)
+        if low.sum() < 10 or float(np.mean(whole[low] & (k[low] <= 9.5))) < 0.9 or float(np.min(k)) < 0.9:
+            continue
+        if len(np.unique(np.round(k[low]))) < 2:
+            continue                # every low run one length: a clock, not bytes
+        if best is None or len(t) > best[0]:
+            best = (len(t), n, bit)
+    if best is None:
+        return None
+    _, n, bit = best
+    return Lookalike("UART", f"{n} idles high, its low runs are whole numbers of one bit time ({bit:.4g} samples) "
+                             "and at most nine bits: asynchronous serial, no clock", data=(n,), lines=(n,))
+
+
 # ------------------------------------------------------------------ counters
 
 def counter(ev: Evidence, exclude: set[str] | frozenset[str] = frozenset()) -> Lookalike | None:
-    """Three or more lines each changing half as often as the one before, evenly (the bits of a
+    """Four or more lines each changing half as often as the one before, evenly (the bits of a
     binary counter or a Gray code, a clock divider chain): each looks like a clock whose edges the
     next one follows, which is no SPI bus (SPI data change as the bits do, not at a fixed rate)."""
     names = sorted((n for n in ev.names if n not in exclude and len(ev.changes[n]) >= 8),
@@ -416,7 +467,7 @@ def counter(ev: Evidence, exclude: set[str] | frozenset[str] = frozenset()) -> L
                 chain.append(n)
         if len(chain) > len(best) and clock_score(ev, first)[0] >= 0.6:
             best = chain
-    if len(best) < 3:
+    if len(best) < 4:
         return None
     shown = ", ".join(best[:6]) + (" ..." if len(best) > 6 else "")
     return Lookalike("a counter or Gray code", f"{len(best)} lines ({shown}) each change half as often as the one "
@@ -460,7 +511,9 @@ def _together(ev: Evidence, exclude: set[str] | frozenset[str]) -> Lookalike | N
             near += d <= w
         if float(np.mean(near >= 1)) >= 0.5:
             together.append(n)
-    if len(together) < MIN_PARALLEL:
+    # the bits of one vector of a simulator's dump (left[10], left[9]) are one register: four lines
+    # of four names at least
+    if len({re.sub(r"\[\d+\]$", "", n) for n in together}) < MIN_PARALLEL:
         return None
     count = np.zeros(len(ev.t), np.int32)
     for n in together:
@@ -519,7 +572,7 @@ def strobed(ev: Evidence, exclude: set[str] | frozenset[str] = frozenset()) -> L
     shown = ", ".join(lines[:6]) + (" ..." if len(lines) > 6 else "")
     return Lookalike("a parallel bus", f"{len(lines)} lines ({shown}) are set between pulses of {st}, each at most "
                                        f"once: {st} strobes them (a data bus latched word by word)",
-                     lines=tuple(lines), strobe=st)
+                     lines=tuple(lines), strobe=st, strong=True)
 
 
 def _strobe(ev: Evidence, bus: list[str], count: np.ndarray, names: list[str]) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 import time
 from collections.abc import Iterator
 
@@ -16,13 +17,14 @@ from spigap.core import config as config_mod
 from spigap.core.config import SpiConfig
 from spigap.core.infer import calibration
 from spigap.core.infer.buses import find_buses, few_changes, no_bus_reason
-from spigap.core.infer.evidence import Evidence, half_of
+from spigap.core.infer.evidence import Evidence, cs_windows, half_of
 from spigap.core.infer.lookalike import continuous
 from spigap.core.infer.mosi_miso import assign_data
 from spigap.core.infer.report import Bus, NoSpiBus, Settled, Source
 from spigap.core.infer.saved import reconcile
 from spigap.core.infer.settings import infer_settings
 from spigap.core.infer.shared import (
+    NUMBERED_CS,
     Polarities,
     asserted_together,
     bus_polarity,
@@ -50,7 +52,12 @@ def settle(reader, cfg: SpiConfig) -> Settled:
     the signals. Returns the stream to frame (it starts with the prefix read here)."""
     info = reader.info
     channels = list(info.channels)
-    named = cfg.resolve(channels, path=info.path, defaults=info.spi_channels, partial=True)
+    named = cfg.resolve(channels, path=info.path, defaults=info.spi_channels, partial=True, aliases=info.channel_keys)
+    if cfg.clk is None and named.clk is not None and named.clk != (info.spi_channels or {}).get("clk") \
+            and sum(config_mod._norm(c) in config_mod.AUTO_NAMES["clk"] for c in channels) > 1:
+        # two lines named like a clock (a test bench's system clk beside its sclk): the names do not
+        # say which is SCLK; the signals do (the one in bursts that the data follow)
+        named = dataclasses.replace(named, clk=None)
     warnings: list[str] = []
     prefix_of: dict[str, str] = {}
     if any(getattr(named, r) is None for r in ROLES):
@@ -88,8 +95,9 @@ def settle(reader, cfg: SpiConfig) -> Settled:
     if need_roles and len(candidates) > MAX_CHANNELS:
         request = named.stream_names()
         request += [c for c in candidates if c not in request][:MAX_CHANNELS - len(request)]
-        warnings.append(f"the capture has {len(channels)} channels; roles were looked for among the "
-                        f"first {MAX_CHANNELS} (name the others with --clk/--mosi/--miso/--cs)")
+        warnings.append(f"the capture has {len(channels)} channels; roles were looked for among {MAX_CHANNELS} of "
+                        "them (1-bit nets before bits of vectors, in declaration order; name others with "
+                        "--clk/--mosi/--miso/--cs)")
     it = reader.edges(request)
     prefix, pending, ev = read_prefix(it, request, live=info.path == STDIN_PATH)
     out, buses, devices = _infer(named, cfg, sources, ev, need_roles, warnings, info, extra)
@@ -104,9 +112,20 @@ def _candidates(channels: list[str], named: SpiConfig, info) -> list[str]:
     them (a demo device's sine waves, thresholded at mid-range, toggle at every zero crossing)."""
     analog = set(info.analog_channels)
     if not analog or info.analog_asked or len(analog) >= len(channels):
+        out = list(channels)
+    else:
+        fixed = {getattr(named, r) for r in ROLES} - {None}
+        out = [c for c in channels if c not in analog or c in fixed]
+    return scalars_first(out)
+
+
+def scalars_first(channels: list[str]) -> list[str]:
+    """More channels than an edge stream packs: a simulator's dump has hundreds of signals, most
+    of them bits of vectors (rx[7], state[2]); an SPI line is a 1-bit net: those are looked at
+    first, in declaration order."""
+    if len(channels) <= MAX_CHANNELS:
         return list(channels)
-    fixed = {getattr(named, r) for r in ROLES} - {None}
-    return [c for c in channels if c not in analog or c in fixed]
+    return sorted(channels, key=lambda c: bool(re.search(r"\[\d+\]$", c)))
 
 
 def no_bus(info, ev: Evidence) -> NoSpiBus:
@@ -151,7 +170,7 @@ def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False):
 
 def all_buses(reader) -> list[Bus]:
     """Every SPI bus in a bounded prefix of the capture (``spigap detect``)."""
-    names = list(reader.info.channels)[:MAX_CHANNELS]
+    names = scalars_first(list(reader.info.channels))[:MAX_CHANNELS]
     _, _, ev = read_prefix(reader.edges(names), names)
     return find_buses(ev, exclude=set())
 
@@ -160,7 +179,7 @@ def buses_seen(settled: Settled, channels: list[str]) -> list[Bus] | None:
     """``all_buses`` from the prefix ``settle`` has read, when it holds the same channels
     (None: names sufficed, or it read fewer channels; ``all_buses`` then reads its own)."""
     ev = settled.evidence
-    if ev is None or list(ev.names) != list(channels)[:MAX_CHANNELS]:
+    if ev is None or list(ev.names) != scalars_first(list(channels))[:MAX_CHANNELS]:
         return None
     return find_buses(ev, exclude=set())
 
@@ -243,10 +262,20 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
     out = dataclasses.replace(named, infer=frozenset(), assumed=frozenset())
     buses: list[Bus] = []
     pol: Polarities | None = None
+    if need_roles and named.clk is not None and sources.get("clk", Source("")).how == "name":
+        named = _free_running_named_clock(named, sources, ev, warnings)
+        out.clk = named.clk
     if need_roles:
         fixed = ({getattr(named, r) for r in ROLES} | set(named.more_cs)) - {None}
         buses = find_buses(ev, exclude={n for n in fixed if n != named.clk})
         bus = _pick_bus(buses, named)
+        if named.clk is None and fixed:
+            # the named lines' clock: the bus whose CS and data lines they are (a test bench names
+            # mosi, miso and cs_n beside a system clk and its sclk)
+            around = max(find_buses(ev, exclude=set()), key=lambda b: len(fixed & set(b.channels())), default=None)
+            if around is not None and fixed & set(around.channels()):
+                bus = around
+                buses = [around] + [b for b in buses if b.clk != around.clk]
         if bus is None:
             if named.clk is None:
                 raise no_bus(info, ev)
@@ -271,7 +300,7 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                 sources["cs"] = Source("inferred", bus.cs_confidence, _CS_NOTE[bus.cs_how]
                                        if bus.cs_how != "bracket" or bus.cs_confidence >= LOW_CONFIDENCE else
                                        "each of its windows holds an SCLK burst, but SCLK also runs outside them",
-                                       cs_basis(bus))
+                                       cs_basis(bus, ev))
             else:
                 out.cs = None
                 sources["cs"] = Source("inferred", 0.8, "no channel brackets the SCLK bursts: "
@@ -281,8 +310,15 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
             free = [c for c in ev.names if c not in foreign | {out.clk, out.mosi, out.miso} and c not in bus.data]
             _shared_bus(out, cfg, sources, ev, free)
             if out.cs is not None and not out.more_cs and bus.cs_active is not None:
-                _together(out, sources, ev, bus.cs_active, free, warnings)
-        data_lines = [d for d in bus.data if d not in {out.clk, out.cs}]
+                # a second select is a line named like one, or not named at all ("4", "D5"): a
+                # test bench's busy flag or a register bit follows CS as closely, and is none
+                selects = [c for c in free if config_mod._norm(c) in config_mod.AUTO_NAMES["cs"]
+                           or NUMBERED_CS.match(config_mod._norm(c)) or not re.search(r"[a-zA-Z]{2,}", c)]
+                _together(out, sources, ev, bus.cs_active, selects, warnings)
+        # the named data lines are the bus's; other lines following the clock then are no data
+        # lines of it (a test bench's shift registers and flags)
+        data_lines = [d for d in bus.data if d not in {out.clk, out.cs}
+                      and not (named.mosi is not None and named.miso is not None)]
         # a shared bus's CS polarities are judged on its lines together, before the rest
         scfg, pol = bus_polarity(out, cfg, sources, ev)
         infer_settings(out, scfg, sources, ev, data_lines + [d for d in (out.mosi, out.miso) if d])
@@ -319,6 +355,24 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
             warnings.append(f"{key} {_value(out, key)} is {src.how} with confidence {src.confidence:.2f} "
                             f"({src.note}); give {opt} if it is wrong")
     return out, buses, devices
+
+
+def _free_running_named_clock(named: SpiConfig, sources: dict[str, Source], ev: Evidence,
+                              warnings: list[str]) -> SpiConfig:
+    """A line named like SCLK that never pauses (a test bench's system clk) beside another that
+    runs in bursts which a CS brackets or data follow: the other is SCLK, the name gives way."""
+    clk = named.clk
+    if clk not in ev.level or not continuous(ev, clk, half_of(ev, clk)):
+        return named
+    others = [b for b in find_buses(ev, exclude=set()) if b.clk != clk and (b.cs or b.data)
+              and not continuous(ev, b.clk, half_of(ev, b.clk))]
+    if not others:
+        return named
+    del sources["clk"]
+    warnings.append(f"{clk} is named like SCLK but runs all the time (a system clock); {others[0].clk} runs in "
+                    f"bursts {'that ' + others[0].cs + ' brackets' if others[0].cs else 'that the data follow'}: "
+                    f"it is taken as SCLK (give --clk {clk} to use the name)")
+    return dataclasses.replace(named, clk=None)
 
 
 def _together(out: SpiConfig, sources: dict[str, Source], ev: Evidence, active: int, candidates: list[str],
@@ -365,14 +419,25 @@ _CS_NOTE = {
 }
 
 
-def cs_basis(bus: Bus) -> str:
+def cs_basis(bus: Bus, ev: Evidence) -> str:
     """The CS evidence an inferred CS (and the bus) is calibrated by: "bracket" (its level
-    brackets the bursts at 98 % of the edges), "loose" (each window holds a burst, the clock
-    also runs outside), "latch", "once", "none"."""
+    brackets the bursts at 98 % of the edges), "square" (... but it is a square wave: windows and
+    gaps of one length each, half the period each, as a divided clock gating another is), "loose"
+    (each window holds a burst, the clock also runs outside), "latch", "once", "none"."""
     if bus.cs is None:
         return "none"
     if bus.cs_how == "bracket":
-        return "bracket" if bus.cs_confidence >= 0.9 else "loose"
+        if bus.cs_confidence < 0.9:
+            return "loose"
+        starts, ends = cs_windows(ev, bus.cs, bus.cs_active if bus.cs_active is not None else 0)
+        inner = (starts > 0) & (ends < ev.end)
+        w, g = (ends - starts)[inner], (starts[1:] - ends[:-1])[inner[1:] & inner[:-1]]
+        if len(w) >= 4 and len(g) >= 4:
+            wm, gm = float(np.median(w)), float(np.median(g))
+            if np.all(np.abs(w - wm) <= 0.02 * wm) and np.all(np.abs(g - gm) <= 0.02 * gm) \
+                    and 0.45 <= wm / (wm + gm) <= 0.55:
+                return "square"
+        return "bracket"
     return bus.cs_how
 
 
@@ -381,7 +446,7 @@ def bus_basis(bus: Bus, ev: Evidence) -> str:
     a CS asserted once, two lines changing on the clock's edges; "/cont": no CS, and the clock never
     pauses in the prefix)."""
     cont = bus.cs is None and continuous(ev, bus.clk, half_of(ev, bus.clk))
-    return (f"{cs_basis(bus)}/{bus.data_how}{min(len(bus.data), 2) if bus.data_how != 'none' else ''}"
+    return (f"{cs_basis(bus, ev)}/{bus.data_how}{min(len(bus.data), 2) if bus.data_how != 'none' else ''}"
             + ("/cont" if cont else ""))
 
 
