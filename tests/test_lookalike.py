@@ -26,6 +26,13 @@ NOT_SPI = {   # file: what the one line must say
     "hp33120a-idn.sr": "looks like a parallel bus",
     "mcp23017_counter_a_write.sr": "looks like I2C (",
     "wii_nunchuk_data_bottom.sr": "looks like I2C (",
+    "sle4442_atr.sr": "looks like a synchronous smart card (SLE44xx) (",
+    "init_noreply.sr": "looks like SWD (",
+    "hd44780-blink.sr": "looks like a parallel bus (5 lines (RS, D4, D5, D6, D7) are set between pulses of E",
+    "tdm-4ch-16bit-cap1.sr": "looks like TDM (a continuous bit clock Bitclk; Framesync pulses",
+    "graycode-sin.sr": "looks like a counter or Gray code (",
+    "kc85-cpuclk.sr": "looks like a parallel bus (",
+    "hp53131a-idn-read.sr": "looks like a parallel bus (",
 }
 
 
@@ -142,3 +149,83 @@ def test_two_cs_lines_asserted_together_are_an_error_not_dropped(capsys, tmp_pat
     assert any("two CS lines asserted at once" in w for w in d["warnings"])
     code, out, err = _run(capsys, "analyze", path)
     assert "two CS lines asserted at once: 3+4" in out + err
+
+
+def _settings(capsys, path, *extra) -> dict:
+    code, out, err = _run(capsys, "detect", path, "--format", "json", *extra)
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("names", ["named", "numbers"])
+def test_quad_spi_is_spi_read_on_one_lane(names, capsys, tmp_path):
+    """Four data lines changing on SCK's edges inside CS: a quad SPI transfer, SPI's wide cousin
+    (was refused as a parallel bus); analyzed on two of its lanes, and the warning says so."""
+    path = DATA / "sqi-four-data-lines-one-transfer.sr"
+    path = path if names == "named" else renamed(path, tmp_path)
+    d = _settings(capsys, path)
+    s, pos = d["settings"], {"SCK": "2", "CS": "3"}
+    assert (s["clk"], s["cs"]) == ((("SCK", "CS") if names == "named" else (pos["SCK"], pos["CS"])))
+    assert any("quad SPI" in w for w in d["warnings"]), d["warnings"]
+
+
+def test_latch_and_return_to_zero_data(capsys):
+    """A MAX6921 VFD driver: CLK is a clock (was not recognised), LOAD latches the 20-bit words (a
+    pulse in a pause of the clock; a TDM frame sync pulses while the clock runs on), DATA returns
+    to 0 with the clock (DATA = CLK and the bit): read at the rising edge, mode 0."""
+    s = _settings(capsys, DATA / "max6921_data_10mhz.sr")
+    assert (s["settings"]["clk"], s["settings"]["cs"], s["settings"]["mode"]) == ("CLK", "LOAD", 0)
+    assert "DATA" in (s["settings"]["mosi"], s["settings"]["miso"])
+    assert s["sources"]["mode"]["basis"] == "gated" and "return to 0 with the clock" in s["sources"]["mode"]["note"]
+
+
+@pytest.mark.parametrize("name,cs", [("0x01_2bytes.sr", "CS#"), ("data_transfer_complete_simulated.sr", "CS")])
+def test_cs_asserted_once(name, cs, capsys, tmp_path):
+    """One command in the capture: CS falls, the clock runs, CS rises (in the very sample of the last
+    edge); an SD card's wake-up clocks run with CS high before it. Without names too."""
+    for path in (DATA / name, renamed(DATA / name, tmp_path)):
+        d = _settings(capsys, path)
+        with zipfile.ZipFile(DATA / name) as z:
+            probes = re.findall(r"^probe(\d+)\s*=\s*(.*)$", z.read("metadata").decode(), re.M)
+        want = cs if path.parent == DATA else str(int(dict((v.strip(), k) for k, v in probes)[cs]) - 1)
+        assert d["settings"]["cs"] == want, d["sources"]["cs"]
+        if path.parent != DATA:
+            assert d["sources"]["cs"]["basis"] == "once", d["sources"]["cs"]
+
+
+def test_a_data_line_that_hardly_changes(capsys, tmp_path):
+    """A NES pad with one button pressed: MISO changes twice in the capture; with the clock and
+    LATCH (asserted once around the burst) it is the data line, without names too (was: no SPI
+    bus, "no channel toggles like a clock"). Released right after LATCH ends: taken as MISO."""
+    d = _settings(capsys, renamed(DATA / "east.sr", tmp_path))
+    s = d["settings"]
+    assert (s["clk"], s["cs"], s["miso"]) == ("2", "0", "1")
+
+
+def test_quadrature_outputs_are_no_cs_and_no_data(capsys):
+    """An ADNS-2051: XA/XB and YA/YB toggle alternately with the motion; none of them is CS or
+    data (an XA was taken as CS, then as MISO)."""
+    s = _settings(capsys, DATA / "avago_adns_2051_sleep_then_move.sr")["settings"]
+    assert s["clk"] == "SCLK" and s["cs"] is None and {s["mosi"], s["miso"]} == {"SDIO", None}
+
+
+def test_no_samplerate_detect_reads_the_samples(capsys):
+    """A .sr without a samplerate: detect reads the roles from the samples (a sample as the time
+    unit) and says the rate is missing; analyze asks for it."""
+    path = DATA / "2ch-32bit-8khz-no-samplerate.sr"
+    code, _, err = _run(capsys, "detect", path)
+    assert code == 2 and "no SPI bus found: looks like I2S (" in err
+    code, _, err = _run(capsys, "analyze", path)
+    assert code == 2 and "metadata has no samplerate" in err
+
+
+def test_confidences_carry_their_basis(capsys, tmp_path):
+    """Every inferred role and mode says which evidence its calibrated confidence stands on
+    (core/infer/calibration.py), and states that measured probability."""
+    from spigap.core.infer import calibration
+
+    d = _settings(capsys, renamed(CAPTURES / "real" / "spi__adxl345__adxl345_registers.sr", tmp_path))
+    for key in ("clk", "cs", "mosi", "miso", "mode"):
+        src = d["sources"][key]
+        assert src["from"] == "inferred" and src["basis"], src
+    assert d["sources"]["clk"]["confidence"] == calibration.stated("bus", d["sources"]["clk"]["basis"])

@@ -144,8 +144,14 @@ class SrReader(ZipMembers, CaptureReader):
                 if n < 1:
                     raise InputError(f"metadata names probe{n}: sigrok numbers probes from 1", path=self.path,
                                      hint="damaged metadata; re-save the capture with sigrok")
-                if n > self.unitsize * 8:
-                    raise InputError(f"probe{n} does not fit in unitsize {self.unitsize}", path=self.path)
+            # libsigrok reads such files (sigrok-dumps' cbm_1571_read_status.sr: 16 probes, unitsize 1):
+            # the probes beyond the sample word hold nothing; they are left out, said so
+            beyond = sorted(n for n in probes if n > self.unitsize * 8)
+            if beyond:
+                warnings.append(f"metadata names probe{beyond[0]}" + (f"-{beyond[-1]}" if len(beyond) > 1 else "")
+                                + f" beyond the {self.unitsize * 8} bits of a sample (unitsize {self.unitsize}): "
+                                "left out")
+                probes = {n: v for n, v in probes.items() if n <= self.unitsize * 8}
         self._bit_of: dict[str, int] = {}
         names = []
         for n in sorted(probes):

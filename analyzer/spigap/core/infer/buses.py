@@ -33,9 +33,11 @@ MULTI = 0.2                   # share of a line's in-window changes in clock cyc
 #                               above, not a data line (SPI data changes once per bit, on one edge)
 
 
-def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
+def find_buses(ev: Evidence, exclude: set[str], named_cs: str | None = None) -> list[Bus]:
     """Every SPI clock in the prefix with its CS and data lines, in channel order. What was
-    seen and refused is kept in ``ev.refused`` (``no_bus_reason`` says it in one line)."""
+    seen and refused is kept in ``ev.refused`` (``no_bus_reason`` says it in one line).
+    ``named_cs``: a CS the names give (excluded from the search, but the CS of a clock whose
+    bursts it brackets, for the look-alike tests)."""
     ev.refused = []
     ev.lookalikes = []
     cand = []
@@ -67,6 +69,10 @@ def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
     buses = []
     for clk, half in clocks:
         found = _find_cs(ev, clk, taken)
+        if named_cs is not None and named_cs in ev.level and (found is None or found[3] != "bracket"):
+            own = _find_cs(ev, clk, taken - {named_cs})
+            if own is not None and own[0] == named_cs:
+                found = own
         cs, active, conf, how = found if found else (None, None, 0.0, "bracket")
         free = [n for n in ev.names if n not in taken and n != clk and len(ev.changes[n]) >= 2]
         data = [n for n in free if n != cs and n not in {c for c, _ in clocks}
@@ -78,13 +84,15 @@ def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
         data_how = "edges" if data else "none"
         # the other protocols' own evidence first (I2C's START/STOP, I2S's frame line, ...):
         # a bus one of them fits is no SPI bus (core/infer/lookalike.py)
-        la = lookalike.check(ev, clk, half, free, data, cs, conf >= 0.9 or how == "latch", par, how == "latch")
+        la = lookalike.check(ev, clk, half, free, data, cs, conf >= 0.9 or how == "latch", par, how == "latch",
+                             frames=cs is not None and (conf >= 0.9 or how == "once"))
         if la is not None:
             ev.lookalikes.append(la)
             ev.refused.append(la.text())
             continue
         if cs is not None:
             taken.add(cs)
+        wide = tuple(_distinct(ev, data)) if len(data) > 2 else ()
         if len(data) > 2:
             # a bus has two data lines: the two that carry the most changes (an IRQ that
             # happens to toggle near clock edges a few times loses to them); 1-bit nets before
@@ -95,7 +103,8 @@ def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
             busiest = sorted(data, key=lambda n: (bool(VECTOR_BIT.search(n)), -len(ev.changes[n])))[:2]
             data = [n for n in data if n in busiest]
         taken.update(data)
-        buses.append(Bus(clk, cs, data, len(ev.changes[clk]), active, conf, how, data_how))
+        buses.append(Bus(clk, cs, data, len(ev.changes[clk]), active, conf, how, data_how,
+                         wide if len(wide) > 2 and cs is not None else ()))
     # a clock that frames another clock's bits (an I2S word select divided from the bit clock) is
     # part of that look-alike, no bus of its own
     buses = [b for b in buses if b.cs_confidence >= 0.9 or not any(b.clk in la.lines for la in ev.lookalikes)]
@@ -111,7 +120,7 @@ def find_buses(ev: Evidence, exclude: set[str]) -> list[Bus]:
 GENERIC = ("a free-running clock",)     # look-alikes that name no protocol: a named one wins
 # the more specific evidence first: START/STOP with bytes between, a TAP steered, frames whose CRC
 # holds, before a frame line every N clocks (which any divided signal of a system clock shows)
-SPECIFIC = {"I2C": 0, "JTAG": 1, "MDIO": 2, "SD": 3, "LPC": 4, "UART": 5, "a parallel bus": 6,
+SPECIFIC = {"I2C": 0, "a synchronous smart card (SLE44xx)": 1, "JTAG": 1, "SWD": 1, "MDIO": 2, "SD": 3, "LPC": 4, "UART": 5, "a parallel bus": 6,
             "a counter or Gray code": 7, "AC'97": 8, "I2S": 9, "TDM": 9}
 
 
@@ -126,9 +135,9 @@ def no_bus_reason(ev: Evidence) -> str:
         # look like START/STOP) is that bus; I2C beside a parallel bus (an I/O expander's outputs) is I2C
         found = [par] if par is not None and i2c is not None and lookalike.on_parallel(i2c, par) else \
             [x for x in (i2c, par) if x is not None]
-    uart = lookalike.uart(ev)
-    if uart is not None:
-        found.append(uart)
+    for other in (lookalike.uart(ev), lookalike.swd_names(ev)):
+        if other is not None:
+            found.append(other)
     if found:
         found.sort(key=_specific)
         ev.lookalikes = found + [la for la in ev.lookalikes if la not in found]

@@ -59,18 +59,20 @@ class Lookalike:
 
 
 def check(ev: Evidence, clk: str, half: float, lines: list[str], data: list[str], cs: str | None,
-          cs_sure: bool = False, par: Lookalike | None = None, latch: bool = False) -> Lookalike | None:
+          cs_sure: bool = False, par: Lookalike | None = None, latch: bool = False,
+          frames: bool = False) -> Lookalike | None:
     """The look-alike the clock ``clk`` with these lines is, or None (it may be SPI). ``lines``:
     every other line that changes; ``data``: those that passed the data-line tests; ``cs``: the
     line that brackets the clock's bursts, if one (``cs_sure``: with 98 % of the edges inside);
-    ``par``: the parallel bus of the prefix, if one; ``latch``: ``cs`` is a latch strobe."""
+    ``par``: the parallel bus of the prefix, if one; ``latch``: ``cs`` is a latch strobe;
+    ``frames``: ``cs`` frames the clock's bursts (brackets them, or is asserted once around them)."""
     active = [n for n in lines if n != clk and len(ev.changes[n]) >= 2]
     named = _by_names(clk, active)
     if named is not None:
         return named
     # with a CS that brackets the bursts, only bytes of nine pulses between the conditions count
     # (a test bench's busy flag brackets an I2C master's transactions as a CS would)
-    found = i2c(ev, clk, active, half, strict=cs_sure)
+    found = i2c(ev, clk, active, half, strict=cs_sure) or (smartcard(ev, clk, active, half) if not cs_sure else None)
     if found is not None and par is not None and on_parallel(found, par):
         return dataclasses.replace(par, clk=clk)
     if found is None and par is not None:
@@ -81,7 +83,7 @@ def check(ev: Evidence, clk: str, half: float, lines: list[str], data: list[str]
         # in a simulated design every register updates on the same system clock edge)
         on_bus = clk in par.lines or clk == par.strobe or (cs is not None and cs in par.lines
                                                            and (latch or not cs_sure))
-        if on_bus or (data and set(data) <= set(par.lines) and not cs_sure):
+        if on_bus or (data and set(data) <= set(par.lines) and not frames):
             return dataclasses.replace(par, clk=clk)
     if found is None and cs is None:
         cnt = counter(ev)
@@ -90,16 +92,18 @@ def check(ev: Evidence, clk: str, half: float, lines: list[str], data: list[str]
     if found is None and not latch:
         # any line may frame the bits, a slower clock too (a word-select divided from the bit clock);
         # 1-bit nets before bits of vectors
-        frames = sorted((n for n in ev.names if n != clk and len(ev.changes[n]) >= 6),
+        framing = sorted((n for n in ev.names if n != clk and len(ev.changes[n]) >= 6),
                         key=lambda n: bool(re.search(r"\[\d+\]$", n)))
-        found = audio(ev, clk, frames, half)
+        found = audio(ev, clk, framing, half)
     if found is None and cs is None:
         for d in data or active:
             found = sd_native(ev, clk, d) or mdio(ev, clk, d)
             if found is not None:
                 break
     if found is None and not cs_sure:
-        found = jtag(ev, clk, active, half)
+        found = jtag(ev, clk, active, half) or swd(ev, clk, active)
+    if found is not None and par is not None and found.name != par.name and on_parallel(found, par):
+        return dataclasses.replace(par, clk=clk)       # a TAP "steered" by an address line is that bus
     if found is None and cs is None and len(ev.changes[clk]) >= 512 and continuous(ev, clk, half):
         n = len(ev.changes[clk]) // 2
         found = Lookalike("a free-running clock", f"{clk} runs through all {n} cycles of the prefix without a pause, "
@@ -111,7 +115,8 @@ def check(ev: Evidence, clk: str, half: float, lines: list[str], data: list[str]
 def on_parallel(found: Lookalike, par: Lookalike) -> bool:
     """I2C whose two lines are lines of a parallel bus (two of a GPIB's or an HD44780's data lines
     that happen to look like START/STOP) is that bus; I2C beside one (an I/O expander's outputs) is I2C."""
-    return bool({found.clk, *found.data} & (set(par.lines) | {par.strobe})) and (par.strong or not found.strong)
+    return bool({found.clk, *found.data, *found.lines} & (set(par.lines) | {par.strobe})) \
+        and (par.strong or not found.strong)
 
 
 # ------------------------------------------------------------------ names
@@ -141,6 +146,34 @@ def _by_names(clk: str, lines: list[str]) -> Lookalike | None:
 
 # ------------------------------------------------------------------ I2C
 
+def _conditions(ev: Evidence, clk: str, d: str, h: float):
+    """START (``d`` falls while ``clk`` is high, well after its rising edge, or before the clock
+    ever moves) and STOP (rises so) conditions of a data line that otherwise changes while the clock
+    is low: (start mask, stop mask, clock rises between consecutive conditions, each change's clock
+    change index), or None when there are fewer than two conditions, or most of its changes come
+    while the clock is high (SPI data driven on the leading edge)."""
+    ct = ev.ticks(clk)
+    dt = ev.ticks(d)
+    if len(dt) < 2:
+        return None
+    cl = ev.level[clk][ev.changes[clk]]
+    dl = ev.level[d][ev.changes[d]]
+    j = np.searchsorted(ct, dt, side="right") - 1
+    before = j < 0
+    high = np.where(before, int(ev.level[clk][0]) == 1, cl[np.maximum(j, 0)] == 1)
+    prv = np.where(before, np.inf, dt - ct[np.maximum(j, 0)])
+    nxt = np.where(j < len(ct) - 1, ct[np.minimum(j + 1, len(ct) - 1)] - dt, np.inf)
+    mid = high & (prv >= max(0.5 * h, 1.0)) & (nxt >= 1)     # well after the rising edge, clock still high
+    start = mid & (dl == 0) & ((nxt <= 4 * h) | (before & np.isfinite(nxt)))
+    stop = mid & (dl == 1) & ((prv <= 4 * h) | ~np.isfinite(nxt))
+    if start.sum() < 1 or stop.sum() + start.sum() < 2 or float(np.mean(~high)) < 0.5:
+        return None
+    cond = np.concatenate([dt[start], dt[stop]])
+    order = np.argsort(cond, kind="stable")
+    after_start = np.concatenate([np.ones(int(start.sum()), bool), np.zeros(int(stop.sum()), bool)])[order][:-1]
+    return start, stop, np.diff(np.searchsorted(ct[cl == 1], cond[order])), j, after_start
+
+
 def i2c(ev: Evidence, clk: str, lines: list[str], half: float, strict: bool = False) -> Lookalike | None:
     """I2C: a line falls while the clock is high, well after its rising edge (or before the
     clock ever moves) and before it falls (START), or rises while it is high after its last
@@ -149,31 +182,12 @@ def i2c(ev: Evidence, clk: str, lines: list[str], half: float, strict: bool = Fa
     ct = ev.ticks(clk)
     if len(ct) < 18:
         return None
-    cl = ev.level[clk][ev.changes[clk]]
-    first_level = int(ev.level[clk][0])
-    rises = ct[cl == 1]
     h = max(half, 1.0)
     for d in lines:
-        dt = ev.ticks(d)
-        if len(dt) < 2:
+        c = _conditions(ev, clk, d, h)
+        if c is None:
             continue
-        dl = ev.level[d][ev.changes[d]]
-        j = np.searchsorted(ct, dt, side="right") - 1
-        before = j < 0
-        high = np.where(before, first_level == 1, cl[np.maximum(j, 0)] == 1)
-        prv = np.where(before, np.inf, dt - ct[np.maximum(j, 0)])
-        nxt = np.where(j < len(ct) - 1, ct[np.minimum(j + 1, len(ct) - 1)] - dt, np.inf)
-        mid = high & (prv >= max(0.5 * h, 1.0)) & (nxt >= 1)     # well after the rising edge, clock still high
-        start = mid & (dl == 0) & ((nxt <= 4 * h) | (before & np.isfinite(nxt)))
-        stop = mid & (dl == 1) & ((prv <= 4 * h) | ~np.isfinite(nxt))
-        if start.sum() < 1 or stop.sum() + start.sum() < 2:
-            continue
-        # SDA's bits change while SCL is low, only START and STOP while it is high: most of its
-        # changes come while SCL is low (SPI data driven on the leading edge change while it is high)
-        if float(np.mean(~high)) < 0.5:
-            continue
-        cond = np.sort(np.concatenate([dt[start], dt[stop]]))
-        n = np.diff(np.searchsorted(rises, cond))
+        start, stop, n, j, _ = c
         # I2C's conditions bracket bytes: at most the STOP -> START pairs have no clock pulse between
         # them (about half); a line toggling near another's edges without bytes between is no SDA
         if len(n) >= 8 and float(np.mean(n > 1)) < 0.3:
@@ -203,6 +217,44 @@ def i2c(ev: Evidence, clk: str, lines: list[str], half: float, strict: bool = Fa
         return Lookalike("I2C", f"{d} changes while {clk} is high: {int(start.sum())} START and "
                                 f"{int(stop.sum())} STOP conditions; {how}", clk, (d,),
                          strong=nine >= I2C_BYTES and len(n) >= 8)
+    return None
+
+
+def smartcard(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | None:
+    """A synchronous smart card (SLE4442 and its kind, ISO 7816-10) on CLK, RST and I/O: RST high
+    around one single clock pulse (the reset: the card then reads out its answer to reset), or
+    I/O's START/STOP conditions (falling, rising while CLK is high, as I2C's) around 24-pulse
+    commands (3 bytes, no acknowledge). Named so: CLK, RST and I/O."""
+    names = {_norm(n): n for n in ev.names if n != clk}
+    io = names.get("i/o") or names.get("io")
+    if _norm(clk) == "clk" and io and ("rst" in names or "reset" in names):
+        return Lookalike("a synchronous smart card (SLE44xx)", f"{clk}, {names.get('rst') or names['reset']} and {io} "
+                         "are named for a card's CLK, RST and I/O (ISO 7816)", clk, (io,))
+    ct = ev.ticks(clk)
+    if len(ct) < 16:
+        return None
+    rises = ct[ev.level[clk][ev.changes[clk]] == 1]
+    for r in lines:
+        starts, ends = cs_windows(ev, r, 1)
+        inner = (starts > 0) & (ends < ev.end)
+        if not inner.any() or len(ev.changes[r]) > 8:
+            continue
+        inside = np.searchsorted(rises, ends[inner]) - np.searchsorted(rises, starts[inner])
+        # one clock pulse in the reset pulse, and the clock still before it
+        quiet = np.searchsorted(rises, starts[inner]) == 0
+        if np.any((inside == 1) & quiet):
+            return Lookalike("a synchronous smart card (SLE44xx)", f"{r} is high around one single {clk} pulse: "
+                             "a card's reset, its answer to reset read out after it (ISO 7816-3)", clk)
+    h = max(half, 1.0)
+    for d in lines:
+        c = _conditions(ev, clk, d, h)
+        if c is None:
+            continue
+        n = c[2][c[4] & (c[2] > 1)]           # from a START to the next condition: the command
+        if len(n) >= 1 and float(np.mean(np.isin(n - 1, (24, 25)))) >= 0.75:
+            return Lookalike("a synchronous smart card (SLE44xx)", f"{d} changes while {clk} is high around "
+                             f"{len(n)} command{'s' if len(n) != 1 else ''} of 24 clock pulses (3 bytes, no "
+                             "acknowledge): a card's START/STOP conditions", clk, (d,))
     return None
 
 
@@ -349,6 +401,48 @@ def sd_native(ev: Evidence, clk: str, d: str) -> Lookalike | None:
                            "CRC7 holds: an SD card's native CMD line", clk, (d,))
 
 
+# ------------------------------------------------------------------ SWD
+
+_JTAG_TO_SWD = np.array([0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1], np.int8)   # 0xE79E, LSB first
+
+
+def swd_names(ev: Evidence) -> Lookalike | None:
+    """Lines named SWCLK and SWDIO, however irregular the clock (a debug probe's bursts)."""
+    names = {_norm(n): n for n in ev.names}
+    clk = next((names[k] for k in ("swclk", "swdclk", "swck", "swdck") if k in names), None)
+    if clk is None or "swdio" not in names:
+        return None
+    return Lookalike("SWD", f"{clk} and {names['swdio']} are named for SWD's SWCLK and SWDIO", clk, (names["swdio"],))
+
+
+def swd(ev: Evidence, clk: str, lines: list[str]) -> Lookalike | None:
+    """ARM's Serial Wire Debug: read at the clock's rising edges, a line sends a line reset (50
+    ones or more) and the JTAG-to-SWD switch (0xE79E), or requests after a line reset (a start 1,
+    four bits and their parity, a stop 0, a park 1); or the lines are named SWCLK and SWDIO."""
+    names = {_norm(n): n for n in lines}
+    if _norm(clk) in ("swclk", "swdclk", "swck", "swdck") and "swdio" in names:
+        return Lookalike("SWD", f"{clk} and {names['swdio']} are named for SWD's SWCLK and SWDIO", clk,
+                         (names["swdio"],))
+    for d in lines:
+        b = _bits(ev, clk, d)
+        if len(b) < 66:
+            continue
+        # a line reset: 50 clocks with SWDIO high (48 seen at the rising edges: the capture may
+        # start inside it)
+        ones = np.concatenate([[0], np.cumsum(b)])
+        idx = np.arange(48, len(b) - 16)
+        after_reset = idx[(ones[idx] - ones[idx - 48] == 48)]
+        switch = any(np.array_equal(b[i:i + 16], _JTAG_TO_SWD) for i in after_reset[:4000]
+                     if b[i] == 0)
+        req = [i for i in range(2, len(b) - 8) if b[i - 1] == 0 and b[i - 2] == 0 and b[i] == 1]
+        good = sum(1 for i in req if b[i + 6] == 0 and b[i + 7] == 1 and int(b[i + 1:i + 5].sum()) % 2 == b[i + 5])
+        if switch or (len(after_reset) and good >= 3 and good >= 0.6 * len(req)):
+            why = ("the JTAG-to-SWD switch (0xE79E) after a line reset" if switch else
+                   f"{good} requests (start, parity, stop, park) after a line reset")
+            return Lookalike("SWD", f"read at {clk}'s rising edges, {d} sends {why}: ARM Serial Wire Debug", clk, (d,))
+    return None
+
+
 # ------------------------------------------------------------------ JTAG
 
 _TAP = {  # state: (next with TMS 0, next with TMS 1)
@@ -414,7 +508,7 @@ def jtag(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalike | N
         if moving:
             return Lookalike("JTAG", f"read as TMS at {clk}'s rising edges, {m} steers a JTAG TAP "
                                      f"through {scans} scans; {', '.join(moving)} change{'s' if len(moving) == 1 else ''} "
-                                     "only in its shift states (TDI/TDO)", clk, tuple(moving[:2]))
+                                     "only in its shift states (TDI/TDO)", clk, tuple(moving[:2]), lines=(m,))
     return None
 
 
@@ -426,12 +520,16 @@ def uart(ev: Evidence) -> Lookalike | None:
     nine bits, its high runs a bit or longer (data ones, the stop bit, idle): asynchronous serial,
     no clock of its own (a test bench's TX beside its system clock, a console)."""
     best = None
+    clocks = [(c, clock_score(ev, c)[1]) for c in ev.names if clock_score(ev, c)[0] >= 0.6]
     for n in ev.names:
         t = ev.ticks(n)
         if len(t) < 20:
             continue
         d = np.diff(t).astype(float)
         bit = float(np.percentile(d, 5))
+        if any(c != n and bit <= 8 * h and on_edges(ev, n, c, h) >= 0.9 for c, h in clocks):
+            continue                # a bit a clock period or so, on a clock's edges: synchronous data
+            #                         (a simulated UART's line changes on a far faster system clock)
         if bit < 4:                 # a few samples per bit at least, to tell multiples apart
             continue
         k = d / bit

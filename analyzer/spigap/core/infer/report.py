@@ -46,6 +46,7 @@ class Bus:
     cs_how: str = "bracket"        # "bracket" (a CS), "latch" (a strobe between bursts), "once" (one window)
     data_how: str = "edges"        # "edges" (data lines change on the clock's edges), "few" (a line that
     #                                changes too rarely to tell, while the transfer runs), "none"
+    wide: tuple = ()               # more than two data lines follow the clock (dual/quad SPI): all of them
 
     def channels(self) -> list[str]:
         return [self.clk] + ([self.cs] if self.cs else []) + self.data

@@ -267,7 +267,7 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
         out.clk = named.clk
     if need_roles:
         fixed = ({getattr(named, r) for r in ROLES} | set(named.more_cs)) - {None}
-        buses = find_buses(ev, exclude={n for n in fixed if n != named.clk})
+        buses = find_buses(ev, exclude={n for n in fixed if n != named.clk}, named_cs=named.cs)
         bus = _pick_bus(buses, named)
         if named.clk is None and fixed:
             # the named lines' clock: the bus whose CS and data lines they are (a test bench names
@@ -291,6 +291,11 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                 bus = dataclasses.replace(bus, data=few or quiet[:1], data_how="few" if few else "static")
         if not bus.data and not bus.cs and named.mosi is None and named.miso is None:
             raise no_bus(info, ev)
+        if bus.wide:
+            warnings.append(f"{', '.join(bus.wide)} all change on {bus.clk}'s edges inside the CS windows: a dual or "
+                            "quad SPI bus (several data lines per clock); it is analyzed as SPI on "
+                            f"{' and '.join(bus.data)} (the timing of every transfer is the same; the words are "
+                            "one lane's bits)")
         if named.clk is None:
             out.clk = bus.clk
             sources["clk"] = Source("inferred", 0.95, "toggles in regular bursts", bus_basis(bus, ev))
