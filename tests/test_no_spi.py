@@ -18,7 +18,7 @@ SEEN = {   # file: what the line must say was seen
     "samsung_syncmaster245b.sr": "looks like I2C (sda changes while scl is high: 3 START and 2 STOP conditions; scl "
                                  "runs in 9-bit bytes between them)",
     "24aa025uid_seqrndread16_pagewrite16_seqrndread16.sr": "looks like I2C (SDA changes while SCL is high",
-    "uart_count_19200_8n1.sr": "looks like UART (tx idles high",
+    "uart_count_19200_8n1.sr": "looks like a free-running clock (ch runs through all 365 cycles",
     "mcp2515dm-bm-125kbits_msg_222_5bytes.sr": "no channel toggles like a clock",
     "ds18b20.sr": "no channel toggles like a clock",
     "dcf77_20s.sr": "no channel toggles like a clock",

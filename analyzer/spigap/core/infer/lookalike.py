@@ -235,16 +235,20 @@ def smartcard(ev: Evidence, clk: str, lines: list[str], half: float) -> Lookalik
         return None
     rises = ct[ev.level[clk][ev.changes[clk]] == 1]
     for r in lines:
-        starts, ends = cs_windows(ev, r, 1)
-        inner = (starts > 0) & (ends < ev.end)
-        if not inner.any() or len(ev.changes[r]) > 8:
+        # RST: one pulse in the prefix, around the clock's first pulse (one rise and its fall inside
+        # it), then the answer to reset: 32 bits or more clocked out on another line
+        rt = ev.ticks(r)
+        if len(rt) != 2 or ev.level[r][ev.changes[r][0]] != 1:
             continue
-        inside = np.searchsorted(rises, ends[inner]) - np.searchsorted(rises, starts[inner])
-        # one clock pulse in the reset pulse, and the clock still before it
-        quiet = np.searchsorted(rises, starts[inner]) == 0
-        if np.any((inside == 1) & quiet):
-            return Lookalike("a synchronous smart card (SLE44xx)", f"{r} is high around one single {clk} pulse: "
-                             "a card's reset, its answer to reset read out after it (ISO 7816-3)", clk)
+        inside = ct[(ct > rt[0]) & (ct < rt[1])]
+        after = int(np.count_nonzero(rises > rt[1]))
+        if len(inside) != 2 or inside[0] != ct[0] or after < 32:
+            continue
+        out = [d for d in lines if d != r and np.count_nonzero(ev.ticks(d) > rt[1]) >= 2]
+        if out:
+            return Lookalike("a synchronous smart card (SLE44xx)", f"{r} is high around {clk}'s first pulse alone: "
+                             f"a card's reset, its answer to reset clocked out on {out[0]} after it (ISO 7816-3)",
+                             clk, (out[0],))
     h = max(half, 1.0)
     for d in lines:
         c = _conditions(ev, clk, d, h)
