@@ -4,11 +4,15 @@
 the kind of answer (``Grouping.basis``) and by family, and the confidently wrong
 ones (for developing). ``python tests/grouping_behaviour.py held [N] [diagram.png]``:
 the reliability table of the held-back cases (docs/gaps.md) and its diagram.
+``python tests/grouping_behaviour.py calibrate``: measure every kind of answer on the
+development cases and the full grid (tests/grouping_grid.py) and write
+analyzer/spigap/core/grouping/calibration_data.py (the confidences it states).
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import sys
 
 import numpy as np
@@ -21,14 +25,72 @@ RIGHT = 0.98           # an answer is right when >= 98 % of its gap labels are
 
 def judge(case: db.Case, **kw) -> dict:
     grp = grouping.infer(case.gaps, lead=case.lead, tick_s=1.0 / case.samplerate, **kw)
-    right = float(np.mean((grp.kinds == grouping.CONTEXT_SWITCH) == case.boundary)) if len(case.gaps) else 1.0
-    # an ambiguous answer labels nothing; it is right when the truth is among the readings it names
-    named = max((float(np.mean((k == grouping.CONTEXT_SWITCH) == case.boundary)) for k in grp.rival_kinds),
-                default=0.0)
-    return {"case": case, "confidence": grp.confidence, "right": right, "basis": grp.basis, "note": grp.note,
-            "ambiguous": grp.ambiguous, "structure": grp.structure, "named": named,
+    return {"case": case, **judged(grp, case.boundary)}
+
+
+def judged(grp, truth: np.ndarray) -> dict:
+    """An answer against the truth: its share of gaps right; an ambiguous answer labels nothing and
+    is right when the truth is among the readings it names; its lean (the first of them, when its
+    basis names one) is judged too, for the calibration."""
+    right = float(np.mean((grp.kinds == grouping.CONTEXT_SWITCH) == truth)) if len(truth) else 1.0
+    rights = [float(np.mean((k == grouping.CONTEXT_SWITCH) == truth)) for k in grp.rival_kinds]
+    return {"confidence": grp.confidence, "right": right, "basis": grp.basis, "note": grp.note,
+            "ambiguous": grp.ambiguous, "structure": grp.structure, "named": max(rights, default=0.0),
+            "lean_right": rights[0] if rights and "|lean:" in grp.basis else None, "method": grp.method,
             "level": "ambiguous" if grp.ambiguous else grouping.level(grp.basis), "agreement": grp.agreement,
             "k": len(grp.gap_kinds)}
+
+
+def calibration_items(results: list[dict]) -> list[tuple[str, str, bool]]:
+    """(full key, level, right) of every answer the calibration measures: automatic answers, and
+    ambiguous ones by their lean."""
+    out = []
+    for r in results:
+        if r["ambiguous"]:
+            if r["lean_right"] is not None:
+                out.append((r["basis"].split("|", 1)[1], "lean", r["lean_right"] >= RIGHT))
+        elif r["method"] == "auto" and r["basis"].count("|") == 3:
+            head = r["basis"].split("|")[0]
+            lvl = "one population" if head.startswith("one_population") else grouping.level(r["basis"])
+            out.append((r["basis"], lvl, r["right"] >= RIGHT))
+    return out
+
+
+def measured(results: list[dict]) -> dict[str, tuple[int, int]]:
+    from spigap.core.grouping import calibration as cal
+
+    table: dict[str, list[int]] = {}
+    for key, lvl, ok in calibration_items(results):
+        for k in cal.chain(key, lvl):
+            n_ok = table.setdefault(k, [0, 0])
+            n_ok[0] += 1
+            n_ok[1] += int(ok)
+    return {k: (v[0], v[1]) for k, v in table.items()}
+
+
+def write_calibration(results: list[dict]) -> str:
+    import pathlib
+
+    path = (pathlib.Path(__file__).resolve().parent.parent / "analyzer" / "spigap" / "core" / "grouping"
+            / "calibration_data.py")
+    rows = "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(measured(results).items()))
+    path.write_text('"""Measured on the development cases; written by ``python tests/grouping_behaviour.py '
+                    'calibrate``\n(docs/gaps.md, "Calibration")."""\n\n# key: (answers, right: 98 % of the gaps '
+                    "labelled right)\nMEASURED: dict[str, tuple[int, int]] = {\n" + rows + "}\n")
+    return str(path)
+
+
+def _judge_seed(seed: int) -> dict:
+    r = judge(db.draw(seed))
+    r["case"] = dataclasses.replace(r["case"], gaps=np.empty(0), boundary=np.empty(0, bool))   # small to pass back
+    return r
+
+
+def run_parallel(seeds, jobs: int = 2) -> list[dict]:
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        return pool.map(_judge_seed, list(seeds), chunksize=16)
 
 
 def table(results: list[dict]) -> str:
@@ -124,8 +186,15 @@ def run(seeds) -> list[dict]:
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "dev"
     count = int(sys.argv[2]) if len(sys.argv) > 2 else None
+    if what == "calibrate":
+        import grouping_grid as gg
+
+        res = run_parallel(list(db.DEVELOPMENT)[:count] if count else db.DEVELOPMENT)
+        grid = [gg.judge(sc) for sc in gg.grid(full=True)]
+        print(write_calibration(res + grid), f"from {len(res)} driver behaviours and {len(grid)} grid scenarios")
+        sys.exit(0)
     seeds = db.DEVELOPMENT if what == "dev" else db.HELD_BACK
-    res = run(list(seeds)[:count] if count else seeds)
+    res = run_parallel(list(seeds)[:count] if count else seeds)
     print(table(res))
     print()
     print(by_key(res, "basis"))
