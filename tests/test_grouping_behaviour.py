@@ -145,20 +145,25 @@ def test_segments_in_a_capture(tmp_path, capsys):
 
 
 def _check_reliability(results):
-    """Issue 24's goal: no answer at confidence >= 0.8 below 95 % right (>= 98 % of its gaps),
-    level by level; ambiguous answers name the truth more often than not."""
+    """Issue 32's goal, level by level (an answer is right with >= 98 % of its gaps right): every
+    stated level within 10 points of its share right (beyond what the level's count leaves to
+    chance: the share's 90 % interval), none at >= 0.8 below 95 % right; constant-N spidev
+    captures with an idle start answered at >= 0.8; ambiguous answers name the truth more often
+    than not."""
     levels = sorted({r["confidence"] for r in results if not r["ambiguous"]})
     for c in levels:
         rs = [r for r in results if not r["ambiguous"] and r["confidence"] == c]
-        share = np.mean([r["right"] >= gb.RIGHT for r in rs])
+        ok = sum(r["right"] >= gb.RIGHT for r in rs)
+        share = ok / len(rs)
         if c >= 0.8:
             assert share >= 0.95, (c, len(rs), share)
+        low, high = gb.wilson_lower(ok, len(rs)), 1 - gb.wilson_lower(len(rs) - ok, len(rs))
+        assert low - 0.1 <= c <= high + 0.1, (c, len(rs), share)
     sure = [r for r in results if r["confidence"] >= 0.9]
     assert len(sure) >= 0.25 * len(results), "an always-ambiguous tool fails users just as much"
-    # constant-N spidev captures with an idle start, or N >= 7, stay confident
     const = [r for r in results if r["case"].family == "spidev-n" and "usleep" not in r["case"].desc
              and r["case"].start == "idle" and "MESSAGE(1)" not in r["case"].desc]
-    assert np.mean([r["confidence"] >= 0.9 for r in const]) >= 0.8
+    assert np.mean([r["confidence"] >= 0.8 for r in const]) >= 0.8
     amb = [r for r in results if r["ambiguous"]]
     assert np.mean([r["named"] >= gb.RIGHT for r in amb]) >= 0.6
 
@@ -170,7 +175,7 @@ def test_reliability_held_back_fast():
 @pytest.mark.calibration
 @pytest.mark.skipif(os.environ.get("SPIGAP_CALIBRATION") != "full", reason="SPIGAP_CALIBRATION=full runs it")
 def test_reliability_held_back_full():
-    _check_reliability(gb.run(db.HELD_BACK))
+    _check_reliability(gb.run_parallel(db.HELD_BACK))
 
 
 def test_generator_draws_every_family_and_start():
@@ -181,3 +186,79 @@ def test_generator_draws_every_family_and_start():
         assert len(c.gaps) == len(c.boundary) and (c.gaps >= 1).all()
     # the held-back seeds are not development seeds
     assert not set(db.HELD_BACK) & set(db.DEVELOPMENT)
+
+
+# ------------------------------------------------------------- issue 32's grouping cases
+# answers it had and withheld (constant N, an idle start or N >= 7), and the close, tight gaps it
+# was sure of and wrong on. Gaps at 50 MSa/s, lognormal jitter; the seeds are the cases' own.
+
+def _constant_n(N: int, cs_us: float, ctx_us: float, cs_sigma: float, ctx_sigma: float, *, drop: int = 0,
+                n: int = 3000, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    b = np.zeros(n - 1, bool)
+    b[N - 1::N] = True
+    g = np.where(b, ctx_us * np.exp(rng.normal(0, ctx_sigma, n - 1)), cs_us * np.exp(rng.normal(0, cs_sigma, n - 1)))
+    return np.maximum(np.rint(g[drop:] * 50), 1.0), b[drop:]
+
+
+# (cs_change, context switch, their sigmas): a kernel driver's fast cs_change (GPIO writes only)
+# and spi_sync; a 2 µs cs_change_delay and a user-space round trip; neither is the 10 µs busy-wait
+NO_BUSY_WAIT = {"fast": (0.26, 5.0, 0.03, 0.05), "delay": (2.0, 30.0, 0.1, 0.3)}
+
+
+@pytest.mark.parametrize("timing", sorted(NO_BUSY_WAIT))
+@pytest.mark.parametrize("seed", (1, 2))
+def test_n50_idle_start_is_answered_sure(timing, seed):
+    # was "50 per message", right, at 0.75: an answer 4 in 4 right, stated as 3 in 4
+    g, b = _constant_n(50, *NO_BUSY_WAIT[timing], seed=seed)
+    grp = grouping.infer(g, lead=50_000.0, tick_s=1 / 50e6)
+    assert not grp.ambiguous and grp.transfers_per_message == 50
+    assert float(np.mean((grp.kinds == grouping.CONTEXT_SWITCH) == b)) == 1.0
+    assert grp.confidence >= 0.8, grp.basis
+
+
+@pytest.mark.parametrize("timing", sorted(NO_BUSY_WAIT))
+@pytest.mark.parametrize("seed", (1, 2))
+def test_n20_from_mid_message_is_answered(timing, seed):
+    # was "ambiguous" (0.5) on every gap: the capture starts 10 transfers into a message
+    g, b = _constant_n(20, *NO_BUSY_WAIT[timing], drop=10, seed=seed)
+    grp = grouping.infer(g, lead=20.0, tick_s=1 / 50e6)
+    assert not grp.ambiguous and grp.transfers_per_message == 20
+    assert float(np.mean((grp.kinds == grouping.CONTEXT_SWITCH) == b)) == 1.0
+    assert grp.confidence >= 0.8, grp.basis
+
+
+@pytest.mark.parametrize("seed", (1, 2, 3))
+@pytest.mark.parametrize("base,extra,every", [(2.0, 1.0, 8), (0.5, 0.3, 4), (5.0, 4.0, 12), (1.0, 1.2, 3)])
+@pytest.mark.parametrize("lead", (50_000.0, 20.0))
+def test_close_tight_gaps_are_not_answered_sure_and_wrong(seed, base, extra, every, lead):
+    # an spi_async queue: every gap ends a message, all of them tight and close (a little longer
+    # every k-th one, a completion handled); was "k per message" at 0.75 with 1 gap in k right
+    rng = np.random.default_rng(seed)
+    g = base * np.exp(rng.normal(0, 0.02, 2999))
+    g[np.arange(2999) % every == 3 % every] += extra
+    grp = grouping.infer(np.maximum(np.rint(g * 50), 1.0), lead=lead, tick_s=1 / 50e6)
+    right = float(np.mean(grp.kinds == grouping.CONTEXT_SWITCH))
+    if grp.ambiguous:
+        assert grp.confidence <= 0.5 and any(float(np.mean(k == grouping.CONTEXT_SWITCH)) >= 0.98
+                                             for k in grp.rival_kinds), grp.note
+    else:
+        assert right >= 0.98 or grp.confidence <= 0.4, (grp.basis, grp.confidence, right)
+
+
+def test_dense_100_per_message_capture(tmp_path, capsys):
+    # the 381 500-transfer capture's recipe (3815 messages of 100 transfers, cs_change 0.26 µs,
+    # context switches 5.02 µs, 1 µs of idle before the first) at 40 messages: was 0.75 although
+    # its own text rules the rival reading out
+    from spigap.synth import Scenario, write
+
+    rec = {"samplerate": "50MHz", "sclk": "3.125MHz", "words_per_transfer": 3, "transfers_per_message": 100,
+           "mosi": [0x01, 0x80, 0], "miso": "random", "cs_setup": "1us", "cs_hold": "0.5us", "idle_clocks": 1,
+           "cs_change": "0.26us", "context_switch": "5.02us", "lead": "1us", "tail": "1us", "seed": 7,
+           "channels": {"clk": "CLK", "mosi": "MOSI", "miso": "MISO", "cs": "CS"}, "messages": 40}
+    path = tmp_path / "dense.sr"
+    write(Scenario.from_toml(None, rec), path)
+    assert main(["analyze", str(path), "--format", "json"]) == 0
+    g = json.loads(capsys.readouterr().out)["summary"]["grouping"]
+    assert not g["ambiguous"] and g["confidence"] >= 0.8, g
+    assert g["message_lengths"] == [100] and "ruled out" in g["note"]

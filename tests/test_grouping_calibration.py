@@ -22,10 +22,9 @@ def _check(results):
     assert results
     for r in results:
         sc = r["scenario"]
-        # every scenario: >= 98 % of the gaps right, or a confidence of at most 0.5
-        assert r["right"] >= 0.98 or r["confidence"] <= 0.5, (sc, r["confidence"], r["right"], r["note"])
-        # and never >= 0.8 with more than 2 % of the gaps wrong
-        assert not (r["confidence"] >= 0.8 and r["right"] < 0.98), (sc, r["note"])
+        # never >= 0.8 with more than 2 % of the gaps wrong (issue 32: below 0.8 a confidence is the
+        # measured share right of its kind of answer, so 0.65 is wrong about 1 time in 3)
+        assert not (r["confidence"] >= 0.8 and r["right"] < 0.98), (sc, r["confidence"], r["right"], r["note"])
     sure = [r for r in results if r["confidence"] >= 0.9]
     assert sure, "no confident answer at all: the grouping would be useless"
     # among answers given with confidence >= 0.9, >= 99 % of the labels are right
@@ -83,7 +82,9 @@ def test_two_per_message_context_switch_shorter(stalls):
     # a 10 µs cs_change is the kernel's udelay(10) busy-wait, tight (3 % here): that tells the roles
     g, ctx = _gaps([2], 5.0, stalls=stalls)
     grp = grouping.infer(g, lead=100.0, tick_s=TICK)
-    assert _right(grp, ctx) >= 0.99 and grp.confidence >= 0.9 and grp.transfers_per_message == 2
+    # issue 32: stated at what answers of this kind (a busy-wait, N = 2, two tight kinds less than
+    # twice apart) measured on the development cases: 0.75, not 0.9
+    assert _right(grp, ctx) >= 0.99 and grp.confidence >= 0.75 and grp.transfers_per_message == 2
     assert "busy-wait" in grp.evidence[0]
     # with a 15 % spread the 10 µs gaps are no busy-wait: nothing tells which kind ends messages
     g, ctx = _gaps([2], 5.0, stalls=stalls, jitter=0.15)

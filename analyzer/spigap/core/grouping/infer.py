@@ -8,7 +8,9 @@ docs/gaps.md, "CS-inactive gaps", is the reference:
 3. readings (readings.py): which kinds end messages, weighed by the evidence; one
    reading left is the answer, several an ambiguous answer that names them;
 4. confidence: the measured probability that answers of that kind are right
-   (model.CONFIDENCE and BASIS_CONFIDENCE, docs/gaps.md "Calibration").
+   (calibration.py: their share right on the development cases; LEVELS and
+   BASIS_CONFIDENCE only where no kind of answer like it was measured; docs/gaps.md
+   "Calibration").
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from spigap.core.gaprules import defs
+from spigap.core.grouping import calibration as cal
 from spigap.core.grouping import kinds as kinds_mod
 from spigap.core.grouping import pattern as pat
 from spigap.core.grouping import readings as rdg
@@ -104,9 +107,13 @@ def _one_population(g, w, kd, sp, tick_s, resolution) -> Grouping:
     busy_like = one.busy_wait or (tick_s is not None and kinds_mod.DEFAULT_CS_CHANGE_S[0] <= one.median * tick_s
                                   <= kinds_mod.DEFAULT_CS_CHANGE_S[1])
     basis = "one_population" if busy_like or not tick_s else "one_population+notbusy"
+    keys = cal.keys(basis, 1, [one.median], True, "one population")
+    measured = cal.share(keys)
+    basis = keys[0]
     why = ("" if basis == "one_population" else
            f"; they are no cs_change busy-wait ({kind_name(one, tick_s)}, spread {100 * one.spread:.1f} %)")
-    return make(all_of(n, CONTEXT_SWITCH), n=1, confidence=_confidence(basis, CONFIDENCE["one_population"]),
+    conf = cal.stated(measured) if measured is not None else BASIS_CONFIDENCE[basis.split("|")[0]]
+    return make(all_of(n, CONTEXT_SWITCH), n=1, confidence=conf,
                 method="auto",
                 note=("the CS-inactive gaps are one population" if note == "one population"
                       else f"the CS-inactive gaps are one population ({note})") + " with no repeating "
@@ -295,22 +302,53 @@ def _resolve(g, st: rdg.Structure, *, lead, tick_s, resolution, context_switch, 
     dec = rdg.decide(rd, vs, allowed) if not (given and len(allowed) == 1) else rdg.Decision(next(iter(allowed)), [], [])
     vtext = {v.name: v.text for v in vs}
     gap_kinds = [s.as_dict(tick_s or 1.0) for s in stats]
+    medians = [s.median for s in stats]
+    tight = all(s.shape() == "tight" for s in stats)
+    clean = st.agreement >= CLEAN_PATTERN
+    lean_key = None
+    if dec.chosen is None and not given:
+        # an ambiguous answer with an "N per message" reading among its readings: that reading is
+        # the answer where answers like it measured right 3 times in 4 or more (calibration.py)
+        lean = _lean(rd, dec, st, stats)
+        if lean is not None:
+            votes = "+".join(sorted(dec.basis)) or "none"
+            lean_key = _key(f"lean:{votes}", st)
+            keys = cal.keys(lean_key, rd[lean].constant, medians, clean, "lean", tight)
+            p = cal.share(keys)
+            full_lean = keys[0]
+            if p is not None and p >= cal.LEAN:
+                dec = rdg.Decision(lean, [i for i in dec.candidates if i != lean], dec.basis)
+            else:
+                dec = rdg.Decision(None, [lean] + [i for i in dec.candidates if i != lean], dec.basis,
+                                   dec.conflict)
     report = _readings_report(rd, st, stats, tick_s, dec, vs, allowed)
     if dec.chosen is None:
-        return _ambiguous(g, st, rd, stats, dec, tick_s, vtext, gap_kinds, report, given)
+        return _ambiguous(g, st, rd, stats, dec, tick_s, vtext, gap_kinds, report, given,
+                          full_lean if lean_key else None)
     r = rd[dec.chosen]
     if given and len(allowed) == 1:
         basis, method, conf = "given", "user", CONFIDENCE["given"]
         why = "; ".join(given)
     else:
-        basis = "+".join(sorted(dec.basis)) or "only"
         method = "device" if "device" in dec.basis else "auto"
-        basis = _key(basis, st)
+        if lean_key is not None:
+            basis = lean_key
+            others = [rd[i] for i in dec.candidates]
+            why = ("the readings timing allows are " + "; ".join(_label(x, st, stats, tick_s) for x in [r] + others)
+                   + f"; {r.describe(st, stats, tick_s)} is the one measured right most often with this evidence ("
+                   + ("; ".join(vtext[b] for b in dec.basis) or "the gaps' structure alone") + ")")
+        else:
+            basis = _key("+".join(sorted(dec.basis)) or "only", st)
+            why = "; ".join(vtext[b] for b in dec.basis) or "the only plausible reading"
         conf = _confidence(basis)
         if level(basis) == "busy" and st.agreement < CLEAN_PATTERN:
             # a few gaps off the pattern: a short stretch of another structure may hide there
             conf = min(conf, LEVELS["busy, less sure"])
-        why = "; ".join(vtext[b] for b in dec.basis) or "the only plausible reading"
+        keys = cal.keys(basis, r.constant if st.how != "by length" else None, medians, clean, level(basis), tight)
+        measured = cal.share(keys)
+        if measured is not None and method == "auto":
+            conf = cal.stated(measured)
+        basis = keys[0]
         if given:
             why = "; ".join(given) + "; " + why
     if basis != "given" and st.agreement < defs.MIN_CLEAN_AGREEMENT:
@@ -335,6 +373,16 @@ def _resolve(g, st: rdg.Structure, *, lead, tick_s, resolution, context_switch, 
                                                             for j in range(st.k)}))
 
 
+def _lean(rd, dec, st: rdg.Structure, stats) -> int | None:
+    """Among an ambiguous answer's readings, the one "N per message" reading (one kind, the
+    rarest, ends messages of a constant N >= 2), if there is exactly one."""
+    if st.how == "by length" or st.k < 2:
+        return None
+    rare = int(np.argmin([s.share for s in stats]))
+    found = [i for i in dec.candidates if rd[i].ends == frozenset([rare]) and (rd[i].constant or 0) >= 2]
+    return found[0] if len(found) == 1 else None
+
+
 def _key(basis: str, st: rdg.Structure) -> str:
     """The kind of answer: the evidence that singled it out, and what makes it less sure."""
     return (basis + ("+segments" if st.how == "segments" else "") + ("+bylength" if st.how == "by length" else "")
@@ -342,8 +390,11 @@ def _key(basis: str, st: rdg.Structure) -> str:
 
 
 def level(key: str) -> str:
-    """The calibration level of an answer's kind (``_key``)."""
-    parts = set(key.split("+"))
+    """The calibration level of an answer's kind (``_key``; a calibration key's features after "|"
+    are not evidence)."""
+    if key.startswith("lean:"):
+        return "lean"
+    parts = set(key.split("|")[0].split("+"))
     if "bylength" in parts:
         return "by length"
     if "busy" in parts:
@@ -360,6 +411,8 @@ def _confidence(key: str, default: float | None = None) -> float:
         return BASIS_CONFIDENCE[key]
     if default is not None:
         return default
+    if key.startswith("lean:"):
+        return LEVELS["other"]
     conf = LEVELS[level(key.replace("device+", "").replace("+device", ""))]
     if "device" in key:
         return min(CONFIDENCE["device"], conf)
@@ -453,7 +506,7 @@ def _settle(cands: list, st: rdg.Structure) -> str:
     return " or ".join(opts) if len(opts) <= 2 else ", ".join(opts[:-1]) + " or " + opts[-1]
 
 
-def _ambiguous(g, st, rd, stats, dec, tick_s, vtext, gap_kinds, report, given) -> Grouping:
+def _ambiguous(g, st, rd, stats, dec, tick_s, vtext, gap_kinds, report, given, lean_key=None) -> Grouping:
     cands = [rd[i] for i in dec.candidates] or rd
     exp = _full_kinds(g, st)
     # gaps every rival reading labels alike keep that label; the others are classes A/B
@@ -489,5 +542,7 @@ def _ambiguous(g, st, rd, stats, dec, tick_s, vtext, gap_kinds, report, given) -
                 rival_kinds=rival_kinds,
                 lengths=[], ambiguous=True, settle=settle, structure=st.how, evidence=[],
                 segments=_segments(st, cands[0]) if st.how == "segments" else [],
-                readings=report, rival=rival, gap_kinds=gap_kinds, basis="ambiguous",
+                readings=report, rival=rival, gap_kinds=gap_kinds,
+                # the lean reading (first of the rivals) and its calibration key, for measuring it
+                basis="ambiguous" + (f"|{lean_key}" if lean_key and dec.candidates else ""),
                 continuation=_continuation(st, kinds, code))
