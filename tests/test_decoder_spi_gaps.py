@@ -359,7 +359,7 @@ def test_texts_have_zoom_variants_and_units(tmp_path):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_histogram_matches_numpy_and_the_analyzer(seed):
-    from spigap.core.framing import SpacingCounter
+    from spigap.core.spacing import SpacingCounter
 
     rng = np.random.default_rng(seed)
     values = rng.integers(1, 60, int(rng.integers(1, 300)))
