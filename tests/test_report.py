@@ -83,7 +83,6 @@ def test_images_are_valid_pngs(compare_report):
 
 
 def test_check_section_uses_the_model(tmp_path):
-    pytest.importorskip("spigap.timing.check")
     out = tmp_path / "c.html"
     rc = main(["report", str(OLD), "--profile", "pi5-k6.6.31-ad7606", "-o", str(out)])
     html = out.read_text()
