@@ -20,7 +20,7 @@ from spigap.batch import discover, execute, manifest, matrix, table, worker
 from spigap.cli import main
 from spigap.errors import UsageError
 from spigap.output.jsonout import to_dict
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 from conftest import CAPTURES, REAL, ROOT
 
 REAL_MANIFEST = ROOT / "tests" / "data" / "batch" / "captures-real.toml"
@@ -39,7 +39,7 @@ def synth(path, *, sclk="2MHz", ctx_us=20.0, channels=None, **extra) -> pathlib.
             "sigma": {"context_switch": "200ns"}, "seed": 7, **extra}
     if channels:
         over["channels"] = channels
-    scenario.write(scenario.Scenario.from_toml(None, over), path, chunk_bytes=1024)
+    write(scenario.Scenario.from_toml(None, over), path, chunk_bytes=1024)
     return pathlib.Path(path)
 
 

@@ -141,7 +141,7 @@ def assert_agrees(path, cfg: SpiConfig, *, clk, cs, **reader):
 def synth(tmp_path, name, crop_windows=None, **overrides):
     """A capture from the analyzer's synthesizer; ``crop_windows=(i, j)`` cuts it
     in the middle of windows i and j (CS active at the first and last sample)."""
-    from spigap.synth import scenario
+    from spigap.synth import scenario, write
 
     base = {"messages": 6, "transfers_per_message": 4, "words_per_transfer": 3, "seed": 3,
             "sigma": "30ns", "samplerate": "50MHz", "sclk": "2MHz", "lead": "5us", "tail": "5us"}
@@ -153,7 +153,7 @@ def synth(tmp_path, name, crop_windows=None, **overrides):
         sc.crop_start = (tl.cs_assert[i] + tl.cs_deassert[i]) / 2
         sc.crop_end = (tl.cs_assert[j] + tl.cs_deassert[j]) / 2
     path = tmp_path / f"{name}.sr"
-    scenario.write(sc, path, tl=tl)
+    write(sc, path, tl=tl)
     return path, sc
 
 

@@ -40,7 +40,7 @@ from spigap.core import pipeline
 from spigap.core.config import SpiConfig
 from spigap.errors import CaptureTruncated, SpigapError
 from spigap.io import check_stream, open_capture
-from spigap.synth.scenario import Scenario, tracks
+from spigap.synth import Scenario, tracks
 from spigap.synth.writers import write_capture
 
 SHORT_EXAMPLES = 300

@@ -124,7 +124,7 @@ def test_chunk_boundaries_do_not_matter(tmp_path, monkeypatch, chunk):
 
 
 def test_cut_mid_line_analyzes_what_is_there_and_says_where(tmp_path):
-    from spigap.synth.scenario import Scenario, tracks
+    from spigap.synth import Scenario, tracks
     from spigap.synth.writers import write_capture
 
     sc = Scenario.from_toml(None, {"messages": 40, "samplerate": 50e6})
@@ -184,7 +184,7 @@ def test_missing_timescale_and_samplerate_override(tmp_path):
 
 def test_large_vcd_streams_fast(tmp_path):
     """~2 M value changes: parsed in chunks without a Python loop per change (measured, bounded)."""
-    from spigap.synth.scenario import Scenario, tracks
+    from spigap.synth import Scenario, tracks
     from spigap.synth.writers import write_capture
 
     sc = Scenario.from_toml(None, {"messages": 4000, "words_per_transfer": 8, "samplerate": 100e6,

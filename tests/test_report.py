@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from spigap.cli import main
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 from conftest import CAPTURES
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
@@ -98,7 +98,7 @@ def test_check_section_uses_the_model(tmp_path):
 def test_events_section(tmp_path):
     sc = scenario.Scenario.from_toml(CAPTURES / "ad7606-douta-after.toml")
     p = tmp_path / "ad.sr"
-    scenario.write(sc, p)
+    write(sc, p)
     out = tmp_path / "e.html"
     rc = main(["report", str(p), "--mode", "2", "--event", "CONVST:rise", "--event", "BUSY:fall", "-o", str(out)])
     html = out.read_text()
