@@ -570,7 +570,7 @@ class BusCapture(Capture):
             mm["own_s"] = mm["start_s"] - mm["submit_s"] - mm["queued_s"]
         busy = np.clip(self.cs_deassert - self.cs_assert, 0, None)
         return {
-            "note": "ground truth of a synthesized shared-bus capture (analyzer/spigap/synth/shared.py), seconds",
+            "note": "ground truth of a synthesized shared-bus capture (analyzer/spigap/synth/bus.py), seconds",
             "samplerate_hz": sh.samplerate, "duration_s": tl.end_time,
             "channels": dict(sh.channels), "devices": devices,
             "bus": {
