@@ -67,7 +67,8 @@ from spigap.synth.recipe import MAX_BITS, MAX_WINDOWS, Recipe
 from spigap.synth.timeline import Timeline, Windows, build, jittered
 from spigap.units import parse_time
 
-GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch")
+# the gaps a recipe may jitter ([jitter] sigma, by kind)
+JITTER_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch")
 
 
 @dataclasses.dataclass
@@ -142,7 +143,7 @@ class Scenario(Recipe):
                 if isinstance(value, dict):
                     self.sigma = {k: parse_time(v) for k, v in value.items()}
                 else:
-                    self.sigma = {k: parse_time(value) for k in GAP_KINDS}
+                    self.sigma = {k: parse_time(value) for k in JITTER_KINDS}
             elif key.startswith("sigma_"):
                 self.sigma[key[6:]] = parse_time(value)
             elif key == "stall":
@@ -184,8 +185,8 @@ class Scenario(Recipe):
             raise UsageError(f"segments {self.segments} do not add up to words_per_transfer "
                              f"{self.words_per_transfer}")
         for k in self.sigma:
-            if k not in GAP_KINDS:
-                raise UsageError(f"unknown jitter kind {k!r}; known: {', '.join(GAP_KINDS)}")
+            if k not in JITTER_KINDS:
+                raise UsageError(f"unknown jitter kind {k!r}; known: {', '.join(JITTER_KINDS)}")
 
     # ----------------------------------------------------------- building
     def windows(self) -> Windows:
