@@ -31,7 +31,10 @@ use_engine
 # synthesis pieces the tests use: the MCP2518FD access plan, raw sample files (tests/test_monitor.py)
 plan
 write_raw
-# KernelLatencies fields, read by name in synth/kernel.py's phase table
+# one form's recipe read from a file or text (Scenario.from_toml, Bus.from_toml): the tests'
+# and scripts' way in when they know the form (spigap.synth.load reads either)
+from_toml
+# kernel.Latencies fields, read by name in synth/kernel.py's phase table and bus.py's controller
 gpio_cs_latency, gpio_cs_off_latency, transfer_start_to_sclk, sclk_to_transfer_stop
 transfer_stop_to_set_cs, deassert_to_done, done_to_idle, idle_to_exit, enter_to_submit
 submit_to_busy, busy_to_start, start_to_set_cs

@@ -18,7 +18,7 @@ import pytest
 from conftest import (CAPTURES, DECODERS, assert_sigrok_naming_rules, load_decoder_class, ROOT, capture_channels, golden_lines, load_plain_module, real,
                       run_sigrok, sigrok_annotations)
 
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 from spigap.synth.traffic import ad7606 as gen
 from spigap.units import parse_time
 
@@ -206,7 +206,7 @@ def test_busy_falling_inside_a_running_read(tmp_path, where, warning):
     times[2 * 2 + 1] = tl.word_first[byte8] + where * T           # BUSY fall of conversion 2
     tl.extra["BUSY"] = (times, levels, idle)
     path = tmp_path / "busy.sr"
-    scenario.write(sc, path, tl=tl)
+    write(sc, path, tl=tl)
     anns = annotations(path, SHIPPED["errors"])
     got = [a[3][0] for a in of(anns, "warning")]
     assert [g for g in got if g.startswith(warning)] and not [g for g in got if "BUSY" in g and
@@ -252,7 +252,7 @@ def test_dout_option_overrides_auto():
 def test_sclk_polarity_phase_options(tmp_path, mode):
     sc = scenario.Scenario.from_toml(CAPTURES / "ad7606-dual-after.toml", {"mode": mode, "seed": 40 + mode})
     path = tmp_path / f"mode{mode}.sr"
-    tl = scenario.write(sc, path)
+    tl = write(sc, path).timeline
     pd = SHIPPED["dual-after"] + f":cpol={mode >> 1}:cpha={mode & 1}"
     anns = annotations(path, pd)
     assert [frame_values(a) for a in of(anns, "frame")] == [t["values"] for t in tl.device_truth]

@@ -18,7 +18,7 @@ import pytest
 from conftest import (CAPTURES, DECODERS, assert_sigrok_naming_rules, load_decoder_class, REAL_SPI_STACKS, ROOT, capture_channels, golden_lines, load_plain_module,
                       real, run_sigrok, sigrok_annotations)
 
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 from spigap.synth.traffic import mcp3008 as gen
 from spigap.synth.timeline import build
 
@@ -226,7 +226,7 @@ def test_any_start_bit_alignment_mode3_synthesized(tmp_path):
     w = sc.windows_from_payload(mosi, miso)
     tl = build(w, sc.shape, sc.tail)
     path = tmp_path / "align.sr"
-    scenario.write(sc, path, tl=tl)
+    write(sc, path, tl=tl)
     anns = annotations(path, "spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CS:cpol=1:cpha=1")
     convs = [a[3][0] for a in anns if a[2] == "conversion"]
     assert convs == [f"CH{ch} = {code} ({code * 3.3 / 1024:.3f} V)" for ch, code, _ in truth]
