@@ -39,6 +39,13 @@ Example (all times accept units: 1.6us, 250ns, 10e-6; rates: 3.6MHz)::
     name = "mcp3008-adc"          # see analyzer/spigap/synth/devices (spigap synth --list-devices)
     channel = 3                   # ... plus that generator's own options
 
+    [payload]                     # optional: what a chip sends and answers in these windows, timing
+    name = "mcp3008-linux"        # unchanged (the words of [pattern] replaced; synth/traffic, --list-devices)
+
+    [decoders]                    # optional, read by the tests only: our decoders' stacks over the
+    stacks = ["spi:...,mcp3008"]  # capture and the warnings it shows on purpose (captures/README.md)
+    faults = [{ warning = "Null bit is 1", count = 1 }]
+
     [kernel]                      # optional: the driver model of 'spigap synth --ftrace'
     gpio_cs_latency = "1.5us"     # spi_set_cs activate -> CS assert (analyzer/spigap/synth/kernel.py,
     jitter = 0.1                  # KernelLatencies: every latency; jitter = sigma as a share of each)
@@ -149,6 +156,7 @@ class Scenario:
     stall_kinds: tuple = ("cs_change", "context_switch")
     source: str = ""
     device: dict | None = None
+    payload: dict | None = None       # [payload]: a chip's words in the [pattern] windows (synth/traffic)
     kernel: dict | None = None        # [kernel]: the trace's driver model (synth --ftrace; kernel.model_options)
 
     @property
@@ -174,6 +182,8 @@ class Scenario:
                 raise UsageError(f"not valid TOML: {e}", path=str(path)) from None
         flat = {}
         device = data.pop("device", None)
+        payload = data.pop("payload", None)
+        data.pop("decoders", None)          # for the tests (captures/README.md), not the synthesizer
         kernel_table = data.pop("kernel", None)
         for section, values in data.items():
             if not isinstance(values, dict):
@@ -187,6 +197,12 @@ class Scenario:
         sc = cls()
         sc.source = text
         sc.device = dict(device) if device else None
+        if payload is not None and not isinstance(payload, dict):
+            raise UsageError("[payload] must be a table (name = ..., options)", path=str(path) if path else None)
+        sc.payload = dict(payload) if payload else None
+        if sc.payload and sc.device:
+            raise UsageError("[payload] fills the [pattern] windows; a [device] generator makes its own: "
+                             "give one of them", path=str(path) if path else None)
         if kernel_table is not None:
             from spigap.synth.kernel import model_options
 
@@ -381,7 +397,16 @@ class Scenario:
             if name not in gens:
                 raise UsageError(f"unknown device generator {name!r}; known: {', '.join(sorted(gens)) or 'none'}")
             return gens[name](self, opts)
-        return build(self.windows(), self.shape, self.tail)
+        w = self.windows()
+        truth = None
+        if self.payload:
+            from spigap.synth.traffic import fill_payload
+
+            # the words only: every gap was drawn before them, so the timing stays the [pattern]'s
+            truth = fill_payload(self, w, dict(self.payload))
+        tl = build(w, self.shape, self.tail)
+        tl.device_truth = truth
+        return tl
 
     def recipe(self) -> str:
         head = (f"# Synthesized by spigap synth {__version__}: NOT a real capture.\n"
