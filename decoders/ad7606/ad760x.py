@@ -504,6 +504,8 @@ class FrameAssembler:
         n, lines = self.sclks, len(self.orders)
         others = other_fits(n, lines, self.variant, self.status)
         fits = ('; %d SCLKs are a full read of %s' % (n, ' or '.join(others))) if others else ''
+        if self.regmap and n % FRAME_BITS == 0 and n <= 2 * FRAME_BITS:
+            fits += '; or register frames (map DIN to decode them)'
         if n < self.expected and n % self.word == 0:
             words = n // self.word
             chans = [self.names[ch - 1] for ch in self.orders[0][:words]]
@@ -517,12 +519,15 @@ class FrameAssembler:
         if others:
             head = '%d SCLKs: looks like %s, decoded as %s (%d)' % (n, ' or '.join(others),
                                                                     self.variant, self.expected)
+            if fits.endswith('(map DIN to decode them)'):
+                head += '; or register frames (map DIN to decode them)'
             return ('warning', self.ss, es, [head + ': set the variant option',
                                              '%d SCLKs: looks like %s' % (n, others[0].split(' (')[0]),
                                              'Variant?'])
         return ('warning', self.ss, es, [
-            'Wrong SCLK count: %d, expected %d (%d \u00d7 %d channels / %d DOUT line%s)'
-            % (n, self.expected, self.word, self.n, lines, 's' if lines > 1 else ''),
+            'Wrong SCLK count: %d, expected %d (%d \u00d7 %d channels / %d DOUT line%s)%s'
+            % (n, self.expected, self.word, self.n, lines, 's' if lines > 1 else '',
+               fits if fits.endswith('(map DIN to decode them)') else ''),
             'SCLK count %d, expected %d' % (n, self.expected), 'SCLKs'])
 
 
