@@ -54,8 +54,7 @@ DOUTS = ('auto', 'DOUTA', 'DOUTA+DOUTB', 'DOUTB')
 # when it is seen written or read, else off; or forced
 STATUS_HEADERS = ('auto', 'off', 'on')
 STATUS_BITS = 8
-WORD_BITS = 16                     # the 16-bit parts' word, and every register frame
-FRAME_BITS = 16
+FRAME_BITS = 16                    # every register frame
 
 
 def variant_info(variant):
@@ -287,7 +286,6 @@ class Registers:
         self.pending = None          # address of a read whose data comes in the next frame
         self.values = {}             # address -> last value written or read
         self.ranges = {}             # channel (1-based) -> Range set by a range register
-        self.config_seen = False
 
     @property
     def status_header(self):
@@ -361,8 +359,6 @@ class Registers:
                 code = value >> (2 * k) & 3
                 if code in RANGE_7616:
                     self.ranges[2 * (first + k) + group + 1] = RANGE_7616[code]
-        if addr == CONFIG_BC:
-            self.config_seen = True
 
     def fields(self, addr, value):
         if self.map == '7616':
