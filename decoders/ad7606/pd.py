@@ -14,6 +14,10 @@ from .ad760x import (DEFAULT_RANGE, DEFAULT_VARIANT, DOUTS, FRAME_BITS, RANGES, 
                      volts)
 
 SCLK, CS, DOUTA, DOUTB, BUSY, CONVST, FRSTDATA, DIN = range(8)
+# The mode check watches DOUT edges during the first reads only (each read gets its own
+# verdict); a wrong mode does not change within a capture, so the later reads carry the
+# majority verdict of these, without the cost of waking on every data edge.
+TRAP_READS = 8
 
 (ANN_DOUTA, ANN_DOUTB, ANN_FRAME, ANN_CONVST, ANN_START_DELAY, ANN_CONVERSION,
  ANN_READ, ANN_WARNING, ANN_REGISTER, ANN_NOTE) = range(10)
@@ -102,6 +106,9 @@ class Decoder(srd.Decoder):
         self.first_word_done = False
         self.after_sampling = 0         # data-line edges right after a sampling edge (this read)
         self.after_launch = 0           # ... after the other edge
+        self.trap_reads = 0             # reads whose data edges were watched
+        self.trap_hits = 0              # ... of them with the data changing on the sampling edge
+        self.trap_verdict = False       # the majority of them, for the reads after
 
     def metadata(self, key, value):
         if key == srd.SRD_CONF_SAMPLERATE:
@@ -140,12 +147,14 @@ class Decoder(srd.Decoder):
             extra += [('convst_rise', {CONVST: 'r'})]
         high = [('cs_fall', {CS: 'f'}), ('cs_fall_sclk', {CS: 'f', SCLK: self.edge})] + extra
         low = [('sclk', {SCLK: self.edge}), ('cs_rise', {CS: 'r'})] + extra
-        # the data lines' edges while CS is low: do they follow the sampling edge (a wrong mode)?
-        low += [('data', {pin: 'e'}) for pin in (DOUTA, DOUTB) if self.have[pin]]
         self.names_high = [n for n, _ in high]
         self.conds_high = [c for _, c in high]
         self.names_low = [n for n, _ in low]
         self.conds_low = [c for _, c in low]
+        # the data lines' edges while CS is low: do they follow the sampling edge (a wrong mode)?
+        data = [('data', {pin: 'e'}) for pin in (DOUTA, DOUTB) if self.have[pin]]
+        self.names_watch = self.names_low + [n for n, _ in data]
+        self.conds_watch = self.conds_low + [c for _, c in data]
 
     def data_config(self):
         """(dout, status header) of the next read: the options, or CONFIG as seen written."""
@@ -399,7 +408,14 @@ class Decoder(srd.Decoder):
                 self.put(ss_, es_, self.out_ann, [ANN_FRAME, self.frame_texts(values, sclks)])
             else:
                 self.put(ss_, es_, self.out_ann, [ANN_NOTE if kind == 'note' else ANN_WARNING, value])
-        if ss is not None and mode_trap(self.after_sampling, self.after_launch):
+        if ss is not None and self.trap_reads < TRAP_READS:
+            trapped = mode_trap(self.after_sampling, self.after_launch)
+            self.trap_reads += 1
+            self.trap_hits += trapped
+            self.trap_verdict = 2 * self.trap_hits > self.trap_reads
+        else:
+            trapped = ss is not None and self.trap_verdict
+        if trapped:
             idle = self.idle_level if self.idle_level in (0, 1) else self.options['cpol']
             edge = 'rising' if self.edge == 'r' else 'falling'
             hint = mode_hint(idle, self.edge)
@@ -420,7 +436,9 @@ class Decoder(srd.Decoder):
             self.window_kind = 'data'
             self.frame.partial = True
         while True:
-            if self.cs_low:
+            if self.cs_low and self.trap_reads < TRAP_READS:
+                names, conds = self.names_watch, self.conds_watch
+            elif self.cs_low:
                 names, conds = self.names_low, self.conds_low
             else:
                 names, conds = self.names_high, self.conds_high
