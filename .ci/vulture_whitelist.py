@@ -48,6 +48,12 @@ api_version, license, tags
 _.metadata
 # the MCP3x0x frame length helper: checked against the datasheet in tests/test_decoder_mcp3008.py
 frame_clocks
+# AD7606 helpers the analyzer hook's users and tests/test_decoder_ad7606.py call (read length, 16-bit code)
+expected_sclks, signed16
+# synth/traffic modules' [payload] fillers, found by name (traffic.payloads(), like SCENARIOS)
+PAYLOADS
+# the mcp320x driver's own decode of a read, the oracle of tests/test_driver_sequences.py
+linux_code
 # read by Python's import system (resources.load_plain_module's bare package)
 _.submodule_search_locations
 # decoders/mcp2518fd: the LEN byte of a READ_CRC/WRITE_CRC transfer, part of the decode

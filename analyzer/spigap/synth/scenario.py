@@ -42,6 +42,13 @@ are this form's own. Example (all times accept units: 1.6us, 250ns, 10e-6; rates
     name = "mcp3008-adc"          # see analyzer/spigap/synth/devices (spigap synth --list-devices)
     channel = 3                   # ... plus that generator's own options
 
+    [payload]                     # optional: what a chip sends and answers in these windows, timing
+    name = "mcp3008-linux"        # unchanged (the words of [pattern] replaced; synth/traffic, --list-devices)
+
+    [decoders]                    # optional, read by the tests only: our decoders' stacks over the
+    stacks = ["spi:...,mcp3008"]  # capture and the warnings it shows on purpose (captures/README.md)
+    faults = [{ warning = "Null bit is 1", count = 1 }]
+
     [kernel]                      # optional: the driver model of 'spigap synth --ftrace'
     gpio_cs_latency = "1.5us"     # spi_set_cs activate -> CS assert (analyzer/spigap/synth/kernel.py,
     jitter = 0.1                  # KernelLatencies: every latency; jitter = sigma as a share of each)
@@ -97,6 +104,7 @@ class Scenario(Recipe):
     stall: tuple = (20e-6, 200e-6)
     stall_kinds: tuple = ("cs_change", "context_switch")
     device: dict | None = None
+    payload: dict | None = None       # [payload]: a chip's words in the [pattern] windows (synth/traffic)
     kernel: dict | None = None        # [kernel]: the trace's driver model (synth --ftrace; kernel.model_options)
 
     # ------------------------------------------------------------ loading
@@ -104,6 +112,8 @@ class Scenario(Recipe):
     def from_tables(cls, data: dict, text: str, overrides: dict | None, path=None) -> "Scenario":
         data = dict(data)
         device = data.pop("device", None)
+        payload = data.pop("payload", None)
+        data.pop("decoders", None)          # for the tests (captures/README.md), not the synthesizer
         kernel_table = data.pop("kernel", None)
         flat = cls.flat(data, overrides)
         if "device" in flat:
@@ -111,6 +121,12 @@ class Scenario(Recipe):
         sc = cls()
         sc.source = text
         sc.device = dict(device) if device else None
+        if payload is not None and not isinstance(payload, dict):
+            raise UsageError("[payload] must be a table (name = ..., options)", path=str(path) if path else None)
+        sc.payload = dict(payload) if payload else None
+        if sc.payload and sc.device:
+            raise UsageError("[payload] fills the [pattern] windows; a [device] generator makes its own: "
+                             "give one of them", path=str(path) if path else None)
         if kernel_table is not None:
             if not isinstance(kernel_table, dict):
                 raise UsageError("[kernel] must be a table of latencies", path=str(path) if path else None)
@@ -278,7 +294,16 @@ class Scenario(Recipe):
             if name not in gens:
                 raise UsageError(f"unknown device generator {name!r}; known: {', '.join(sorted(gens)) or 'none'}")
             return gens[name](self, opts)
-        return build(self.windows(), self.shape, self.tail)
+        w = self.windows()
+        truth = None
+        if self.payload:
+            from spigap.synth.traffic import fill_payload
+
+            # the words only: every gap was drawn before them, so the timing stays the [pattern]'s
+            truth = fill_payload(self, w, dict(self.payload))
+        tl = build(w, self.shape, self.tail)
+        tl.device_truth = truth
+        return tl
 
     def capture(self, tl: Timeline | None = None) -> "GapCapture":
         """The capture of ``tl`` (default: this recipe's timeline), cropped to crop_start..crop_end."""
