@@ -37,10 +37,10 @@ import csv
 import dataclasses
 import fnmatch
 import os
-import tomllib
 from typing import Sequence
 
 from spigap.errors import InputError, UsageError
+from spigap.infile import read_toml
 
 # options that exclude each other: setting one in an entry clears the others
 EXCLUSIVE = {"mode": ("cpol", "cpha"), "cpol": ("mode",), "cpha": ("mode",), "cs": ("no_cs",),
@@ -150,13 +150,7 @@ def load(path, parser: argparse.ArgumentParser) -> Manifest:
 
 
 def _load_toml(path: str, parser: argparse.ArgumentParser) -> Manifest:
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"not valid TOML: {e}", path=path) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read: {e}", path=path) from None
+    data = read_toml(path, what="manifest")
     keys = option_keys(parser)
     unknown = set(data) - {"defaults", "capture"}
     if unknown:

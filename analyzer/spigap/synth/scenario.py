@@ -55,8 +55,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tomllib
-from pathlib import Path
 
 import numpy as np
 
@@ -161,17 +159,10 @@ class Scenario:
         data: dict = {}
         text = ""
         if path is not None:
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as e:
-                from spigap.errors import InputError
+            from spigap.infile import read_text, read_toml
 
-                raise InputError(f"cannot read the scenario: {getattr(e, 'strerror', None) or e}",
-                                 path=str(path)) from None
-            try:
-                data = tomllib.loads(text)
-            except tomllib.TOMLDecodeError as e:
-                raise UsageError(f"not valid TOML: {e}", path=str(path)) from None
+            text = read_text(path, what="scenario")
+            data = read_toml(path, what="scenario", text=text)
         flat = {}
         device = data.pop("device", None)
         kernel_table = data.pop("kernel", None)

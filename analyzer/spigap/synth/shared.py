@@ -81,13 +81,12 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import json
-import tomllib
 from pathlib import Path
 
 import numpy as np
 
 from spigap import __version__
-from spigap.errors import InputError, UsageError
+from spigap.errors import UsageError
 from spigap.synth.kernel import spi_device_numbers
 from spigap.synth.scenario import MAX_WINDOWS, check_size, set_bus_setting
 from spigap.synth.srwriter import Track, write_sr
@@ -191,16 +190,11 @@ class Shared:
     # ------------------------------------------------------------ loading
     @classmethod
     def from_toml(cls, path=None, text: str | None = None, overrides: dict | None = None) -> "Shared":
+        from spigap.infile import read_text, read_toml
+
         if text is None:
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as e:
-                raise InputError(f"cannot read the scenario: {getattr(e, 'strerror', None) or e}",
-                                 path=str(path)) from None
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise UsageError(f"not valid TOML: {e}", path=str(path) if path else None) from None
+            text = read_text(path, what="scenario")
+        data = read_toml(path, what="scenario", text=text)
         sh = cls(source=text)
         devices = data.pop("device", None)
         if not isinstance(devices, list) or not 2 <= len(devices) <= MAX_DEVICES:
@@ -900,8 +894,11 @@ def toml_text(scenario: dict) -> str:
 
 def is_shared(path) -> bool:
     """Whether a scenario file describes several devices ([[device]] tables)."""
+    from spigap.errors import SpigapError
+    from spigap.infile import read_toml
+
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
+        data = read_toml(path, what="scenario")
+    except SpigapError:
+        return False            # the reader of the scenario says what is wrong with it
     return isinstance(data.get("device"), list)
