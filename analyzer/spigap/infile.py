@@ -24,11 +24,13 @@ This is a bottom layer: it imports only spigap.errors and spigap.limits.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
 import stat
 import tomllib
+from collections.abc import Iterator
 from typing import IO
 
 from spigap.errors import InputError, SpigapError
@@ -36,8 +38,10 @@ from spigap.limits import TEXT_FILE_BYTES, TOML_DEPTH
 
 # ------------------------------------------------------------ the inputs of a command
 # (st_dev, st_ino) -> the path as given; regular files and FIFOs (the things a write would
-# replace or feed); character devices such as /dev/null are no one's data
-_INPUTS: dict[tuple[int, int], str] = {}
+# replace or feed); character devices such as /dev/null are no one's data. Kept while a
+# command runs (``command_inputs``: spigap.cli.main); a program that uses spigap as a
+# library decides for itself what it writes where.
+_INPUTS: dict[tuple[int, int], str] | None = None
 
 
 def _identity(st: os.stat_result) -> tuple[int, int] | None:
@@ -46,9 +50,22 @@ def _identity(st: os.stat_result) -> tuple[int, int] | None:
     return None
 
 
+@contextlib.contextmanager
+def command_inputs() -> Iterator[None]:
+    """The inputs of one command are noted from here to the end of the block."""
+    global _INPUTS
+    old, _INPUTS = _INPUTS, {}
+    try:
+        yield
+    finally:
+        _INPUTS = old
+
+
 def note_input(path) -> None:
     """Record ``path`` (links followed) as an input of this command; a path that does
     not exist or is no file is ignored (the reader says what is wrong with it)."""
+    if _INPUTS is None:
+        return
     try:
         key = _identity(os.stat(path))
     except (OSError, ValueError, TypeError):
@@ -71,12 +88,7 @@ def input_named(path) -> str | None:
 
 def inputs() -> list[str]:
     """Every input noted so far, as given."""
-    return list(_INPUTS.values())
-
-
-def forget_inputs() -> None:
-    """A new command starts (spigap.cli.main; tests that run several in one process)."""
-    _INPUTS.clear()
+    return list(_INPUTS.values()) if _INPUTS else []
 
 
 # ------------------------------------------------------------------- opening
@@ -247,7 +259,7 @@ def depth(value) -> int:
     while stack:
         v, d = stack.pop()
         if isinstance(v, dict):
-            items = v.values()
+            items = list(v.values())
         elif isinstance(v, list):
             items = v
         else:

@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 
 # ------------------------------------------------------------------ files
-# A profile, a device file, a scenario, a manifest, a .pvs, a user-space log: small text
-# a person writes. Read whole, so read at most this much (a capture's samples stream instead).
+# A profile, a device file, a scenario, a manifest, a .pvs: small text a person writes. Read whole, so read at most this much (a capture's samples stream instead).
 TEXT_FILE_BYTES = 4 << 20
-# A kernel trace as text: read line by line, kept as columns (about 60 bytes per event).
-TRACE_FILE_BYTES = 4 << 30
+# A kernel trace as text, or a user-space timestamp log: read line by line into columns,
+# about 1.5 to 2 bytes of memory per byte of text (so one fits beside the capture in 2 GiB).
+TRACE_FILE_BYTES = 512 << 20
 # TOML tables, arrays and inline tables inside each other (a profile needs 4)
 TOML_DEPTH = 32
 

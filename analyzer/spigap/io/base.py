@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from spigap.errors import InputError, UsageError
+from spigap.infile import note_input
 
 
 @dataclasses.dataclass
@@ -88,7 +89,8 @@ def open_errors(path: str) -> Iterator[None]:
 def stat_capture(path: str) -> os.stat_result:
     """What ``path`` is (symlinks followed), or the one-line InputError that says why
     there is nothing to read: no such file, a dangling link, a link loop, no permission.
-    A socket is refused here (nothing reads a capture from one)."""
+    A socket is refused here (nothing reads a capture from one). Every capture passes
+    here once: it is noted as an input of the command (spigap.infile.note_input)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -104,6 +106,12 @@ def stat_capture(path: str) -> os.stat_result:
     if stat.S_ISSOCK(st.st_mode):
         raise InputError("is a socket, not a capture", path=path,
                          hint="save the stream to a file, or pipe it to 'spigap analyze -'")
+    note_input(path)            # no output of this command may replace it (outfile.py)
+    if stat.S_ISDIR(st.st_mode):
+        with contextlib.suppress(OSError):       # a Saleae capture folder: its files are the capture
+            for entry in os.scandir(path):
+                if entry.is_file():
+                    note_input(entry.path)
     return st
 
 
