@@ -162,7 +162,7 @@ def check_outputs(outputs: list[str]) -> None:
             key: object = (st.st_dev, st.st_ino)
         except OSError:
             key = os.path.realpath(out)
-        if key in seen and seen[key] != out:
+        if key in seen:
             raise UsageError(f"{seen[key]} and {out} are the same file: give each output its own name")
         seen[key] = out
 
