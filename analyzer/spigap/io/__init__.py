@@ -156,6 +156,40 @@ def _open_many(paths: list[str], input_format, opts: ReaderOptions) -> CaptureRe
 
 
 def _open(path, input_format, opts: ReaderOptions) -> CaptureReader:
+    """One file's reader, its time base checked (``check_time_base``)."""
+    reader = _open_file(path, input_format, opts)
+    try:
+        check_time_base(reader.info)
+    except BaseException:
+        reader.close()
+        raise
+    return reader
+
+
+_SOURCE_WORDS = {"file": "the file's header", "metadata": "the file's metadata", "header": "the file's header"}
+
+
+def check_time_base(info: CaptureInfo) -> None:
+    """Every reader's time base against spigap.limits: a tick outside 1 fs .. 1 s is refused
+    (a damaged header, a wrong unit: every time derived from it would be absurd, and the
+    plots' bins and a conversion's samples with them); a sampled capture's rate outside
+    1 kHz .. 1 THz is read with a warning."""
+    from spigap.limits import odd_samplerate, tick_problem
+
+    problem = tick_problem(info.tick_s)
+    if problem is not None:
+        src = info.resolution_source
+        where = f" (from {_SOURCE_WORDS.get(src, src)})" if src else ""
+        raise InputError(f"{problem}{where}", path=info.path,
+                         hint="if the file's time unit or sample rate is wrong, give the rate with --samplerate")
+    if info.samplerate_hz:
+        odd = odd_samplerate(info.samplerate_hz)
+        # the readers that know their format's own words for it have said so already
+        if odd is not None and not any("implausib" in w for w in info.warnings):
+            info.warnings.append(f"{odd}; if the file's rate is wrong, give the real one with --samplerate")
+
+
+def _open_file(path, input_format, opts: ReaderOptions) -> CaptureReader:
     if path == "-":                      # standard input: VCD or raw samples (io/stdin.py)
         from spigap.io.stdin import open_stdin
 

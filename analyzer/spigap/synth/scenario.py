@@ -72,6 +72,7 @@ from spigap.units import parse_freq, parse_time
 # benchmarks synthesize is 1 G samples and 2.5 M windows.
 MAX_WINDOWS = 10_000_000
 MAX_BITS = 400_000_000              # clocked bits (two SCLK edges each)
+MAX_SIGMA_S = 1.0                  # a gap's jitter (sigma): a second is not jitter any more
 MAX_SAMPLES = 8_000_000_000
 
 
@@ -250,7 +251,8 @@ class Scenario:
                     "burst_gap", "idle_clocks"):
             v = getattr(self, key)
             need(v >= 0 and np.isfinite(v), f"{key} must be >= 0, not {v:g}")
-        need(all(v >= 0 for v in self.sigma.values()), "jitter (sigma) must be >= 0")
+        need(all(0 <= v <= MAX_SIGMA_S for v in self.sigma.values()),
+             f"jitter (sigma) must be 0 .. {MAX_SIGMA_S:g} s")
         need(0 <= self.stall_probability <= 1, "stall_probability must be in [0, 1]")
         need(0 <= self.stall[0] <= self.stall[1], "stall is a range [low, high] of times >= 0")
         need(all(n >= 1 for n in self.segments or []) and all(n >= 1 for n in self.window_words or []),
