@@ -105,7 +105,13 @@ def _check_target(path: str) -> None:
 
 
 def _pick(info, wanted: str | None) -> list[str]:
+    from spigap.limits import STREAM_CHANNELS
+
     if not wanted:
+        if len(info.channels) > STREAM_CHANNELS:
+            raise UsageError(f"the capture has {len(info.channels)} channels; spigap converts at most "
+                             f"{STREAM_CHANNELS} at once (one edge stream)", path=info.path,
+                             hint="pick them with --channels, in two runs for all of them")
         return list(info.channels)
     from spigap.io import resolve_channel
 

@@ -17,6 +17,7 @@ import abc
 import contextlib
 import dataclasses
 import errno
+import functools
 import importlib
 import os
 import re
@@ -27,11 +28,13 @@ import numpy as np
 
 from spigap.errors import InputError, UsageError
 from spigap.infile import note_input
+from spigap.limits import STREAM_CHANNELS
 
 
 @dataclasses.dataclass
 class EdgeBlock:
-    """A run of changes. ``ticks`` int64, strictly increasing; ``states`` uint32."""
+    """A run of changes. ``ticks`` int64, strictly increasing; ``states`` uint32 (so one
+    stream holds at most spigap.limits.STREAM_CHANNELS channels; ``check_width``)."""
 
     ticks: np.ndarray
     states: np.ndarray
@@ -179,6 +182,23 @@ class CaptureReader(abc.ABC):
     info: CaptureInfo
     end_tick: int | None = None
 
+    def __init_subclass__(cls, **kwargs):
+        """Every reader's ``edges`` first checks the request against the state word's width
+        (spigap.limits.STREAM_CHANNELS): one line, before a byte is read, instead of states
+        that do not fit. Done here so that no reader, present or future, can forget it."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("edges")
+        if own is None or getattr(own, "_checks_width", False):
+            return
+
+        @functools.wraps(own)
+        def edges(self, channels):
+            check_width(channels, self.info.path)
+            return own(self, channels)
+
+        edges._checks_width = True
+        cls.edges = edges
+
     @abc.abstractmethod
     def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
         """The edge stream of ``channels`` (bit j of a state = channels[j])."""
@@ -200,6 +220,14 @@ class CaptureReader(abc.ABC):
             raise UsageError(f"no channel named {name!r}; the capture has: {', '.join(self.info.channels)}",
                              path=self.info.path, hint=f"pick one with {option}")
         return idx
+
+
+def check_width(channels: Sequence[str], path: str) -> None:
+    """A request for more channels than one edge stream's state word holds: one line."""
+    if len(channels) > STREAM_CHANNELS:
+        raise UsageError(f"{len(channels)} channels asked of one edge stream, which holds at most "
+                         f"{STREAM_CHANNELS} (its state word is {STREAM_CHANNELS} bits)", path=path,
+                         hint="name fewer channels (--cs, --event, convert --channels)")
 
 
 def check_stream(blocks: Iterable[EdgeBlock], n_channels: int, *, path: str = "?") -> Iterator[EdgeBlock]:
