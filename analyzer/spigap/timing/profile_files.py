@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated
 
+from spigap.core.config import MAX_WORDSIZE
 from spigap.timing.model import TimingModel
 from spigap.timing.toml_tables import (
     Bad,
@@ -241,7 +242,7 @@ class BusTable:                     # [bus]
     sclk_source: Annotated[str, string] = ""
     sclk_tolerance: Annotated[tuple, tolerance("Hz")] = (None, None)
     mode: Annotated[int | None, integer(0, 3)] = None
-    bits_per_word: Annotated[int, integer(lo=1)] = 8
+    bits_per_word: Annotated[int, integer(1, MAX_WORDSIZE)] = 8
     idle_clocks: Annotated[float, number(lo=0)] = 0.0
     idle_after_last_word: Annotated[bool, flag] = False
     words_per_transfer: Annotated[int, integer(lo=1)] = 1
