@@ -47,14 +47,11 @@ def fmt_hz(hz: float) -> str:
     return f"{hz:g} Hz"
 
 
-def samplerate_problem(hz: float) -> str | None:
-    """Why ``hz`` cannot be a capture's sample rate (None: it can)."""
-    if not math.isfinite(hz) or hz <= 0:
-        return f"{hz!r} Hz is no sample rate"
-    if hz < SAMPLERATE_MIN_HZ:
-        return f"{hz:g} Hz is below {fmt_hz(SAMPLERATE_MIN_HZ)}, the slowest sample rate spigap reads"
-    if hz > SAMPLERATE_MAX_HZ:
-        return f"{hz:g} Hz is above {fmt_hz(SAMPLERATE_MAX_HZ)} (1 fs per sample), the fastest spigap reads"
+def rate_problem(hz: float) -> str | None:
+    """Why ``hz`` cannot be a sample rate or a clock (None: it can)."""
+    if not (math.isfinite(hz) and SAMPLERATE_MIN_HZ <= hz <= SAMPLERATE_MAX_HZ):
+        return (f"{hz:g} Hz is outside {fmt_hz(SAMPLERATE_MIN_HZ)} .. {fmt_hz(SAMPLERATE_MAX_HZ)}, "
+                "the rates spigap works with")
     return None
 
 

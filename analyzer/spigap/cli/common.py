@@ -57,7 +57,7 @@ def _positive_time(text):
 def _freq(text):
     """A frequency with a unit ('3.6MHz', '20GHz', '50e6'): a sample rate, a clock, within
     spigap.limits' bounds (1 Hz .. 1e15 Hz: beyond them every time derived is absurd)."""
-    from spigap.limits import SAMPLERATE_MAX_HZ, SAMPLERATE_MIN_HZ, fmt_hz
+    from spigap.limits import rate_problem
 
     try:
         v = parse_freq(text)
@@ -65,9 +65,9 @@ def _freq(text):
         raise argparse.ArgumentTypeError(str(e)) from None
     if not v > 0:
         raise argparse.ArgumentTypeError("must be > 0")
-    if not SAMPLERATE_MIN_HZ <= v <= SAMPLERATE_MAX_HZ:
-        raise argparse.ArgumentTypeError(f"{v:g} Hz is outside {fmt_hz(SAMPLERATE_MIN_HZ)} .. "
-                                         f"{fmt_hz(SAMPLERATE_MAX_HZ)}, the rates spigap works with")
+    problem = rate_problem(v)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return v
 
 

@@ -28,6 +28,7 @@ import math
 import typing
 
 from spigap.errors import SpigapError
+from spigap.limits import rate_problem
 from spigap.units import parse_freq, parse_time
 
 
@@ -192,6 +193,9 @@ def freq(v, at: Where) -> float:
         raise Bad(str(e)) from None
     if not (f > 0 and math.isfinite(f)):
         raise Bad("must be a positive frequency")
+    problem = rate_problem(f)
+    if problem is not None:
+        raise Bad(problem)
     return f
 
 
