@@ -334,6 +334,16 @@ def test_options_whose_consequence_is_absurd(cap, tmp_path):
     one_line(run(["trace", cap, "--ftrace", "/dev/null", "--cs-latency", "1e300"]), "--cs-latency")
 
 
+@pytest.mark.parametrize("recipe", [
+    '[capture]\nsamplerate = "1e3090MHz"\n',
+    '[capture]\nsamplerate = "1e3090MHz"\nduration = "1ms"\n[[device]]\ncs = "CE0"\n[[device]]\ncs = "CE1"\n',
+])
+def test_scenario_rates_bounded(tmp_path, recipe):
+    """Found by tests/test_fuzz_cli.py: an infinite sample rate in a recipe was exit 3."""
+    (tmp_path / "s.toml").write_text(recipe)
+    one_line(run(["synth", "--config", tmp_path / "s.toml", "-o", tmp_path / "s.sr"]), "samplerate", "1 Hz")
+
+
 def test_non_captures_are_named(tmp_path):
     png = tmp_path / "shot.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))

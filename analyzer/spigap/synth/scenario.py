@@ -61,6 +61,7 @@ import numpy as np
 from spigap import __version__
 from spigap.core.config import MAX_WORDSIZE
 from spigap.errors import UsageError
+from spigap.limits import rate_problem
 from spigap.synth.srwriter import CHUNK_BYTES, Track, write_sr
 from spigap.synth.timeline import SpiShape, Timeline, Windows, build, jittered
 from spigap.units import parse_freq, parse_time
@@ -235,7 +236,9 @@ class Scenario:
         def need(ok, what):
             if not ok:
                 raise UsageError(f"scenario: {what}")
-        need(self.samplerate > 0 and self.sclk > 0, "samplerate and sclk must be > 0")
+        for key in ("samplerate", "sclk"):
+            problem = rate_problem(getattr(self, key))
+            need(problem is None, f"{key}: {problem}")
         need(1 <= self.wordsize <= MAX_WORDSIZE, f"wordsize {self.wordsize} must be 1..{MAX_WORDSIZE}")
         need(self.cpol in (0, 1) and self.cpha in (0, 1), "cpol and cpha are 0 or 1")
         for key in ("words_per_transfer", "transfers_per_message", "messages", "chunk_bytes"):

@@ -87,6 +87,7 @@ import numpy as np
 
 from spigap import __version__
 from spigap.errors import UsageError
+from spigap.limits import rate_problem
 from spigap.synth.kernel import spi_device_numbers
 from spigap.synth.scenario import MAX_WINDOWS, check_size, set_bus_setting
 from spigap.synth.srwriter import Track, write_sr
@@ -249,6 +250,9 @@ class Shared:
         def need(ok, what):
             if not ok:
                 raise UsageError(f"shared-bus scenario: {what}")
+        for key in ("samplerate", "sclk"):
+            problem = rate_problem(getattr(self, key))
+            need(problem is None, f"{key}: {problem}")
         need(self.samplerate >= 2 * self.sclk > 0, "samplerate must be at least twice sclk")
         need(1 <= self.wordsize <= 64, "wordsize must be 1..64")
         for d in self.devices:
