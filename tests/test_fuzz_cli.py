@@ -186,6 +186,10 @@ def seeds(tmp_path_factory):
                        b'labels = { kernel = "4.4" }\n', "toml", ["batch", "--manifest", a, "-j", "1", "-q"]),
         "--config": ("s.toml", b'[capture]\nsamplerate = "20MHz"\n[spi]\nsclk = "2MHz"\n[traffic]\nmessages = 4\n'
                      b'[gaps]\ncs_change = "10us"\n', "toml", ["synth", "--config", a, "-o", "OUT/s.sr"]),
+        "--config shared": ("b.toml", b'[capture]\nsamplerate = "10MHz"\nseed = 3\nduration = "2ms"\n[spi]\n'
+                            b'sclk = "1MHz"\n[[device]]\ncs = "CE0"\nwords = 3\nthink = "30us"\n[[device]]\n'
+                            b'cs = "CE1"\nwords = 2\nmode = 1\n[controller]\njitter = 0.05\n[faults]\n'
+                            b'stray_sclk = 2\n', "toml", ["synth", "--config", a, "-o", "OUT/s.sr"]),
         ".pvs": ("base.pvs", None, "text", ["analyze", "PVSCAP"]),
     }
     saleae = d / "saleae"
@@ -272,7 +276,7 @@ def fuzz(family: str, seeds, tmp_path, examples: int, seed: int) -> None:
 
 FAMILIES = ["sr", "sr-analog", "dsl", "vcd", "csv", "sigrok-csv", "scope-csv", "saleae", "isf", "rigol-wfm",
             "lecroy-trc", "keysight-bin", "rigol-bin", "raw", "--profile", "--device", "model --profile",
-            "--ftrace", "--userlog", "--manifest", "--config", ".pvs"]
+            "--ftrace", "--userlog", "--manifest", "--config", "--config shared", ".pvs"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)

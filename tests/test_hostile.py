@@ -336,12 +336,14 @@ def test_options_whose_consequence_is_absurd(cap, tmp_path):
 
 @pytest.mark.parametrize("recipe", [
     '[capture]\nsamplerate = "1e3090MHz"\n',
+    '[traffic]\nmessages = 1e309\n',
     '[capture]\nsamplerate = "1e3090MHz"\nduration = "1ms"\n[[device]]\ncs = "CE0"\n[[device]]\ncs = "CE1"\n',
 ])
 def test_scenario_rates_bounded(tmp_path, recipe):
-    """Found by tests/test_fuzz_cli.py: an infinite sample rate in a recipe was exit 3."""
+    """Found by tests/test_fuzz_cli.py: an infinite sample rate or count in a recipe was exit 3."""
     (tmp_path / "s.toml").write_text(recipe)
-    one_line(run(["synth", "--config", tmp_path / "s.toml", "-o", tmp_path / "s.sr"]), "samplerate", "1 Hz")
+    one_line(run(["synth", "--config", tmp_path / "s.toml", "-o", tmp_path / "s.sr"]),
+             "messages" if "messages" in recipe else "samplerate")
 
 
 def test_non_captures_are_named(tmp_path):

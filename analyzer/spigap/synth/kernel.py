@@ -158,7 +158,7 @@ def model_options(table: dict | None) -> dict:
                 out[key] = float(value)
             else:
                 raise UsageError(f"unknown [kernel] key {key!r}; known: {', '.join(LATENCY_KEYS)}, jitter")
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, OverflowError) as e:
             raise UsageError(f"[kernel] {key}: {e}") from None
     return out
 

@@ -229,7 +229,7 @@ class Scenario:
                 raise KeyError(key)
         except KeyError:
             raise UsageError(f"unknown scenario key {key!r}") from None
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, OverflowError) as e:
             raise UsageError(f"bad value for {key!r}: {e}") from None
 
     def _check(self) -> None:

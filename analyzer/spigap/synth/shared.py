@@ -81,6 +81,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -229,7 +230,7 @@ class Shared:
                 else:
                     raise UsageError(f"unknown [faults] key {key!r}; known: overlap, overlap_by, stray_sclk")
             sh.devices = [_device(d, i) for i, d in enumerate(devices)]
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, OverflowError) as e:
             raise UsageError(f"shared-bus scenario: {e}", path=str(path) if path else None) from None
         sh._check()
         return sh
@@ -262,6 +263,8 @@ class Shared:
             need(s.cpol == self.cpol, f"{d.cs}: a device's mode keeps the bus's CPOL (mode {self.cpol * 2} "
                  f"or {self.cpol * 2 + 1})")
         need(self.duration > 0 and self.lead >= 0 and self.tail >= 0, "duration > 0, lead and tail >= 0")
+        need(all(math.isfinite(v) for v in (self.lead, self.duration, self.tail)),
+             "duration, lead and tail must be finite")
         check_size("shared-bus scenario", int((self.lead + self.duration + self.tail) * self.samplerate))
         need(self.controller.jitter >= 0 and all(getattr(self.controller, k) >= 0 for k in _CTRL_TIMES),
              "controller latencies and jitter must be >= 0")
