@@ -14,6 +14,9 @@ signum  # analyzer/spigap/batch/worker.py
 namespace, option_string  # analyzer/spigap/cli/__init__.py
 exc  # analyzer/spigap/io/base.py
 
+# io.RawIOBase's protocol, called by io.BufferedReader (analyzer/spigap/infile.py _Prefixed)
+_.readable, _.readinto
+
 # readers are found through the registry (io/__init__.py ReaderSpec entries), not by name
 ChangeCsvReader, DslReader, SaleaeReader, ScopeCsvReader, SigrokCsvReader
 IsfReader, KeysightBinReader, KeysightH5Reader, LecroyTrcReader, RigolWfmReader, SiglentBinReader, TekWfmReader

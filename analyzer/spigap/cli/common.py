@@ -55,24 +55,44 @@ def _positive_time(text):
 
 
 def _freq(text):
+    """A frequency with a unit ('3.6MHz', '20GHz', '50e6'): a sample rate, a clock, within
+    spigap.limits' bounds (1 Hz .. 1e15 Hz: beyond them every time derived is absurd)."""
+    from spigap.limits import rate_problem
+
     try:
         v = parse_freq(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     if not v > 0:
         raise argparse.ArgumentTypeError("must be > 0")
+    problem = rate_problem(v)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return v
 
 
-def count(text, *, lo: int = 1):
-    """An integer >= ``lo`` (argparse type): ``type=count`` or ``type=lambda t: count(t, lo=0)``."""
+def count(text, *, lo: int = 1, hi: int | None = None):
+    """An integer >= ``lo`` (and <= ``hi``) (argparse type): ``type=count`` or
+    ``type=lambda t: count(t, lo=0)``."""
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if n < lo:
         raise argparse.ArgumentTypeError(f"must be >= {lo}")
+    if hi is not None and n > hi:
+        raise argparse.ArgumentTypeError(f"must be {lo}..{hi:,}")
     return n
+
+
+MAX_CS_LATENCY_S = 1.0         # spi_set_cs -> the CS pin: microseconds; a second is no latency
+
+
+def _cs_latency(text):
+    v = _time(text)
+    if v > MAX_CS_LATENCY_S:
+        raise argparse.ArgumentTypeError(f"{v:g} s is no CS latency (at most {MAX_CS_LATENCY_S:g} s)")
+    return v
 
 
 def positive_float(text):
@@ -321,6 +341,9 @@ def add_stall_options(p) -> None:
                    help="... and by more than PCT %% of the median (default 50)")
 
 
+MAX_BOOTSTRAP = 100_000        # resamples: time and memory grow with them; 1000 gives the 3rd digit
+
+
 def add_stats_options(p) -> None:
     g = p.add_argument_group("statistics (docs/compare-and-report.md)")
     g.add_argument("--alpha", type=fraction, default=0.05, metavar="A",
@@ -334,8 +357,8 @@ def add_stats_options(p) -> None:
                    help="smallest change of the robust σ that counts, in %% (default 20)")
     g.add_argument("--min-stall-ratio", type=positive_float, default=2.0, metavar="R",
                    help="smallest change of the stall rate that counts, as a ratio (default 2)")
-    g.add_argument("--bootstrap", type=lambda t: count(t, lo=100), default=1000, metavar="N",
-                   help="bootstrap resamples, at least 100 (default 1000)")
+    g.add_argument("--bootstrap", type=lambda t: count(t, lo=100, hi=MAX_BOOTSTRAP), default=1000, metavar="N",
+                   help=f"bootstrap resamples, 100..{MAX_BOOTSTRAP:,} (default 1000)")
     g.add_argument("--block-length", type=count, default=None, metavar="N",
                    help="block length in values (default: from the autocorrelation)")
     g.add_argument("--seed", type=lambda t: count(t, lo=0), default=0, metavar="N",
@@ -396,7 +419,7 @@ def add_trace_options(p, *, ftrace: str | None = None, pairs: bool = False) -> a
     t.add_argument("--spi-device", metavar="spiB.C",
                    help="the traced SPI device that is on the capture's CS line, e.g. spi0.0 (default: the one "
                         "whose traffic matches the capture)")
-    t.add_argument("--cs-latency", type=_time, metavar="TIME",
+    t.add_argument("--cs-latency", type=_cs_latency, metavar="TIME",
                    help="the spi_set_cs(activate) -> CS assert latency when it is known (a scope, a --sync-channel run, a "
                         "profile), e.g. 1.5us: pins the clock offset's zero point, which the events alone only "
                         "bracket (docs/trace.md)")

@@ -15,6 +15,18 @@ from spigap.cli.common import (_time, add_capture_options, add_stall_options, co
 
 ORDER = 15
 HEADER_EVERY = 20          # on a terminal the column header comes back every 20 lines
+# one line per interval: at most 10 000 a second of capture; one interval a day at the most
+MIN_INTERVAL_S, MAX_INTERVAL_S = 100e-6, 86400.0
+
+
+def _interval(text):
+    import argparse
+
+    v = _time(text)
+    if not MIN_INTERVAL_S <= v <= MAX_INTERVAL_S:
+        raise argparse.ArgumentTypeError(f"must be {MIN_INTERVAL_S * 1e6:g}us .. {MAX_INTERVAL_S:g}s "
+                                         "(one line is printed per interval)")
+    return v
 
 
 def add_subparser(sub) -> None:
@@ -27,7 +39,7 @@ def add_subparser(sub) -> None:
     add_capture_options(p)
     add_stall_options(p)
     o = p.add_argument_group("monitor")
-    o.add_argument("--interval", type=_time, default=1.0, metavar="TIME",
+    o.add_argument("--interval", type=_interval, default=1.0, metavar="TIME",
                    help="capture time per line (default 1s)")
     o.add_argument("--format", choices=("text", "jsonl"), default="text",
                    help="text: a table (header repeated on a terminal); jsonl: one JSON object per interval, "

@@ -268,11 +268,15 @@ def _time_axis(ax, vmin, vmax):
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: _fmt(y) if y > 0 else "0"))
 
 
+MAX_RATE_WINDOWS = 2000         # a rate plot's bins: a long capture's windows widen to stay below
+
+
 def default_window(span_s: float, n_events: int) -> float:
-    """1 s for captures longer than 20 s (seed 004 counted cycles per second), else 1/50 of the
+    """1 s for captures longer than 20 s (seed 004 counted cycles per second; at most
+    MAX_RATE_WINDOWS windows: wider for captures longer than that), else 1/50 of the
     capture, widened so that a window holds about 20 events on average."""
     if span_s > 20:
-        return 1.0
+        return max(1.0, span_s / MAX_RATE_WINDOWS)
     w = span_s / 50
     if n_events > 0:
         w = max(w, min(span_s, 20 * span_s / n_events))

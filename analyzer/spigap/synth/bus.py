@@ -184,7 +184,7 @@ class Bus(Recipe):
                 else:
                     raise UsageError(f"unknown [faults] key {key!r}; known: overlap, overlap_by, stray_sclk")
             sh.devices = [_device(d, i) for i, d in enumerate(devices)]
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, OverflowError) as e:
             raise UsageError(f"shared-bus scenario: {e}", path=str(path) if path else None) from None
         sh._check()
         return sh
@@ -205,7 +205,7 @@ class Bus(Recipe):
             # SCLK idles at one level between the devices' windows: no clock edge outside them
             need(s.cpol == self.cpol, f"{d.cs}: a device's mode keeps the bus's CPOL (mode {self.cpol * 2} "
                  f"or {self.cpol * 2 + 1})")
-        need(self.duration > 0, "duration must be > 0")
+        need(self.duration > 0 and np.isfinite(self.duration), "duration must be > 0 and finite")
         check_size(self.FORM, int((self.lead + self.duration + self.tail) * self.samplerate))
         c = self.controller
         need(c.jitter >= 0 and all(getattr(c, k) >= 0 for k in CONTROLLER_KEYS),

@@ -168,7 +168,7 @@ def model_options(table: dict | None, keys: tuple = LATENCY_KEYS, name: str = "k
                 out[key] = float(value)
             else:
                 raise UsageError(f"unknown [{name}] key {key!r}; known: {', '.join(keys)}, jitter")
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, OverflowError) as e:
             raise UsageError(f"[{name}] {key}: {e}") from None
     return out
 

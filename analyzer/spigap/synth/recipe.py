@@ -18,13 +18,12 @@ kernel trace).
 from __future__ import annotations
 
 import dataclasses
-import tomllib
-from pathlib import Path
 
 import numpy as np
 
 from spigap import __version__
-from spigap.errors import InputError, UsageError
+from spigap.errors import UsageError
+from spigap.limits import rate_problem
 from spigap.synth.srwriter import CHUNK_BYTES
 from spigap.synth.timeline import SpiShape
 from spigap.units import parse_freq, parse_time
@@ -47,19 +46,15 @@ def check_size(what: str, n_samples: int) -> None:
 
 
 def read(path=None, text: str | None = None) -> tuple[dict, str]:
-    """The recipe's tables and its text: from ``text``, else the file ``path`` (neither: empty)."""
+    """The recipe's tables and its text: from ``text``, else the file ``path`` (neither: empty);
+    read through the one bounded reader of the files spigap reads (infile.py)."""
+    from spigap.infile import read_text, read_toml
+
     if text is None:
         if path is None:
             return {}, ""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"cannot read the scenario: {getattr(e, 'strerror', None) or e}",
-                             path=str(path)) from None
-    try:
-        return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"not valid TOML: {e}", path=str(path) if path else None) from None
+        text = read_text(path, what="scenario")
+    return read_toml(path, what="scenario", text=text), text
 
 
 def is_bus(data: dict) -> bool:
@@ -157,7 +152,9 @@ class Recipe:
 
     def check_common(self, max_wordsize: int) -> None:
         need = self.need
-        need(self.samplerate > 0 and self.sclk > 0, "samplerate and sclk must be > 0")
+        for key in ("samplerate", "sclk"):
+            problem = rate_problem(getattr(self, key))
+            need(problem is None, f"{key}: {problem}")
         need(1 <= self.wordsize <= max_wordsize, f"wordsize {self.wordsize} must be 1..{max_wordsize}")
         need(self.cpol in (0, 1) and self.cpha in (0, 1), "cpol and cpha are 0 or 1")
         need(self.chunk_bytes >= 1 and self.seed >= 0, "chunk_bytes must be >= 1, seed >= 0")

@@ -74,6 +74,8 @@ from spigap.synth.recipe import MAX_BITS, MAX_WINDOWS, Recipe
 from spigap.synth.timeline import Timeline, Windows, build, jittered
 from spigap.units import parse_time
 
+MAX_SIGMA_S = 1.0                  # a gap's jitter (sigma): a second is not jitter any more
+
 # the gaps a recipe may jitter ([jitter] sigma, by kind)
 JITTER_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch")
 
@@ -171,7 +173,7 @@ class Scenario(Recipe):
                 raise KeyError(key)
         except KeyError:
             raise UsageError(f"unknown scenario key {key!r}") from None
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, OverflowError) as e:
             raise UsageError(f"bad value for {key!r}: {e}") from None
 
     def _check(self) -> None:
@@ -190,7 +192,8 @@ class Scenario(Recipe):
                     "idle_clocks"):
             v = getattr(self, key)
             need(v >= 0 and np.isfinite(v), f"{key} must be >= 0, not {v:g}")
-        need(all(v >= 0 for v in self.sigma.values()), "jitter (sigma) must be >= 0")
+        need(all(0 <= v <= MAX_SIGMA_S for v in self.sigma.values()),
+             f"jitter (sigma) must be 0 .. {MAX_SIGMA_S:g} s")
         need(0 <= self.stall_probability <= 1, "stall_probability must be in [0, 1]")
         need(0 <= self.stall[0] <= self.stall[1], "stall is a range [low, high] of times >= 0")
         need(all(n >= 1 for n in self.segments or []) and all(n >= 1 for n in self.window_words or []),

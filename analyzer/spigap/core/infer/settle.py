@@ -22,12 +22,13 @@ from spigap.core.infer.saved import reconcile
 from spigap.core.infer.settings import infer_settings
 from spigap.core.infer.shared import Polarities, bus_polarity, cs_set, named_cs_candidates, settle_devices
 from spigap.errors import CaptureTruncated, UsageError
+from spigap.limits import STREAM_CHANNELS
 from spigap.io.base import EdgeBlock
 from spigap.io.stdin import STDIN_PATH
 
 PREFIX_ENTRIES = 1 << 17      # edge-stream entries inferred from (bounded memory, one pass)
 LIVE_PREFIX_S = 2.0           # on a pipe: at most this long waiting for them
-MAX_CHANNELS = 32             # an edge stream packs at most 32 channels
+MAX_CHANNELS = STREAM_CHANNELS  # an edge stream packs at most 32 channels
 LOW_CONFIDENCE = 0.75         # below this a setting is a warning naming its option
 ROLES = ("clk", "mosi", "miso", "cs")
 SETTINGS = ("mode", "cs_polarity", "wordsize", "bitorder")
@@ -73,6 +74,15 @@ def settle(reader, cfg: SpiConfig) -> Settled:
         names = out.stream_names()
         return Settled(out, names, reader.edges(names), sources, [], warnings)
 
+    if len(extra) > MAX_CHANNELS - 4:
+        # more lines named like CS lines than one stream holds with SCLK, MOSI, MISO and CS:
+        # looking at some only would find no CS set (the others' transfers unbracketed) and
+        # analyze one device as if it were alone
+        lines = [c for c in channels if c == named.cs or c in extra]
+        raise UsageError(f"{len(lines)} channels are named like CS lines ({lines[0]} .. {lines[-1]}); spigap "
+                         f"follows at most {MAX_CHANNELS - 3} CS lines on one bus (an edge stream holds "
+                         f"{MAX_CHANNELS} channels)", path=info.path,
+                         hint=f"name at most {MAX_CHANNELS - 3} devices to analyze with --cs NAME,NAME,...")
     candidates = _candidates(channels, named, info)
     request = (candidates[:MAX_CHANNELS] if need_roles
                else _finish_roles(named, sources, info).stream_names() + extra[:MAX_CHANNELS - 4])
