@@ -139,6 +139,10 @@ def run(args) -> int:
 
     if args.config and shared.is_shared(args.config):
         return _run_shared(args)
+    from spigap.synth import analog_bus
+
+    if args.config and analog_bus.is_analog(args.config):
+        return _run_analog(args)
     overrides = {}
     for flag, key in FLAGS.items():
         value = getattr(args, flag, None)
@@ -196,4 +200,25 @@ def _run_shared(args) -> int:
     per = ", ".join(f"{d.cs} {b.plan.device.count(k)}" for k, d in enumerate(sh.devices))
     print(f"wrote {args.output}: {len(b.plan.device)} transfers ({per}), {b.timeline.end_time * 1e3:.4g} ms at "
           f"{sh.samplerate / 1e6:g} MSa/s (synthesized)")
+    return 0
+
+
+def _run_analog(args) -> int:
+    """A recipe with an [analog] table: a scope's acquisition, one ISF file per channel
+    (analyzer/spigap/synth/analog_bus.py); -o is the files' stem (STEM + CH1.isf ...)."""
+    from spigap.synth import analog_bus
+
+    given = [f"--{flag.replace('_', '-')}" for flag in FLAGS if getattr(args, flag, None) is not None]
+    given += ["--set"] * bool(args.set) + ["--device"] * bool(args.device) + ["--ftrace"] * bool(args.ftrace)
+    if given:
+        raise UsageError(f"{', '.join(dict.fromkeys(given))} do not apply to an analog recipe: set its "
+                         "values in the TOML", path=args.config)
+    stem = args.output[:-len("CH1.isf")] if args.output.endswith("CH1.isf") else args.output
+    paths, bus, scope = analog_bus.write_recipe(args.config, stem)
+    if args.truth:
+        import json
+
+        write_output(json.dumps(analog_bus.truth_json(bus), indent=1), args.truth)
+    print(f"wrote {', '.join(paths)}: {len(bus.timeline.cs_assert)} transfers at "
+          f"{scope['samplerate'] / 1e9:g} GSa/s (synthesized scope traces)")
     return 0
