@@ -18,6 +18,7 @@ from spigap.timing.profiles import (
     MODEL_METRICS,
     VALUE_METRICS,
     Device,
+    Electrical,
     Expectation,
     Limit,
     Profile,
@@ -30,6 +31,7 @@ from spigap.timing.toml_tables import (
     flag,
     freq,
     integer,
+    level,
     missing,
     number,
     quantity,
@@ -161,10 +163,22 @@ class DeviceTable:                  # [device]
 
 
 @dataclasses.dataclass(kw_only=True)
+class ElectricalTable:              # [electrical], [variants.NAME.electrical]: logic input levels
+    vdd: Annotated[float | None, number(lo=0)] = None
+    vil: Annotated[tuple | None, level] = None
+    vih: Annotated[tuple | None, level] = None
+    source: Annotated[str, string] = ""
+    unverified: Annotated[bool, flag] = False
+    assumed: Annotated[bool, flag] = False
+    note: Annotated[str, string] = ""
+
+
+@dataclasses.dataclass(kw_only=True)
 class VariantTable:                 # [variants.NAME]: limits that override or add to [limits]
     title: Annotated[str, string] = ""
     notes: Annotated[str, string] = ""
     limits: Annotated[dict, tables] = dataclasses.field(default_factory=dict)
+    electrical: Annotated[dict, a_table] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -174,6 +188,7 @@ class DeviceFile:
         metadata=missing("[device] table is missing: is this a spigap device file?"))
     limits: Annotated[dict, tables] = dataclasses.field(default_factory=dict)
     variants: Annotated[dict, tables] = dataclasses.field(default_factory=dict)
+    electrical: Annotated[dict, a_table] = dataclasses.field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ profiles
@@ -254,6 +269,7 @@ def parse_device(data: dict, path: str, variant: str | None = None) -> Device:
     # limit is read from its [limits.KEY] table updated by the variant's
     merged = {key: [(f"limits.{key}", tbl)] for key, tbl in f.limits.items()}
     vnotes = ""
+    elec = [("electrical", f.electrical)] if f.electrical else []
     for vname, vdata in variants.items():
         v = read_table(VariantTable, vdata, Where(path, f"variants.{vname}"))
         own = [(key, (f"variants.{vname}.limits.{key}", tbl)) for key, tbl in v.limits.items()]
@@ -261,12 +277,42 @@ def parse_device(data: dict, path: str, variant: str | None = None) -> Device:
             vnotes = " ".join(filter(None, [v.title, v.notes]))
             for key, tbl in own:
                 merged.setdefault(key, []).append(tbl)
+            if v.electrical:
+                elec.append((f"variants.{vname}.electrical", v.electrical))
         else:   # read the others too, so a typo in any variant is reported
             for key, tbl in own:
                 _limit(key, [*merged.get(key, []), tbl], path)
+            if v.electrical:
+                _electrical([*elec[:1], (f"variants.{vname}.electrical", v.electrical)], path)
     limits = [_limit(key, tbls, path) for key, tbls in merged.items()]
     return Device(name=d.name, variant=variant, title=d.title, path=path, sources=d.sources, limits=limits,
-                  notes=" ".join(filter(None, [d.notes, vnotes])), cannot_check=d.cannot_check)
+                  notes=" ".join(filter(None, [d.notes, vnotes])), cannot_check=d.cannot_check,
+                  electrical=_electrical(elec, path) if elec else None)
+
+
+def _electrical(tables: list, path: str) -> Electrical:
+    """The input levels from [electrical] updated by the variant's table: VIL and VIH in volts
+    (a share of VDD needs vdd)."""
+    data: dict = {}
+    for _, tbl in tables:
+        data.update(tbl)
+    at = Where(path, tables[-1][0])
+    e = read_table(ElectricalTable, data, at)
+    volts = {}
+    for key in ("vil", "vih"):
+        v = getattr(e, key)
+        if v is None:
+            raise at.key(key).error("is required (volts, or a share of VDD like \"0.7 VDD\")")
+        value, rel = v
+        if rel and e.vdd is None:
+            raise at.key("vdd").error(f"is required: {key} is a share of VDD")
+        volts[key] = value * e.vdd if rel else value
+    if not volts["vih"] > volts["vil"]:
+        raise at.key("vih").error(f"must be above vil ({volts['vil']:g} V)")
+    if not e.source.strip():
+        raise at.key("source").error("is required: where the levels come from")
+    return Electrical(vdd=e.vdd, vil=volts["vil"], vih=volts["vih"], source=e.source, unverified=e.unverified,
+                      assumed=e.assumed, note=e.note)
 
 
 def _limit(key: str, tables: list, path: str) -> Limit:

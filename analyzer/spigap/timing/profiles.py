@@ -24,7 +24,7 @@ from typing import Annotated
 from spigap.timing.model import TimingModel
 from spigap.timing.toml_tables import ProfileError, flag, integer, quantity, read_toml, string, text
 
-__all__ = ["ProfileError", "Profile", "Expectation", "Device", "Limit", "load_profile", "load_device",
+__all__ = ["ProfileError", "Profile", "Expectation", "Device", "Electrical", "Limit", "load_profile", "load_device",
            "list_profiles", "list_devices", "list_text"]
 
 
@@ -48,6 +48,17 @@ LIMIT_METRICS = {
     "sclk_outside_cs": ("edges", "global", None),  # SCLK edges while CS is inactive
     "convst_period": ("s", "event", "convst"),    # CONVST rising -> next CONVST rising
     "sclk_at_busy_fall": ("edges", "event", "busy"),  # BUSY falls while SCLK is running in a window
+    # at the pins (docs/pin-timing.md): judged on the pin measurement, every sampling edge
+    "din_setup": ("s", "pin", None),              # MOSI valid -> the device's sampling edge
+    "din_hold": ("s", "pin", None),               # the device's sampling edge -> MOSI leaves
+    "dout_valid": ("s", "pin", None),             # launching edge -> MISO valid (tDO)
+    "dout_hold": ("s", "pin", None),              # launching edge -> MISO leaves the old bit
+    "cs_dout_valid": ("s", "pin", None),          # CS assert -> the first MISO bit valid
+    "sclk_high": ("s", "pin", None),              # SCLK high time at the pins
+    "sclk_low": ("s", "pin", None),
+    "sclk_rise": ("s", "pin", None), "sclk_fall": ("s", "pin", None),    # 10-90 %
+    "din_rise": ("s", "pin", None), "din_fall": ("s", "pin", None),
+    "dout_rise": ("s", "pin", None), "dout_fall": ("s", "pin", None),
 }
 
 
@@ -166,6 +177,23 @@ class Limit:
 
 
 @dataclasses.dataclass
+class Electrical:
+    """The device's logic input levels at its supply (the ``[electrical]`` table, a variant's
+    overriding it): VIL and VIH in volts."""
+
+    vdd: float | None
+    vil: float
+    vih: float
+    source: str
+    unverified: bool = False
+    assumed: bool = False
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
 class Device:
     name: str
     variant: str | None
@@ -175,6 +203,7 @@ class Device:
     limits: list
     notes: str = ""
     cannot_check: list = dataclasses.field(default_factory=list)
+    electrical: Electrical | None = None
 
     @property
     def spec(self) -> str:
@@ -184,6 +213,7 @@ class Device:
         return {"name": self.name, "variant": self.variant, "spec": self.spec, "title": self.title,
                 "path": self.path, "sources": list(self.sources), "notes": self.notes,
                 "cannot_check": list(self.cannot_check),
+                "electrical": self.electrical.to_dict() if self.electrical else None,
                 "limits": [lim.to_dict() for lim in self.limits]}
 
 
