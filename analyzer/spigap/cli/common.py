@@ -325,9 +325,10 @@ def _levels(text):
     return lo, hi
 
 
-def add_pin_options(p, *, switch: bool) -> argparse._ArgumentGroup:
+def add_pin_options(p, *, switch: bool, sample_delay: bool = True) -> argparse._ArgumentGroup:
     """Timing at the pins (docs/pin-timing.md): ``switch`` adds --pins (the measurement is
-    asked for; spigap pins and check do it anyway)."""
+    asked for; spigap pins and check do it anyway); ``sample_delay`` --rx-sample-delay (compare
+    has one per side)."""
     g = p.add_argument_group("timing at the pins (docs/pin-timing.md)")
     if switch:
         g.add_argument("--pins", action="store_true",
@@ -341,9 +342,10 @@ def add_pin_options(p, *, switch: bool) -> argparse._ArgumentGroup:
     g.add_argument("--rx-setup", type=_time, metavar="TIME",
                    help="the controller's MISO setup requirement (default 0: valid at the edge, assumed)")
     g.add_argument("--rx-hold", type=_time, metavar="TIME", help="the controller's MISO hold requirement (default 0)")
-    g.add_argument("--rx-sample-delay", type=_time, metavar="TIME", default=0.0,
-                   help="the controller samples MISO this long after its clock edge (the device tree's "
-                        "rx-sample-delay-ns, as set: the bus does not show it)")
+    if sample_delay:
+        g.add_argument("--rx-sample-delay", type=_time, metavar="TIME", default=0.0,
+                       help="the controller samples MISO this long after its clock edge (the device tree's "
+                            "rx-sample-delay-ns, as set: the bus does not show it)")
     g.add_argument("--pin-margin", type=_time, metavar="TIME",
                    help="the margin the device-tree suggestions restore (default 5 %% of the SCLK period)")
     return g
@@ -588,21 +590,26 @@ def event_specs(args) -> list:
     return [parse_event(e) for e in getattr(args, "event", None) or []]
 
 
-def load_captures(paths, args, *, cfg=None, traces: bool = False):
+def load_captures(paths, args, *, cfg=None, traces: bool = False, pins=None):
     """Analyze each path (and measure --event channels); returns stats.compare.Capture objects.
 
     ``cfg``: the SpiConfig to use (default: from the capture options). Long captures are
     a systematic sample of their transfers (bounded memory, docs/compare-and-report.md),
-    except with --event or kernel traces (``traces``), which pair every transfer."""
+    except with --event or kernel traces (``traces``), which pair every transfer. A scope's
+    files of one acquisition (tek0000CH1.isf ... CH4.isf) are one capture. ``pins``: the pin
+    measurement's options (``pin_options``)."""
+    from spigap.io.combine import group_acquisitions
     from spigap.stats.compare import Capture
 
     cfg = cfg if cfg is not None else config_from_args(args)
     keep = "all" if traces else "sample"
     out = []
-    for path in paths:
-        a = analyze_path(path, args, cfg, keep=keep)
+    flat = [str(x) for p in paths for x in (p if isinstance(p, (list, tuple)) else [p])]
+    for group in group_acquisitions(flat):
+        path = group if len(group) > 1 else group[0]
+        a = analyze_path(path, args, cfg, keep=keep, pins=pins)
         # a shared bus (several devices on one SCLK): its SharedAnalysis (stats/shared.py)
-        out.append(Capture(str(path), a, getattr(a, "events", None)))
+        out.append(Capture(" + ".join(group), a, getattr(a, "events", None)))
     return out
 
 

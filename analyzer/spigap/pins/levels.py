@@ -9,9 +9,8 @@
   sample histogram), which the 10-90 % rise time, the overshoot and the settling
   band are relative to.
 * ``noise_rms``: the trace's noise, from the spread of its sample-to-sample
-  differences (edges are a small share of the samples, so a robust spread of the
-  differences is the noise's; Donoho's MAD estimator), never below the
-  quantization of its samples.
+  differences (edges are a small share of the samples and are left out by a
+  robust first scale), never below the quantization of its samples.
 """
 
 from __future__ import annotations
@@ -89,16 +88,20 @@ def state_levels(v: np.ndarray, noise: float = 0.0) -> tuple[float, float] | Non
 
 
 def noise_rms(v: np.ndarray) -> float:
-    """The rms noise of a trace: 1.4826 x MAD of its first differences / sqrt(2), at least
-    the rms of its quantization (LSB / sqrt(12), the LSB being the smallest step between
-    samples)."""
+    """The rms noise of a trace from its sample-to-sample differences: a robust scale
+    first (1.4826 x MAD, which on a quantized trace can be a whole step or nothing), then
+    the standard deviation of the differences within 5 of those scales (edges left out) /
+    sqrt(2); at least the rms of the quantization (LSB / sqrt(12), the LSB the smallest step
+    between samples)."""
     v = np.asarray(v, np.float64)
     v = v[np.isfinite(v)]
     if len(v) < 3:
         return 0.0
     d = np.diff(v)
     med = float(np.median(d))
-    sigma = 1.4826 * float(np.median(np.abs(d - med))) / math.sqrt(2)
     steps = np.abs(d[d != 0])
     lsb = float(steps.min()) if len(steps) else 0.0
+    scale = max(1.4826 * float(np.median(np.abs(d - med))), lsb)
+    flat = d[np.abs(d - med) <= 5 * scale] if scale > 0 else d
+    sigma = float(np.std(flat)) / math.sqrt(2) if len(flat) > 1 else 0.0
     return max(sigma, lsb / math.sqrt(12))

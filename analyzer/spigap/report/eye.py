@@ -60,3 +60,34 @@ def _rect(x, y, w, h):
 def eye_png(res, masks: dict | None = None, title: str = "") -> bytes | None:
     fig = eye_figure(res, masks, title)
     return png(fig) if fig is not None else None
+
+
+def pins_html(report, res, stem: str, check=None) -> str:
+    """The report's section of a capture measured at the pins: the table, the windows and the
+    advice (from the check, when there is one), and the eye diagram."""
+    import html
+
+    from spigap.units import fmt_time
+
+    parts = ["<h3>Timing at the pins</h3>", f"<pre>{html.escape(res.text())}</pre>"]
+    summary = (check.summary.get("pins") if check is not None else None) or {}
+    for role, w in summary.get("windows", {}).items():
+        where = "the device" if role == "mosi" else "the controller"
+        parts.append(f"<p>data-valid window of {role.upper()} at {where}'s sampling point: "
+                     f"{html.escape(fmt_time(-w['setup']))} to {html.escape(fmt_time(w['hold']))} around the edge "
+                     f"(worst of {w['n']} edges; negative = before it)</p>")
+    for a in summary.get("advice", []):
+        parts.append(f"<p><b>suggestion:</b> {html.escape(a['text'])}</p>")
+    masks = {}
+    dev = getattr(check, "device", None) if check is not None else None
+    if dev is not None:
+        su = next((lim.min for lim in dev.limits if lim.metric == "din_setup" and lim.min is not None), 0.0)
+        ho = next((lim.min for lim in dev.limits if lim.metric == "din_hold" and lim.min is not None), 0.0)
+        masks["mosi"] = (su, ho)
+    ctl = summary.get("controller")
+    if ctl:
+        masks["miso"] = (ctl["setup_s"], ctl["hold_s"])
+    fig = eye_figure(res, masks)
+    if fig is not None:
+        parts.append(report._img(fig, f"{stem}-eye.png", "eye diagram of MOSI and MISO"))
+    return "\n".join(parts)
