@@ -235,3 +235,25 @@ def test_logic_capture_within_one_sample(tmp_path, mode):
     tco = res.figures["mosi_tco"]
     assert tco.n and tco.max == 0                                           # data changes on the clock's sample
     assert "< 1 sample" in res.text()
+
+
+# ------------------------------------------------------------------ bounded memory
+def test_what_is_kept_does_not_grow_with_the_capture(tmp_path, monkeypatch):
+    """The lines' events are kept only as far back as the look-ahead needs: on a logic capture of
+    200 000 SCLK edges the stores never hold more than a few thousand events."""
+    from spigap.pins import measure
+
+    sc = Scenario(sclk=10e6, samplerate=100e6, messages=4000, words_per_transfer=3, idle_clocks=0, seed=9)
+    write(sc, tmp_path / "long.sr", chunk_bytes=1 << 16)
+    seen = []
+    orig = measure.PinMeasurer.advance
+
+    def advance(self, final=False):
+        orig(self, final)
+        seen.append(sum(len(s) for s in self.lines.all()))
+
+    monkeypatch.setattr(measure.PinMeasurer, "advance", advance)
+    a = analyze_file(tmp_path / "long.sr", pins=PinOptions())
+    res = a.pins
+    assert res.sampling_edges == 4000 * 3 * 8
+    assert len(seen) > 20 and max(seen[:-1]) < 20_000, max(seen)

@@ -21,8 +21,6 @@ and reduced segment by segment; the open segment carries over to the next chunk.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from spigap.pins.crossings import AnalogLine, EventStore, flips
@@ -79,7 +77,7 @@ class EdgeShape:
         ends = np.concatenate([cut, [n]])
         ups = np.concatenate([[self._seg_up], mup])
         mids = np.concatenate([[np.nan if self._seg_t is None else self._seg_t], mt])
-        tgt = np.where(ups, self.top, self.base)[np.searchsorted(cut, np.arange(n), side="right")]
+        tgt = np.repeat(np.where(ups, self.top, self.base), ends - bounds)     # each sample's new level
         inside = np.abs(v - tgt) <= self.band
         prev_in = np.concatenate([[self._prev_in], inside[:-1]])
         first = np.zeros(n, bool)
@@ -94,45 +92,43 @@ class EdgeShape:
             peak[has] = np.where(ups[has], np.maximum.reduceat(v, b), np.minimum.reduceat(v, b))
             last_run[has] = np.maximum.reduceat(rs, b)
         lens = ends - bounds
-        for k in range(nseg):
-            up = bool(ups[k])
-            m = int(lens[k]) + (self._seg_len if k == 0 else 0)
-            if not has[k]:                     # empty: only the carried part (k == 0)
-                pk, run = self._seg_peak, self._seg_run
-            else:
-                pk = float(peak[k])
-                if k == 0 and not np.isnan(self._seg_peak):
-                    pk = max(pk, self._seg_peak) if up else min(pk, self._seg_peak)
-                if last_run[k] >= 0:
-                    run = float(t0 + last_run[k])
-                else:                          # no run began in this part: the one before (if any)
-                    run = self._seg_run if k == 0 else np.nan
-            if k < nseg - 1:
-                self._close(mids[k], up, pk, run, m)
-            else:
-                self._seg_t = None if np.isnan(mids[k]) else float(mids[k])
-                self._seg_up, self._seg_peak, self._seg_run, self._seg_len = up, pk, run, m
+        pk = peak.copy()
+        run = np.where(last_run >= 0, t0 + last_run.astype(float), np.nan)
+        m = lens.copy()
+        # the first segment continues the carried one
+        m[0] += self._seg_len
+        if not has[0]:
+            pk[0] = self._seg_peak
+        elif not np.isnan(self._seg_peak):
+            pk[0] = max(pk[0], self._seg_peak) if ups[0] else min(pk[0], self._seg_peak)
+        if last_run[0] < 0:                    # no run began in this part: the one before (if any)
+            run[0] = self._seg_run
+        if nseg > 1:                           # every segment but the last is complete
+            self._close(mids[:-1], ups[:-1], pk[:-1], run[:-1], m[:-1])
+        self._seg_t = None if np.isnan(mids[-1]) else float(mids[-1])
+        self._seg_up, self._seg_peak, self._seg_run, self._seg_len = bool(ups[-1]), pk[-1], run[-1], int(m[-1])
         self._prev_in = bool(inside[-1])
 
-    def _close(self, t_mid, up: bool, peak: float, run: float, m: int) -> None:
-        """One edge's segment is complete: its overshoot, and its settling time (the start of
-        its last run in the band, the line leaving it only for the next edge), or unsettled
-        (it never got into the band).
+    def _close(self, t_mid, up, peak, run, m) -> None:
+        """Edges' segments are complete (arrays): their overshoot, and their settling time (the
+        start of the last run in the band, the line leaving it only for the next edge), or
+        unsettled (never in the band).
 
         The highest of m noisy samples lies about noise x sqrt(2 ln m) above the true peak
         (the expected maximum of m Gaussian samples): that much is taken off the overshoot,
         and is its stated uncertainty."""
-        if np.isnan(t_mid):
-            return
-        if not np.isnan(peak):
-            over = (peak - self.top) if up else (self.base - peak)
-            bias = self.noise * math.sqrt(2 * math.log(max(m, 2)))
-            u = bias / self.amp * 100.0
-            self.overshoot.add([max(over - bias, 0.0) / self.amp * 100.0], [t_mid], [u])
-        if not np.isnan(run) and run >= t_mid:
-            self.settle.add([run - t_mid], [t_mid], [1.0])
-        else:
-            self.unsettled.add([t_mid])
+        t_mid, up, peak, run = (np.atleast_1d(np.asarray(x, float)) for x in (t_mid, up, peak, run))
+        m = np.atleast_1d(np.asarray(m, float))
+        ok = ~np.isnan(t_mid)
+        t_mid, up, peak, run, m = t_mid[ok], up[ok].astype(bool), peak[ok], run[ok], m[ok]
+        has = ~np.isnan(peak)
+        over = np.where(up, peak - self.top, self.base - peak)
+        bias = self.noise * np.sqrt(2 * np.log(np.maximum(m, 2)))
+        self.overshoot.add((np.maximum(over - bias, 0.0) / self.amp * 100.0)[has], t_mid[has],
+                           (bias / self.amp * 100.0)[has])
+        settled = ~np.isnan(run) & (run >= t_mid)
+        self.settle.add((run - t_mid)[settled], t_mid[settled], np.ones(int(settled.sum())))
+        self.unsettled.add(t_mid[~settled])
 
     def _edges(self, f) -> None:
         if not len(f):
