@@ -205,7 +205,8 @@ def _run_shared(args) -> int:
 
 def _run_analog(args) -> int:
     """A recipe with an [analog] table: a scope's acquisition, one ISF file per channel
-    (analyzer/spigap/synth/analog_bus.py); -o is the files' stem (STEM + CH1.isf ...)."""
+    (analyzer/spigap/synth/analog_bus.py); -o is the files' stem (STEM + CH1.isf ...; a trailing
+    .sr, .isf or CH1.isf is dropped)."""
     from spigap.synth import analog_bus
 
     given = [f"--{flag.replace('_', '-')}" for flag in FLAGS if getattr(args, flag, None) is not None]
@@ -213,7 +214,11 @@ def _run_analog(args) -> int:
     if given:
         raise UsageError(f"{', '.join(dict.fromkeys(given))} do not apply to an analog recipe: set its "
                          "values in the TOML", path=args.config)
-    stem = args.output[:-len("CH1.isf")] if args.output.endswith("CH1.isf") else args.output
+    stem = args.output
+    for tail in ("CH1.isf", ".isf", ".sr"):      # `make captures` passes STEM.sr for every recipe
+        if stem.endswith(tail):
+            stem = stem[:-len(tail)]
+            break
     paths, bus, scope = analog_bus.write_recipe(args.config, stem)
     if args.truth:
         import json
