@@ -237,6 +237,17 @@ def test_logic_capture_within_one_sample(tmp_path, mode):
     assert "< 1 sample" in res.text()
 
 
+def test_a_data_line_that_never_changes(tmp_path):
+    """MISO held at one level the whole capture (a device that never answers): its setup and
+    hold are the whole window, no clock-to-output, no internal error."""
+    sc = Scenario(sclk=2e6, samplerate=20e6, messages=10, words_per_transfer=2, idle_clocks=0, seed=5,
+                  miso="zero")
+    write(sc, tmp_path / "z.sr")
+    res = analyze_file(tmp_path / "z.sr", pins=PinOptions()).pins
+    assert res.figures["miso_setup"].n > 0 and res.figures["miso_tdo"].n == 0
+    assert res.figures["mosi_setup"].n > 0
+
+
 # ------------------------------------------------------------------ bounded memory
 def test_what_is_kept_does_not_grow_with_the_capture(tmp_path, monkeypatch):
     """The lines' events are kept only as far back as the look-ahead needs: on a logic capture of

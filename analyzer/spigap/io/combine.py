@@ -140,10 +140,11 @@ def group_acquisitions(paths: Sequence[str]) -> list[list[str]]:
     command line)."""
     groups: dict[tuple[str, str, str], list[tuple[int, str]]] = {}
     order: list[tuple[str, str, str]] = []
-    for p in paths:
+    for i, p in enumerate(paths):
         stem, ext = os.path.splitext(os.path.basename(p))
         m = _CHANNEL_SUFFIX.match(stem)
-        key = (os.path.dirname(p), m.group("stem") if m else stem + "\0" + p, ext.lower())
+        # a file named twice is two captures (compare --before a.sr a.sr), never one
+        key = (os.path.dirname(p), m.group("stem") if m else f"{stem}\0{i}", ext.lower())
         if key not in groups:
             groups[key] = []
             order.append(key)

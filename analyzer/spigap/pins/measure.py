@@ -215,6 +215,9 @@ class PinMeasurer:
         bound = np.where(next_ok, cf.mid[np.minimum(nxt, len(cf) - 1)] - half / 2, s_mid + half / 2)
         low_bound = np.where(np.isfinite(l_mid), l_mid - half / 2, s_mid - 3 * half / 2)
         df = flips(data)
+        if not len(df):                 # a line that never changed: one NaN change, never selected (k < 0)
+            df = Flips(*(np.full(1, np.nan) if f.name != "rising" else np.zeros(1, bool)
+                         for f in dataclasses.fields(Flips)))
         iv = valid_intervals(data)
         # the intended state: after the last change that began before the bound
         k = np.searchsorted(df.start, bound, side="left") - 1

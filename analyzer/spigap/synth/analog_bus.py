@@ -265,7 +265,7 @@ def is_analog(path) -> bool:
     try:
         with open(path, "rb") as f:
             return isinstance(tomllib.load(f).get("analog"), dict)
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, ValueError):       # not TOML, not UTF-8: the scenario's reader says why
         return False
 
 

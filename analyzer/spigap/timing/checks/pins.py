@@ -65,15 +65,18 @@ def judge_figure(fig: Figure, tick_s: float, digital: bool, lo: float | None, hi
     verdict, margin, why = judge(v, lo, hi, r, hab)
     vals, counts = fig.hist.table()
     q = np.asarray(vals, float) * fig.quantum * tick_s
+    # beyond the limit; beyond it by more than the resolution (certain); within it of the limit
     if lo is not None:
-        beyond = int(counts[q < lo].sum())
+        beyond, certain = int(counts[q < lo].sum()), int(counts[q < lo - r].sum())
+        near = int(counts[(q >= lo - r) & (q < lo + r)].sum())
     elif hi is not None:
-        beyond = int(counts[q > hi].sum())
+        beyond, certain = int(counts[q > hi].sum()), int(counts[q > hi + r].sum())
+        near = int(counts[(q <= hi + r) & (q > hi - r)].sum())
     else:
-        beyond = 0
+        beyond = certain = near = 0
     res_txt = "±1 sample" if digital else f"±{fmt_time(r, 2)} (its noise bound and interpolation error)"
     if verdict == MARGINAL and abs(margin) < r:
-        why = f"below resolution: the worst edge is within {res_txt} of the limit"
+        why = f"below resolution: {near} of {fig.n} edges within {res_txt} of the limit, the worst among them"
     elif verdict == FAIL:
         why = (f"{beyond} of {fig.n} edges beyond the limit; the worst by more than its {res_txt}: "
                "a violation whatever the measurement error")
@@ -84,7 +87,8 @@ def judge_figure(fig: Figure, tick_s: float, digital: bool, lo: float | None, hi
     return Item(id=iid, statistic="worst", verdict=verdict, reason=why + note, measured=v, low=lo, high=hi,
                 delta=delta, margin=margin, resolution=r,
                 headroom=hab, n=fig.n,
-                violations={"count": beyond, "possible": 0, "checked": fig.n, "first_s": times,
+                violations={"count": certain if verdict == FAIL else 0, "possible": near, "checked": fig.n,
+                            "first_s": times,
                             "worst_s": v, "worst_at_s": at}, **base)
 
 
