@@ -22,7 +22,7 @@ from spigap.core.config import INFERABLE
 from spigap.pins.levels import Levels
 from spigap.pins.tap import PinOptions
 from spigap.synth.analog_bus import AnalogBus, LineModel
-from spigap.synth.scenario import Scenario, write
+from spigap.synth import Scenario, write
 from spigap.synth.writers import write_capture
 from spigap.synth.writers.isf import write_isf_set
 
@@ -212,7 +212,7 @@ def test_logic_capture_within_one_sample(tmp_path, mode):
     change on the clock's own sample is "< 1 sample"."""
     sc = Scenario(sclk=2e6, samplerate=20e6, messages=20, words_per_transfer=2, idle_clocks=0,
                   cpol=mode >> 1, cpha=mode & 1, seed=5)
-    tl = write(sc, tmp_path / "d.sr")
+    tl = write(sc, tmp_path / "d.sr").timeline
     a = analyze_file(tmp_path / "d.sr", pins=PinOptions(record=True))
     res = a.pins
     assert res.digital and "1 sample" in res.label()

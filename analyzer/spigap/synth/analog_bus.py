@@ -260,34 +260,29 @@ ANALOG_KEYS = {"samplerate", "format", "volts_per_div", "center", "bits", "mosi_
 
 def is_analog(path) -> bool:
     """The recipe has an [analog] table."""
-    import tomllib
+    from spigap.errors import InputError, UsageError
+    from spigap.synth import recipe
 
     try:
-        with open(path, "rb") as f:
-            return isinstance(tomllib.load(f).get("analog"), dict)
-    except (OSError, ValueError):       # not TOML, not UTF-8: the scenario's reader says why
+        return isinstance(recipe.read(path)[0].get("analog"), dict)
+    except (InputError, UsageError):        # not readable, not TOML: the recipe's reader says why
         return False
 
 
 def load_recipe(path):
-    """(Scenario, AnalogBus, scope settings) of an analog recipe."""
-    import tomllib
-
+    """(Scenario, AnalogBus, scope settings) of an analog recipe: a one-device recipe
+    (synth/scenario.py) with an [analog] table."""
     from spigap.errors import UsageError
+    from spigap.synth import recipe
     from spigap.synth.scenario import Scenario
     from spigap.units import parse_freq, parse_time
 
-    text = open(path, encoding="utf-8").read()
-    data = tomllib.loads(text)
+    data, text = recipe.read(path)
     an = data.pop("analog")
-    flat: dict = {}
-    for section, values in data.items():
-        if isinstance(values, dict) and section not in ("device", "kernel"):
-            flat.update(values)
-        else:
-            flat[section] = values
-    sc = Scenario.from_toml(None, flat)
-    sc.source = text
+    if recipe.is_bus(data):
+        raise UsageError("an [analog] recipe is one device ([[device]] tables are not rendered as volts)",
+                         path=str(path))
+    sc = Scenario.from_tables(data, text, None, path)
     bad = sorted(set(an) - ANALOG_KEYS)
     if bad:
         raise UsageError(f"[analog] has no key {bad[0]!r}; known: {', '.join(sorted(ANALOG_KEYS))}", path=str(path))
