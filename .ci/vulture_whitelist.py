@@ -71,3 +71,10 @@ _.writelines
 # the shared-bus scenario as TOML text: called in the subprocess spigap bench synthesizes its
 # shared-bus capture in (bench.shared_capture's code string)
 toml_text
+# pins: a suggestion's device-tree property (pins/advice.py), read in its JSON and by the tests
+_.prop
+# pins: every value of a figure kept for the tests against the analog generator's truth, edge
+# by edge (PinOptions(record=True), tests/test_pins.py)
+_.recorded
+# synth/analog_bus.py: the exact 10-90 % time of an RC edge, the rise-time truth of tests/test_pins.py
+_.rise_time

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from spigap.api import SpiConfig, analyze_file
-from spigap.synth import load, write
+from spigap.synth import analog_bus, load, write
 from conftest import CAPTURES
 
 RECIPES = sorted(CAPTURES.glob("*.toml"))
@@ -18,11 +18,21 @@ US = 1e-6
 def test_captures_are_small():
     total = sum(p.stat().st_size for p in CAPTURES.glob("*.sr"))
     assert total < 5 * 1024 * 1024, f"captures/ holds {total / 1e6:.1f} MB of .sr files"
+    scope = sum(p.stat().st_size for p in CAPTURES.glob("*.isf"))
+    assert scope < 2 * 1024 * 1024, f"captures/ holds {scope / 1e6:.1f} MB of .isf files"
 
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
 def test_shipped_capture_matches_its_recipe(tmp_path, recipe):
-    """Every captures/*.sr is exactly what its .toml recipe writes (make captures)."""
+    """Every captures/*.sr is exactly what its .toml recipe writes (make captures); an
+    analog recipe's scope files (STEM + CH1.isf ...) likewise."""
+    if analog_bus.is_analog(recipe):
+        paths, _, _ = analog_bus.write_recipe(recipe, str(tmp_path / recipe.stem))
+        assert len(paths) == 4
+        for p in paths:
+            name = p.rsplit("/", 1)[-1]
+            assert (CAPTURES / name).read_bytes() == open(p, "rb").read(), f"{name} differs from its recipe"
+        return
     shipped = recipe.with_suffix(".sr")
     assert shipped.exists()
     fresh = tmp_path / shipped.name

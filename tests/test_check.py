@@ -339,8 +339,11 @@ def test_ad7606_busy_and_convst_checks(tmp_path):
     clean, _ = _ad7606_with_events(tmp_path)
     out = spigap("check", clean, "--profile", "pi5-k6.6.31-ad7606", "--event", "CONVST:rise", "--event", "BUSY:fall",
                  "--format", "json")
-    assert out.returncode == 0, out.stdout + out.stderr
     items = {c["id"]: c for c in json.loads(out.stdout)["results"][0]["checks"]}
+    # the only failure is at the pins: synth/timeline.py launches the first MISO bit half a clock
+    # before the first edge, while the AD7606 drives its MSB on CS (t18 <= 15 ns)
+    failed = {k for k, c in items.items() if c["verdict"] == "FAIL"}
+    assert failed <= {"device.t18"}, out.stdout + out.stderr
     assert items["device.tCYCLE"]["verdict"] == PASS and items["device.tCYCLE"]["n"] == 59
     assert items["device.BUSY-read"]["verdict"] == PASS and items["device.BUSY-read"]["n"] == 60
     # without the channels both are skipped, and say which channel they need
@@ -475,7 +478,8 @@ def test_device_alone_is_a_check():
     d = json.loads(proc.stdout)
     r0 = d["results"][0]
     assert r0["profile"] is None and r0["device"]["spec"] == "mcp3008@5V"
-    assert {c["group"] for c in r0["checks"]} == {"device"}
+    # the device's limits, and (its file has input levels: measured at the pins) the controller's MISO window
+    assert {c["group"] for c in r0["checks"]} == {"device", "pins"}
     assert proc.returncode == 1 and d["verdict"] == FAIL         # tCSH, as with the profile
     proc = spigap("check", NODELAY_B10)
     assert proc.returncode == 2 and "--profile" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -22,7 +22,7 @@ __all__ = ["analyze_file", "Analysis", "SpiConfig", "GAP_KINDS", "describe", "op
 
 def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None = None,
                  input_format: str | None = None, keep: str = "all", rows=None, device: str | dict | None = None,
-                 events=None, **reader_options):
+                 events=None, pins=None, **reader_options):
     """Read and analyze one capture. Raises SpigapError subclasses on bad input.
 
     Without ``cfg`` every setting is found from names and signals (core/infer/); a
@@ -38,7 +38,11 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
     ``core.shared.SharedAnalysis`` (``.devices``: each device's Analysis; ``.bus``);
     ``device`` is then {CS line: spec} (labels per device); each event names its device
     (``CE0=CONVST:rise``: the chain ends at that device's next transfer), measured into
-    that device's Analysis's ``.events``."""
+    that device's Analysis's ``.events``.
+
+    ``pins``: a ``spigap.pins.tap.PinOptions``: timing at the receivers' pins (setup, hold,
+    clock-to-output, edge quality; docs/pin-timing.md) measured in the same pass, in
+    ``.pins`` (a ``spigap.pins.result.PinResult``)."""
     from spigap.core import events as events_mod
 
     specs = [events_mod.parse_event(e) if isinstance(e, str) else e for e in events or []]
@@ -46,7 +50,14 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
         keep = "all"
     opts = dict(reader_options, input_format=input_format, samplerate=samplerate)
     with open_capture(path, **opts) as r:
+        tap = None
+        if pins is not None:
+            from spigap.pins.tap import PinTap
+
+            r = tap = PinTap(r, pins)
         a = pipeline.analyze(r, cfg or SpiConfig(infer=INFERABLE), keep=keep, rows=rows)
+        if tap is not None:
+            a.pins = tap.result()
     if getattr(a, "shared", False):
         sa = _shared_labels(a, device)
         for cs, own in events_mod.for_devices(specs, list(sa.devices)).items():

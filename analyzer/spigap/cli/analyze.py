@@ -10,9 +10,12 @@ from spigap.cli.common import (
     add_device_option,
     add_event_options,
     add_output_options,
+    add_pin_options,
     add_stall_options,
     analyze_path,
     check_output_path,
+    pin_options,
+    pin_requested,
     stall_rule_from_args,
 )
 from spigap.errors import UsageError
@@ -34,6 +37,7 @@ def add_subparser(sub) -> None:
                              "decoder code (implies --transfers)")
     add_event_options(p)
     add_stall_options(p)
+    add_pin_options(p, switch=True)
     o = add_output_options(p, ("text", "json", "csv", "jsonl"))
     o.add_argument("--transfers", action="store_true",
                    help="include every transfer (text: the first 50; json: a 'transfers' list; csv and "
@@ -67,7 +71,14 @@ def run(args) -> int:
         o = Output(args.format, out, transfers=transfers)
         # memory bounded past 100 000 transfers (rows written as measured); --device and
         # --event need every transfer (labels per transfer, latencies to each start)
-        a = analyze_path(args.capture, args, keep="bounded", rows=o.rows if o.streams else None, label=True)
+        pins = None
+        if pin_requested(args):       # the device's input levels from its file, when it has them
+            from spigap import labels
+
+            spec = args.device if args.device and labels.parse_spec(args.device).variant else None
+            pins = pin_options(args, labels.limits(spec) if spec else _device_default(args.device))
+        a = analyze_path(args.capture, args, keep="bounded", rows=o.rows if o.streams else None, label=True,
+                         pins=pins)
         from spigap.core.stalls import find_stalls
 
         rule = stall_rule_from_args(args)
@@ -82,3 +93,16 @@ def run(args) -> int:
         print(f"spigap: error: {a.truncated}", file=sys.stderr)
         return 2
     return 0
+
+
+def _device_default(spec):
+    """The device file of --device NAME (its default variant), when spigap ships one."""
+    if not spec:
+        return None
+    from spigap import labels
+    from spigap.errors import SpigapError
+
+    try:
+        return labels.limits(spec)
+    except SpigapError:
+        return None           # a decoder-only name (mcp3204 ...): no levels

@@ -11,12 +11,16 @@ from spigap.cli.common import (
     add_check_options,
     add_event_options,
     add_output_options,
+    add_pin_options,
     add_stall_options,
     analyze_path,
     check_output_path,
     config_from_args,
     device_profile_configs,
+    pin_options,
+    pin_requested,
     reader_options,
+    rx_requirement,
     stall_rule_from_args,
     write_output,
 )
@@ -48,6 +52,7 @@ def add_subparser(sub) -> None:
     add_capture_options(p)
     add_event_options(p)
     add_stall_options(p)
+    add_pin_options(p, switch=True)
     o = add_output_options(p, ("text", "json", "junit", "ktap"))
     o.add_argument("-v", "--verbose", action="store_true", help="text: explain every check, with sources")
     p.set_defaults(func=run)
@@ -97,11 +102,17 @@ def run(args) -> int:
         # a shared bus: each device framed with its profile's settings
         cfg.device_cfgs = device_profile_configs(args, cfg, per_prof)
     rule = stall_rule_from_args(args)
+    # at the pins: asked for, or the device has electrical limits (every sampling edge, docs/pin-timing.md)
+    pins = pin_options(args, dev) if pin_requested(args) or _pin_limits(dev) else None
     results = []
     truncated = []
-    for path in args.captures:
+    from spigap.io.combine import group_acquisitions
+
+    # a scope's files of one acquisition (tek0000CH1.isf ... CH4.isf) are one capture, as in spigap batch
+    for group in group_acquisitions([str(c) for c in args.captures]):
+        path = group if len(group) > 1 else group[0]
         try:
-            a = analyze_path(path, args, cfg)
+            a = analyze_path(path, args, cfg, pins=pins)
         except NoSpiBus as e:           # no SPI here: NO DATA, like a capture with too few transfers
             results.append(CheckResult(str(path), prof, dev, None, headroom, [], [], _no_bus_summary(e), []))
             continue
@@ -116,7 +127,8 @@ def run(args) -> int:
                              f"({a.cfg.cs or 'no CS line'}); give --profile NAME / --device SPEC",
                              path=str(path))
         events = events_for_check(path, args.event, **reader_options(args))
-        res = check_analysis(a, prof, dev, headroom=headroom, events=events)
+        res = check_analysis(a, prof, dev, headroom=headroom, events=events, rx=rx_requirement(args),
+                             margin=args.pin_margin)
         res.summary["stalls"] = stall_summary(a, rule)
         if a.truncated:
             truncated.append(a.truncated)
@@ -145,6 +157,14 @@ def run(args) -> int:
             print(f"spigap: {'note' if args.allow_empty else 'error'}: {r.capture}: NO DATA: {r.no_data}",
                   file=sys.stderr)
     return 1 if any(r.failed(args.strict, args.allow_empty) for r in results) else 0
+
+
+def _pin_limits(dev) -> bool:
+    """The device has limits at the pins or input levels: measure the pins."""
+    from spigap.timing.profiles import LIMIT_METRICS
+
+    return dev is not None and (dev.electrical is not None
+                                or any(LIMIT_METRICS[lim.metric][1] == "pin" for lim in dev.limits))
 
 
 def _spi_settings(a) -> dict:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import re
 
 from spigap.core.config import SpiConfig
@@ -333,6 +334,76 @@ def add_event_options(p) -> None:
                         "chain ending at that device's next transfer")
 
 
+def _levels(text):
+    """'0.99,2.31' (VIL,VIH volts) for --pin-levels / --rx-levels."""
+    try:
+        lo, hi = (float(x) for x in str(text).replace(" ", "").split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not VIL,VIH in volts: {text!r} (e.g. 0.8,2.0)") from None
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        raise argparse.ArgumentTypeError(f"VIH must be above VIL: {text!r}")
+    return lo, hi
+
+
+def add_pin_options(p, *, switch: bool, sample_delay: bool = True) -> argparse._ArgumentGroup:
+    """Timing at the pins (docs/pin-timing.md): ``switch`` adds --pins (the measurement is
+    asked for; spigap pins and check do it anyway); ``sample_delay`` --rx-sample-delay (compare
+    has one per side)."""
+    g = p.add_argument_group("timing at the pins (docs/pin-timing.md)")
+    if switch:
+        g.add_argument("--pins", action="store_true",
+                       help="also measure setup, hold, clock-to-output and edge quality at the receivers' pins "
+                            "(from a scope's volts: interpolated; from a logic capture: +/- 1 sample)")
+    g.add_argument("--pin-levels", type=_levels, metavar="VIL,VIH",
+                   help="the device's input levels in volts (MOSI, SCLK, CS; default: the --device file's for "
+                        "its supply, else 30/70 %% of each line's swing, said so)")
+    g.add_argument("--rx-levels", type=_levels, metavar="VIL,VIH",
+                   help="the controller's MISO input levels in volts (default: the device's)")
+    g.add_argument("--rx-setup", type=_time, metavar="TIME",
+                   help="the controller's MISO setup requirement (default 0: valid at the edge, assumed)")
+    g.add_argument("--rx-hold", type=_time, metavar="TIME", help="the controller's MISO hold requirement (default 0)")
+    if sample_delay:
+        g.add_argument("--rx-sample-delay", type=_time, metavar="TIME", default=0.0,
+                       help="the controller samples MISO this long after its clock edge (the device tree's "
+                            "rx-sample-delay-ns, as set: the bus does not show it)")
+    g.add_argument("--pin-margin", type=_time, metavar="TIME",
+                   help="the margin the device-tree suggestions restore (default 5 %% of the SCLK period)")
+    return g
+
+
+def pin_requested(args) -> bool:
+    return bool(getattr(args, "pins", False) or getattr(args, "pin_levels", None)
+                or getattr(args, "rx_levels", None) or getattr(args, "rx_sample_delay", 0.0))
+
+
+def pin_options(args, device=None):
+    """The pin measurement's options (spigap.pins.tap.PinOptions) from the command line and a
+    device's electrical table (``device``: a spigap.timing.profiles.Device or None)."""
+    from spigap.pins.levels import Levels
+    from spigap.pins.tap import PinOptions
+
+    dev = None
+    if getattr(args, "pin_levels", None):
+        dev = Levels(*args.pin_levels, "--pin-levels")
+    elif device is not None and device.electrical is not None:
+        e = device.electrical
+        flag = ", UNVERIFIED" if e.unverified else ""
+        dev = Levels(e.vil, e.vih, f"{device.spec}{' at ' + format(e.vdd, 'g') + ' V' if e.vdd else ''}{flag}",
+                     assumed=e.assumed)
+    ctl = Levels(*args.rx_levels, "--rx-levels") if getattr(args, "rx_levels", None) else None
+    return PinOptions(device_levels=dev, controller_levels=ctl, rx_sample_delay=getattr(args, "rx_sample_delay", 0.0))
+
+
+def rx_requirement(args):
+    """The controller's MISO requirement (spigap.pins.advice.Requirement) from --rx-setup/--rx-hold."""
+    from spigap.pins.advice import Requirement
+
+    s, h = getattr(args, "rx_setup", None), getattr(args, "rx_hold", None)
+    if s is None and h is None:
+        return Requirement()
+    return Requirement(s or 0.0, h or 0.0, "--rx-setup/--rx-hold", assumed=False)
+
+
 def add_stall_options(p) -> None:
     g = p.add_argument_group("stalls (gaps far above their kind's median)")
     g.add_argument("--stall-sigmas", type=positive_float, default=8.0, metavar="K",
@@ -520,18 +591,19 @@ def reader_options(args) -> dict:
             "deglitch": getattr(args, "deglitch", None), "unitsize": getattr(args, "unitsize", None)}
 
 
-def analyze_path(path, args, cfg=None, *, keep: str = "all", rows=None, label: bool = False):
+def analyze_path(path, args, cfg=None, *, keep: str = "all", rows=None, label: bool = False, pins=None):
     """Open and analyze one capture with the CLI's options (spigap.api.analyze_file, the
     one entry point): the capture options, ``--event`` (a second pass pairs the extra
     channels: ``.events``) and, with ``label``, ``--device`` as each transfer's meaning
     (``.labels``; check and report read --device as datasheet limits instead).
     ``keep``: "all", "bounded" (spigap analyze: rows to ``rows`` past 100 000 transfers)
-    or "sample" (compare, report), core/pipeline.analyze."""
+    or "sample" (compare, report), core/pipeline.analyze. ``pins``: the pin measurement's
+    options (``pin_options``), its result in ``.pins``."""
     from spigap.api import analyze_file
 
     cfg = cfg if cfg is not None else config_from_args(args)
     device = (per_device(args, "device") or getattr(args, "device", None)) if label else None
-    return analyze_file(path, cfg, keep=keep, rows=rows, device=device, events=event_specs(args),
+    return analyze_file(path, cfg, keep=keep, rows=rows, device=device, events=event_specs(args), pins=pins,
                         **reader_options(args))
 
 
@@ -541,21 +613,26 @@ def event_specs(args) -> list:
     return [parse_event(e) for e in getattr(args, "event", None) or []]
 
 
-def load_captures(paths, args, *, cfg=None, traces: bool = False):
+def load_captures(paths, args, *, cfg=None, traces: bool = False, pins=None):
     """Analyze each path (and measure --event channels); returns stats.compare.Capture objects.
 
     ``cfg``: the SpiConfig to use (default: from the capture options). Long captures are
     a systematic sample of their transfers (bounded memory, docs/compare-and-report.md),
-    except with --event or kernel traces (``traces``), which pair every transfer."""
+    except with --event or kernel traces (``traces``), which pair every transfer. A scope's
+    files of one acquisition (tek0000CH1.isf ... CH4.isf) are one capture. ``pins``: the pin
+    measurement's options (``pin_options``)."""
+    from spigap.io.combine import group_acquisitions
     from spigap.stats.compare import Capture
 
     cfg = cfg if cfg is not None else config_from_args(args)
     keep = "all" if traces else "sample"
     out = []
-    for path in paths:
-        a = analyze_path(path, args, cfg, keep=keep)
+    flat = [str(x) for p in paths for x in (p if isinstance(p, (list, tuple)) else [p])]
+    for group in group_acquisitions(flat):
+        path = group if len(group) > 1 else group[0]
+        a = analyze_path(path, args, cfg, keep=keep, pins=pins)
         # a shared bus (several devices on one SCLK): its SharedAnalysis (stats/shared.py)
-        out.append(Capture(str(path), a, getattr(a, "events", None)))
+        out.append(Capture(" + ".join(group), a, getattr(a, "events", None)))
     return out
 
 

@@ -9,15 +9,19 @@ from spigap.cli.common import (
     add_capture_options,
     add_event_options,
     add_output_options,
+    add_pin_options,
     add_profile_options,
     add_stall_options,
     add_stats_options,
     add_trace_options,
     attach_traces,
+    _time,
     check_output_path,
     config_from_args,
     load_captures,
     no_per_device,
+    pin_options,
+    pin_requested,
     settings_from_args,
     write_output,
 )
@@ -47,6 +51,13 @@ def add_subparser(sub) -> None:
     add_stats_options(p)
     add_stall_options(p)
     add_trace_options(p, pairs=True)
+    g = add_pin_options(p, switch=True, sample_delay=False)
+    g.add_argument("--device", dest="pin_device", metavar="NAME[@VARIANT]",
+                   help="with --pins: the device whose input levels (VIL/VIH) the pins are measured at")
+    for side in ("before", "after"):
+        g.add_argument(f"--{side}-rx-sample-delay", type=_time, default=0.0, metavar="TIME",
+                       help=f"with --pins: the controller's MISO sample delay on the {side} side "
+                            "(rx-sample-delay-ns: the bus does not show it)")
     o = add_output_options(p, ("text", "json"))
     o.add_argument("--fail-on", choices=("regression", "change", "never"), default="never",
                    help="exit 1 on any regression (or any significant change); default never")
@@ -73,21 +84,41 @@ def run(args) -> int:
         prof = load_profile(args.profile)
     cfg = config_from_args(args, prof)
     traced = bool(args.before_ftrace)
-    before = load_captures(args.before, args, cfg=cfg, traces=traced)
-    after = load_captures(args.after, args, cfg=cfg, traces=traced)
+    pins_b = pins_a = None
+    if pin_requested(args) or args.before_rx_sample_delay or args.after_rx_sample_delay:
+        import dataclasses
+
+        from spigap import labels
+
+        opts = pin_options(args, labels.limits(args.pin_device) if args.pin_device else None)
+        pins_b = dataclasses.replace(opts, rx_sample_delay=args.before_rx_sample_delay)
+        pins_a = dataclasses.replace(opts, rx_sample_delay=args.after_rx_sample_delay)
+    before = load_captures(args.before, args, cfg=cfg, traces=traced, pins=pins_b)
+    after = load_captures(args.after, args, cfg=cfg, traces=traced, pins=pins_a)
     attach_traces(before, args.before_ftrace, args, option="--before-ftrace", captures="--before")
     attach_traces(after, args.after_ftrace, args, option="--after-ftrace", captures="--after")
     if any(getattr(c.analysis, "shared", False) for c in before + after):
         return _shared(args, before, after, settings)
     cmp = compare(before, after, settings)
+    pb = [c.analysis.pins for c in before if c.analysis.pins is not None]
+    pa = [c.analysis.pins for c in after if c.analysis.pins is not None]
     if args.format == "json":
         from spigap.stats.output import to_dict
 
-        text = json.dumps(to_dict(cmp), indent=1, allow_nan=False) + "\n"
+        doc = to_dict(cmp)
+        if pins_b is not None:
+            from spigap.pins import compare as pin_compare
+
+            doc["pins"] = pin_compare.to_dict(pb, pa)
+        text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
     else:
         from spigap.stats.output import render_text
 
         text = render_text(cmp)
+        if pins_b is not None:
+            from spigap.pins import compare as pin_compare
+
+            text += "\n" + pin_compare.render_text(pb, pa)
     write_output(text, args.output)
     return _exit_code(args, before + after, cmp)
 

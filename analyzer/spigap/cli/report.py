@@ -9,6 +9,7 @@ from spigap.cli.common import (
     add_capture_options,
     add_check_options,
     add_event_options,
+    add_pin_options,
     add_stall_options,
     add_stats_options,
     add_trace_options,
@@ -16,6 +17,9 @@ from spigap.cli.common import (
     check_output_path,
     config_from_args,
     load_captures,
+    pin_options,
+    pin_requested,
+    rx_requirement,
     no_per_device,
     reader_options,
     settings_from_args,
@@ -47,6 +51,7 @@ def add_subparser(sub) -> None:
     add_stats_options(p)
     add_stall_options(p)
     add_trace_options(p, ftrace="many", pairs=True)
+    add_pin_options(p, switch=True)
     o = p.add_argument_group("output")
     o.add_argument("--format", choices=("html",), default="html",
                    help="output format: html, one self-contained file with the plots inline (the only one)")
@@ -68,6 +73,7 @@ def _checker(args):
     cfg = config_from_args(args, prof)
     spec = args.device if args.device is not None else (prof.device if prof else None)
     dev = labels.limits(spec)
+    args.pin_dev = dev               # the device's input levels and pin limits (run: the pin measurement)
     if prof is None and dev is None:
         return None, cfg
     from spigap.timing import check as timing_check
@@ -77,7 +83,8 @@ def _checker(args):
 
     def check(path, a):
         events = events_for_check(path, args.event, **reader_options(args))
-        return timing_check.check_analysis(a, prof, dev, headroom=headroom, events=events)
+        return timing_check.check_analysis(a, prof, dev, headroom=headroom, events=events, rx=rx_requirement(args),
+                                           margin=args.pin_margin)
 
     return check, cfg
 
@@ -96,9 +103,21 @@ def run(args) -> int:
     check_output_path(args.output)
     no_per_device(args, "profile", "device")
     check, cfg = _checker(args)
+    from spigap.io.combine import group_acquisitions
+
+    # a scope's files of one acquisition (tek0000CH1.isf ... CH4.isf) are one capture
+    key = {p: " + ".join(g) for g in group_acquisitions([str(x) for x in paths]) for p in g}
+    args.captures, args.before, args.after = ([key[str(x)] for x in dict.fromkeys(str(y) for y in ps)]
+                                              for ps in (args.captures, args.before, args.after))
+    args.captures, args.before, args.after = (list(dict.fromkeys(ps)) for ps in (args.captures, args.before,
+                                                                                 args.after))
+    groups = {" + ".join(g): g for g in group_acquisitions([str(x) for x in paths])}
+    paths = list(groups)
+    dev = getattr(args, "pin_dev", None)
+    pins = pin_options(args, dev) if pin_requested(args) or (dev is not None and dev.electrical) else None
     # analyze every capture once, with the profile's settings when --profile is given
-    caps = {c.path: c for c in load_captures(paths, args, cfg=cfg,
-                                             traces=bool(args.ftrace or args.before_ftrace))}
+    caps = {c.path: c for c in load_captures([groups[p] for p in paths], args, cfg=cfg,
+                                             traces=bool(args.ftrace or args.before_ftrace), pins=pins)}
     if bool(args.before_ftrace) != bool(args.after_ftrace):
         raise UsageError("--before-ftrace and --after-ftrace go together")
     if (args.spi_device or args.cs_latency is not None) and not (args.ftrace or args.before_ftrace):

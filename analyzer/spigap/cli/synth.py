@@ -135,6 +135,10 @@ def run(args) -> int:
     check_output_path(args.output)
     check_output_path(args.truth)
     check_output_path(getattr(args, "ftrace", None))
+    from spigap.synth import analog_bus
+
+    if args.config and analog_bus.is_analog(args.config):
+        return _run_analog(args)
     overrides = {}
     for flag, key in FLAGS.items():
         value = getattr(args, flag, None)
@@ -156,4 +160,32 @@ def run(args) -> int:
         print(f"wrote {args.ftrace}: {cap.describe_trace(trace)} (synthesized)")
     print(f"wrote {args.output}: {cap.describe()}, {cap.timeline.end_time * 1e3:.4g} ms at "
           f"{recipe.samplerate / 1e6:g} MSa/s (synthesized)")
+    return 0
+
+
+def _run_analog(args) -> int:
+    """A recipe with an [analog] table: a scope's acquisition, one ISF file per channel
+    (analyzer/spigap/synth/analog_bus.py); -o is the files' stem (STEM + CH1.isf ...; a trailing
+    .sr, .isf or CH1.isf is dropped)."""
+    from spigap.synth import analog_bus
+
+    given = [f"--{flag.replace('_', '-')}" for flag in FLAGS if getattr(args, flag, None) is not None]
+    given += ["--set"] * bool(args.set) + ["--device"] * bool(args.device) + ["--ftrace"] * bool(args.ftrace)
+    if given:
+        raise UsageError(f"{', '.join(dict.fromkeys(given))} do not apply to an analog recipe: set its "
+                         "values in the TOML", path=args.config)
+    stem = args.output
+    for tail in ("CH1.isf", ".isf", ".sr"):      # `make captures` passes STEM.sr for every recipe
+        if stem.endswith(tail):
+            stem = stem[:-len(tail)]
+            break
+    paths, bus, scope = analog_bus.write_recipe(args.config, stem)
+    if args.truth:
+        import json
+
+        from spigap.cli.common import write_output
+
+        write_output(json.dumps(analog_bus.truth_json(bus), indent=1), args.truth)
+    print(f"wrote {', '.join(paths)}: {len(bus.timeline.cs_assert)} transfers at "
+          f"{scope['samplerate'] / 1e9:g} GSa/s (synthesized scope traces)")
     return 0

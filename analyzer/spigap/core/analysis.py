@@ -114,6 +114,7 @@ class Analysis(CaptureFigures):
     device: str | None = None            # --device spec, when transfers were labelled
     labels: list[str] | None = None      # device meaning of each transfer (labels.py)
     events: Any = None                   # --event: core/events.EventReport
+    pins: Any = None                     # --pins: spigap.pins.result.PinResult (timing at the pins)
     # given settings the signals contradict (also first in ``warnings``), core/settings_check.py
     setting_warnings: list[str] = dataclasses.field(default_factory=list)
     # where each setting came from (core/infer/ Source), and every SPI bus the signals show

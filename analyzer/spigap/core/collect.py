@@ -233,6 +233,7 @@ class BoundedAnalysis(analysis.CaptureFigures):
     buses: list = dataclasses.field(default_factory=list)
     device: str | None = None
     labels: None = None
+    pins: object = None     # --pins: spigap.pins.result.PinResult, as in Analysis
     bounded = True
 
     @property

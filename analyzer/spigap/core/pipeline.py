@@ -69,6 +69,7 @@ class Pipeline:
         # the resolved settings and the edge stream
         self.settled = settled if settled is not None else infer.settle(reader, cfg)
         self.cfg = self.settled.cfg
+        reader.settled(self.cfg)                   # a measuring wrapper (pins/tap.py) starts from here
         self.framer = make_framer(self.cfg, self.cfg.stream_bits(), self.info.tick_s)
         self.prefix = Prefix()                     # a bounded start of the stream, for the settings check
         self.truncated: str | None = None          # the reader's error when the capture is damaged

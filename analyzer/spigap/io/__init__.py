@@ -309,7 +309,8 @@ class RenamedReader(CaptureReader):
         self._orig = dict(zip(new, names))
         # own info, same warnings list as the inner reader's
         self.info = dataclasses.replace(inner.info, channels=new, original_channels=names, spi_channels={
-            role: new[names.index(ch)] for role, ch in inner.info.spi_channels.items() if ch in names})
+            role: new[names.index(ch)] for role, ch in inner.info.spi_channels.items() if ch in names},
+            analog_channels=[new[names.index(ch)] for ch in inner.info.analog_channels if ch in names])
 
     @property
     def end_tick(self):
@@ -322,6 +323,10 @@ class RenamedReader(CaptureReader):
     def edges(self, channels):
         orig = [self._orig[self.info.channels[self.channel_index(c)]] for c in channels]
         return self.inner.edges(orig)
+
+    def set_volts_tap(self, tap) -> None:
+        new = {o: n for n, o in self._orig.items()}
+        self.inner.set_volts_tap(None if tap is None else (lambda name, t0, v: tap(new.get(name, name), t0, v)))
 
     def close(self) -> None:
         self.inner.close()

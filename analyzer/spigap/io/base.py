@@ -181,6 +181,25 @@ class CaptureReader(abc.ABC):
     format_name = "?"
     info: CaptureInfo
     end_tick: int | None = None
+    volts_tap: Callable[[str, int, np.ndarray], None] | None = None
+
+    def set_volts_tap(self, tap: Callable[[str, int, np.ndarray], None] | None) -> None:
+        """``tap(channel, first_tick, volts)`` is handed every chunk of volts an analog
+        channel is read in, in its own time order, alongside the thresholding (the pin
+        measurement's input, pins/tap.py: the file is read once). A reader that wraps others
+        passes it on under its own channel names."""
+        self.volts_tap = tap
+
+    def volts_tap_for(self, name: str) -> Callable[[int, np.ndarray], None] | None:
+        """The volts tap for one channel (None: nobody listens)."""
+        tap = self.volts_tap
+        if tap is None:
+            return None
+        return lambda t0, v: tap(name, t0, v)
+
+    def settled(self, cfg) -> None:
+        """Told the settings the pipeline settled on (channel roles, mode) before it frames
+        the stream: a measuring wrapper (pins/tap.py) starts from them. Nothing to do here."""
 
     def __init_subclass__(cls, **kwargs):
         """Every reader's ``edges`` first checks the request against the state word's width

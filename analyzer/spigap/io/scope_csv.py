@@ -43,7 +43,7 @@ from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_row
 from spigap.io.csv_changes import (CHUNK_BYTES, cut_short, decimal_resolution, first_bad_row, head_lines,
                                      line_chunks, offset_after_lines, parse_block, parse_floats, read_head,
                                      time_unit_of)
-from spigap.io.threshold import Schmitt, Threshold, resolve_thresholds, strict_blocks
+from spigap.io.threshold import Schmitt, Threshold, resolve_thresholds, strict_blocks, tap_runs
 from spigap.units import TIME_UNITS
 
 # the one table of time units, plus the spelled-out second some scopes write
@@ -426,6 +426,7 @@ class ScopeCsvReader(CaptureReader):
             self.info.thresholds.update({k: (v.level, v.hysteresis) for k, v in self._thresholds.items()})
         thresholds = self._thresholds
         schmitts = [Schmitt(thresholds[n]) for n in names]
+        self._taps = [self.volts_tap_for(n) for n in names]
         cols = [self._col_of[n] for n in names]
         scales = [self._scale_of[n] for n in names]
         lay = self.layout
@@ -511,6 +512,8 @@ class ScopeCsvReader(CaptureReader):
             v = vals[:, c] * sc
             if self._pairs and same.any():
                 v = _order_pairs(v, same, st, j)
+            if self._taps[j] is not None:
+                tap_runs(self._taps[j], ticks, v)
             states |= sm(v).astype(np.uint32) << np.uint32(j)
         return edges_from_rows(ticks, states, state, started)
 

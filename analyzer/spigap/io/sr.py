@@ -470,7 +470,7 @@ class SrReader(ZipMembers, CaptureReader):
                                        path=self.path, at_tick=done,
                                        hint="re-export or re-copy the capture") from None
 
-        return sampled_source(chunks(), schmitt)
+        return sampled_source(chunks(), schmitt, tap=self.volts_tap_for(name))
 
     def close(self) -> None:
         if getattr(self, "_fd", None) is not None:

@@ -123,6 +123,8 @@ def to_dict(a, *, transfers: bool = False, stalls=None, stall_rule=None, events=
     d["stalls"] = stalls_mod.to_dict(a, found, rule, limit=1000)
     if events is not None:
         d["events"] = events.to_dict()
+    if getattr(a, "pins", None) is not None:          # --pins: timing at the pins (docs/pin-timing.md)
+        d["pins"] = a.pins.to_dict()
     if transfers:
         d["transfers"] = json_rows(a, transfer_rows(a))
     return d

@@ -134,6 +134,9 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None
             lines.append(transfer_line(r))
         if a.n > limit:
             lines.append(f"       … {a.n - limit} more (use --format json --transfers or --format csv)")
+    if getattr(a, "pins", None) is not None:         # --pins: timing at the pins (docs/pin-timing.md)
+        lines.append("")
+        lines.append(a.pins.text().rstrip("\n"))
     if d["warnings"]:
         lines.append("")
         lines.append("warnings")

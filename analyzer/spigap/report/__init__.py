@@ -265,6 +265,10 @@ class Report:
         H.append(self._img(fig, f"{stem}-rate.png", "transfers per second"))
         if cap.traced is not None:
             H.append(self._phases_html(cap, sid, stem))
+        if a.pins is not None:                    # --pins: timing at the pins (report/eye.py)
+            from spigap.report.eye import pins_html
+
+            H.append(pins_html(self, a.pins, stem, check))
         self.sections.append((sid, cap.path, "\n".join(H)))
 
     def _phases_html(self, cap, sid, stem) -> str:
@@ -353,7 +357,8 @@ class Report:
         d = check.to_dict()
         prof = d["profile"]
         dev = d.get("device")
-        H.append(f"<p>Profile <b>{_e(prof['name'])}</b> ({_e(prof.get('title') or '')})"
+        # --device alone has no profile
+        H.append((f"<p>Profile <b>{_e(prof['name'])}</b> ({_e(prof.get('title') or '')})" if prof else "<p>No profile")
                  + (f", device <b>{_e(dev.get('spec') or dev.get('name') or '')}</b>" if dev else "")
                  + f": overall {_verdict_cell(d['verdict'], 'v-')[1]} "
                  + ", ".join(f"{k} {v}" for k, v in d["counts"].items() if v) + "</p>")

@@ -25,6 +25,7 @@ from spigap.timing.toml_tables import (
     flag,
     freq,
     integer,
+    level,
     missing,
     number,
     quantity,
@@ -62,6 +63,17 @@ LIMIT_METRICS = {
     "sclk_outside_cs": ("edges", "global", None),  # SCLK edges while CS is inactive
     "convst_period": ("s", "event", "convst"),    # CONVST rising -> next CONVST rising
     "sclk_at_busy_fall": ("edges", "event", "busy"),  # BUSY falls while SCLK is running in a window
+    # at the pins (docs/pin-timing.md): judged on the pin measurement, every sampling edge
+    "din_setup": ("s", "pin", None),              # MOSI valid -> the device's sampling edge
+    "din_hold": ("s", "pin", None),               # the device's sampling edge -> MOSI leaves
+    "dout_valid": ("s", "pin", None),             # launching edge -> MISO valid (tDO)
+    "dout_hold": ("s", "pin", None),              # launching edge -> MISO leaves the old bit
+    "cs_dout_valid": ("s", "pin", None),          # CS assert -> the first MISO bit valid
+    "sclk_high": ("s", "pin", None),              # SCLK high time at the pins
+    "sclk_low": ("s", "pin", None),
+    "sclk_rise": ("s", "pin", None), "sclk_fall": ("s", "pin", None),    # 10-90 %
+    "din_rise": ("s", "pin", None), "din_fall": ("s", "pin", None),
+    "dout_rise": ("s", "pin", None), "dout_fall": ("s", "pin", None),
 }
 
 
@@ -180,6 +192,23 @@ class Limit:
 
 
 @dataclasses.dataclass
+class Electrical:
+    """The device's logic input levels at its supply (the ``[electrical]`` table, a variant's
+    overriding it): VIL and VIH in volts."""
+
+    vdd: float | None
+    vil: float
+    vih: float
+    source: str
+    unverified: bool = False
+    assumed: bool = False
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
 class Device:
     name: str
     variant: str | None
@@ -189,6 +218,7 @@ class Device:
     limits: list
     notes: str = ""
     cannot_check: list = dataclasses.field(default_factory=list)
+    electrical: Electrical | None = None
 
     @property
     def spec(self) -> str:
@@ -198,6 +228,7 @@ class Device:
         return {"name": self.name, "variant": self.variant, "spec": self.spec, "title": self.title,
                 "path": self.path, "sources": list(self.sources), "notes": self.notes,
                 "cannot_check": list(self.cannot_check),
+                "electrical": self.electrical.to_dict() if self.electrical else None,
                 "limits": [lim.to_dict() for lim in self.limits]}
 
 
@@ -316,10 +347,22 @@ class DeviceTable:                  # [device]
 
 
 @dataclasses.dataclass(kw_only=True)
+class ElectricalTable:              # [electrical], [variants.NAME.electrical]: logic input levels
+    vdd: Annotated[float | None, number(lo=0)] = None
+    vil: Annotated[tuple | None, level] = None
+    vih: Annotated[tuple | None, level] = None
+    source: Annotated[str, string] = ""
+    unverified: Annotated[bool, flag] = False
+    assumed: Annotated[bool, flag] = False
+    note: Annotated[str, string] = ""
+
+
+@dataclasses.dataclass(kw_only=True)
 class VariantTable:                 # [variants.NAME]: limits that override or add to [limits]
     title: Annotated[str, string] = ""
     notes: Annotated[str, string] = ""
     limits: Annotated[dict, tables] = dataclasses.field(default_factory=dict)
+    electrical: Annotated[dict, a_table] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -329,6 +372,7 @@ class DeviceFile:
         metadata=missing("[device] table is missing: is this a spigap device file?"))
     limits: Annotated[dict, tables] = dataclasses.field(default_factory=dict)
     variants: Annotated[dict, tables] = dataclasses.field(default_factory=dict)
+    electrical: Annotated[dict, a_table] = dataclasses.field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ profiles
@@ -409,6 +453,7 @@ def parse_device(data: dict, path: str, variant: str | None = None) -> Device:
     # limit is read from its [limits.KEY] table updated by the variant's
     merged = {key: [(f"limits.{key}", tbl)] for key, tbl in f.limits.items()}
     vnotes = ""
+    elec = [("electrical", f.electrical)] if f.electrical else []
     for vname, vdata in variants.items():
         v = read_table(VariantTable, vdata, Where(path, f"variants.{vname}"))
         own = [(key, (f"variants.{vname}.limits.{key}", tbl)) for key, tbl in v.limits.items()]
@@ -416,12 +461,42 @@ def parse_device(data: dict, path: str, variant: str | None = None) -> Device:
             vnotes = " ".join(filter(None, [v.title, v.notes]))
             for key, tbl in own:
                 merged.setdefault(key, []).append(tbl)
+            if v.electrical:
+                elec.append((f"variants.{vname}.electrical", v.electrical))
         else:   # read the others too, so a typo in any variant is reported
             for key, tbl in own:
                 _limit(key, [*merged.get(key, []), tbl], path)
+            if v.electrical:
+                _electrical([*elec[:1], (f"variants.{vname}.electrical", v.electrical)], path)
     limits = [_limit(key, tbls, path) for key, tbls in merged.items()]
     return Device(name=d.name, variant=variant, title=d.title, path=path, sources=d.sources, limits=limits,
-                  notes=" ".join(filter(None, [d.notes, vnotes])), cannot_check=d.cannot_check)
+                  notes=" ".join(filter(None, [d.notes, vnotes])), cannot_check=d.cannot_check,
+                  electrical=_electrical(elec, path) if elec else None)
+
+
+def _electrical(tables: list, path: str) -> Electrical:
+    """The input levels from [electrical] updated by the variant's table: VIL and VIH in volts
+    (a share of VDD needs vdd)."""
+    data: dict = {}
+    for _, tbl in tables:
+        data.update(tbl)
+    at = Where(path, tables[-1][0])
+    e = read_table(ElectricalTable, data, at)
+    volts = {}
+    for key in ("vil", "vih"):
+        v = getattr(e, key)
+        if v is None:
+            raise at.key(key).error("is required (volts, or a share of VDD like \"0.7 VDD\")")
+        value, rel = v
+        if rel and e.vdd is None:
+            raise at.key("vdd").error(f"is required: {key} is a share of VDD")
+        volts[key] = value * e.vdd if rel else value
+    if not volts["vih"] > volts["vil"]:
+        raise at.key("vih").error(f"must be above vil ({volts['vil']:g} V)")
+    if not e.source.strip():
+        raise at.key("source").error("is required: where the levels come from")
+    return Electrical(vdd=e.vdd, vil=volts["vil"], vih=volts["vih"], source=e.source, unverified=e.unverified,
+                      assumed=e.assumed, note=e.note)
 
 
 def _limit(key: str, tables: list, path: str) -> Limit:

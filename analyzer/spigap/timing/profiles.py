@@ -28,6 +28,7 @@ from spigap.timing.profile_files import (
     MODEL_METRICS,
     VALUE_METRICS,
     Device,
+    Electrical,
     Expectation,
     Limit,
     Profile,
@@ -37,7 +38,7 @@ from spigap.timing.profile_files import (
 from spigap.infile import read_toml
 from spigap.timing.toml_tables import ProfileError
 
-__all__ = ["ProfileError", "Profile", "Expectation", "Device", "Limit", "load_profile", "load_device",
+__all__ = ["ProfileError", "Profile", "Expectation", "Device", "Electrical", "Limit", "load_profile", "load_device",
            "list_profiles", "list_devices", "list_text", "GAP_METRICS", "VALUE_METRICS", "EXPECT_METRICS",
            "MODEL_METRICS", "LIMIT_METRICS"]
 

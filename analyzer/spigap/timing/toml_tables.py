@@ -221,3 +221,25 @@ def tolerance(unit: str | None = None):
             return None, r
         return quantity(v, dataclasses.replace(at, unit=unit or at.unit)), None
     return kind
+
+
+def level(v, at: Where) -> tuple[float, bool]:
+    """An input level: volts (a number) or a share of the supply ("0.7 VDD", "0.3*VDD"):
+    (value, relative to VDD)."""
+    if isinstance(v, bool):
+        raise Bad("must be volts or a share of VDD like \"0.7 VDD\"")
+    if isinstance(v, (int, float)):
+        if not math.isfinite(v):
+            raise Bad(f"must be a number of volts, not {v!r}")
+        return float(v), False
+    if isinstance(v, str):
+        t = v.strip().upper().replace("*", " ").replace("X", " ")
+        if t.endswith("VDD"):
+            try:
+                k = float(t[:-3].strip() or "1")
+            except ValueError:
+                raise Bad(f"not a share of VDD: {v!r}") from None
+            if not (0 <= k <= 1.5):
+                raise Bad(f"share of VDD out of range: {v!r}")
+            return k, True
+    raise Bad(f"must be volts or a share of VDD like \"0.7 VDD\", not {v!r}")
