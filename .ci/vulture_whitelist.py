@@ -59,3 +59,7 @@ _.writelines
 # the shared-bus scenario as TOML text: called in the subprocess spigap bench synthesizes its
 # shared-bus capture in (bench.shared_capture's code string)
 toml_text
+
+# the stall search's Python API (docs/compare-and-report.md, "Stalls"): the list alone, as
+# the documented example and the tests call it (the commands read core/run.py's StallReport)
+find_stalls

@@ -1,44 +1,48 @@
 """Open and analyze a capture: the one entry point of scripts, tests and every subcommand.
 
     from spigap import analyze_file, SpiConfig
-    a = analyze_file("capture.sr", SpiConfig(cpha=1))
+    r = analyze_file("capture.sr", SpiConfig(cpha=1))
+    a = r.device                             # its one device (a shared bus: r.devices["CE0"])
     a.gap_values("cs_setup") * a.tick_s      # seconds, NaN where unavailable
 
-The capture goes through core/pipeline.py (frame, measure, group);
-``--device`` and ``--event`` are options of that one path (``device``,
+The capture goes through core/run.py (frame, measure, group, stalls) into a
+``Result``: every device of the bus (one for a capture of one device) and the bus's
+figures. ``--device`` and ``--event`` are options of that one path (``device``,
 ``events``), not other paths.
 """
 
 from __future__ import annotations
 
+from spigap.core import run
 from spigap.core.analysis import GAP_KINDS, Analysis, describe
-from spigap.errors import UsageError
 from spigap.core.config import INFERABLE, SpiConfig
-from spigap.core import pipeline
+from spigap.core.result import Result
+from spigap.errors import UsageError
 from spigap.io import open_capture
 
-__all__ = ["analyze_file", "Analysis", "SpiConfig", "GAP_KINDS", "describe", "open_capture"]
+__all__ = ["analyze_file", "analyze_device", "Analysis", "Result", "SpiConfig", "GAP_KINDS", "describe",
+           "open_capture"]
 
 
 def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None = None,
                  input_format: str | None = None, keep: str = "all", rows=None, device: str | dict | None = None,
-                 events=None, **reader_options):
+                 events=None, stall_rule=None, **reader_options) -> Result:
     """Read and analyze one capture. Raises SpigapError subclasses on bad input.
 
     Without ``cfg`` every setting is found from names and signals (core/infer/); a
     given ``cfg`` is taken as is, except roles it leaves None and its ``infer`` set.
-    ``keep``, ``rows``: core/pipeline.analyze ("all": an Analysis of every transfer;
+    ``keep``, ``rows``: core/run.analyze ("all": an Analysis of every transfer;
     "bounded": histograms past 100 000 transfers, their rows to ``rows``; "sample").
+    ``stall_rule``: the stall search's rule (core/stalls.StallRule; default its defaults).
     ``device``: ``--device NAME[:KEY=VALUE,...]``: each transfer's meaning in
-    ``.labels`` (labels.py). ``events``: ``--event`` specs (core/events.EventSpec, or
-    their text): a second pass over the capture pairs their edges, in ``.events``.
-    Both need every transfer, so they imply ``keep="all"``.
+    ``.labels`` (labels.py); on a shared bus {CS line: spec}, labels per device.
+    ``events``: ``--event`` specs (core/events.EventSpec, or their text), measured into
+    the device's ``.events``; on a shared bus each names its device (``CE0=CONVST:rise``:
+    the chain ends at that device's next transfer). Both need every transfer, so they
+    imply ``keep="all"``.
 
-    Several devices on one bus (``--cs CE0,CE1``, or found in the signals): a
-    ``core.shared.SharedAnalysis`` (``.devices``: each device's Analysis; ``.bus``);
-    ``device`` is then {CS line: spec} (labels per device); each event names its device
-    (``CE0=CONVST:rise``: the chain ends at that device's next transfer), measured into
-    that device's Analysis's ``.events``."""
+    Returns a ``Result``: ``.devices`` (each device's analysis by its CS line; one for a
+    capture of one device, ``.device``) and ``.bus`` (a shared bus's figures, else None)."""
     from spigap.core import events as events_mod
 
     specs = [events_mod.parse_event(e) if isinstance(e, str) else e for e in events or []]
@@ -46,46 +50,47 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
         keep = "all"
     opts = dict(reader_options, input_format=input_format, samplerate=samplerate)
     with open_capture(path, **opts) as r:
-        a = pipeline.analyze(r, cfg or SpiConfig(infer=INFERABLE), keep=keep, rows=rows)
-    if getattr(a, "shared", False):
-        sa = _shared_labels(a, device)
-        for cs, own in events_mod.for_devices(specs, list(sa.devices)).items():
-            with open_capture(path, **opts) as r:
-                sa.devices[cs].events = events_mod.measure(r, sa.devices[cs], own)
-        return sa
-    if specs:
-        specs = events_mod.for_devices(specs, [a.cfg.cs] if a.cfg.cs else []).popitem()[1]
-    if isinstance(device, dict):
-        if a.cfg.cs not in device or len(device) > 1:
-            raise UsageError(f"--device {', '.join(f'{k}=...' for k in device)}: the capture was analyzed as one "
-                             f"device ({a.cfg.cs or 'no CS line'}); give --device SPEC")
-        device = device[a.cfg.cs]
-    if isinstance(device, str) and device:
-        from spigap import labels
-
-        a.device = device
-        a.labels = labels.label_transfers(a, device)
-    if specs:
+        res = run.analyze(r, cfg or SpiConfig(infer=INFERABLE), keep=keep, rows=rows, stall_rule=stall_rule)
+    per = events_mod.for_devices(specs, [n for n in res.devices if n])
+    _labels(res, device)
+    for cs, own in per.items():
+        a = res.devices[cs]
         with open_capture(path, **opts) as r:
-            a.events = events_mod.measure(r, a, specs)
-    return a
+            a.events = events_mod.measure(r, a.kept(), own)
+    return res
 
 
-def _shared_labels(sa, device):
-    """--device per device of a shared bus (each transfer's meaning, per device)."""
-    names = list(sa.devices)
+def analyze_device(path, cfg: SpiConfig | None = None, **kw) -> Analysis:
+    """``analyze_file(...).device``: the analysis of a capture of one device."""
+    return analyze_file(path, cfg, **kw).device.kept()
+
+
+def _labels(res: Result, device) -> None:
+    """--device: each transfer's meaning, per device (a shared bus: {CS line: spec})."""
     if not device:
-        return sa
-    if not isinstance(device, dict):
-        raise UsageError(f"--device {device}: the capture holds {len(names)} devices on one bus "
-                         f"({', '.join(names)}); say which: --device {names[0]}={device}")
-    bad = [k for k in device if k not in sa.devices]
-    if bad:
-        raise UsageError(f"--device {bad[0]}=...: {bad[0]} is not a device of this bus ({', '.join(names)})")
+        return
+    names = list(res.devices)
+    if res.bus is None:
+        cs = res.cfg.cs
+        if isinstance(device, dict):
+            if cs not in device or len(device) > 1:
+                raise UsageError(f"--device {', '.join(f'{k}=...' for k in device)}: the capture was analyzed as "
+                                 f"one device ({cs or 'no CS line'}); give --device SPEC")
+            device = device[cs]
+        specs = {names[0]: device}
+    else:
+        if not isinstance(device, dict):
+            raise UsageError(f"--device {device}: the capture holds {len(names)} devices on one bus "
+                             f"({', '.join(names)}); say which: --device {names[0]}={device}")
+        bad = [k for k in device if k not in res.devices]
+        if bad:
+            raise UsageError(f"--device {bad[0]}=...: {bad[0]} is not a device of this bus ({', '.join(names)})")
+        specs = dict(device)
     from spigap import labels
 
-    for cs, spec in device.items():
-        a = sa.devices[cs]
+    for cs, spec in specs.items():
+        if not spec:
+            continue
+        a = res.devices[cs]
         a.device = spec
         a.labels = labels.label_transfers(a, spec)
-    return sa

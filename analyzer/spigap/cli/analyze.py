@@ -67,18 +67,11 @@ def run(args) -> int:
         o = Output(args.format, out, transfers=transfers)
         # memory bounded past 100 000 transfers (rows written as measured); --device and
         # --event need every transfer (labels per transfer, latencies to each start)
-        a = analyze_path(args.capture, args, keep="bounded", rows=o.rows if o.streams else None, label=True)
-        from spigap.core.stalls import find_stalls
-
-        rule = stall_rule_from_args(args)
-        stalls: object
-        if getattr(a, "shared", False):        # several devices on one bus: stalls per device
-            stalls = {name: find_stalls(d, rule) for name, d in a.devices.items()}
-        else:
-            stalls = find_stalls(a, rule)
-        o.finish(a, stalls=stalls, stall_rule=rule, events=getattr(a, "events", None))
-    if a.truncated:
+        r = analyze_path(args.capture, args, keep="bounded", rows=o.rows if o.streams else None, label=True,
+                         stall_rule=stall_rule_from_args(args))
+        o.finish(r)
+    if r.truncated:
         # the partial results are out; now say what went wrong, as an error
-        print(f"spigap: error: {a.truncated}", file=sys.stderr)
+        print(f"spigap: error: {r.truncated}", file=sys.stderr)
         return 2
     return 0

@@ -53,12 +53,10 @@ def add_subparser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def stall_summary(a, rule) -> dict:
-    """Stalls next to the verdicts (the same rule and numbers as 'spigap analyze'):
-    a p99 inside its bound can hide a few long gaps."""
-    from spigap.core import stalls
-
-    d = stalls.to_dict(a, stalls.find_stalls(a, rule), rule, limit=0)
+def stall_summary(a) -> dict:
+    """Stalls next to the verdicts (the same rule and numbers as 'spigap analyze', the
+    analysis's own): a p99 inside its bound can hide a few long gaps."""
+    d = a.stalls.to_dict(a, limit=0)
     return {k: d[k] for k in ("rule", "count", "excess_s", "excess_fraction")}
 
 
@@ -101,23 +99,24 @@ def run(args) -> int:
     truncated = []
     for path in args.captures:
         try:
-            a = analyze_path(path, args, cfg)
+            r = analyze_path(path, args, cfg, stall_rule=rule)
         except NoSpiBus as e:           # no SPI here: NO DATA, like a capture with too few transfers
             results.append(CheckResult(str(path), prof, dev, None, headroom, [], [], _no_bus_summary(e), []))
             continue
-        if getattr(a, "shared", False):
+        if r.bus is not None:
             # a shared bus: each device against its own profile and limits
-            results += _check_shared(path, a, args, prof, dev, headroom, rule, per_prof, per_dev)
-            if a.truncated:
-                truncated.append(a.truncated)
+            results += _check_shared(path, r, args, prof, dev, headroom, per_prof, per_dev)
+            if r.truncated:
+                truncated.append(r.truncated)
             continue
+        a = r.device
         if per_prof or per_dev:
             raise UsageError("--profile/--device CS=...: the capture was analyzed as one device "
                              f"({a.cfg.cs or 'no CS line'}); give --profile NAME / --device SPEC",
                              path=str(path))
         events = events_for_check(path, args.event, **reader_options(args))
         res = check_analysis(a, prof, dev, headroom=headroom, events=events)
-        res.summary["stalls"] = stall_summary(a, rule)
+        res.summary["stalls"] = stall_summary(a)
         if a.truncated:
             truncated.append(a.truncated)
         results.append(res)
@@ -157,7 +156,7 @@ def _spi_settings(a) -> dict:
                         if k in a.sources}}
 
 
-def _check_shared(path, sa, args, prof, dev, headroom, rule, per_prof, per_dev) -> list:
+def _check_shared(path, sa, args, prof, dev, headroom, per_prof, per_dev) -> list:
     """Every device of a shared bus against its profile (``--profile CE0=NAME``) and device
     limits (``--device CE0=SPEC``, else its profile's device); a bare --profile/--device
     is for a capture of one device. Each device is one result, named CAPTURE [CS]."""
@@ -185,7 +184,7 @@ def _check_shared(path, sa, args, prof, dev, headroom, rule, per_prof, per_dev) 
             continue
         res = check_analysis(a, p, d, headroom=headroom)
         res.capture = f"{res.capture} [{name}]"
-        res.summary["stalls"] = stall_summary(a, rule)
+        res.summary["stalls"] = stall_summary(a)
         res.summary["cs"] = name
         res.summary["spi"] = _spi_settings(a)
         out.append(res)

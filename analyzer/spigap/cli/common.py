@@ -404,8 +404,8 @@ def add_trace_options(p, *, ftrace: str | None = None, pairs: bool = False) -> a
 
 
 def attach_traces(caps, traces, args, *, option: str, captures: str) -> None:
-    """Align ``traces`` (paths) with ``caps`` (stats.compare.Capture, same order) and split
-    their gaps into phases (``capture.traced``). ``option``/``captures`` name the options in
+    """Align ``traces`` (paths) with ``caps`` (stats.compare.Loaded, same order) and split
+    their gaps into phases (each one device's ``Capture.traced``). ``option``/``captures`` name the options in
     the error when the counts differ."""
     if not traces:
         return
@@ -415,7 +415,8 @@ def attach_traces(caps, traces, args, *, option: str, captures: str) -> None:
     from spigap.trace import pair
 
     for c, path in zip(caps, traces):
-        c.traced = pair.load(path, c.analysis, device=args.spi_device, cs_latency=args.cs_latency)
+        one = c.capture
+        one.traced = pair.load(path, one.analysis, device=args.spi_device, cs_latency=args.cs_latency)
 
 
 def add_output_options(p, formats=("text", "json"), *, output_help: str = "write here instead of stdout"):
@@ -497,19 +498,19 @@ def reader_options(args) -> dict:
             "deglitch": getattr(args, "deglitch", None), "unitsize": getattr(args, "unitsize", None)}
 
 
-def analyze_path(path, args, cfg=None, *, keep: str = "all", rows=None, label: bool = False):
+def analyze_path(path, args, cfg=None, *, keep: str = "all", rows=None, label: bool = False, stall_rule=None):
     """Open and analyze one capture with the CLI's options (spigap.api.analyze_file, the
-    one entry point): the capture options, ``--event`` (a second pass pairs the extra
-    channels: ``.events``) and, with ``label``, ``--device`` as each transfer's meaning
-    (``.labels``; check and report read --device as datasheet limits instead).
+    one entry point): the capture options, ``--event`` (the extra channels' chains:
+    ``.events``), the stall rule and, with ``label``, ``--device`` as each transfer's
+    meaning (``.labels``; check and report read --device as datasheet limits instead).
     ``keep``: "all", "bounded" (spigap analyze: rows to ``rows`` past 100 000 transfers)
-    or "sample" (compare, report), core/pipeline.analyze."""
+    or "sample" (compare, report), core/run.analyze."""
     from spigap.api import analyze_file
 
     cfg = cfg if cfg is not None else config_from_args(args)
     device = (per_device(args, "device") or getattr(args, "device", None)) if label else None
     return analyze_file(path, cfg, keep=keep, rows=rows, device=device, events=event_specs(args),
-                        **reader_options(args))
+                        stall_rule=stall_rule, **reader_options(args))
 
 
 def event_specs(args) -> list:
@@ -519,21 +520,18 @@ def event_specs(args) -> list:
 
 
 def load_captures(paths, args, *, cfg=None, traces: bool = False):
-    """Analyze each path (and measure --event channels); returns stats.compare.Capture objects.
+    """Analyze each path (and measure --event channels); returns stats.compare.Loaded objects
+    (each capture's result and its devices as stats.compare.Capture).
 
     ``cfg``: the SpiConfig to use (default: from the capture options). Long captures are
     a systematic sample of their transfers (bounded memory, docs/compare-and-report.md),
     except with --event or kernel traces (``traces``), which pair every transfer."""
-    from spigap.stats.compare import Capture
+    from spigap.stats.compare import Loaded
 
     cfg = cfg if cfg is not None else config_from_args(args)
     keep = "all" if traces else "sample"
-    out = []
-    for path in paths:
-        a = analyze_path(path, args, cfg, keep=keep)
-        # a shared bus (several devices on one SCLK): its SharedAnalysis (stats/shared.py)
-        out.append(Capture(str(path), a, getattr(a, "events", None)))
-    return out
+    rule = stall_rule_from_args(args)
+    return [Loaded(str(path), analyze_path(path, args, cfg, keep=keep, stall_rule=rule)) for path in paths]
 
 
 def stall_rule_from_args(args):

@@ -54,7 +54,7 @@ def add_subparser(sub) -> None:
 
 
 def run(args) -> int:
-    from spigap.stats.compare import compare
+    from spigap.stats.compare import compare_all
 
     from spigap.errors import UsageError
 
@@ -75,19 +75,15 @@ def run(args) -> int:
     traced = bool(args.before_ftrace)
     before = load_captures(args.before, args, cfg=cfg, traces=traced)
     after = load_captures(args.after, args, cfg=cfg, traces=traced)
+    if (args.before_ftrace or args.event) and any(c.result.bus is not None for c in before + after):
+        raise UsageError("--before-ftrace/--after-ftrace and --event take one device: the captures hold several "
+                         "devices on one bus; give --cs NAME")
     attach_traces(before, args.before_ftrace, args, option="--before-ftrace", captures="--before")
     attach_traces(after, args.after_ftrace, args, option="--after-ftrace", captures="--after")
-    if any(getattr(c.analysis, "shared", False) for c in before + after):
-        return _shared(args, before, after, settings)
-    cmp = compare(before, after, settings)
-    if args.format == "json":
-        from spigap.stats.output import to_dict
+    cmp = compare_all(before, after, settings)
+    from spigap.stats.output import render_text, to_dict
 
-        text = json.dumps(to_dict(cmp), indent=1, allow_nan=False) + "\n"
-    else:
-        from spigap.stats.output import render_text
-
-        text = render_text(cmp)
+    text = json.dumps(to_dict(cmp), indent=1, allow_nan=False) + "\n" if args.format == "json" else render_text(cmp)
     write_output(text, args.output)
     return _exit_code(args, before + after, cmp)
 
@@ -95,9 +91,9 @@ def run(args) -> int:
 def _exit_code(args, captures, cmp) -> int:
     """2 when a capture was cut short (each says where), 1 when ``--fail-on`` is met by the
     comparison's regressions/improvements (one device's or a shared bus's), else 0."""
-    broken = [c for c in captures if c.analysis.truncated]
+    broken = [c for c in captures if c.result.truncated]
     for c in broken:
-        print(f"spigap: error: {c.analysis.truncated}", file=sys.stderr)
+        print(f"spigap: error: {c.result.truncated}", file=sys.stderr)
     if broken:
         return 2
     if args.fail_on == "regression" and cmp.regressions:
@@ -105,17 +101,3 @@ def _exit_code(args, captures, cmp) -> int:
     if args.fail_on == "change" and (cmp.regressions or cmp.improvements):
         return 1
     return 0
-
-
-def _shared(args, before, after, settings) -> int:
-    """A shared bus: every device, and who held the bus (stats/shared.py)."""
-    from spigap.errors import UsageError
-    from spigap.stats.shared import compare_shared, render_text, to_dict
-
-    if args.before_ftrace or args.event:
-        raise UsageError("--before-ftrace/--after-ftrace and --event take one device: the captures hold several "
-                         "devices on one bus; give --cs NAME")
-    sc = compare_shared(before, after, settings)
-    text = json.dumps(to_dict(sc), indent=1, allow_nan=False) + "\n" if args.format == "json" else render_text(sc)
-    write_output(text, args.output)
-    return _exit_code(args, before + after, sc)

@@ -104,6 +104,11 @@ def run(args) -> int:
     if (args.spi_device or args.cs_latency is not None) and not (args.ftrace or args.before_ftrace):
         raise UsageError("--spi-device and --cs-latency apply to the traces: give --ftrace or "
                          "--before-ftrace/--after-ftrace")
+    shared = [c for c in caps.values() if c.result.bus is not None]
+    if shared and (check is not None or args.ftrace or args.before_ftrace or args.event):
+        raise UsageError(f"{shared[0].path} holds several devices on one bus: --profile/--device, traces and "
+                         "--event take one device here: give --cs NAME (spigap check --profile CE0=... and spigap "
+                         "trace take every device)")
     attach_traces([caps[str(p)] for p in args.captures], args.ftrace, args, option="--ftrace",
                   captures="positional")
     attach_traces([caps[str(p)] for p in args.before], args.before_ftrace, args, option="--before-ftrace",
@@ -112,31 +117,15 @@ def run(args) -> int:
                   captures="--after")
     title = args.title or ("spigap report: " + ", ".join(paths[:3]) + (" …" if len(paths) > 3 else ""))
     rep = Report(title, stall_rule=stall_rule_from_args(args))
-    shared = [c for c in caps.values() if getattr(c.analysis, "shared", False)]
-    if shared and (check is not None or args.ftrace or args.before_ftrace or args.event):
-        raise UsageError(f"{shared[0].path} holds several devices on one bus: --profile/--device, traces and "
-                         "--event take one device here: give --cs NAME (spigap check --profile CE0=... and spigap "
-                         "trace take every device)")
     for p in paths:
         c = caps[str(p)]
-        if getattr(c.analysis, "shared", False):
-            from spigap.report.shared import add_shared
-
-            add_shared(rep, c)          # the bus, then each device
-            continue
-        res = check(p, c.analysis) if check is not None else None
-        rep.add_capture(c, res)
+        # a shared bus: its section, then each device as a capture of its own
+        rep.add(c, check(p, c.capture.analysis) if check is not None and c.result.bus is None else None)
     if args.before:
+        from spigap.stats.compare import compare_all
+
         before, after = [caps[str(p)] for p in args.before], [caps[str(p)] for p in args.after]
-        if any(getattr(c.analysis, "shared", False) for c in before + after):
-            from spigap.report.shared import add_shared_comparison
-            from spigap.stats.shared import compare_shared
-
-            add_shared_comparison(rep, compare_shared(before, after, settings_from_args(args)))
-        else:
-            from spigap.stats.compare import compare
-
-            rep.add_comparison(compare(before, after, settings_from_args(args)))
+        rep.add_comparison(compare_all(before, after, settings_from_args(args)))
     if args.output:
         write_output(rep.html(), args.output)      # whole or not at all (outfile.py)
     if args.png:
@@ -146,7 +135,7 @@ def run(args) -> int:
     if rep.missing_glyphs:
         print(f"spigap: warning: the plots' font has no glyph for {printable(' '.join(sorted(rep.missing_glyphs)))} "
               "(drawn as boxes in the plots; the HTML text shows them)", file=sys.stderr)
-    broken = [c for c in caps.values() if c.analysis.truncated]
+    broken = [c for c in caps.values() if c.result.truncated]
     for c in broken:
-        print(f"spigap: error: {c.analysis.truncated}", file=sys.stderr)
+        print(f"spigap: error: {c.result.truncated}", file=sys.stderr)
     return 2 if broken else 0

@@ -98,24 +98,25 @@ def compute(args) -> dict:
     """Analyze the capture, read and align the trace(s), split the gaps."""
     from spigap.trace import align, phases
 
-    a = analyze_path(args.capture, args)
-    out: dict = {"capture": str(args.capture), "analysis": a, "trace": None, "alignment": None, "phases": None,
+    r = analyze_path(args.capture, args)
+    out: dict = {"capture": str(args.capture), "analysis": r, "trace": None, "alignment": None, "phases": None,
                  "userlog": None, "userlog_path": None, "grouping_note": None, "sync": None, "shared": None}
-    if getattr(a, "shared", False):
-        # a shared bus: every traced device on its CS line, and who waited for whom (trace/shared.py)
+    if r.bus is not None:
+        # a shared bus: every traced device on its CS line, and who waited for whom (trace/pair.py)
         from spigap.errors import UsageError
-        from spigap.trace import shared
+        from spigap.trace import pair
 
         for opt, given in (("--userlog", args.userlog), ("--sync-channel", args.sync_channel),
                            ("--perfetto", args.perfetto)):
             if given:
-                raise UsageError(f"{opt} takes one device: the capture holds {len(a.devices)} on one bus "
-                                 f"({', '.join(a.devices)}); give --cs NAME for {opt}")
+                raise UsageError(f"{opt} takes one device: the capture holds {len(r.devices)} on one bus "
+                                 f"({', '.join(r.devices)}); give --cs NAME for {opt}")
         if not args.ftrace:
             raise UsageError("give the kernel trace: --ftrace FILE")
-        out["shared"] = shared.load(args.ftrace, a, spi_device=args.spi_device, cs_latency=args.cs_latency)
+        out["shared"] = pair.load_bus(args.ftrace, r, spi_device=args.spi_device, cs_latency=args.cs_latency)
         out["trace"] = out["shared"].trace
         return out
+    a = out["analysis"] = r.device
     if args.ftrace:
         from spigap.trace import ftrace
 
@@ -261,10 +262,10 @@ def render_text(result: dict, *, transfers: bool = False) -> str:
             lines.append(f"({hidden} phase(s) seen in fewer than {RARE * 100:g} % of their gaps not shown: "
                          "lost events, stray events; --format json lists them)")
     if ph is not None:
-        from spigap.output.text import render
+        from spigap.output.text import render_device
 
         # spigap analyze's report, its message grouping from the trace's boundaries
-        report = render(a).splitlines()
+        report = render_device(a).splitlines()
         if "warnings" in report:
             report = report[:report.index("warnings")]
         lines += ["", "analysis with the trace's message boundaries (spigap analyze's report):"] + report

@@ -1,0 +1,75 @@
+"""One capture analyzed, start to finish, in one pass over its edges: the pipeline
+(core/pipeline.py) into one collector per device (core/collect.py), the bus's figures
+beside them (core/bus.py), then every device's analysis finished (its stalls,
+core/stalls.py; its --event chains, core/events.py) into a ``result.Result``.
+``spigap analyze`` and everything built on its result (check, compare, report,
+trace, batch, decoders) take their result from here through spigap/api.py.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from spigap.core import collect, infer
+from spigap.core import stalls as stalls_mod
+from spigap.core.bus import BusGrouper, DeviceFeed
+from spigap.core.config import SpiConfig
+from spigap.core.pipeline import Pipeline
+from spigap.core.result import Result
+from spigap.io.base import CaptureReader
+
+
+def analyze(reader: CaptureReader, cfg: SpiConfig, *, keep: str = "all", rows=None,
+            stall_rule: stalls_mod.StallRule | None = None, **limits) -> Result:
+    """Analyze one opened capture. ``keep``:
+
+    * ``"all"``: every device an ``Analysis`` holding every transfer (what --device,
+      --event, check and trace need);
+    * ``"bounded"``: the same up to ``collect.RETAIN_TRANSFERS`` transfers, else a
+      ``collect.BoundedAnalysis`` (histograms and counts) whose transfer rows went to
+      ``rows`` as they were measured (``spigap analyze``);
+    * ``"sample"``: past that bound an ``Analysis`` of a systematic sample of the
+      transfers with the whole capture's totals (compare, report).
+
+    ``rows(a, k0, k1, index0, message0)``: transfers k0..k1-1 of a device's measured
+    batch ``a`` (``a.cfg.cs`` names the device; on a shared bus ``a.bus`` holds their bus
+    columns). ``limits``: ``retain``, ``learn``, ``stall_keep``, ``block``
+    (collect.Collector). ``stall_rule``: the stall search's rule (default StallRule())."""
+    settled = infer.settle(reader, cfg)
+    pipe = Pipeline(reader, settled.cfg, settled)
+    tracker = pipe.tracker
+    names = pipe.names
+    feeds: list[DeviceFeed | None] = []
+    collectors: list[collect.Collector] = []
+    for k, lane in enumerate(pipe.lanes):
+        c = collect.Collector(lane, keep=keep, rows=rows, **limits,
+                              grouper=None if tracker is None else BusGrouper(tracker.columns[k]))
+        feed = None if tracker is None else DeviceFeed(names, tracker.columns[k], c.sampler)
+        if feed is not None:
+            c.measured = feed.measured
+        collectors.append(c)
+        feeds.append(feed)
+    if tracker is not None:
+        serial = threading.Lock()
+        for c in collectors:
+            c.serial = serial
+    try:
+        pipe.run(lambda k, batch: collectors[k].add(batch), take=keep != "all", lag=True)
+        devices = {name: c.result() for name, c in zip(names, collectors)}
+    finally:
+        for c in collectors:
+            c.close()             # after an error or Ctrl-C: what is still queued is dropped
+    rule = stall_rule or stalls_mod.StallRule()
+    for feed, a in zip(feeds, devices.values()):
+        if feed is not None:
+            a.bus = feed.finish(a)
+        a.stalls = stalls_mod.report(a, rule)
+    first = next(iter(devices.values()))
+    if tracker is None:
+        return Result(info=pipe.info, cfg=first.cfg, tick_s=pipe.info.tick_s, end_tick=first.end_tick,
+                      truncated=first.truncated, engine=first.engine, devices=devices,
+                      sources=first.sources, buses=first.buses)
+    return Result(info=pipe.info, cfg=pipe.cfg, tick_s=pipe.info.tick_s, end_tick=pipe.end_tick or 0,
+                  truncated=pipe.truncated, engine=first.engine, devices=devices, bus=tracker,
+                  warnings=list(settled.warnings) + tracker.warnings(pipe.info.tick_s),
+                  sources=settled.sources, buses=settled.buses)
