@@ -16,9 +16,11 @@ from __future__ import annotations
 from spigap.core import run
 from spigap.core.analysis import GAP_KINDS, Analysis, describe
 from spigap.core.config import INFERABLE, SpiConfig
+from spigap.core.infer.report import Bus, Settled
 from spigap.core.result import Result
 from spigap.errors import UsageError
 from spigap.io import open_capture
+from spigap.io.base import CaptureInfo
 
 __all__ = ["analyze_file", "analyze_device", "Analysis", "Result", "SpiConfig", "GAP_KINDS", "describe",
            "open_capture"]
@@ -26,7 +28,7 @@ __all__ = ["analyze_file", "analyze_device", "Analysis", "Result", "SpiConfig", 
 
 def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None = None,
                  input_format: str | None = None, keep: str = "all", rows=None, device: str | dict | None = None,
-                 events=None, stall_rule=None, **reader_options) -> Result:
+                 events=None, stall_rule=None, channels: dict[str, str] | None = None, **reader_options) -> Result:
     """Read and analyze one capture. Raises SpigapError subclasses on bad input.
 
     Without ``cfg`` every setting is found from names and signals (core/infer/); a
@@ -38,8 +40,10 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
     ``.labels`` (labels.py); on a shared bus {CS line: spec}, labels per device.
     ``events``: ``--event`` specs (core/events.EventSpec, or their text), measured into
     the device's ``.events``; on a shared bus each names its device (``CE0=CONVST:rise``:
-    the chain ends at that device's next transfer). Both need every transfer, so they
-    imply ``keep="all"``.
+    the chain ends at that device's next transfer); their channels are read in the same
+    pass as the SPI lines. Both need every transfer, so they imply ``keep="all"``.
+    ``channels``: more extra channels whose edges the pass collects, {name: the option
+    that named it} (``Result.edges``).
 
     Returns a ``Result``: ``.devices`` (each device's analysis by its CS line; one for a
     capture of one device, ``.device``) and ``.bus`` (a shared bus's figures, else None)."""
@@ -50,14 +54,26 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
         keep = "all"
     opts = dict(reader_options, input_format=input_format, samplerate=samplerate)
     with open_capture(path, **opts) as r:
-        res = run.analyze(r, cfg or SpiConfig(infer=INFERABLE), keep=keep, rows=rows, stall_rule=stall_rule)
-    per = events_mod.for_devices(specs, [n for n in res.devices if n])
+        res = run.analyze(r, cfg or SpiConfig(infer=INFERABLE), keep=keep, rows=rows, stall_rule=stall_rule,
+                          events=specs, channels=channels)
     _labels(res, device)
-    for cs, own in per.items():
-        a = res.devices[cs]
-        with open_capture(path, **opts) as r:
-            a.events = events_mod.measure(r, a.kept(), own)
     return res
+
+
+def detect_file(path, cfg: SpiConfig | None = None, **reader_options) -> tuple[Settled, CaptureInfo, list[Bus]]:
+    """What ``spigap detect`` reports, from one pass over a bounded prefix of the capture:
+    the settled settings (core/infer/settle.py: names, then the signals) and every SPI bus
+    the signals show (a survey of every channel read in the same pass)."""
+    from spigap import io
+    from spigap.core import infer
+
+    with io.open_capture(path, **reader_options) as r:
+        settled = infer.settle(r, cfg or SpiConfig(infer=INFERABLE), survey=True)
+        info = r.info
+        buses = infer.buses_seen(settled, list(info.channels))
+        if buses is None:          # more than 32 channels with the roles named beyond them: a pass of its own
+            buses = infer.all_buses(r)
+    return settled, info, buses
 
 
 def analyze_device(path, cfg: SpiConfig | None = None, **kw) -> Analysis:

@@ -16,7 +16,6 @@ from spigap.cli.common import (
     check_output_path,
     config_from_args,
     device_profile_configs,
-    reader_options,
     stall_rule_from_args,
     write_output,
 )
@@ -69,7 +68,7 @@ def run(args) -> int:
     from spigap import labels
     from spigap.core.infer.report import NoSpiBus
     from spigap.timing.check import DEFAULT_HEADROOM, CheckResult, check_analysis, results_to_dict
-    from spigap.timing.extra_channels import events_for_check
+    from spigap.timing.extra_channels import tracks
     from spigap.timing.profiles import list_text, load_profile
 
     check_output_path(args.output)
@@ -114,8 +113,8 @@ def run(args) -> int:
             raise UsageError("--profile/--device CS=...: the capture was analyzed as one device "
                              f"({a.cfg.cs or 'no CS line'}); give --profile NAME / --device SPEC",
                              path=str(path))
-        events = events_for_check(path, args.event, **reader_options(args))
-        res = check_analysis(a, prof, dev, headroom=headroom, events=events)
+        # the --event channels' edges, from the analysis's own pass
+        res = check_analysis(a, prof, dev, headroom=headroom, events=tracks(r.edges, args.event))
         res.summary["stalls"] = stall_summary(a)
         if a.truncated:
             truncated.append(a.truncated)

@@ -498,7 +498,8 @@ def reader_options(args) -> dict:
             "deglitch": getattr(args, "deglitch", None), "unitsize": getattr(args, "unitsize", None)}
 
 
-def analyze_path(path, args, cfg=None, *, keep: str = "all", rows=None, label: bool = False, stall_rule=None):
+def analyze_path(path, args, cfg=None, *, keep: str = "all", rows=None, label: bool = False, stall_rule=None,
+                 channels: dict[str, str] | None = None):
     """Open and analyze one capture with the CLI's options (spigap.api.analyze_file, the
     one entry point): the capture options, ``--event`` (the extra channels' chains:
     ``.events``), the stall rule and, with ``label``, ``--device`` as each transfer's
@@ -510,7 +511,7 @@ def analyze_path(path, args, cfg=None, *, keep: str = "all", rows=None, label: b
     cfg = cfg if cfg is not None else config_from_args(args)
     device = (per_device(args, "device") or getattr(args, "device", None)) if label else None
     return analyze_file(path, cfg, keep=keep, rows=rows, device=device, events=event_specs(args),
-                        stall_rule=stall_rule, **reader_options(args))
+                        stall_rule=stall_rule, channels=channels, **reader_options(args))
 
 
 def event_specs(args) -> list:

@@ -17,7 +17,6 @@ from spigap.cli.common import (
     config_from_args,
     load_captures,
     no_per_device,
-    reader_options,
     settings_from_args,
     stall_rule_from_args,
     write_output,
@@ -71,13 +70,13 @@ def _checker(args):
     if prof is None and dev is None:
         return None, cfg
     from spigap.timing import check as timing_check
-    from spigap.timing.extra_channels import events_for_check
+    from spigap.timing.extra_channels import tracks
 
     headroom = timing_check.DEFAULT_HEADROOM if args.headroom is None else args.headroom
 
-    def check(path, a):
-        events = events_for_check(path, args.event, **reader_options(args))
-        return timing_check.check_analysis(a, prof, dev, headroom=headroom, events=events)
+    def check(r):
+        # the --event channels' edges, from the analysis's own pass
+        return timing_check.check_analysis(r.device, prof, dev, headroom=headroom, events=tracks(r.edges, args.event))
 
     return check, cfg
 
@@ -120,7 +119,7 @@ def run(args) -> int:
     for p in paths:
         c = caps[str(p)]
         # a shared bus: its section, then each device as a capture of its own
-        rep.add(c, check(p, c.capture.analysis) if check is not None and c.result.bus is None else None)
+        rep.add(c, check(c.result) if check is not None and c.result.bus is None else None)
     if args.before:
         from spigap.stats.compare import compare_all
 

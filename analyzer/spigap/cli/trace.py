@@ -98,7 +98,8 @@ def compute(args) -> dict:
     """Analyze the capture, read and align the trace(s), split the gaps."""
     from spigap.trace import align, phases
 
-    r = analyze_path(args.capture, args)
+    # a --sync-channel's edges are read in the analysis's own pass
+    r = analyze_path(args.capture, args, channels={args.sync_channel: "--sync-channel NAME"} if args.sync_channel else None)
     out: dict = {"capture": str(args.capture), "analysis": r, "trace": None, "alignment": None, "phases": None,
                  "userlog": None, "userlog_path": None, "grouping_note": None, "sync": None, "shared": None}
     if r.bus is not None:
@@ -123,7 +124,7 @@ def compute(args) -> dict:
         tr = ftrace.parse(args.ftrace)
         out["trace"] = tr
         if args.sync_channel:
-            al = _align_sync(args, tr, a)
+            al = align.align_sync(tr, a, r.edges[args.sync_channel], args.sync_channel)
         else:
             al = align.align_spi(tr, a, args.spi_device, cs_latency=args.cs_latency)
         out["alignment"] = al
@@ -140,18 +141,6 @@ def compute(args) -> dict:
         out["userlog"] = align.align_userlog(log, a)
         out["userlog_path"] = str(args.userlog)
     return out
-
-
-def _align_sync(args, tr, a):
-    from spigap.cli.common import reader_options
-    from spigap.core.events import read_channel_edges
-    from spigap.io import open_capture
-    from spigap.trace import align
-
-    with open_capture(args.capture, **reader_options(args)) as reader:
-        reader.channel_index(args.sync_channel, option="--sync-channel NAME")
-        edges, _ = read_channel_edges(reader, [args.sync_channel])
-    return align.align_sync(tr, a, edges[args.sync_channel], args.sync_channel)
 
 
 # ------------------------------------------------------------------ output

@@ -4,9 +4,10 @@ A capture of one device is a bus with one device: ``Result.devices`` holds each
 device's analysis by its CS line (one entry for one device; an ``Analysis`` of
 every transfer, or past 100 000 transfers core/collect.py's ``BoundedAnalysis``,
 both read through ``analysis.DeviceFigures``), and ``Result.bus`` the bus-level
-figures (core/bus.Bus: handovers, busy time, two CS lines at once, interleaving),
-None for one device. Made by core/run.py, finished there (stalls, --event chains)
-and in spigap/api.py (--device labels); every output and command reads it.
+figures (core/bus.BusTracker: handovers, busy time, two CS lines at once, queueing;
+each device's interleaving is its ``bus``), None for one device. Made by core/run.py
+in one pass over the capture, finished there (stalls, --event chains) and in
+spigap/api.py (--device labels); every output and command reads it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class Result:
     warnings: list[str] = dataclasses.field(default_factory=list)    # the bus's (a device's are its own)
     sources: dict = dataclasses.field(default_factory=dict)          # where each setting came from (core/infer/)
     buses: list = dataclasses.field(default_factory=list)            # every SPI bus the signals show
+    # extra channels' edges (--event, --sync-channel: core/events.ChannelEdges), read in the same pass
+    edges: dict = dataclasses.field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:

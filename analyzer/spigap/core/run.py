@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 
 from spigap.core import collect, infer
+from spigap.core import events as events_mod
 from spigap.core import stalls as stalls_mod
 from spigap.core.bus import BusGrouper, DeviceFeed
 from spigap.core.config import SpiConfig
@@ -20,7 +21,8 @@ from spigap.io.base import CaptureReader
 
 
 def analyze(reader: CaptureReader, cfg: SpiConfig, *, keep: str = "all", rows=None,
-            stall_rule: stalls_mod.StallRule | None = None, **limits) -> Result:
+            stall_rule: stalls_mod.StallRule | None = None, events: list | tuple = (),
+            channels: dict[str, str] | None = None, **limits) -> Result:
     """Analyze one opened capture. ``keep``:
 
     * ``"all"``: every device an ``Analysis`` holding every transfer (what --device,
@@ -34,8 +36,15 @@ def analyze(reader: CaptureReader, cfg: SpiConfig, *, keep: str = "all", rows=No
     ``rows(a, k0, k1, index0, message0)``: transfers k0..k1-1 of a device's measured
     batch ``a`` (``a.cfg.cs`` names the device; on a shared bus ``a.bus`` holds their bus
     columns). ``limits``: ``retain``, ``learn``, ``stall_keep``, ``block``
-    (collect.Collector). ``stall_rule``: the stall search's rule (default StallRule())."""
-    settled = infer.settle(reader, cfg)
+    (collect.Collector). ``stall_rule``: the stall search's rule (default StallRule()).
+
+    ``events``: --event specs (core/events.EventSpec; on a shared bus each names its
+    device): their channels ride in the same pass, each device's chains end at its
+    transfers (``.events``). ``channels``: more extra channels to collect, {name: the
+    option that named it} (``Result.edges``: every extra channel's edges)."""
+    extra = {s.channel: "--event CHANNEL:EDGE" for s in events if not s.is_spi} | dict(channels or {})
+    tap = events_mod.EdgeCollector(list(extra), extra) if extra else None
+    settled = infer.settle(reader, cfg, tap=tap)
     pipe = Pipeline(reader, settled.cfg, settled)
     tracker = pipe.tracker
     names = pipe.names
@@ -64,12 +73,18 @@ def analyze(reader: CaptureReader, cfg: SpiConfig, *, keep: str = "all", rows=No
         if feed is not None:
             a.bus = feed.finish(a)
         a.stalls = stalls_mod.report(a, rule)
+    edges = tap.edges(pipe.end_tick or 0, pipe.info.tick_s) if tap is not None else {}
+    # --event: each device's chains, ending at its own next transfer (a shared bus: the device
+    # each event names)
+    for cs, own in events_mod.for_devices(list(events), [n for n in names if n]).items():
+        a = devices[cs]
+        a.events = events_mod.chains(a.kept(), own, edges, pipe.truncated)
     first = next(iter(devices.values()))
     if tracker is None:
         return Result(info=pipe.info, cfg=first.cfg, tick_s=pipe.info.tick_s, end_tick=first.end_tick,
                       truncated=first.truncated, engine=first.engine, devices=devices,
-                      sources=first.sources, buses=first.buses)
+                      sources=first.sources, buses=first.buses, edges=edges)
     return Result(info=pipe.info, cfg=pipe.cfg, tick_s=pipe.info.tick_s, end_tick=pipe.end_tick or 0,
                   truncated=pipe.truncated, engine=first.engine, devices=devices, bus=tracker,
                   warnings=list(settled.warnings) + tracker.warnings(pipe.info.tick_s),
-                  sources=settled.sources, buses=settled.buses)
+                  sources=settled.sources, buses=settled.buses, edges=edges)
