@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from spigap import labels
+from spigap.core import labels
 from spigap.api import analyze_device
 from spigap.cli import main
 from spigap.errors import UsageError

@@ -5,10 +5,10 @@
     a = r.device                             # its one device (a shared bus: r.devices["CE0"])
     a.gap_values("cs_setup") * a.tick_s      # seconds, NaN where unavailable
 
-The capture goes through core/run.py (frame, measure, group, stalls) into a
-``Result``: every device of the bus (one for a capture of one device) and the bus's
-figures. ``--device`` and ``--event`` are options of that one path (``device``,
-``events``), not other paths.
+The capture goes through core/run.py (frame, measure, group, and finish: stalls,
+--event chains, --device labels) into a ``Result``: every device of the bus (one for
+a capture of one device) and the bus's figures. ``--device`` and ``--event`` are
+options of that one path (``device``, ``events``), not other paths.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from spigap.core.analysis import GAP_KINDS, Analysis, describe
 from spigap.core.config import INFERABLE, SpiConfig
 from spigap.core.infer.report import Bus, Settled
 from spigap.core.result import Result
-from spigap.errors import UsageError
 from spigap.io import open_capture
 from spigap.io.base import CaptureInfo
 
@@ -54,10 +53,8 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
         keep = "all"
     opts = dict(reader_options, input_format=input_format, samplerate=samplerate)
     with open_capture(path, **opts) as r:
-        res = run.analyze(r, cfg or SpiConfig(infer=INFERABLE), keep=keep, rows=rows, stall_rule=stall_rule,
-                          events=specs, channels=channels)
-    _labels(res, device)
-    return res
+        return run.analyze(r, cfg or SpiConfig(infer=INFERABLE), keep=keep, rows=rows, stall_rule=stall_rule,
+                           events=specs, channels=channels, device=device)
 
 
 def detect_file(path, cfg: SpiConfig | None = None, **reader_options) -> tuple[Settled, CaptureInfo, list[Bus]]:
@@ -79,34 +76,3 @@ def detect_file(path, cfg: SpiConfig | None = None, **reader_options) -> tuple[S
 def analyze_device(path, cfg: SpiConfig | None = None, **kw) -> Analysis:
     """``analyze_file(...).device``: the analysis of a capture of one device."""
     return analyze_file(path, cfg, **kw).device.kept()
-
-
-def _labels(res: Result, device) -> None:
-    """--device: each transfer's meaning, per device (a shared bus: {CS line: spec})."""
-    if not device:
-        return
-    names = list(res.devices)
-    if res.bus is None:
-        cs = res.cfg.cs
-        if isinstance(device, dict):
-            if cs not in device or len(device) > 1:
-                raise UsageError(f"--device {', '.join(f'{k}=...' for k in device)}: the capture was analyzed as "
-                                 f"one device ({cs or 'no CS line'}); give --device SPEC")
-            device = device[cs]
-        specs = {names[0]: device}
-    else:
-        if not isinstance(device, dict):
-            raise UsageError(f"--device {device}: the capture holds {len(names)} devices on one bus "
-                             f"({', '.join(names)}); say which: --device {names[0]}={device}")
-        bad = [k for k in device if k not in res.devices]
-        if bad:
-            raise UsageError(f"--device {bad[0]}=...: {bad[0]} is not a device of this bus ({', '.join(names)})")
-        specs = dict(device)
-    from spigap import labels
-
-    for cs, spec in specs.items():
-        if not spec:
-            continue
-        a = res.devices[cs]
-        a.device = spec
-        a.labels = labels.label_transfers(a, spec)

@@ -53,11 +53,12 @@ def run(args) -> int:
     for spec in [args.device] + list(per_device(args, "device").values()):
         if not spec:
             continue
-        from spigap import labels
+        from spigap.core import labels
+        from spigap.timing.check import device_limits
 
         labels.parse(spec)          # a bad device name fails before the capture is read
         if labels.parse_spec(spec).variant:
-            labels.limits(spec)     # and so does a variant that does not exist
+            device_limits(spec)     # and so does a variant that does not exist
     from spigap.output.rows import Output
 
     transfers = args.transfers or bool(args.device) or bool(per_device(args, "device"))

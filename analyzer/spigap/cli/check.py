@@ -65,7 +65,7 @@ def _no_bus_summary(e) -> dict:
 
 
 def run(args) -> int:
-    from spigap import labels
+    from spigap.timing.check import device_limits
     from spigap.core.infer.report import NoSpiBus
     from spigap.timing.check import DEFAULT_HEADROOM, CheckResult, check_analysis, results_to_dict
     from spigap.timing.extra_channels import tracks
@@ -85,7 +85,7 @@ def run(args) -> int:
         raise UsageError("give at least one capture file")
     prof = load_profile(args.profile) if args.profile else None
     spec = args.device if args.device is not None else (prof.device if prof else None)
-    dev = labels.limits(spec)
+    dev = device_limits(spec)
     if prof is None and dev is None and not per_prof and not per_dev:
         raise UsageError("--device none without --profile leaves nothing to check")
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
@@ -159,7 +159,7 @@ def _check_shared(path, sa, args, prof, dev, headroom, per_prof, per_dev) -> lis
     """Every device of a shared bus against its profile (``--profile CE0=NAME``) and device
     limits (``--device CE0=SPEC``, else its profile's device); a bare --profile/--device
     is for a capture of one device. Each device is one result, named CAPTURE [CS]."""
-    from spigap import labels
+    from spigap.timing.check import device_limits
     from spigap.timing.check import check_analysis
     from spigap.timing.profiles import load_profile
 
@@ -178,7 +178,7 @@ def _check_shared(path, sa, args, prof, dev, headroom, per_prof, per_dev) -> lis
     for name, a in sa.devices.items():
         p = load_profile(per_prof[name]) if name in per_prof else None
         spec = per_dev.get(name, p.device if p is not None else None)
-        d = labels.limits(spec)
+        d = device_limits(spec)
         if p is None and d is None:
             continue
         res = check_analysis(a, p, d, headroom=headroom)

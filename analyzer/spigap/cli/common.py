@@ -192,7 +192,7 @@ def cs_prefixed(text: str) -> tuple[str | None, str]:
 
 
 def _device(text):
-    from spigap.labels import parse_spec
+    from spigap.core.labels import parse_spec
     from spigap.errors import SpigapError
 
     spec = cs_prefixed(text)[1]
@@ -289,7 +289,7 @@ DEVICE_METAVAR = "NAME[@VARIANT][:KEY=VALUE,...]"
 
 
 def add_device_option(p, *, use: str) -> None:
-    """``--device``: one spelling everywhere (spigap.labels.parse_spec);
+    """``--device``: one spelling everywhere (spigap.core.labels.parse_spec);
     ``use`` says what this subcommand does with it."""
     p.add_argument("--device", type=_device, metavar=DEVICE_METAVAR, action=_PerDevice,
                    help=f"the SPI device: {use}. NAME: mcp3008 (also mcp3004/3204/3208), ad7606, "
@@ -456,7 +456,7 @@ def config_from_args(args, profile=None) -> SpiConfig:
                     context_switch=getattr(args, "context_switch", None), infer=frozenset(infer),
                     assumed=frozenset(assumed))
     if getattr(args, "device", None):
-        from spigap import labels
+        from spigap.core import labels
 
         # the driver's message shapes: evidence for the message grouping (docs/gaps.md)
         cfg.message_lengths = labels.message_lengths(args.device)

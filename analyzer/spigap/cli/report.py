@@ -57,7 +57,7 @@ def add_subparser(sub) -> None:
 
 def _checker(args):
     """(check function or None, analysis config) for --profile/--device."""
-    from spigap import labels
+    from spigap.timing.check import device_limits
 
     prof = None
     if args.profile:
@@ -66,7 +66,7 @@ def _checker(args):
         prof = load_profile(args.profile)
     cfg = config_from_args(args, prof)
     spec = args.device if args.device is not None else (prof.device if prof else None)
-    dev = labels.limits(spec)
+    dev = device_limits(spec)
     if prof is None and dev is None:
         return None, cfg
     from spigap.timing import check as timing_check

@@ -1,7 +1,8 @@
 """One capture analyzed, start to finish, in one pass over its edges: the pipeline
 (core/pipeline.py) into one collector per device (core/collect.py), the bus's figures
 beside them (core/bus.py), then every device's analysis finished (its stalls,
-core/stalls.py; its --event chains, core/events.py) into a ``result.Result``.
+core/stalls.py; its --event chains from the extra channels read in the same pass,
+core/events.py; its --device labels, core/labels.py) into a ``result.Result``.
 ``spigap analyze`` and everything built on its result (check, compare, report,
 trace, batch, decoders) take their result from here through spigap/api.py.
 """
@@ -10,19 +11,20 @@ from __future__ import annotations
 
 import threading
 
-from spigap.core import collect, infer
+from spigap.core import collect, infer, labels
 from spigap.core import events as events_mod
 from spigap.core import stalls as stalls_mod
 from spigap.core.bus import BusGrouper, DeviceFeed
 from spigap.core.config import SpiConfig
 from spigap.core.pipeline import Pipeline
 from spigap.core.result import Result
+from spigap.errors import UsageError
 from spigap.io.base import CaptureReader
 
 
 def analyze(reader: CaptureReader, cfg: SpiConfig, *, keep: str = "all", rows=None,
             stall_rule: stalls_mod.StallRule | None = None, events: list | tuple = (),
-            channels: dict[str, str] | None = None, **limits) -> Result:
+            channels: dict[str, str] | None = None, device: str | dict | None = None, **limits) -> Result:
     """Analyze one opened capture. ``keep``:
 
     * ``"all"``: every device an ``Analysis`` holding every transfer (what --device,
@@ -41,7 +43,9 @@ def analyze(reader: CaptureReader, cfg: SpiConfig, *, keep: str = "all", rows=No
     ``events``: --event specs (core/events.EventSpec; on a shared bus each names its
     device): their channels ride in the same pass, each device's chains end at its
     transfers (``.events``). ``channels``: more extra channels to collect, {name: the
-    option that named it} (``Result.edges``: every extra channel's edges)."""
+    option that named it} (``Result.edges``: every extra channel's edges). ``device``:
+    --device, each transfer's meaning (core/labels.py) in ``.labels`` (a shared bus: {CS
+    line: spec}, per device). Both need every transfer: keep "all"."""
     extra = {s.channel: "--event CHANNEL:EDGE" for s in events if not s.is_spi} | dict(channels or {})
     tap = events_mod.EdgeCollector(list(extra), extra) if extra else None
     settled = infer.settle(reader, cfg, tap=tap)
@@ -76,7 +80,9 @@ def analyze(reader: CaptureReader, cfg: SpiConfig, *, keep: str = "all", rows=No
     edges = tap.edges(pipe.end_tick or 0, pipe.info.tick_s) if tap is not None else {}
     # --event: each device's chains, ending at its own next transfer (a shared bus: the device
     # each event names)
-    for cs, own in events_mod.for_devices(list(events), [n for n in names if n]).items():
+    per = events_mod.for_devices(list(events), [n for n in names if n])
+    _labels(devices, tracker, pipe.cfg, device)
+    for cs, own in per.items():
         a = devices[cs]
         a.events = events_mod.chains(a.kept(), own, edges, pipe.truncated)
     first = next(iter(devices.values()))
@@ -88,3 +94,32 @@ def analyze(reader: CaptureReader, cfg: SpiConfig, *, keep: str = "all", rows=No
                   truncated=pipe.truncated, engine=first.engine, devices=devices, bus=tracker,
                   warnings=list(settled.warnings) + tracker.warnings(pipe.info.tick_s),
                   sources=settled.sources, buses=settled.buses, edges=edges)
+
+
+def _labels(devices: dict, bus, cfg: SpiConfig, device) -> None:
+    """--device: each transfer's meaning, per device (a shared bus: {CS line: spec})."""
+    if not device:
+        return
+    names = list(devices)
+    if bus is None:
+        cs = cfg.cs
+        if isinstance(device, dict):
+            if cs not in device or len(device) > 1:
+                raise UsageError(f"--device {', '.join(f'{k}=...' for k in device)}: the capture was analyzed as "
+                                 f"one device ({cs or 'no CS line'}); give --device SPEC")
+            device = device[cs]
+        specs = {names[0]: device}
+    else:
+        if not isinstance(device, dict):
+            raise UsageError(f"--device {device}: the capture holds {len(names)} devices on one bus "
+                             f"({', '.join(names)}); say which: --device {names[0]}={device}")
+        bad = [k for k in device if k not in devices]
+        if bad:
+            raise UsageError(f"--device {bad[0]}=...: {bad[0]} is not a device of this bus ({', '.join(names)})")
+        specs = dict(device)
+    for cs, spec in specs.items():
+        if not spec:
+            continue
+        a = devices[cs]
+        a.device = spec
+        a.labels = labels.label_transfers(a.kept(), spec)
