@@ -1,4 +1,7 @@
-"""Open and analyze a capture: the one entry point of scripts, tests and every subcommand.
+"""Open and analyze a capture: the one entry point of scripts, tests and every subcommand,
+and the services the subcommands share below the command line (load captures for
+compare and report, pair their kernel traces, a profile per device of a shared bus,
+detect's settings and buses).
 
     from spigap import analyze_file, SpiConfig
     r = analyze_file("capture.sr", SpiConfig(cpha=1))
@@ -18,11 +21,12 @@ from spigap.core.analysis import GAP_KINDS, Analysis, describe
 from spigap.core.config import INFERABLE, SpiConfig
 from spigap.core.infer.report import Bus, Settled
 from spigap.core.result import Result
+from spigap.errors import UsageError
 from spigap.io import open_capture
 from spigap.io.base import CaptureInfo
 
-__all__ = ["analyze_file", "analyze_device", "Analysis", "Result", "SpiConfig", "GAP_KINDS", "describe",
-           "open_capture"]
+__all__ = ["analyze_file", "analyze_device", "detect_file", "load_captures", "attach_traces", "device_configs",
+           "Analysis", "Result", "SpiConfig", "GAP_KINDS", "describe", "open_capture"]
 
 
 def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None = None,
@@ -71,6 +75,53 @@ def detect_file(path, cfg: SpiConfig | None = None, **reader_options) -> tuple[S
         if buses is None:          # more than 32 channels with the roles named beyond them: a pass of its own
             buses = infer.all_buses(r)
     return settled, info, buses
+
+
+def load_captures(paths, cfg: SpiConfig | None = None, *, traces: bool = False, **kw) -> list:
+    """Analyze each path (``analyze_file``'s keywords: ``events``, ``stall_rule``, reader
+    options); stats.compare.Loaded each (its result, and its devices as
+    stats.compare.Capture), what compare and report take. Long captures are a systematic
+    sample of their transfers (bounded memory, docs/compare-and-report.md), except with
+    --event or kernel traces (``traces``), which pair every transfer."""
+    from spigap.stats.compare import Loaded
+
+    keep = "all" if traces else "sample"
+    return [Loaded(str(path), analyze_file(path, cfg, keep=keep, **kw)) for path in paths]
+
+
+def attach_traces(caps: list, traces, *, spi_device: str | None = None, cs_latency: float | None = None,
+                  option: str, captures: str) -> None:
+    """Align ``traces`` (paths) with ``caps`` (stats.compare.Loaded, same order) and split
+    their gaps into phases (each one device's ``Capture.traced``). ``option``/``captures``
+    name the options in the error when the counts differ."""
+    if not traces:
+        return
+    if len(traces) != len(caps):
+        raise UsageError(f"{option} gives {len(traces)} trace(s) for {len(caps)} {captures} capture(s): "
+                         f"give one trace per capture, in the same order")
+    from spigap.trace import pair
+
+    for c, path in zip(caps, traces):
+        one = c.capture
+        one.traced = pair.load(path, one.analysis, device=spi_device, cs_latency=cs_latency)
+
+
+def device_configs(cfg: SpiConfig, per_prof: dict, *, mode_given: bool, tpm_given: bool) -> dict:
+    """A shared bus's profiles per device (``--profile CE0=NAME``): each device's settings
+    from its profile (the SPI core sets them per device), as ``SpiConfig.device_cfgs``: what
+    the command line gives wins (``mode_given``, ``tpm_given``), then the profile
+    (timing.check.config_for_profile), then the signals."""
+    import dataclasses
+
+    from spigap.timing.check import config_for_profile
+    from spigap.timing.profiles import load_profile
+
+    out = {}
+    for name, spec in per_prof.items():
+        p = load_profile(spec)
+        out[name] = (config_for_profile(p, dataclasses.replace(cfg, device_cfgs={}), mode_given=mode_given,
+                                        tpm_given=tpm_given), f"profile {p.name}")
+    return out
 
 
 def analyze_device(path, cfg: SpiConfig | None = None, **kw) -> Analysis:

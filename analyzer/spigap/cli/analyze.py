@@ -11,8 +11,10 @@ from spigap.cli.common import (
     add_event_options,
     add_output_options,
     add_stall_options,
-    analyze_path,
+    analysis_options,
     check_output_path,
+    config_from_args,
+    per_device,
     stall_rule_from_args,
 )
 from spigap.errors import UsageError
@@ -48,8 +50,6 @@ def run(args) -> int:
     if args.event and args.capture == "-":
         raise UsageError("--event reads the capture a second time, which a pipe cannot give",
                          path="<stdin>", hint="save the stream to a file and analyze that")
-    from spigap.cli.common import per_device
-
     for spec in [args.device] + list(per_device(args, "device").values()):
         if not spec:
             continue
@@ -68,8 +68,11 @@ def run(args) -> int:
         o = Output(args.format, out, transfers=transfers)
         # memory bounded past 100 000 transfers (rows written as measured); --device and
         # --event need every transfer (labels per transfer, latencies to each start)
-        r = analyze_path(args.capture, args, keep="bounded", rows=o.rows if o.streams else None, label=True,
-                         stall_rule=stall_rule_from_args(args))
+        from spigap.api import analyze_file
+
+        r = analyze_file(args.capture, config_from_args(args), keep="bounded", rows=o.rows if o.streams else None,
+                         device=per_device(args, "device") or args.device, stall_rule=stall_rule_from_args(args),
+                         **analysis_options(args))
         o.finish(r)
     if r.truncated:
         # the partial results are out; now say what went wrong, as an error

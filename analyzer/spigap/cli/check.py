@@ -12,7 +12,7 @@ from spigap.cli.common import (
     add_event_options,
     add_output_options,
     add_stall_options,
-    analyze_path,
+    analysis_options,
     check_output_path,
     config_from_args,
     device_profile_configs,
@@ -66,6 +66,7 @@ def _no_bus_summary(e) -> dict:
 
 def run(args) -> int:
     from spigap.timing.check import device_limits
+    from spigap.api import analyze_file
     from spigap.core.infer.report import NoSpiBus
     from spigap.timing.check import DEFAULT_HEADROOM, CheckResult, check_analysis, results_to_dict
     from spigap.timing.extra_channels import tracks
@@ -98,7 +99,7 @@ def run(args) -> int:
     truncated = []
     for path in args.captures:
         try:
-            r = analyze_path(path, args, cfg, stall_rule=rule)
+            r = analyze_file(path, cfg, stall_rule=rule, **analysis_options(args))
         except NoSpiBus as e:           # no SPI here: NO DATA, like a capture with too few transfers
             results.append(CheckResult(str(path), prof, dev, None, headroom, [], [], _no_bus_summary(e), []))
             continue
@@ -108,7 +109,7 @@ def run(args) -> int:
             if r.truncated:
                 truncated.append(r.truncated)
             continue
-        a = r.device
+        a = r.device.kept()
         if per_prof or per_dev:
             raise UsageError("--profile/--device CS=...: the capture was analyzed as one device "
                              f"({a.cfg.cs or 'no CS line'}); give --profile NAME / --device SPEC",
@@ -138,11 +139,11 @@ def run(args) -> int:
         print(f"spigap: error: {t}", file=sys.stderr)
     if truncated:
         return 2
-    for r in results:
-        if r.no_data:
-            print(f"spigap: {'note' if args.allow_empty else 'error'}: {r.capture}: NO DATA: {r.no_data}",
+    for res in results:
+        if res.no_data:
+            print(f"spigap: {'note' if args.allow_empty else 'error'}: {res.capture}: NO DATA: {res.no_data}",
                   file=sys.stderr)
-    return 1 if any(r.failed(args.strict, args.allow_empty) for r in results) else 0
+    return 1 if any(res.failed(args.strict, args.allow_empty) for res in results) else 0
 
 
 def _spi_settings(a) -> dict:

@@ -13,10 +13,9 @@ from spigap.cli.common import (
     add_stall_options,
     add_stats_options,
     add_trace_options,
-    attach_traces,
+    analysis_options,
     check_output_path,
     config_from_args,
-    load_captures,
     no_per_device,
     settings_from_args,
     write_output,
@@ -73,13 +72,17 @@ def run(args) -> int:
         prof = load_profile(args.profile)
     cfg = config_from_args(args, prof)
     traced = bool(args.before_ftrace)
-    before = load_captures(args.before, args, cfg=cfg, traces=traced)
-    after = load_captures(args.after, args, cfg=cfg, traces=traced)
+    from spigap.api import attach_traces, load_captures
+
+    opts = dict(analysis_options(args), stall_rule=settings.stall_rule)
+    before = load_captures(args.before, cfg, traces=traced, **opts)
+    after = load_captures(args.after, cfg, traces=traced, **opts)
     if (args.before_ftrace or args.event) and any(c.result.bus is not None for c in before + after):
         raise UsageError("--before-ftrace/--after-ftrace and --event take one device: the captures hold several "
                          "devices on one bus; give --cs NAME")
-    attach_traces(before, args.before_ftrace, args, option="--before-ftrace", captures="--before")
-    attach_traces(after, args.after_ftrace, args, option="--after-ftrace", captures="--after")
+    tr = dict(spi_device=args.spi_device, cs_latency=args.cs_latency)
+    attach_traces(before, args.before_ftrace, **tr, option="--before-ftrace", captures="--before")
+    attach_traces(after, args.after_ftrace, **tr, option="--after-ftrace", captures="--after")
     cmp = compare_all(before, after, settings)
     from spigap.stats.output import render_text, to_dict
 

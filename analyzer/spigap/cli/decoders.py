@@ -258,12 +258,13 @@ def auto_assign(pd_channel_name: str, capture_channels: list[str]) -> str | None
 
 def gaps_signal(args):
     """An spi_gaps decode signal with what 'spigap analyze' finds in the capture."""
-    from spigap.cli.common import analyze_path
+    from spigap.api import analyze_file
+    from spigap.cli.common import analysis_options, config_from_args
     from spigap.sigrok import pdinfo, pvs
 
     if args.no_cs:
         raise UsageError("spi_gaps needs a CS line (--no-cs cannot be used with --gaps)")
-    r = analyze_path(args.capture, args)
+    r = analyze_file(args.capture, config_from_args(args), **analysis_options(args))
     if r.bus is not None:
         return shared_signals(r), r
     a = r.device

@@ -12,10 +12,9 @@ from spigap.cli.common import (
     add_stall_options,
     add_stats_options,
     add_trace_options,
-    attach_traces,
+    analysis_options,
     check_output_path,
     config_from_args,
-    load_captures,
     no_per_device,
     settings_from_args,
     stall_rule_from_args,
@@ -76,7 +75,8 @@ def _checker(args):
 
     def check(r):
         # the --event channels' edges, from the analysis's own pass
-        return timing_check.check_analysis(r.device, prof, dev, headroom=headroom, events=tracks(r.edges, args.event))
+        return timing_check.check_analysis(r.device.kept(), prof, dev, headroom=headroom,
+                                           events=tracks(r.edges, args.event))
 
     return check, cfg
 
@@ -96,8 +96,10 @@ def run(args) -> int:
     no_per_device(args, "profile", "device")
     check, cfg = _checker(args)
     # analyze every capture once, with the profile's settings when --profile is given
-    caps = {c.path: c for c in load_captures(paths, args, cfg=cfg,
-                                             traces=bool(args.ftrace or args.before_ftrace))}
+    from spigap.api import attach_traces, load_captures
+
+    caps = {c.path: c for c in load_captures(paths, cfg, traces=bool(args.ftrace or args.before_ftrace),
+                                             stall_rule=stall_rule_from_args(args), **analysis_options(args))}
     if bool(args.before_ftrace) != bool(args.after_ftrace):
         raise UsageError("--before-ftrace and --after-ftrace go together")
     if (args.spi_device or args.cs_latency is not None) and not (args.ftrace or args.before_ftrace):
@@ -108,11 +110,11 @@ def run(args) -> int:
         raise UsageError(f"{shared[0].path} holds several devices on one bus: --profile/--device, traces and "
                          "--event take one device here: give --cs NAME (spigap check --profile CE0=... and spigap "
                          "trace take every device)")
-    attach_traces([caps[str(p)] for p in args.captures], args.ftrace, args, option="--ftrace",
-                  captures="positional")
-    attach_traces([caps[str(p)] for p in args.before], args.before_ftrace, args, option="--before-ftrace",
+    tr = dict(spi_device=args.spi_device, cs_latency=args.cs_latency)
+    attach_traces([caps[str(p)] for p in args.captures], args.ftrace, **tr, option="--ftrace", captures="positional")
+    attach_traces([caps[str(p)] for p in args.before], args.before_ftrace, **tr, option="--before-ftrace",
                   captures="--before")
-    attach_traces([caps[str(p)] for p in args.after], args.after_ftrace, args, option="--after-ftrace",
+    attach_traces([caps[str(p)] for p in args.after], args.after_ftrace, **tr, option="--after-ftrace",
                   captures="--after")
     title = args.title or ("spigap report: " + ", ".join(paths[:3]) + (" …" if len(paths) > 3 else ""))
     rep = Report(title, stall_rule=stall_rule_from_args(args))

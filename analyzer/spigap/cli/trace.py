@@ -15,8 +15,9 @@ from spigap.cli.common import (
     add_capture_options,
     add_output_options,
     add_trace_options,
-    analyze_path,
+    analysis_options,
     check_output_path,
+    config_from_args,
     write_output,
 )
 
@@ -99,7 +100,10 @@ def compute(args) -> dict:
     from spigap.trace import align, phases
 
     # a --sync-channel's edges are read in the analysis's own pass
-    r = analyze_path(args.capture, args, channels={args.sync_channel: "--sync-channel NAME"} if args.sync_channel else None)
+    from spigap.api import analyze_file
+
+    r = analyze_file(args.capture, config_from_args(args), **analysis_options(args),
+                     channels={args.sync_channel: "--sync-channel NAME"} if args.sync_channel else None)
     out: dict = {"capture": str(args.capture), "analysis": r, "trace": None, "alignment": None, "phases": None,
                  "userlog": None, "userlog_path": None, "grouping_note": None, "sync": None, "shared": None}
     if r.bus is not None:
@@ -117,7 +121,7 @@ def compute(args) -> dict:
         out["shared"] = pair.load_bus(args.ftrace, r, spi_device=args.spi_device, cs_latency=args.cs_latency)
         out["trace"] = out["shared"].trace
         return out
-    a = out["analysis"] = r.device
+    a = out["analysis"] = r.device.kept()
     if args.ftrace:
         from spigap.trace import ftrace
 
