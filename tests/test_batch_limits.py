@@ -19,7 +19,7 @@ from spigap.cli import main
 from spigap.core import run as core_run
 from spigap.errors import OutputError
 from spigap.outfile import write_output
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 
 FORK = pytest.mark.skipif(multiprocessing.get_start_method() != "fork",
                           reason="the patched analysis reaches the pool only through fork")
@@ -31,7 +31,7 @@ def _captures(tmp_path, n=3) -> list[pathlib.Path]:
     for i in range(n):
         sc = scenario.Scenario.from_toml(None, {"messages": 2, "samplerate": 10e6, "sclk": 1e6, "seed": i})
         p = tmp_path / f"c{i}.sr"
-        scenario.write(sc, p)
+        write(sc, p)
         out.append(p)
     return out
 

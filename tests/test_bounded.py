@@ -28,7 +28,7 @@ from spigap.core.stalls import StallRule, find_stalls
 from spigap.core.tickhist import TickHistogram
 from spigap.io import open_capture
 from spigap.output.jsonout import json_rows, to_dict, transfer_rows
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 
 # one device each; the shared-bus captures' bounded path: tests/test_shared_bus.py
 SYNTH = sorted(p for p in (ROOT / "captures").glob("*.sr") if not p.stem.startswith("shared-"))
@@ -90,7 +90,7 @@ def _soak(tmp_path, messages=3000, **over):
     sc = scenario.Scenario.from_toml(ROOT / "captures" / "mcp3008-rpi3-k4.4-b10.toml",
                                      {"seed": 5, "messages": messages, "stall_probability": 0.002, **over})
     p = tmp_path / "soak.sr"
-    scenario.write(sc, p)
+    write(sc, p)
     return p
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from spigap.api import SpiConfig, analyze_device
-from spigap.synth import Scenario, shared, write
+from spigap.synth import load, write
 from conftest import CAPTURES
 
 RECIPES = sorted(CAPTURES.glob("*.toml"))
@@ -26,10 +26,7 @@ def test_shipped_capture_matches_its_recipe(tmp_path, recipe):
     shipped = recipe.with_suffix(".sr")
     assert shipped.exists()
     fresh = tmp_path / shipped.name
-    if shared.is_shared(recipe):          # several devices on one controller (synth/shared.py)
-        shared.write(shared.Shared.from_toml(recipe), fresh)
-    else:
-        write(Scenario.from_toml(recipe), fresh)
+    write(load(recipe), fresh)          # either form: one device, or [[device]] tables on one controller
     with zipfile.ZipFile(shipped) as a, zipfile.ZipFile(fresh) as b:
         names = sorted(n for n in a.namelist() if n.startswith(("logic-1", "metadata")))
         assert names == sorted(n for n in b.namelist() if n.startswith(("logic-1", "metadata")))

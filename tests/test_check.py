@@ -21,7 +21,7 @@ from spigap.timing.check import FAIL, MARGINAL, PASS, SKIP, check_analysis, conf
 from spigap.timing.extra_channels import read_events
 from spigap.timing.profiles import load_profile
 from spigap.synth.from_profile import scenario_from_profile
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 from conftest import CAPTURES, ROOT
 
 NODELAY_B10 = CAPTURES / "mcp3008-rpi3-k4.4-nodelay-b10.sr"
@@ -46,7 +46,7 @@ def synth_from_profile(tmp_path, profile, n, messages=60, seed=3, **kw):
     sc = scenario_from_profile(load_profile(profile), transfers_per_message=n, messages=messages,
                                seed=seed, **kw)
     path = tmp_path / f"{profile}-{n}-{seed}.sr"
-    tl = scenario.write(sc, path)
+    tl = write(sc, path).timeline
     return path, tl
 
 
@@ -71,7 +71,7 @@ def _tcsh_capture(tmp_path, samplerate, cs_high):
         "messages": 12, "cs_setup": "1.6us", "cs_hold": "0.4us", "idle_clocks": 1,
         "cs_change": cs_high, "context_switch": "5us", "seed": 9})
     path = tmp_path / f"tcsh-{samplerate}-{cs_high}.sr"
-    scenario.write(sc, path)
+    write(sc, path)
     return path
 
 
@@ -331,7 +331,7 @@ def _ad7606_with_events(tmp_path, *, busy_in_window=None, extra_convst=None):
     tl.extra["CONVST"] = pulses(convs, convs + 500e-9)
     tl.extra["BUSY"] = pulses(busy_rise, busy_fall)
     path = tmp_path / f"ad7606-{busy_in_window}-{extra_convst}.sr"
-    scenario.write(sc, path, tl=tl)
+    write(sc, path, tl=tl)
     return path, tl
 
 

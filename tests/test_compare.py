@@ -20,7 +20,7 @@ from spigap.api import SpiConfig, analyze_device
 from spigap.cli import main
 from spigap.stats import compare as C
 from spigap.stats import resample
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 from spigap.synth.timeline import build
 from conftest import CAPTURES
 
@@ -42,11 +42,11 @@ def synth(tmp_path_factory):
             sc = scenario.Scenario.from_toml(toml, {"seed": seed, "messages": messages, **over})
             p = root / f"c{len(cache)}.sr"
             if hook is None:
-                scenario.write(sc, p)
+                write(sc, p)
             else:
                 w = sc.windows()
                 hook(w, np.random.default_rng(seed + 7))
-                scenario.write(sc, p, tl=build(w, sc.shape, sc.tail))
+                write(sc, p, tl=build(w, sc.shape, sc.tail))
             cache[key] = C.Capture(str(p), analyze_device(p))
         return cache[key]
 
@@ -291,7 +291,7 @@ AMBIG = dict(messages=300, transfers_per_message=4, cs_change=10e-6, context_swi
 
 def _ambiguous_capture(tmp_path, name, seed, **over):
     path = tmp_path / name
-    scenario.write(scenario.Scenario.from_toml(None, {**AMBIG, "seed": seed, **over}), path)
+    write(scenario.Scenario.from_toml(None, {**AMBIG, "seed": seed, **over}), path)
     return path
 
 

@@ -141,7 +141,7 @@ def assert_agrees(path, cfg: SpiConfig, *, clk, cs, **reader):
 def synth(tmp_path, name, crop_windows=None, **overrides):
     """A capture from the analyzer's synthesizer; ``crop_windows=(i, j)`` cuts it
     in the middle of windows i and j (CS active at the first and last sample)."""
-    from spigap.synth import scenario
+    from spigap.synth import scenario, write
 
     base = {"messages": 6, "transfers_per_message": 4, "words_per_transfer": 3, "seed": 3,
             "sigma": "30ns", "samplerate": "50MHz", "sclk": "2MHz", "lead": "5us", "tail": "5us"}
@@ -153,7 +153,7 @@ def synth(tmp_path, name, crop_windows=None, **overrides):
         sc.crop_start = (tl.cs_assert[i] + tl.cs_deassert[i]) / 2
         sc.crop_end = (tl.cs_assert[j] + tl.cs_deassert[j]) / 2
     path = tmp_path / f"{name}.sr"
-    scenario.write(sc, path, tl=tl)
+    write(sc, path, tl=tl)
     return path, sc
 
 
@@ -359,7 +359,7 @@ def test_texts_have_zoom_variants_and_units(tmp_path):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_histogram_matches_numpy_and_the_analyzer(seed):
-    from spigap.core.framing import SpacingCounter
+    from spigap.core.spacing import SpacingCounter
 
     rng = np.random.default_rng(seed)
     values = rng.integers(1, 60, int(rng.integers(1, 300)))

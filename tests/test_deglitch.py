@@ -88,7 +88,7 @@ def test_deglitch_matches_reference_for_any_block_split(sig, min_ticks):
 
 def test_deglitch_removes_injected_glitches_from_a_capture(tmp_path):
     """1-sample glitches on SCLK and CS corrupt the analysis; --deglitch 50 ns restores it."""
-    from spigap.synth.scenario import Scenario, tracks
+    from spigap.synth import Scenario, tracks
     from spigap.synth.srwriter import Track
     from spigap.synth.writers import write_capture
 
@@ -122,7 +122,7 @@ def test_deglitch_removes_injected_glitches_from_a_capture(tmp_path):
 
 
 def test_deglitch_shorter_than_resolution_warns(tmp_path):
-    from spigap.synth.scenario import Scenario, tracks
+    from spigap.synth import Scenario, tracks
     from spigap.synth.writers import write_capture
 
     sc = Scenario.from_toml(None, {"messages": 2, "samplerate": 10e6, "sclk": 1e6})

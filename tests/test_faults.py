@@ -487,7 +487,7 @@ def test_errors_name_the_real_problem(tmp_path, cap):
     loop.symlink_to("loop.sr")
     one_error_line(run(["analyze", loop]), "loop.sr", "symbolic link loop")
     # one NaN time in a scope CSV: analyzed up to that row, then the one-line error
-    from spigap.synth.scenario import Scenario, tracks
+    from spigap.synth import Scenario, tracks
     from spigap.synth.writers import write_capture
 
     sc = Scenario.from_toml(None, {"messages": 40, "samplerate": 10e6, "sclk": 1e6})

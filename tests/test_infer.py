@@ -24,8 +24,7 @@ from hypothesis import strategies as st
 from spigap.api import SpiConfig, analyze_device
 from spigap.cli import main
 from spigap.core.config import INFERABLE
-from spigap.synth import Scenario
-from spigap.synth.scenario import tracks
+from spigap.synth import Scenario, tracks
 from spigap.synth.srwriter import Track, write_sr
 
 SAMPLERATE = {"ad7920": 5e6}

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_fuzz_readers import FUZZ, _check_stream, _inputs, _rezip, _seeded, exercise, mutated, zip_field_patch
+from test_fuzz_readers import RUNS, _check_stream, _inputs, _rezip, exercise, fuzz, mutated, zip_field_patch
 
 from spigap.api import SpiConfig, analyze_device
 from spigap.errors import CaptureTruncated
@@ -181,10 +181,11 @@ def test_missing_block_is_truncation_after_the_good_blocks(tmp_path):
     assert np.array_equal(t, rt[rt < 1600])
 
 
-def test_fuzz_dsl(tmp_path):
+@RUNS
+def test_fuzz_dsl(tmp_path, run_kind):
     """Damaged .dsl files (members mutated, zip fields patched, raw bytes): a valid
-    stream or a one-line error, never a hang or a crash. Short and fixed-seed by
-    default; ``SPIGAP_FUZZ_EXAMPLES`` makes it long (see test_fuzz_readers)."""
+    stream or a one-line error, never a hang or a crash. Short and fixed-seed in the
+    default run, long and random behind the ``fuzz`` marker (see test_fuzz_readers)."""
     rng = np.random.default_rng(11)
     samples = (np.cumsum(rng.random((3, 2000)) < 0.1, axis=1) % 2).astype(np.uint8)
     dec = [{"id": "1:spi", "channel": [{"clk": 0}, {"mosi": 1}, {"cs": 2}]}]
@@ -199,8 +200,7 @@ def test_fuzz_dsl(tmp_path):
         m[name] = draw(mutated(m[name], "sr"))
         return _rezip(m)
 
-    @_seeded
-    @FUZZ
+    @fuzz(run_kind)
     @given(st.one_of(member_mutation(), zip_field_patch(seed), _inputs([seed], "sr")))
     def run(data):
         p = tmp_path / "f.dsl"

@@ -11,7 +11,7 @@ from spigap.cli import build_parser, main
 from spigap.cli.common import reader_options
 from spigap.core import run
 from spigap.io import open_capture
-from spigap.synth.scenario import Scenario, tracks
+from spigap.synth import Scenario, tracks
 from spigap.synth.writers import write_capture
 
 

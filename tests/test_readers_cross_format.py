@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from spigap.api import SpiConfig, analyze_device
-from spigap.synth.scenario import Scenario, tracks
+from spigap.synth import Scenario, tracks
 from spigap.synth.writers import FORMATS, write_capture
 from spigap.synth.writers.scope_csv import native_names
 

@@ -8,7 +8,7 @@ import pytest
 from spigap.api import SpiConfig, analyze_device
 from spigap.errors import CaptureTruncated, InputError
 from spigap.io import open_capture
-from spigap.synth.scenario import Scenario, tracks
+from spigap.synth import Scenario, tracks
 from spigap.synth.writers import write_capture
 
 

@@ -11,7 +11,7 @@ import pytest
 from spigap.api import SpiConfig, analyze_device
 from spigap.errors import CaptureTruncated, InputError, UsageError
 from spigap.io import open_capture
-from spigap.synth.scenario import Scenario, tracks
+from spigap.synth import Scenario, tracks
 from spigap.synth.writers import write_capture
 
 MAP = "0=SCLK,1=MOSI,2=MISO,3=CS"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from spigap.cli import main
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 from conftest import CAPTURES
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
@@ -83,7 +83,6 @@ def test_images_are_valid_pngs(compare_report):
 
 
 def test_check_section_uses_the_model(tmp_path):
-    pytest.importorskip("spigap.timing.check")
     out = tmp_path / "c.html"
     rc = main(["report", str(OLD), "--profile", "pi5-k6.6.31-ad7606", "-o", str(out)])
     html = out.read_text()
@@ -99,7 +98,7 @@ def test_check_section_uses_the_model(tmp_path):
 def test_events_section(tmp_path):
     sc = scenario.Scenario.from_toml(CAPTURES / "ad7606-douta-after.toml")
     p = tmp_path / "ad.sr"
-    scenario.write(sc, p)
+    write(sc, p)
     out = tmp_path / "e.html"
     rc = main(["report", str(p), "--mode", "2", "--event", "CONVST:rise", "--event", "BUSY:fall", "-o", str(out)])
     html = out.read_text()

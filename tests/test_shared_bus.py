@@ -1,6 +1,6 @@
 """Shared buses (docs/shared-bus.md): every device of one SPI controller in one pass.
 
-Oracle: the synthesizer's truth (analyzer/spigap/synth/shared.py: the controller queue's
+Oracle: the synthesizer's truth (analyzer/spigap/synth/bus.py: the controller queue's
 model, written independently of the analysis): every device's transfers, gaps,
 gap kinds and payloads, the bus's handovers, the other devices' time inside each
 gap, and the injected faults (two CS lines at once, SCLK with no CS), all within
@@ -27,7 +27,7 @@ from spigap.io import open_capture
 from spigap import native
 from spigap.output import csvout, jsonout
 from spigap.output.rows import Output
-from spigap.synth import shared
+from spigap.synth import Bus, TraceOptions, write
 
 RECIPES = {"rpi": CAPTURES / "shared-rpi-mcp3008-mcp2518fd.toml", "faults": CAPTURES / "shared-three-faults.toml"}
 
@@ -38,9 +38,9 @@ def built(tmp_path_factory):
     out = {}
     d = tmp_path_factory.mktemp("shared")
     for key, recipe in RECIPES.items():
-        sh = shared.Shared.from_toml(recipe)
+        sh = Bus.from_toml(recipe)
         cap, truth, trace = d / f"{key}.sr", d / f"{key}.json", d / f"{key}.txt"
-        shared.write(sh, cap, truth_path=truth, ftrace_path=trace, ns=True)
+        write(sh, cap, truth_path=truth, ftrace_path=trace, trace=TraceOptions(ns=True))
         out[key] = (cap, json.loads(truth.read_text()), trace)
     return out
 
@@ -299,9 +299,9 @@ def test_found_in_the_signals_without_names(tmp_path, capsys):
     text = text.replace('channels = { clk = "SCLK", mosi = "MOSI", miso = "MISO" }',
                         'channels = { clk = "D0", mosi = "D1", miso = "D2" }')
     text = text.replace('cs = "CE0"', 'cs = "D3"').replace('cs = "CE1"', 'cs = "D4"')
-    sh = shared.Shared.from_toml(text=text)
+    sh = Bus.from_toml(text=text)
     cap = tmp_path / "anon.sr"
-    shared.write(sh, cap)
+    write(sh, cap)
     sa = _analyze(cap)
     assert list(sa.devices) == ["D3", "D4"]
     assert sa.cfg.clk == "D0" and {sa.cfg.mosi, sa.cfg.miso} == {"D1", "D2"}

@@ -88,7 +88,7 @@ def test_phases_add_up_to_the_gaps(tmp_path):
                                    "cs_change": "12us", "cs_setup": "2us", "cs_hold": "3us",
                                    "sigma": {"context_switch": "8us", "cs_change": "1us"},
                                    "words_per_transfer": "4", "mosi": "random", "seed": "5"})
-    tl = write(sc, tmp_path / "c.sr")
+    tl = write(sc, tmp_path / "c.sr").timeline
     km = kernel.KernelLatencies()
     truth = kernel.write(tl, tmp_path / "t.txt", km)
     a = analyze_device(tmp_path / "c.sr", SpiConfig())

@@ -11,7 +11,7 @@ from spigap.synth import Scenario, write
 def synth(tmp_path, name="cap.sr", **overrides):
     sc = Scenario.from_toml(None, overrides)
     path = tmp_path / name
-    tl = write(sc, path)
+    tl = write(sc, path).timeline
     return sc, tl, path
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from spigap import native
 from spigap.core.config import SpiConfig
 from spigap.core.framed import Framed, Windows, Words
-from spigap.core.framing import SpacingCounter, idle_timeout_ticks
+from spigap.core.spacing import SpacingCounter, idle_timeout_ticks
 from spigap.io.base import EdgeBlock
 
 WIN_CAP = 1 << 14

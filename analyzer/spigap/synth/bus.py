@@ -1,11 +1,12 @@
-"""Several devices on one SPI controller: a capture, its kernel trace and the truth of
-who waited for whom.
+"""Devices on one SPI controller, timed by its queue and their drivers: a capture, its
+kernel trace and the truth of who waited for whom (the [[device]] form of a recipe,
+recipe.py; one to eight devices: one device is a bus of one).
 
 The Linux SPI core runs one ``spi_message`` at a time per controller: a device's
 message submitted while another device's message holds the controller waits in
 the controller's queue, and the wait shows on the bus as a longer gap of the
-waiting device (docs/shared-bus.md). This module models that queue for two or
-three devices that share SCLK/MOSI/MISO and have one CS line each, and writes:
+waiting device (docs/shared-bus.md). This module models that queue for devices that
+share SCLK/MOSI/MISO and have one CS line each, and plans (capture.write writes it):
 
 * the capture (.sr): SCLK, MOSI, MISO and one CS per device;
 * the truth (JSON): per device every transfer (as ``scenario.truth_json``), per
@@ -50,7 +51,7 @@ Example (times take units)::
     mode = 0
     channels = { clk = "SCLK", mosi = "MOSI", miso = "MISO" }
 
-    [controller]             # latencies of the SPI core (defaults: synth/kernel.py's)
+    [controller]             # latencies of the SPI core (kernel.Latencies: names and defaults)
     done_to_start = "2us"
     jitter = 0.1
 
@@ -80,45 +81,24 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-import json
-import tomllib
-from pathlib import Path
 
 import numpy as np
 
-from spigap import __version__
-from spigap.errors import InputError, UsageError
-from spigap.synth.kernel import spi_device_numbers
-from spigap.synth.scenario import MAX_WINDOWS, check_size, set_bus_setting
-from spigap.synth.srwriter import Track, write_sr
+from spigap.errors import UsageError
+from spigap.outfile import write_output
+from spigap.synth import kernel
+from spigap.synth.capture import Capture, CsLine, TraceOptions, json_list
+from spigap.synth.recipe import MAX_WINDOWS, Recipe, check_size, set_bus_setting
 from spigap.synth.timeline import SpiShape, Timeline, Windows, build
-from spigap.units import parse_freq, parse_time
+from spigap.units import parse_time
 
 DRIVERS = ("spidev", "irq")
 TRAFFIC = ("counter", "mcp3008", "mcp2518fd-rx")
 MAX_DEVICES = 8
-
-
-@dataclasses.dataclass
-class Controller:
-    """The SPI core's latencies (s, bus time); names and defaults as synth/kernel.py's."""
-
-    submit_to_busy: float = 5.0e-6
-    busy_to_start: float = 1.0e-6
-    start_to_set_cs: float = 3.0e-6
-    gpio_cs_latency: float = 1.5e-6          # spi_set_cs activate -> CS assert
-    gpio_cs_off_latency: float = 1.5e-6      # spi_set_cs deactivate -> CS deassert (capped by the CS hold)
-    transfer_start_to_sclk: float = 0.8e-6
-    sclk_to_transfer_stop: float = 1.0e-6
-    deassert_to_done: float = 3.0e-6
-    done_to_start: float = 2.0e-6            # the pump takes the next queued message
-    done_to_idle: float = 1.0e-6
-    idle_to_exit: float = 4.0e-6
-    enter_to_submit: float = 4.0e-6
-    jitter: float = 0.1                      # sigma of each latency, as a share of it
-
-
-_CTRL_TIMES = tuple(f.name for f in dataclasses.fields(Controller) if f.name != "jitter")
+# the latencies the controller queue takes ([controller]; kernel.Latencies)
+CONTROLLER_KEYS = ("submit_to_busy", "busy_to_start", "start_to_set_cs", "gpio_cs_latency", "gpio_cs_off_latency",
+                   "transfer_start_to_sclk", "sclk_to_transfer_stop", "deassert_to_done", "done_to_start",
+                   "done_to_idle", "idle_to_exit", "enter_to_submit")
 
 
 @dataclasses.dataclass
@@ -151,31 +131,21 @@ class Device:
 
 
 @dataclasses.dataclass
-class Shared:
-    """A shared-bus scenario (TOML: module docstring)."""
+class Bus(Recipe):
+    """Devices on one controller (TOML: module docstring); bus-wide keys: recipe.Recipe."""
 
-    samplerate: float = 50e6
-    seed: int = 1
     lead: float = 50e-6
     tail: float = 50e-6
-    duration: float = 20e-3
     sclk: float = 4e6
-    cpol: int = 0
-    cpha: int = 0
-    wordsize: int = 8
-    lsb_first: bool = False
-    cs_active_low: bool = True
     channels: dict = dataclasses.field(default_factory=lambda: {"clk": "SCLK", "mosi": "MOSI", "miso": "MISO"})
-    controller: Controller = dataclasses.field(default_factory=Controller)
+    duration: float = 20e-3
+    controller: kernel.Latencies = dataclasses.field(default_factory=kernel.Latencies)
     devices: list = dataclasses.field(default_factory=list)
     overlap: tuple = ()
     overlap_by: float = 300e-9
     stray_sclk: int = 0
-    source: str = ""
 
-    @property
-    def shape(self) -> SpiShape:
-        return SpiShape(self.sclk, self.cpol, self.cpha, self.wordsize, self.lsb_first, self.cs_active_low)
+    FORM = "shared-bus scenario"
 
     def shape_of(self, d: Device) -> SpiShape:
         """The device's SPI settings: the bus's, with the device's own keys over them (the
@@ -190,40 +160,20 @@ class Shared:
 
     # ------------------------------------------------------------ loading
     @classmethod
-    def from_toml(cls, path=None, text: str | None = None, overrides: dict | None = None) -> "Shared":
-        if text is None:
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as e:
-                raise InputError(f"cannot read the scenario: {getattr(e, 'strerror', None) or e}",
-                                 path=str(path)) from None
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise UsageError(f"not valid TOML: {e}", path=str(path) if path else None) from None
+    def from_tables(cls, data: dict, text: str, overrides: dict | None, path=None) -> "Bus":
+        data = dict(data)
         sh = cls(source=text)
         devices = data.pop("device", None)
-        if not isinstance(devices, list) or not 2 <= len(devices) <= MAX_DEVICES:
-            raise UsageError(f"a shared-bus scenario has 2..{MAX_DEVICES} [[device]] tables",
+        if not isinstance(devices, list) or not 1 <= len(devices) <= MAX_DEVICES:
+            raise UsageError(f"a shared-bus scenario has 1..{MAX_DEVICES} [[device]] tables",
                              path=str(path) if path else None)
         ctrl = data.pop("controller", {}) or {}
         faults = data.pop("faults", {}) or {}
-        flat: dict = {}
-        for section, values in data.items():
-            if not isinstance(values, dict):
-                raise UsageError(f"unknown shared-bus scenario key {section!r}")
-            flat.update(values)
-        flat.update(overrides or {})
+        data.pop("decoders", None)          # for the tests (captures/README.md), not the synthesizer
         try:
-            for key, value in flat.items():
+            for key, value in cls.flat(data, overrides).items():
                 sh._set(key, value)
-            for key, value in ctrl.items():
-                if key == "jitter":
-                    sh.controller.jitter = float(value)
-                elif key in _CTRL_TIMES:
-                    setattr(sh.controller, key, parse_time(value))
-                else:
-                    raise UsageError(f"unknown [controller] key {key!r}; known: {', '.join(_CTRL_TIMES)}, jitter")
+            sh.controller = kernel.Latencies(**kernel.model_options(ctrl, CONTROLLER_KEYS, "controller"))
             for key, value in faults.items():
                 if key == "overlap":
                     sh.overlap = tuple(int(v) for v in value)
@@ -240,32 +190,25 @@ class Shared:
         return sh
 
     def _set(self, key: str, value) -> None:
-        if key in ("lead", "tail", "duration"):
-            setattr(self, key, parse_time(value))
-        elif key in ("samplerate", "sclk"):
-            setattr(self, key, parse_freq(value))
-        elif key == "seed":
-            self.seed = int(value)
-        elif key == "wordsize":
-            self.wordsize = int(value)
-        elif not set_bus_setting(self, key, value):      # mode, bitorder, cs_polarity, channels
-            raise UsageError(f"unknown shared-bus scenario key {key!r}")
+        if key == "duration":
+            self.duration = parse_time(value)
+        elif not self.set_common(key, value):      # samplerate, sclk, seed, mode, wordsize, channels ...
+            raise UsageError(f"unknown shared-bus scenario key {key!r} (a [[device]] recipe sets each "
+                             "device's timing in its own table)")
 
     def _check(self) -> None:
-        def need(ok, what):
-            if not ok:
-                raise UsageError(f"shared-bus scenario: {what}")
-        need(self.samplerate >= 2 * self.sclk > 0, "samplerate must be at least twice sclk")
-        need(1 <= self.wordsize <= 64, "wordsize must be 1..64")
+        need = self.need
+        self.check_common(64)
         for d in self.devices:
             s = self.shape_of(d)
             need(1 <= s.wordsize <= 64, f"{d.cs}: wordsize must be 1..64")
             # SCLK idles at one level between the devices' windows: no clock edge outside them
             need(s.cpol == self.cpol, f"{d.cs}: a device's mode keeps the bus's CPOL (mode {self.cpol * 2} "
                  f"or {self.cpol * 2 + 1})")
-        need(self.duration > 0 and self.lead >= 0 and self.tail >= 0, "duration > 0, lead and tail >= 0")
-        check_size("shared-bus scenario", int((self.lead + self.duration + self.tail) * self.samplerate))
-        need(self.controller.jitter >= 0 and all(getattr(self.controller, k) >= 0 for k in _CTRL_TIMES),
+        need(self.duration > 0, "duration must be > 0")
+        check_size(self.FORM, int((self.lead + self.duration + self.tail) * self.samplerate))
+        c = self.controller
+        need(c.jitter >= 0 and all(getattr(c, k) >= 0 for k in CONTROLLER_KEYS),
              "controller latencies and jitter must be >= 0")
         names = [d.cs for d in self.devices] + [d.spi_device for d in self.devices]
         need(len(set(names)) == len(names), "every device needs its own cs and spi_device")
@@ -289,10 +232,10 @@ class Shared:
         need(self.overlap_by > 0, "overlap_by must be > 0")
         need(self.stray_sclk >= 0, "stray_sclk must be >= 0")
 
-    def recipe(self) -> str:
-        head = (f"# Synthesized by spigap synth {__version__} (shared bus): NOT a real capture.\n"
-                "# Regenerate with: spigap synth --config <this file> -o <capture>.sr\n")
-        return head + self.source
+    def capture(self, tl: Timeline | None = None) -> "BusCapture":
+        if tl is not None:
+            raise UsageError("a shared-bus scenario plans its own timeline")
+        return build_bus(self)
 
 
 def _device(table: dict, i: int) -> Device:
@@ -319,7 +262,7 @@ def _device(table: dict, i: int) -> Device:
                 set_bus_setting(SpiShape(1.0), key, value)      # a bad value raises here
         else:
             raise UsageError(f"unknown [[device]] key {key!r}")
-    bus, cs = spi_device_numbers(d.spi_device)
+    bus, cs = kernel.spi_device_numbers(d.spi_device)
     if not d.task:
         d.task = "spidev-test" if d.driver == "spidev" else f"irq/{52 + i}-spi{bus}.{cs}"
     d.pid = d.pid or 4242 + 17 * i
@@ -332,7 +275,7 @@ class _Traffic:
     """A device's messages, one at a time: (windows, starts an interrupt), each window
     (mosi words, miso words)."""
 
-    def __init__(self, sh: Shared, d: Device, k: int):
+    def __init__(self, sh: Bus, d: Device, k: int):
         self.d, self.sh = d, sh
         self.rng = np.random.default_rng([sh.seed, k, 1])
         self.n = 0
@@ -375,7 +318,7 @@ class _Traffic:
             seed = int(self.rng.integers(0, 1 << 30))
             opts = {"name": "mcp2518fd-rx", "frames": 64, "seed": seed,
                     "batch": " ".join(str(b) for b in self.d.batch)}
-            self._plan = mcp2518fd.plan(_Seed(seed), opts)
+            self._plan = mcp2518fd.plan(self.sh, opts)      # its opts' seed, not the recipe's
             self._at = 0
         first = self._plan[self._at]
         acc = [first]
@@ -386,11 +329,6 @@ class _Traffic:
         for a in acc:
             self.truth.append({"what": a.what, "instruction": a.instruction, "addr": a.addr})
         return [(list(a.mosi), list(a.miso)) for a in acc], bool(first.irq_start)
-
-
-@dataclasses.dataclass
-class _Seed:
-    seed: int
 
 
 # ----------------------------------------------------------------- the controller
@@ -426,7 +364,7 @@ class Plan:
     messages: list = dataclasses.field(default_factory=list)
 
 
-def plan(sh: Shared) -> tuple[Plan, list[_Traffic]]:
+def plan(sh: Bus) -> tuple[Plan, list[_Traffic]]:
     """Run the controller queue: every message's submit, start and done, every window's place."""
     rng = np.random.default_rng([sh.seed, 0])
     c = sh.controller
@@ -539,20 +477,186 @@ def _gap(rng, x: float) -> float:
 
 
 # ----------------------------------------------------------------- the capture
-@dataclasses.dataclass
-class Built:
-    sh: Shared
+@dataclasses.dataclass(kw_only=True)
+class BusCapture(Capture):
+    """A shared bus's capture: the plan behind it, each device's traffic, every window's CS
+    edges as on the wire (after the faults) and the faults injected."""
+
+    recipe: Bus
     plan: Plan
-    timeline: Timeline
     traffic: list
     cs_assert: np.ndarray       # per window, after the faults
     cs_deassert: np.ndarray
     overlaps: list              # (start, end, device a, device b)
-    stray: list                 # (first edge, last edge)
-    stray_edges: tuple = (np.empty(0), np.empty(0, np.uint8))
+    stray: list                 # (first edge, last edge) of each burst of SCLK edges with no CS asserted
+
+    def check_trace(self, opts: TraceOptions) -> None:
+        if opts.layout != "trace" or opts.lost or opts.other_device or opts.noise_rate_hz:
+            raise UsageError("a shared-bus scenario's kernel trace is written in the 'trace' layout, with no "
+                             "lost events, other devices or noise (--trace-format, --trace-lost, "
+                             "--trace-other, --trace-noise)")
+
+    def describe(self) -> str:
+        per = ", ".join(f"{d.cs} {self.plan.device.count(k)}" for k, d in enumerate(self.recipe.devices))
+        return f"{len(self.plan.device)} transfers ({per})"
+
+    def describe_trace(self, opts: TraceOptions) -> str:
+        return (f"the kernel trace of {len(self.plan.messages)} messages on "
+                f"{', '.join(d.spi_device for d in self.recipe.devices)} (trace, drift {opts.drift_ppm:g} ppm)")
+
+    # ------------------------------------------------------------- the truth
+    def truth(self) -> dict:
+        """Per device every transfer, per message the queue, the bus figures and the faults."""
+        sh, tl, p = self.recipe, self.timeline, self.plan
+        dev = np.asarray(p.device)
+        ww = tl.windows.word_window
+        n = len(dev)
+        first_word = np.searchsorted(ww, np.arange(n), side="left")
+        last_word = np.searchsorted(ww, np.arange(n), side="right") - 1
+        first_edge, last_edge = tl.word_first[first_word], tl.word_last[last_word]
+        msg_of = np.asarray(p.message)
+        devices = {}
+        for k, d in enumerate(sh.devices):
+            w = np.flatnonzero(dev == k)
+            a, e = self.cs_assert[w], self.cs_deassert[w]
+            gap = np.concatenate([[np.nan], a[1:] - e[:-1]])
+            m = msg_of[w]
+            kind = ["lead"] + ["cs_change" if m[i] == m[i - 1] else "context_switch" for i in range(1, len(w))]
+            # other devices' CS-active time inside each of this device's CS-inactive gaps (summed
+            # over the other devices), and how many of their windows start inside
+            busy = np.full(len(w), np.nan)
+            count = np.zeros(len(w), np.int64)
+            if len(w) > 1:
+                lo, hi = e[:-1], a[1:]
+                busy[1:] = 0.0
+                for o in range(len(sh.devices)):
+                    if o == k:
+                        continue
+                    ow = np.flatnonzero(dev == o)
+                    oa, oe = self.cs_assert[ow], self.cs_deassert[ow]
+                    cum = np.concatenate([[0.0], np.cumsum(oe - oa)])
+                    xs = np.empty(2 * len(ow))
+                    ys = np.empty(2 * len(ow))
+                    xs[0::2], xs[1::2] = oa, oe
+                    ys[0::2], ys[1::2] = cum[:-1], cum[1:]
+                    busy[1:] += np.interp(hi, xs, ys) - np.interp(lo, xs, ys)
+                    count[1:] += np.searchsorted(oa, hi, side="left") - np.searchsorted(oa, lo, side="left")
+            ib = []
+            for i in w.tolist():
+                f, l_ = int(first_word[i]), int(last_word[i])
+                ib.append((tl.word_first[f + 1:l_ + 1] - tl.word_last[f:l_]).tolist())
+            devices[d.cs] = {
+                "spi_device": d.spi_device, "traffic": d.traffic, "driver": d.driver,
+                "transfers": len(w), "messages": int(len(set(m.tolist()))),
+                "cs_assert_s": a.tolist(), "cs_deassert_s": e.tolist(),
+                "cs_setup_s": (first_edge[w] - a).tolist(), "cs_hold_s": (e - last_edge[w]).tolist(),
+                "gap_before_s": json_list(gap), "gap_before_kind": kind,
+                "message": [int(x) for x in np.unique(m, return_inverse=True)[1]],
+                "other_busy_s": json_list(busy), "other_windows": count.tolist(),
+                "inter_byte_s": ib,
+                "mosi": [p.mosi[i] for i in w.tolist()], "miso": [p.miso[i] for i in w.tolist()],
+                "meaning": self.traffic[k].truth[:len(w)],
+            }
+        hand = np.flatnonzero(dev[1:] != dev[:-1]) + 1
+        names = [d.cs for d in sh.devices]
+        messages = []
+        for i, m in enumerate(p.messages):
+            messages.append({
+                "device": names[m.device], "spi_device": sh.devices[m.device].spi_device, "index": m.index,
+                "submit_s": m.submit, "start_s": m.start, "done_s": m.done,
+                "first_assert_s": float(self.cs_assert[m.windows[0]]), "last_deassert_s": float(self.cs_deassert[m.windows[-1]]),
+                "queued": m.queued, "behind": [[names[p.messages[j].device], p.messages[j].index] for j in m.behind],
+                "queued_s": _queued_s(p.messages, i), "irq_s": m.irq})
+        for i, mm in enumerate(messages):
+            mm["own_s"] = mm["start_s"] - mm["submit_s"] - mm["queued_s"]
+        busy = np.clip(self.cs_deassert - self.cs_assert, 0, None)
+        return {
+            "note": "ground truth of a synthesized shared-bus capture (analyzer/spigap/synth/bus.py), seconds",
+            "samplerate_hz": sh.samplerate, "duration_s": tl.end_time,
+            "channels": dict(sh.channels), "devices": devices,
+            "bus": {
+                "transfers": n,
+                "handover_s": (self.cs_assert[hand] - self.cs_deassert[hand - 1]).tolist(),
+                "handover_pair": [[names[int(dev[h - 1])], names[int(dev[h])]] for h in hand.tolist()],
+                "busy_s": float(busy.sum()),
+                "overlaps": [{"start_s": s, "end_s": e, "devices": [names[a], names[c]]} for s, e, a, c in self.overlaps],
+                "stray_sclk": [{"first_s": s, "last_s": e} for s, e in self.stray],
+            },
+            "messages": messages,
+        }
+
+    # ------------------------------------------------------------- the trace
+    def trace_lines(self, *, ns: bool = False, drift_ppm: float = 0.0, clock_start_s: float = 1000.0) -> list[str]:
+        """The kernel's side as /sys/kernel/tracing/trace text (5 latency flags)."""
+        sh, tl, p, c = self.recipe, self.timeline, self.plan, self.recipe.controller
+        rng = np.random.default_rng([sh.seed, 3])
+        ww = tl.windows.word_window
+        n = len(p.device)
+        first_word = np.searchsorted(ww, np.arange(n), side="left")
+        last_word = np.searchsorted(ww, np.arange(n), side="right") - 1
+        first_sclk, last_sclk = tl.word_first[first_word], tl.word_last[last_word]
+        orig_assert, deassert = tl.cs_assert, tl.cs_deassert
+        ev: list[tuple[float, int, str, str, str, int, int]] = []      # (t, order, task, event, fields, pid, cpu)
+        pump = ("spi0", 201, 1)
+        bus = kernel.spi_device_numbers(sh.devices[0].spi_device)[0]
+
+        def add(t, task, name, fields, order=0):
+            ev.append((float(t), order, task[0], name, fields, task[1], task[2]))
+
+        def jit(x):
+            return max(0.2 * x, x * (1.0 + c.jitter * float(rng.standard_normal()))) if c.jitter > 0 else x
+
+        for mi, m in enumerate(p.messages):
+            d = sh.devices[m.device]
+            own = (d.task, d.pid, d.cpu)
+            runner = own if not m.queued else pump
+            ptr = 0xffff888004000000 + 0x400 * mi
+            length = sum(len(p.mosi[w]) for w in m.windows) * ((sh.shape_of(d).wordsize + 7) // 8)
+            if m.enter is not None:
+                add(m.enter, own, "sys_enter_ioctl", "fd: 0x00000003, cmd: 0x40206b00, arg: 0x7ffd1c2a9e50")
+            add(m.submit, own, "spi_message_submit", f"{d.spi_device} {ptr:016x}")
+            if m.busy is not None:
+                add(m.busy, own, "spi_controller_busy", f"spi{bus}")
+            add(m.start, runner, "spi_message_start", f"{d.spi_device} {ptr:016x}")
+            for j, w in enumerate(m.windows):
+                if j == 0:
+                    t_on = orig_assert[w] - jit(c.gpio_cs_latency)
+                    t_on = max(t_on, m.start + 1e-9)
+                else:
+                    t_on = orig_assert[w] - min(jit(c.gpio_cs_latency), 0.8 * (orig_assert[w] - deassert[w - 1]))
+                add(t_on, runner, "spi_set_cs", f"{d.spi_device} activate")
+                setup = first_sclk[w] - orig_assert[w]
+                add(first_sclk[w] - min(jit(c.transfer_start_to_sclk), 0.8 * setup), runner, "spi_transfer_start",
+                    f"{d.spi_device} {ptr + 0x40 + j:016x} len={len(p.mosi[w])} tx=[{_hex(p.mosi[w])}] "
+                    f"rx=[{'-'.join(['00'] * min(64, len(p.mosi[w])))}]")
+                hold = deassert[w] - last_sclk[w]
+                add(last_sclk[w] + min(jit(c.sclk_to_transfer_stop), 0.3 * hold), runner, "spi_transfer_stop",
+                    f"{d.spi_device} {ptr + 0x40 + j:016x} len={len(p.mosi[w])} tx=[{_hex(p.mosi[w])}] "
+                    f"rx=[{_hex(p.miso[w])}]")
+                add(deassert[w] - min(jit(c.gpio_cs_off_latency), 0.3 * hold), runner, "spi_set_cs",
+                    f"{d.spi_device} deactivate")
+            add(m.done, runner, "spi_message_done", f"{d.spi_device} {ptr:016x} len={length}/{length}")
+            if m.idle is not None:
+                add(m.idle, runner, "spi_controller_idle", f"spi{bus}", 1)
+            if m.exit is not None:
+                add(m.exit, own, "sys_exit_ioctl", f"0x{length:x}", 2)
+        ev.sort(key=lambda x: (x[0], x[1]))
+        dec = 9 if ns else 6
+        d_ = 1 + drift_ppm * 1e-6
+        lines = kernel.header(5, len(ev), legend=False)
+        for t, _, task, name, fields, pid, cpu in ev:
+            lines.append(kernel.trace_line(task, pid, cpu, ".....", f"{t / d_ + clock_start_s:.{dec}f}", name, fields))
+        return lines
+
+    def write_trace(self, path, opts: TraceOptions) -> dict:
+        lines = self.trace_lines(ns=opts.ns, drift_ppm=opts.drift_ppm, clock_start_s=opts.clock_start_s)
+        write_output(str(path), "\n".join(lines) + "\n")
+        return {"path": str(path), "resolution_s": 1e-9 if opts.ns else 1e-6,
+                "offset_s": -opts.clock_start_s * (1 + opts.drift_ppm * 1e-6), "drift_ppm": opts.drift_ppm,
+                "events": len(lines) - 6, "devices": {d.spi_device: d.cs for d in self.recipe.devices}}
 
 
-def build_bus(sh: Shared) -> Built:
+def build_bus(sh: Bus) -> BusCapture:
     p, traffic = plan(sh)
     n = len(p.device)
     assert_t = np.asarray(p.assert_t)
@@ -599,7 +703,6 @@ def build_bus(sh: Shared) -> Built:
         cs_a[k] = cs_d[k - 1] - sh.overlap_by
         overlaps.append((float(cs_a[k]), float(cs_d[k - 1]), int(dev[k - 1]), int(dev[k])))
     stray = []
-    st_t, st_l = np.empty(0), np.empty(0, np.uint8)
     if sh.stray_sclk:
         rng = np.random.default_rng([sh.seed, 2])
         T = 1.0 / sh.sclk
@@ -614,11 +717,20 @@ def build_bus(sh: Shared) -> Built:
             ts.append(e)
             ls.append(np.tile(np.array([1 - sh.cpol, sh.cpol], np.uint8), 4))
             stray.append((float(e[0]), float(e[-1])))
-        st_t, st_l = np.concatenate(ts), np.concatenate(ls)
-    return Built(sh, p, tl, traffic, cs_a, cs_d, overlaps, stray, (st_t, st_l))
+        # into the clock line, in time order (an SCLK edge of the bus: truth and trace do not see them)
+        clk_t = np.concatenate([tl.clk_t, np.concatenate(ts)])
+        clk_l = np.concatenate([tl.clk_level, np.concatenate(ls)])
+        order = np.argsort(clk_t, kind="stable")
+        tl.clk_t, tl.clk_level = clk_t[order], clk_l[order]
+    cs = []
+    for k, d in enumerate(sh.devices):
+        w = np.flatnonzero(dev == k)
+        cs.append(CsLine(d.cs, sh.shape_of(d).cs_active_low, cs_a[w], cs_d[w]))
+    return BusCapture(recipe=sh, timeline=tl, cs=cs, n_samples=int(round(tl.end_time * sh.samplerate)), plan=p,
+                      traffic=traffic, cs_assert=cs_a, cs_deassert=cs_d, overlaps=overlaps, stray=stray)
 
 
-def _build(sh: Shared, w: Windows, dev: np.ndarray, assert_t: np.ndarray, deassert_t: np.ndarray) -> Timeline:
+def _build(sh: Bus, w: Windows, dev: np.ndarray, assert_t: np.ndarray, deassert_t: np.ndarray) -> Timeline:
     """The bus's timeline: one device's windows at a time, each with its own settings
     (timeline.build), merged in bus order (all devices share SCLK's idle level)."""
     if all(not d.spi for d in sh.devices):
@@ -652,117 +764,6 @@ def _build(sh: Shared, w: Windows, dev: np.ndarray, assert_t: np.ndarray, deasse
                     dt[do], np.concatenate([x[1] for x in data])[do], np.concatenate([x[2] for x in data])[do])
 
 
-def tracks(b: Built) -> list[Track]:
-    sh, tl = b.sh, b.timeline
-    q = lambda t: np.rint(np.asarray(t) * sh.samplerate).astype(np.int64)  # noqa: E731
-    clk_t, clk_l = tl.clk_t, tl.clk_level
-    if len(b.stray_edges[0]):
-        clk_t = np.concatenate([clk_t, b.stray_edges[0]])
-        clk_l = np.concatenate([clk_l, b.stray_edges[1]])
-        order = np.argsort(clk_t, kind="stable")
-        clk_t, clk_l = clk_t[order], clk_l[order]
-    out = [Track(sh.channels["clk"], q(clk_t), clk_l, sh.cpol)]
-    if sh.channels.get("mosi"):
-        out.append(Track(sh.channels["mosi"], q(tl.data_t), tl.mosi_bits, 0))
-    if sh.channels.get("miso"):
-        out.append(Track(sh.channels["miso"], q(tl.data_t), tl.miso_bits, 0))
-    dev = np.asarray(b.plan.device)
-    for k, d in enumerate(sh.devices):
-        act = 0 if sh.shape_of(d).cs_active_low else 1
-        w = np.flatnonzero(dev == k)
-        t = np.empty(2 * len(w))
-        t[0::2], t[1::2] = b.cs_assert[w], b.cs_deassert[w]
-        lv = np.tile(np.array([act, 1 - act], np.uint8), len(w))
-        out.append(Track(d.cs, q(t), lv, 1 - act))
-    return out
-
-
-def n_samples(b: Built) -> int:
-    return int(round(b.timeline.end_time * b.sh.samplerate))
-
-
-# ----------------------------------------------------------------- the truth
-def truth(b: Built) -> dict:
-    """Per device every transfer, per message the queue, the bus figures and the faults."""
-    sh, tl, p = b.sh, b.timeline, b.plan
-    dev = np.asarray(p.device)
-    ww = tl.windows.word_window
-    n = len(dev)
-    first_word = np.searchsorted(ww, np.arange(n), side="left")
-    last_word = np.searchsorted(ww, np.arange(n), side="right") - 1
-    first_edge, last_edge = tl.word_first[first_word], tl.word_last[last_word]
-    msg_of = np.asarray(p.message)
-    devices = {}
-    for k, d in enumerate(sh.devices):
-        w = np.flatnonzero(dev == k)
-        a, e = b.cs_assert[w], b.cs_deassert[w]
-        gap = np.concatenate([[np.nan], a[1:] - e[:-1]])
-        m = msg_of[w]
-        kind = ["lead"] + ["cs_change" if m[i] == m[i - 1] else "context_switch" for i in range(1, len(w))]
-        # other devices' CS-active time inside each of this device's CS-inactive gaps (summed
-        # over the other devices), and how many of their windows start inside
-        busy = np.full(len(w), np.nan)
-        count = np.zeros(len(w), np.int64)
-        if len(w) > 1:
-            lo, hi = e[:-1], a[1:]
-            busy[1:] = 0.0
-            for o in range(len(sh.devices)):
-                if o == k:
-                    continue
-                ow = np.flatnonzero(dev == o)
-                oa, oe = b.cs_assert[ow], b.cs_deassert[ow]
-                cum = np.concatenate([[0.0], np.cumsum(oe - oa)])
-                xs = np.empty(2 * len(ow))
-                ys = np.empty(2 * len(ow))
-                xs[0::2], xs[1::2] = oa, oe
-                ys[0::2], ys[1::2] = cum[:-1], cum[1:]
-                busy[1:] += np.interp(hi, xs, ys) - np.interp(lo, xs, ys)
-                count[1:] += np.searchsorted(oa, hi, side="left") - np.searchsorted(oa, lo, side="left")
-        ib = []
-        for i in w.tolist():
-            f, l_ = int(first_word[i]), int(last_word[i])
-            ib.append((tl.word_first[f + 1:l_ + 1] - tl.word_last[f:l_]).tolist())
-        devices[d.cs] = {
-            "spi_device": d.spi_device, "traffic": d.traffic, "driver": d.driver,
-            "transfers": len(w), "messages": int(len(set(m.tolist()))),
-            "cs_assert_s": a.tolist(), "cs_deassert_s": e.tolist(),
-            "cs_setup_s": (first_edge[w] - a).tolist(), "cs_hold_s": (e - last_edge[w]).tolist(),
-            "gap_before_s": _clean(gap), "gap_before_kind": kind,
-            "message": [int(x) for x in np.unique(m, return_inverse=True)[1]],
-            "other_busy_s": _clean(busy), "other_windows": count.tolist(),
-            "inter_byte_s": ib,
-            "mosi": [p.mosi[i] for i in w.tolist()], "miso": [p.miso[i] for i in w.tolist()],
-            "meaning": b.traffic[k].truth[:len(w)],
-        }
-    hand = np.flatnonzero(dev[1:] != dev[:-1]) + 1
-    names = [d.cs for d in sh.devices]
-    messages = []
-    for i, m in enumerate(p.messages):
-        messages.append({
-            "device": names[m.device], "spi_device": sh.devices[m.device].spi_device, "index": m.index,
-            "submit_s": m.submit, "start_s": m.start, "done_s": m.done,
-            "first_assert_s": float(b.cs_assert[m.windows[0]]), "last_deassert_s": float(b.cs_deassert[m.windows[-1]]),
-            "queued": m.queued, "behind": [[names[p.messages[j].device], p.messages[j].index] for j in m.behind],
-            "queued_s": _queued_s(p.messages, i), "irq_s": m.irq})
-    for i, mm in enumerate(messages):
-        mm["own_s"] = mm["start_s"] - mm["submit_s"] - mm["queued_s"]
-    busy = np.clip(b.cs_deassert - b.cs_assert, 0, None)
-    return {
-        "note": "ground truth of a synthesized shared-bus capture (analyzer/spigap/synth/shared.py), seconds",
-        "samplerate_hz": sh.samplerate, "duration_s": tl.end_time,
-        "channels": dict(sh.channels), "devices": devices,
-        "bus": {
-            "transfers": n,
-            "handover_s": (b.cs_assert[hand] - b.cs_deassert[hand - 1]).tolist(),
-            "handover_pair": [[names[int(dev[h - 1])], names[int(dev[h])]] for h in hand.tolist()],
-            "busy_s": float(busy.sum()),
-            "overlaps": [{"start_s": s, "end_s": e, "devices": [names[a], names[c]]} for s, e, a, c in b.overlaps],
-            "stray_sclk": [{"first_s": s, "last_s": e} for s, e in b.stray],
-        },
-        "messages": messages,
-    }
-
-
 def _queued_s(msgs: list, i: int) -> float:
     """The part of message i's submit -> start during which another device's message ran."""
     m = msgs[i]
@@ -774,134 +775,5 @@ def _queued_s(msgs: list, i: int) -> float:
     return total
 
 
-def _clean(a) -> list:
-    return [None if (isinstance(x, float) and np.isnan(x)) else x for x in np.asarray(a, float).tolist()]
-
-
-# ----------------------------------------------------------------- the trace
-def trace_lines(b: Built, *, ns: bool = False, drift_ppm: float = 0.0, clock_start_s: float = 1000.0) -> list[str]:
-    """The kernel's side as /sys/kernel/tracing/trace text (5 latency flags)."""
-    sh, tl, p, c = b.sh, b.timeline, b.plan, b.sh.controller
-    rng = np.random.default_rng([sh.seed, 3])
-    ww = tl.windows.word_window
-    n = len(p.device)
-    first_word = np.searchsorted(ww, np.arange(n), side="left")
-    last_word = np.searchsorted(ww, np.arange(n), side="right") - 1
-    first_sclk, last_sclk = tl.word_first[first_word], tl.word_last[last_word]
-    orig_assert, deassert = tl.cs_assert, tl.cs_deassert
-    ev: list[tuple[float, int, str, str, str, int, int]] = []      # (t, order, task, event, fields, pid, cpu)
-    pump = ("spi0", 201, 1)
-    bus = spi_device_numbers(sh.devices[0].spi_device)[0]
-
-    def add(t, task, name, fields, order=0):
-        ev.append((float(t), order, task[0], name, fields, task[1], task[2]))
-
-    def jit(x):
-        return max(0.2 * x, x * (1.0 + c.jitter * float(rng.standard_normal()))) if c.jitter > 0 else x
-
-    for mi, m in enumerate(p.messages):
-        d = sh.devices[m.device]
-        own = (d.task, d.pid, d.cpu)
-        runner = own if not m.queued else pump
-        ptr = 0xffff888004000000 + 0x400 * mi
-        length = sum(len(p.mosi[w]) for w in m.windows) * ((sh.shape_of(d).wordsize + 7) // 8)
-        if m.enter is not None:
-            add(m.enter, own, "sys_enter_ioctl", "fd: 0x00000003, cmd: 0x40206b00, arg: 0x7ffd1c2a9e50")
-        add(m.submit, own, "spi_message_submit", f"{d.spi_device} {ptr:016x}")
-        if m.busy is not None:
-            add(m.busy, own, "spi_controller_busy", f"spi{bus}")
-        add(m.start, runner, "spi_message_start", f"{d.spi_device} {ptr:016x}")
-        for j, w in enumerate(m.windows):
-            if j == 0:
-                t_on = orig_assert[w] - jit(c.gpio_cs_latency)
-                t_on = max(t_on, m.start + 1e-9)
-            else:
-                t_on = orig_assert[w] - min(jit(c.gpio_cs_latency), 0.8 * (orig_assert[w] - deassert[w - 1]))
-            add(t_on, runner, "spi_set_cs", f"{d.spi_device} activate")
-            setup = first_sclk[w] - orig_assert[w]
-            add(first_sclk[w] - min(jit(c.transfer_start_to_sclk), 0.8 * setup), runner, "spi_transfer_start",
-                f"{d.spi_device} {ptr + 0x40 + j:016x} len={len(p.mosi[w])} tx=[{_hex(p.mosi[w])}] "
-                f"rx=[{'-'.join(['00'] * min(64, len(p.mosi[w])))}]")
-            hold = deassert[w] - last_sclk[w]
-            add(last_sclk[w] + min(jit(c.sclk_to_transfer_stop), 0.3 * hold), runner, "spi_transfer_stop",
-                f"{d.spi_device} {ptr + 0x40 + j:016x} len={len(p.mosi[w])} tx=[{_hex(p.mosi[w])}] "
-                f"rx=[{_hex(p.miso[w])}]")
-            add(deassert[w] - min(jit(c.gpio_cs_off_latency), 0.3 * hold), runner, "spi_set_cs",
-                f"{d.spi_device} deactivate")
-        add(m.done, runner, "spi_message_done", f"{d.spi_device} {ptr:016x} len={length}/{length}")
-        if m.idle is not None:
-            add(m.idle, runner, "spi_controller_idle", f"spi{bus}", 1)
-        if m.exit is not None:
-            add(m.exit, own, "sys_exit_ioctl", f"0x{length:x}", 2)
-    ev.sort(key=lambda x: (x[0], x[1]))
-    dec = 9 if ns else 6
-    d_ = 1 + drift_ppm * 1e-6
-    lines = ["# tracer: nop", "#", f"# entries-in-buffer/entries-written: {len(ev)}/{len(ev)}   #P:4", "#",
-             "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION",
-             "#              | |         |   |||||     |         |"]
-    for t, _, task, name, fields, pid, cpu in ev:
-        ts = t / d_ + clock_start_s
-        lines.append(f"{task:>16}-{pid:<7} [{cpu:03d}] ..... {ts:.{dec}f}: {name}: {fields}")
-    return lines
-
-
 def _hex(words) -> str:
     return "-".join(f"{int(v) & 0xFF:02x}" for v in words[:64])
-
-
-# ----------------------------------------------------------------- writing
-def write(sh: Shared, path, *, truth_path=None, ftrace_path=None, ns: bool = False, drift_ppm: float = 0.0,
-          clock_start_s: float = 1000.0, compresslevel: int = 6) -> Built:
-    b = build_bus(sh)
-    check_size("shared-bus scenario", n_samples(b))
-    write_sr(path, tracks(b), sh.samplerate, n_samples(b), extra_members={"spigap-synth.toml": sh.recipe()},
-             compresslevel=compresslevel)
-    tr = None
-    if truth_path or ftrace_path:
-        tr = truth(b)
-    if ftrace_path:
-        lines = trace_lines(b, ns=ns, drift_ppm=drift_ppm, clock_start_s=clock_start_s)
-        Path(ftrace_path).write_text("\n".join(lines) + "\n")
-        assert tr is not None
-        tr["trace"] = {"path": str(ftrace_path), "resolution_s": 1e-9 if ns else 1e-6,
-                       "offset_s": -clock_start_s * (1 + drift_ppm * 1e-6), "drift_ppm": drift_ppm,
-                       "events": len(lines) - 6,
-                       "devices": {d.spi_device: d.cs for d in sh.devices}}
-    if truth_path:
-        Path(truth_path).write_text(json.dumps(tr, indent=1))
-    return b
-
-
-def toml_text(scenario: dict) -> str:
-    """A scenario written as a dict ({"capture": {...}, ..., "device": [{...}, ...]}) as TOML text
-    (spigap bench's shared-bus capture)."""
-    def value(v):
-        if isinstance(v, str):
-            return json.dumps(v)
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, dict):
-            return "{ " + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + " }"
-        if isinstance(v, (list, tuple)):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        return repr(v)
-
-    lines = []
-    for section, body in scenario.items():
-        if section == "device":
-            for d in body:
-                lines.append("[[device]]")
-                lines += [f"{k} = {value(v)}" for k, v in d.items()]
-        else:
-            lines.append(f"[{section}]")
-            lines += [f"{k} = {value(v)}" for k, v in body.items()]
-    return "\n".join(lines) + "\n"
-
-
-def is_shared(path) -> bool:
-    """Whether a scenario file describes several devices ([[device]] tables)."""
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
-    return isinstance(data.get("device"), list)
