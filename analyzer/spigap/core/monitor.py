@@ -41,7 +41,6 @@ from typing import Callable
 import numpy as np
 
 from spigap.core import analysis, grouping as grouping_mod, stalls as stalls_mod
-from spigap.core.bus import BusGrouper
 from spigap.core.config import SpiConfig
 from spigap.core.framed import Batch, Framed
 from spigap.core.measurer import Measurer
@@ -341,6 +340,8 @@ class Monitor:
         self._pending: dict[int, dict] = {}
         self._seen = [0] * len(self.names)
         tracker = self.pipe.tracker
+        if tracker is not None:
+            from spigap.core.bus import BusGrouper
         self.devices = [DeviceMonitor(lane, interval_s, rule=rule, alerts=alerts, on_baseline=on_baseline,
                                       on_interval=self.on_interval if tracker is None else self._device_interval(k),
                                       grouper=None if tracker is None else BusGrouper(tracker.columns[k]))

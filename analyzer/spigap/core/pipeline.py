@@ -22,18 +22,20 @@ docs/architecture.md draws it; docs/gaps.md defines what is measured.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from spigap.core import infer
-from spigap.core.bus import BusTracker
 from spigap.core.config import SpiConfig
 from spigap.core.framed import Batch, FramerFigures
 from spigap.core.framing import make_framer
 from spigap.core.settings_check import Prefix
 from spigap.errors import CaptureTruncated, InputError
 from spigap.io.base import CaptureReader, EdgeBlock
+
+if TYPE_CHECKING:
+    from spigap.core.bus import BusTracker
 
 
 def feed_stream(blocks, reader: CaptureReader, step: Callable[[EdgeBlock, int], None], *,
@@ -150,6 +152,8 @@ class Pipeline:
                    sum((1 - a) << b for a, b, n in zip(actives, cs_bits, names) if n != name)) if k == 0 else (0, 0, 0)
             lanes.append(Lane(self, k, dcfg, dsettled, make_framer(dcfg, bits, self.info.tick_s, bus=bus), Prefix(),
                               [full[n] for n in dcfg.stream_names()]))
+        from spigap.core.bus import BusTracker       # (imported for a shared bus only: start-up)
+
         self.tracker = BusTracker(list(names), cs_bits, actives, full[cfg.clk])
         # the compiled core frames every device in one pass (cframer.CBusFramer); the numpy
         # engine feeds each framer the block

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import threading
 
-from spigap.core import collect, infer, labels
-from spigap.core import events as events_mod
+from spigap.core import collect, infer
 from spigap.core import stalls as stalls_mod
-from spigap.core.bus import BusGrouper, DeviceFeed
 from spigap.core.config import SpiConfig
 from spigap.core.pipeline import Pipeline
 from spigap.core.result import Result
@@ -46,14 +44,21 @@ def analyze(reader: CaptureReader, cfg: SpiConfig, *, keep: str = "all", rows=No
     option that named it} (``Result.edges``: every extra channel's edges). ``device``:
     --device, each transfer's meaning (core/labels.py) in ``.labels`` (a shared bus: {CS
     line: spec}, per device). Both need every transfer: keep "all"."""
+    # (what a plain analysis does not use is imported when it is asked for: start-up time)
     extra = {s.channel: "--event CHANNEL:EDGE" for s in events if not s.is_spi} | dict(channels or {})
-    tap = events_mod.EdgeCollector(list(extra), extra) if extra else None
+    tap = None
+    if extra:
+        from spigap.core.events import EdgeCollector
+
+        tap = EdgeCollector(list(extra), extra)
     settled = infer.settle(reader, cfg, tap=tap)
     pipe = Pipeline(reader, settled.cfg, settled)
     tracker = pipe.tracker
     names = pipe.names
-    feeds: list[DeviceFeed | None] = []
+    feeds: list = []
     collectors: list[collect.Collector] = []
+    if tracker is not None:
+        from spigap.core.bus import BusGrouper, DeviceFeed
     for k, lane in enumerate(pipe.lanes):
         c = collect.Collector(lane, keep=keep, rows=rows, **limits,
                               grouper=None if tracker is None else BusGrouper(tracker.columns[k]))
@@ -80,11 +85,15 @@ def analyze(reader: CaptureReader, cfg: SpiConfig, *, keep: str = "all", rows=No
     edges = tap.edges(pipe.end_tick or 0, pipe.info.tick_s) if tap is not None else {}
     # --event: each device's chains, ending at its own next transfer (a shared bus: the device
     # each event names)
-    per = events_mod.for_devices(list(events), [n for n in names if n])
+    if events:
+        from spigap.core import events as events_mod
+
+        per = events_mod.for_devices(list(events), [n for n in names if n])
     _labels(devices, tracker, pipe.cfg, device)
-    for cs, own in per.items():
-        a = devices[cs]
-        a.events = events_mod.chains(a.kept(), own, edges, pipe.truncated)
+    if events:
+        for cs, own in per.items():
+            a = devices[cs]
+            a.events = events_mod.chains(a.kept(), own, edges, pipe.truncated)
     first = next(iter(devices.values()))
     if tracker is None:
         return Result(info=pipe.info, cfg=first.cfg, tick_s=pipe.info.tick_s, end_tick=first.end_tick,
@@ -117,6 +126,8 @@ def _labels(devices: dict, bus, cfg: SpiConfig, device) -> None:
         if bad:
             raise UsageError(f"--device {bad[0]}=...: {bad[0]} is not a device of this bus ({', '.join(names)})")
         specs = dict(device)
+    from spigap.core import labels
+
     for cs, spec in specs.items():
         if not spec:
             continue
