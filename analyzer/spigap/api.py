@@ -40,7 +40,7 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
     "bounded": histograms past 100 000 transfers, their rows to ``rows``; "sample").
     ``stall_rule``: the stall search's rule (core/stalls.StallRule; default its defaults).
     ``device``: ``--device NAME[:KEY=VALUE,...]``: each transfer's meaning in
-    ``.labels`` (labels.py); on a shared bus {CS line: spec}, labels per device.
+    ``.labels`` (core/labels.py); on a shared bus {CS line: spec}, labels per device.
     ``events``: ``--event`` specs (core/events.EventSpec, or their text), measured into
     the device's ``.events``; on a shared bus each names its device (``CE0=CONVST:rise``:
     the chain ends at that device's next transfer); their channels are read in the same

@@ -199,7 +199,7 @@ class Analysis(DeviceFigures):
     min_low: int | None
     warnings: list[str]
     device: str | None = None            # --device spec, when transfers were labelled
-    labels: list[str] | None = None      # device meaning of each transfer (labels.py)
+    labels: list[str] | None = None      # device meaning of each transfer (core/labels.py)
     events: Any = None                   # --event: core/events.EventReport
     # given settings the signals contradict (also first in ``warnings``), core/settings_check.py
     setting_warnings: list[str] = dataclasses.field(default_factory=list)

@@ -1,24 +1,26 @@
 """``spigap monitor``: a capture (or a live stream) summarized interval by interval.
 
 The edges go through the analysis pipeline (core/pipeline.py) block by block;
-the windows the framer closes come out at once as batches and are measured with
-the same code as ``spigap analyze`` (``measure.measure`` on each batch, ``stalls.gap_series``
-for the gap values of each kind with their transfer), so every figure follows
-docs/gaps.md. Memory is bounded by one interval's gap values plus exact
+the windows each device's framer closes come out at once as batches and are
+measured by the same incremental measurer as a long ``spigap analyze``
+(core/measurer.py; ``stalls.gap_series`` for the gap values of each kind with their
+transfer), so every figure follows docs/gaps.md. A shared bus: one ``DeviceMonitor``
+per device, fed by the one pass, their intervals merged (``Monitor``). Memory is bounded by one interval's gap values plus exact
 whole-capture histograms (one count per distinct tick value and kind), not by
 the capture length.
 
-What needs more than one batch is fixed from the *baseline*: the transfers up
-to the end of the first interval, at least ``MIN_BASELINE`` of them, at most
-``grouping.WINDOW`` + 1 (``analyze`` compares its candidates on the same first
-16 384 gaps):
+What needs more than one batch is fixed from the *baseline* (the measurer's first
+batch): the transfers up to the end of the first interval, at least ``MIN_BASELINE``
+of them, at most ``grouping.WINDOW`` + 1 (``analyze`` compares its candidates on the
+same first 16 384 gaps):
 
 * the message structure that tells cs_change gaps from context switches
-  (``grouping.infer``, or ``--transfers-per-message``): its phase is carried
-  on by the global gap index, so every later gap is classified as
-  ``analyze`` would with that structure (``analyze`` also re-checks the
-  winner on four samples spread over the capture, which a stream cannot);
-* the inter-transfer threshold inside CS windows (unless given);
+  (``grouping.infer``, or ``--transfers-per-message``): carried on by the global gap
+  index (``Measurer.carry``), so every later gap is classified as ``analyze`` would
+  with that structure (``analyze`` also re-checks the winner on four samples spread
+  over the capture, which a stream cannot);
+* the inter-transfer threshold inside CS windows (unless given; the first batch
+  with word gaps sets it when the baseline had none);
 * the stall thresholds (median + max(k σ, rel × median, 5 samples) per kind,
   ``core/stalls.py``): a stall in an interval is a gap far above the
   baseline's median, so a run that degrades shows more stalls.
