@@ -147,12 +147,17 @@ def render_device(a: DeviceFigures, *, transfers: bool = False, limit: int = TEX
                      f"{'gap before':>11s} {'kind':14s} {what}")
         for r in (rows if rows is not None else transfer_rows(a.kept()))[:limit]:
             lines.append(transfer_line(r))
-        if a.n > limit:
-            lines.append(f"       … {a.n - limit} more (use --format json --transfers or --format csv)")
-    if d["warnings"]:
+    return _end(lines, a.n if transfers else 0, limit, "warnings", d["warnings"])
+
+
+def _end(lines: list[str], n: int, limit: int, title: str, warnings: list[str]) -> str:
+    """The report's end: how many transfers the table left out (of ``n``), the warnings."""
+    if n > limit:
+        lines.append(f"       … {n - limit} more (use --format json --transfers or --format csv)")
+    if warnings:
         lines.append("")
-        lines.append("warnings")
-        lines += [f"  - {w}" for w in d["warnings"]]
+        lines.append(title)
+        lines += [f"  - {w}" for w in warnings]
     return "\n".join(lines) + "\n"
 
 
@@ -219,11 +224,5 @@ def _render_bus(r: Result, *, transfers: bool, rows: list | None) -> str:
         for x in shown[:TEXT_ROWS]:
             others = fmt_time(x["other_busy_s"]) if x["other_windows"] else ""
             lines.append(f"{x['cs']:>6s} " + transfer_line(x, extra=others))
-        total = sum(a.n for a in r.devices.values())
-        if total > TEXT_ROWS:
-            lines.append(f"       … {total - TEXT_ROWS} more (use --format json --transfers or --format csv)")
-    if d["warnings"]:
-        lines.append("")
-        lines.append("bus warnings")
-        lines += [f"  - {w}" for w in d["warnings"]]
-    return "\n".join(lines) + "\n"
+    total = sum(a.n for a in r.devices.values()) if transfers else 0
+    return _end(lines, total, TEXT_ROWS, "bus warnings", d["warnings"])
