@@ -50,9 +50,11 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
 
     Returns a ``Result``: ``.devices`` (each device's analysis by its CS line; one for a
     capture of one device, ``.device``) and ``.bus`` (a shared bus's figures, else None)."""
-    from spigap.core import events as events_mod
+    specs = list(events or [])
+    if any(isinstance(e, str) for e in specs):
+        from spigap.core.events import parse_event
 
-    specs = [events_mod.parse_event(e) if isinstance(e, str) else e for e in events or []]
+        specs = [parse_event(e) if isinstance(e, str) else e for e in specs]
     if device or specs:
         keep = "all"
     opts = dict(reader_options, input_format=input_format, samplerate=samplerate)
