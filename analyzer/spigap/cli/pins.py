@@ -69,10 +69,10 @@ def run(args) -> int:
     first = None
     for group in group_acquisitions([str(c) for c in args.captures]):
         path = group if len(group) > 1 else group[0]
-        r = analyze_file(path, config_from_args(args), pins=opts, **analysis_options(args))
-        if r.bus is not None:
+        result = analyze_file(path, config_from_args(args), pins=opts, **analysis_options(args))
+        if result.bus is not None:
             raise UsageError("several devices on one bus: measure one with --cs NAME", path=str(path))
-        res = r.device.pins
+        res = result.device.pins
         if first is None:
             first = res
         T = period_s(res)

@@ -152,12 +152,13 @@ def render_device(a: DeviceFigures, *, transfers: bool = False, limit: int = TEX
     return _end(lines, a.n if transfers else 0, limit, "warnings", d["warnings"], between=pins)
 
 
-def _end(lines: list[str], n: int, limit: int, title: str, warnings: list[str], between: list[str] = ()) -> str:
+def _end(lines: list[str], n: int, limit: int, title: str, warnings: list[str],
+         between: list[str] | None = None) -> str:
     """The report's end: how many transfers the table left out (of ``n``), ``between``,
     the warnings."""
     if n > limit:
         lines.append(f"       … {n - limit} more (use --format json --transfers or --format csv)")
-    lines += between
+    lines += between or []
     if warnings:
         lines.append("")
         lines.append(title)
