@@ -14,6 +14,9 @@ signum  # analyzer/spigap/batch/worker.py
 namespace, option_string  # analyzer/spigap/cli/__init__.py
 exc  # analyzer/spigap/io/base.py
 
+# io.RawIOBase's protocol, called by io.BufferedReader (analyzer/spigap/infile.py _Prefixed)
+_.readable, _.readinto
+
 # readers are found through the registry (io/__init__.py ReaderSpec entries), not by name
 ChangeCsvReader, DslReader, SaleaeReader, ScopeCsvReader, SigrokCsvReader
 IsfReader, KeysightBinReader, KeysightH5Reader, LecroyTrcReader, RigolWfmReader, SiglentBinReader, TekWfmReader
@@ -31,7 +34,10 @@ use_engine
 # synthesis pieces the tests use: the MCP2518FD access plan, raw sample files (tests/test_monitor.py)
 plan
 write_raw
-# KernelLatencies fields, read by name in synth/kernel.py's phase table
+# one form's recipe read from a file or text (Scenario.from_toml, Bus.from_toml): the tests'
+# and scripts' way in when they know the form (spigap.synth.load reads either)
+from_toml
+# kernel.Latencies fields, read by name in synth/kernel.py's phase table and bus.py's controller
 gpio_cs_latency, gpio_cs_off_latency, transfer_start_to_sclk, sclk_to_transfer_stop
 transfer_stop_to_set_cs, deassert_to_done, done_to_idle, idle_to_exit, enter_to_submit
 submit_to_busy, busy_to_start, start_to_set_cs
@@ -45,6 +51,12 @@ api_version, license, tags
 _.metadata
 # the MCP3x0x frame length helper: checked against the datasheet in tests/test_decoder_mcp3008.py
 frame_clocks
+# AD7606 helpers the analyzer hook's users and tests/test_decoder_ad7606.py call (read length, 16-bit code)
+expected_sclks, signed16
+# synth/traffic modules' [payload] fillers, found by name (traffic.payloads(), like SCENARIOS)
+PAYLOADS
+# the mcp320x driver's own decode of a read, the oracle of tests/test_driver_sequences.py
+linux_code
 # read by Python's import system (resources.load_plain_module's bare package)
 _.submodule_search_locations
 # decoders/mcp2518fd: the LEN byte of a READ_CRC/WRITE_CRC transfer, part of the decode
@@ -59,3 +71,17 @@ _.writelines
 # the shared-bus scenario as TOML text: called in the subprocess spigap bench synthesizes its
 # shared-bus capture in (bench.shared_capture's code string)
 toml_text
+# pins: a suggestion's device-tree property (pins/advice.py), read in its JSON and by the tests
+_.prop
+# pins: every value of a figure kept for the tests against the analog generator's truth, edge
+# by edge (PinOptions(record=True), tests/test_pins.py)
+_.recorded
+# synth/analog_bus.py: the exact 10-90 % time of an RC edge, the rise-time truth of tests/test_pins.py
+_.rise_time
+
+# the stall search's Python API (docs/compare-and-report.md, "Stalls"): the list alone, as
+# the documented example and the tests call it (the commands read core/run.py's StallReport)
+find_stalls
+# the device checks' extra channels from a file of their own (docs/timing-model.md, "From Python");
+# the commands take them from their analysis's pass (extra_channels.tracks)
+events_for_check

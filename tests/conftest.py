@@ -265,11 +265,6 @@ def sigrok_annotations(capture, stack: str, pd_id: str):
     return out, proc.stdout
 
 
-def golden_lines(anns, pd_id: str) -> list[str]:
-    """sigrok-test 'annotation' format: ss-es pd: class: "text" "text" ..."""
-    return [f"{ss}-{es} {pd_id}: {cls}: " + " ".join(f'"{t}"' for t in texts) for ss, es, cls, texts in anns]
-
-
 def capture_channels(sr) -> list[str]:
     """Channel names of a .sr (its metadata's probeN keys)."""
     with zipfile.ZipFile(sr) as z:

@@ -14,13 +14,13 @@ import shutil
 
 import pytest
 
-from spigap.api import analyze_file
+from spigap.api import analyze_device
 from spigap.cli.common import capture_option_parser
 from spigap.batch import discover, execute, manifest, matrix, table, worker
 from spigap.cli import main
 from spigap.errors import UsageError
 from spigap.output.jsonout import to_dict
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 from conftest import CAPTURES, REAL, ROOT
 
 REAL_MANIFEST = ROOT / "tests" / "data" / "batch" / "captures-real.toml"
@@ -39,7 +39,7 @@ def synth(path, *, sclk="2MHz", ctx_us=20.0, channels=None, **extra) -> pathlib.
             "sigma": {"context_switch": "200ns"}, "seed": 7, **extra}
     if channels:
         over["channels"] = channels
-    scenario.write(scenario.Scenario.from_toml(None, over), path, chunk_bytes=1024)
+    write(scenario.Scenario.from_toml(None, over), path, chunk_bytes=1024)
     return pathlib.Path(path)
 
 
@@ -100,7 +100,7 @@ def test_rows_keep_input_order_and_match_a_single_analysis(matrix_dir, capsys):
     names = [pathlib.Path(r["path"]).name for r in rows]
     assert names == sorted(names, key=discover.natural_key)
     r = rows[names.index("smp-stress-500kHz.sr")]
-    d = to_dict(analyze_file(matrix_dir / "smp-stress-500kHz.sr"))
+    d = to_dict(analyze_device(matrix_dir / "smp-stress-500kHz.sr"))
     assert int(r["transfers"]) == d["summary"]["transfers"]
     assert float(r["sclk_hz"]) == d["summary"]["sclk_hz"]
     assert float(r["context_switch_p99_s"]) == d["gaps"]["context_switch"]["p99_s"]
@@ -507,7 +507,8 @@ def test_list_metrics(capsys):
 
 # ------------------------------------------------------------ Dask
 def test_local_dask_cluster_gives_the_same_rows_as_the_pool(matrix_dir, tmp_path, capsys):
-    distributed = pytest.importorskip("distributed")
+    import distributed
+
     bad = tmp_path / "garbage.sr"
     bad.write_bytes(b"junk")
     args = [matrix_dir, bad, "--pattern", "{kernel}-{load}-{sclk}.sr", "--format", "csv",
@@ -525,7 +526,6 @@ def test_local_dask_cluster_gives_the_same_rows_as_the_pool(matrix_dir, tmp_path
 
 
 def test_unreachable_dask_scheduler_is_a_one_line_error():
-    pytest.importorskip("distributed")
     job = worker.Job(0, "x.sr", "x.sr")
     with pytest.raises(Exception) as e:
         execute.run_dask([job], lambda r: None, scheduler="tcp://127.0.0.1:1", timeout_s=0.5)
@@ -535,7 +535,8 @@ def test_unreachable_dask_scheduler_is_a_one_line_error():
 
 
 def test_dask_cluster_without_workers_is_a_one_line_error():
-    distributed = pytest.importorskip("distributed")
+    import distributed
+
     with distributed.LocalCluster(n_workers=0, processes=False, host="127.0.0.1", protocol="tcp://",
                                   dashboard_address=None) as cluster:
         with pytest.raises(Exception) as e:
@@ -632,7 +633,7 @@ def test_batch_over_a_folder_makes_one_row_of_a_scopes_channel_files(tmp_path, c
     assert r["analysis"]["capture"]["channels"] == ["Ch1", "Ch2"]
     assert r["analysis"]["capture"]["format"] == "Tektronix ISF, 2 files"
     # the same analysis as `spigap analyze` of the two files
-    alone = to_dict(analyze_file(ISF_PAIR, capture_option_parser_config(*ISF_OPTIONS)))
+    alone = to_dict(analyze_device(ISF_PAIR, capture_option_parser_config(*ISF_OPTIONS)))
     assert r["analysis"]["summary"] == alone["summary"] and r["transfers"] > 0
     names = [pathlib.Path(x["path"]).name for x in rows if "files" not in x]
     assert {"tek0002NRM.isf", "scope_7_1.csv", "scope_7_2.csv", "RTC.sr"} <= set(names)

@@ -1,6 +1,6 @@
 """``spigap analyze`` in bounded memory (core/collect.py) gives today's figures.
 
-Oracle: ``pipeline.analyze(keep="all")`` on the same capture, the path that keeps every
+Oracle: ``core/run.analyze(keep="all")`` on the same capture, the path that keeps every
 transfer's arrays (itself checked against sigrok-cli, the captures' README and
 the synthesizer's truth elsewhere). The bounded path is forced on small
 captures by a retention bound of 1 transfer; with the decisions (message
@@ -21,21 +21,21 @@ import pytest
 from conftest import REAL_CAPTURES, ROOT, real
 
 from spigap.cli import main
-from spigap.core import collect, pipeline
+from spigap.core import collect, run
 from spigap.core.config import SpiConfig
 from spigap.core.quantile import median, percentiles
 from spigap.core.stalls import StallRule, find_stalls
 from spigap.core.tickhist import TickHistogram
 from spigap.io import open_capture
 from spigap.output.jsonout import json_rows, to_dict, transfer_rows
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 
 # one device each; the shared-bus captures' bounded path: tests/test_shared_bus.py
 SYNTH = sorted(p for p in (ROOT / "captures").glob("*.sr") if not p.stem.startswith("shared-"))
 
 
 def _doc(a) -> dict:
-    return json.loads(json.dumps(to_dict(a, stalls=find_stalls(a, StallRule()))))
+    return json.loads(json.dumps(to_dict(a)))
 
 
 def _same(x, y, path=""):
@@ -56,14 +56,14 @@ def _same(x, y, path=""):
 
 def _both(path, cfg: SpiConfig, samplerate=None, **kw):
     with open_capture(path, samplerate=samplerate) as r:
-        full = pipeline.analyze(r, cfg)
+        full = run.analyze(r, cfg).device
     rows: list = []
 
     def sink(a, k0, k1, index0, message0):
         rows.extend(json_rows(a, transfer_rows(a, k0, index0, message0, stop=k1)))
 
     with open_capture(path, samplerate=samplerate) as r:
-        b = pipeline.analyze(r, cfg, keep="bounded", rows=sink, **kw)
+        b = run.analyze(r, cfg, keep="bounded", rows=sink, **kw).device
     return full, b, rows
 
 
@@ -90,7 +90,7 @@ def _soak(tmp_path, messages=3000, **over):
     sc = scenario.Scenario.from_toml(ROOT / "captures" / "mcp3008-rpi3-k4.4-b10.toml",
                                      {"seed": 5, "messages": messages, "stall_probability": 0.002, **over})
     p = tmp_path / "soak.sr"
-    scenario.write(sc, p)
+    write(sc, p)
     return p
 
 

@@ -2,9 +2,8 @@
 
 Oracles: the CRC catalogue check value; the synth generator's own truth
 (analyzer/spigap/synth/traffic/mcp2518fd.py, written independently of the decoder:
-frames, IDs, data, register values, CRC verdicts); golden annotation files
-(sigrok-test style) under tests/golden/mcp2518fd/ — regenerate them after an
-intended output change with ``SPIGAP_UPDATE_GOLDEN=1 pytest tests/test_decoder_mcp2518fd.py``;
+frames, IDs, data, register values, CRC verdicts); golden annotation files (sigrok-test
+cases: tests/test_sigrok_test_cases.py);
 and real foreign captures (must give warnings, never an exception).
 """
 
@@ -17,13 +16,12 @@ import subprocess
 
 import pytest
 
-from conftest import (CAPTURES, DECODERS, REAL_SPI_STACKS, ROOT, load_plain_module, real, run_sigrok,
+from conftest import (CAPTURES, DECODERS, REAL_SPI_STACKS, load_plain_module, real, run_sigrok,
                       sigrok_annotations)
 
 from spigap.synth import scenario
 from spigap.synth.traffic import mcp2518fd as gen
 
-GOLDEN = ROOT / "tests" / "golden" / "mcp2518fd"
 SPI = "spi:clk=SCK:mosi=SDI:miso=SDO:cs=nCS"
 SHIPPED = ["rx", "rx-k5.18", "tx", "fd", "crc"]
 
@@ -178,10 +176,14 @@ def test_label_tx_object():
     assert len(a.mosi) * 8 == 168
     assert m.label_transfer(a.mosi, a.miso, {}) == \
         "WRITE_CRC RAM 0x4A0 TX obj ID 0x123 DLC 8 SEQ 5 11 22 33 44 55 66 77 88 crc ok"
-    # MCP2517FD: SEQ is 7 bits (15:9), so SEQ 0x85 reads as 5 with bits above flagged
+    # The driver writes its counter into flags 31:9 on every chip (mcp251xfd-tx.c,
+    # mcp251xfd_tx_obj_from_skb, MCP251XFD_OBJ_FLAGS_SEQ_MCP2518FD_MASK): the wire value, and on
+    # the MCP2517FD the 7 bits it keeps for the TEF entry; no warning (kernel traffic)
     a = gen.write_crc(0x4A0, fr.tx_object(0x85, 0x7FFFFF), ram=True)
-    assert "SEQ 133" in m.label_transfer(a.mosi, a.miso, {"chip": "mcp2518fd"})
-    assert "SEQ 5" in m.label_transfer(a.mosi, a.miso, {"chip": "mcp2517fd"})
+    assert m.label_transfer(a.mosi, a.miso, {"chip": "mcp2518fd"}) == \
+        "WRITE_CRC RAM 0x4A0 TX obj ID 0x123 DLC 8 SEQ 133 11 22 33 44 55 66 77 88 crc ok"
+    assert m.label_transfer(a.mosi, a.miso, {"chip": "mcp2517fd"}) == \
+        "WRITE_CRC RAM 0x4A0 TX obj ID 0x123 DLC 8 SEQ 133 (2517FD keeps 5) 11 22 33 44 55 66 77 88 crc ok"
 
 
 def test_label_rx_object_uses_fifo_setup_when_seen():
@@ -253,16 +255,6 @@ def test_generator_has_the_driver_transfer_sizes(name, sizes):
 def decoded(sigrok_cli):
     return {name: annotations(CAPTURES / f"mcp2518fd-{name}.sr") for name in SHIPPED}
 
-
-@pytest.mark.parametrize("name", SHIPPED)
-def test_golden_annotations(name, decoded):
-    text = decoded[name][1].replace("mcp2518fd-1:", "mcp2518fd:")
-    path = GOLDEN / f"mcp2518fd-{name}.output"
-    if os.environ.get("SPIGAP_UPDATE_GOLDEN"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"{path} missing: run with SPIGAP_UPDATE_GOLDEN=1 once"
-    assert text == path.read_text()
 
 
 @pytest.mark.parametrize("name", SHIPPED)

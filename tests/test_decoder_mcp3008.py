@@ -2,27 +2,24 @@
 
 Oracles: the synth generator's device model (analyzer/spigap/synth/traffic/mcp3008.py,
 written independently of the decoder: codes, channels, start-bit clock, repeat
-bits and the warning each faulty window must give); golden annotation files
-in sigrok-test format under tests/golden/mcp3008/ (regenerate after an
-intended output change with ``SPIGAP_UPDATE_GOLDEN=1 pytest tests/test_decoder_mcp3008.py``);
+bits and the warning each faulty window must give); golden annotation files (sigrok-test
+cases: tests/test_sigrok_test_cases.py);
 and real foreign captures (warnings, never an exception).
 """
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 
-from conftest import (CAPTURES, DECODERS, assert_sigrok_naming_rules, load_decoder_class, REAL_SPI_STACKS, ROOT, capture_channels, golden_lines, load_plain_module,
+from conftest import (CAPTURES, DECODERS, assert_sigrok_naming_rules, load_decoder_class, REAL_SPI_STACKS, capture_channels, load_plain_module,
                       real, run_sigrok, sigrok_annotations)
 
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 from spigap.synth.traffic import mcp3008 as gen
 from spigap.synth.timeline import build
 
-GOLDEN = ROOT / "tests" / "golden" / "mcp3008"
 SPI = "spi:clk=SCLK:mosi=MOSI:miso=MISO:cs={cs}"
 # shipped capture -> (spi decoder options, mcp3008 options)
 SHIPPED = {
@@ -99,18 +96,6 @@ def test_shipped_pulseview_setup_names_the_tested_stack(name):
     want = pvs.render(pvs.Setup([parse_stack(f"{SHIPPED[name][0]},mcp3008{SHIPPED[name][1]}", capture_channels(sr))]))
     assert sr.with_suffix(".pvs").read_text() == want
 
-
-@pytest.mark.parametrize("name", SHIPPED)
-def test_golden_annotations(name):
-    spi, opts = SHIPPED[name]
-    got = golden_lines(annotations(CAPTURES / f"mcp3008-{name}.sr", spi, opts), "mcp3008")
-    path = GOLDEN / f"{name}.output"
-    if os.environ.get("SPIGAP_UPDATE_GOLDEN"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(got) + "\n")
-    assert path.exists(), f"{path} missing: run with SPIGAP_UPDATE_GOLDEN=1"
-    want = path.read_text().splitlines()
-    assert got == want
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -226,7 +211,7 @@ def test_any_start_bit_alignment_mode3_synthesized(tmp_path):
     w = sc.windows_from_payload(mosi, miso)
     tl = build(w, sc.shape, sc.tail)
     path = tmp_path / "align.sr"
-    scenario.write(sc, path, tl=tl)
+    write(sc, path, tl=tl)
     anns = annotations(path, "spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CS:cpol=1:cpha=1")
     convs = [a[3][0] for a in anns if a[2] == "conversion"]
     assert convs == [f"CH{ch} = {code} ({code * 3.3 / 1024:.3f} V)" for ch, code, _ in truth]

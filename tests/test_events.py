@@ -13,12 +13,12 @@ import json
 import numpy as np
 import pytest
 
-from spigap.api import analyze_file
+from spigap.api import analyze_device
 from spigap.cli import main
 from spigap.core import events
 from spigap.errors import UsageError
 from spigap.io import open_capture
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 from conftest import CAPTURES
 
 SR = 50e6
@@ -60,13 +60,13 @@ def make_capture(path, seed=3, messages=300, drop_busy=(), tconv=4e-6, sigma_tco
     toggle = tl.cs_deassert + 0.2e-6
     lv = (np.arange(n) % 2 == 0).astype(np.uint8)          # first toggle goes high
     tl.extra["TOGGLE"] = (toggle, lv, 0)
-    scenario.write(sc, path, tl=tl)
+    write(sc, path, tl=tl)
     return tl, {"convst_rise": convst_rise, "convst_fall": convst_fall, "busy_rise": busy_rise,
                 "busy_fall": busy_fall, "toggle": toggle, "keep": keep}
 
 
 def _measure(path, specs):
-    a = analyze_file(path)
+    a = analyze_device(path)
     with open_capture(path) as r:
         return a, events.measure(r, a, [events.parse_event(s) for s in specs])
 
@@ -136,8 +136,8 @@ def test_ad7606_generator_truth(tmp_path):
                                      {"device": {**dev, "conversions": 12}})
     p = tmp_path / "ad.sr"
     tl = sc.timeline()
-    scenario.write(sc, p, tl=tl)
-    a = analyze_file(p, _mode2())
+    write(sc, p, tl=tl)
+    a = analyze_device(p, _mode2())
     with open_capture(p) as r:
         rep = events.measure(r, a, [events.parse_event("CONVST:rise"), events.parse_event("BUSY:fall")])
     truth = tl.device_truth

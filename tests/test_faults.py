@@ -301,11 +301,11 @@ def _stuck_batch(tmp_path, caps, out):
     ready.mkdir()
     script = textwrap.dedent(f"""
         import os, sys, time
-        from spigap.core import pipeline
+        from spigap.core import run as core_run
         def run(reader, cfg, **kw):
             open(os.path.join({str(ready)!r}, str(os.getpid())), "w").close()
             time.sleep(600)
-        pipeline.analyze = run
+        core_run.analyze = run
         from spigap.cli import main
         sys.exit(main(["batch", "-j", "2", "--quiet", "--timeout", "0", "-o", {str(out)!r},
                        *{[str(c) for c in caps]!r}]))
@@ -487,7 +487,7 @@ def test_errors_name_the_real_problem(tmp_path, cap):
     loop.symlink_to("loop.sr")
     one_error_line(run(["analyze", loop]), "loop.sr", "symbolic link loop")
     # one NaN time in a scope CSV: analyzed up to that row, then the one-line error
-    from spigap.synth.scenario import Scenario, tracks
+    from spigap.synth import Scenario, tracks
     from spigap.synth.writers import write_capture
 
     sc = Scenario.from_toml(None, {"messages": 40, "samplerate": 10e6, "sclk": 1e6})

@@ -1,6 +1,6 @@
 """Fuzz every reader: damaged or random input gives a clear error, never a crash or a hang.
 
-Each reader gets ``SPIGAP_FUZZ_EXAMPLES`` generated inputs:
+Each reader gets generated inputs:
 small valid captures of its format, mutated (bytes flipped, inserted, deleted,
 duplicated, cut; format tokens spliced in), plus raw random bytes. Every input
 is opened and its whole edge stream read in-process, with a time bound per
@@ -10,10 +10,15 @@ stream (checked against the interface contract), or a ``SpigapError`` whose
 message names the file. Anything else, or a call over the time bound, fails
 with the input that caused it.
 
-The default run is short and deterministic (``DEFAULT_EXAMPLES`` inputs per
-reader, hypothesis ``derandomize=True``: the same inputs on every run, a few
-seconds in all). The big runs are ``SPIGAP_FUZZ_EXAMPLES=10000 pytest -m fuzz``
-(random inputs, a few minutes on 2 cores; ``SPIGAP_FUZZ_SEED=N`` repeats one).
+Each reader has two runs of the same test:
+
+* ``short`` (the default suite): ``SHORT_EXAMPLES`` inputs per reader, drawn by
+  the "default" hypothesis profile (tests/conftest.py: ``derandomize``, the same
+  inputs on every run: one commit, one verdict), a few seconds per reader;
+* ``long`` (marker ``fuzz``, deselected by default; ``make fuzz``):
+  ``SPIGAP_FUZZ_EXAMPLES`` inputs per reader (default 10000), random ones (the
+  "fuzz" profile), a few minutes per reader on 2 cores; ``SPIGAP_FUZZ_SEED=N``
+  repeats one run.
 """
 
 from __future__ import annotations
@@ -31,26 +36,35 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from spigap.core import pipeline
+from spigap.core import run
 from spigap.core.config import SpiConfig
 from spigap.errors import CaptureTruncated, SpigapError
 from spigap.io import check_stream, open_capture
-from spigap.synth.scenario import Scenario, tracks
+from spigap.synth import Scenario, tracks
 from spigap.synth.writers import write_capture
 
-DEFAULT_EXAMPLES = 40
-EXAMPLES = int(os.environ.get("SPIGAP_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
+SHORT_EXAMPLES = 300
+LONG_EXAMPLES = int(os.environ.get("SPIGAP_FUZZ_EXAMPLES", 10000))
 _SEED = os.environ.get("SPIGAP_FUZZ_SEED")
 TIME_BOUND_S = float(os.environ.get("SPIGAP_FUZZ_TIME_BOUND", "5"))
-pytestmark = pytest.mark.fuzz
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
-                derandomize="SPIGAP_FUZZ_EXAMPLES" not in os.environ and _SEED is None,
-                suppress_health_check=list(HealthCheck))
+# the profiles of tests/conftest.py, whichever one the run loaded: the short run always
+# draws the same inputs, the long one random ones (or SPIGAP_FUZZ_SEED's)
+_RUNS = {
+    "short": settings(settings.get_profile("default"), max_examples=SHORT_EXAMPLES,
+                      suppress_health_check=list(HealthCheck)),
+    "long": settings(settings.get_profile("fuzz"), max_examples=LONG_EXAMPLES),
+}
+RUNS = pytest.mark.parametrize("run_kind", [pytest.param("short"),
+                                            pytest.param("long", marks=pytest.mark.fuzz)])
 
 
-def _seeded(test):
-    return seed(int(_SEED))(test) if _SEED is not None else test
+def fuzz(run_kind: str):
+    """The settings of the short or the long run (decorates a @given test)."""
+    def apply(test):
+        test = _RUNS[run_kind](test)
+        return seed(int(_SEED))(test) if run_kind == "long" and _SEED is not None else test
+    return apply
 
 
 class Hang(Exception):
@@ -79,7 +93,7 @@ def exercise(path, fmt, *, analyze: bool = True, **opts):
                 if analyze and len(chans) >= 2:
                     cfg = SpiConfig(clk=chans[0], cs=chans[1], mosi=chans[2] if len(chans) > 2 else None,
                                     miso=chans[3] if len(chans) > 3 else None)
-                    pipeline.analyze(r, cfg)
+                    run.analyze(r, cfg)
             return "ok"
         except SpigapError as e:
             text = str(e)
@@ -192,36 +206,36 @@ def _text_fuzz(tmp_path, data: bytes, name: str, fmt, sniff: bool):
     exercise(p, None if sniff else fmt)
 
 
-def test_fuzz_vcd(seeds, tmp_path):
-    @_seeded
-    @FUZZ
+@RUNS
+def test_fuzz_vcd(seeds, tmp_path, run_kind):
+    @fuzz(run_kind)
     @given(_inputs([seeds["vcd"], seeds["vcd-vector"]], "vcd"), st.booleans())
     def run(data, sniff):
         _text_fuzz(tmp_path, data, "f.vcd", "vcd", sniff)
     run()
 
 
-def test_fuzz_csv_changes(seeds, tmp_path):
-    @_seeded
-    @FUZZ
+@RUNS
+def test_fuzz_csv_changes(seeds, tmp_path, run_kind):
+    @fuzz(run_kind)
     @given(_inputs([seeds["csv-saleae"], seeds["csv-dsview"]], "csv"), st.booleans())
     def run(data, sniff):
         _text_fuzz(tmp_path, data, "f.csv", "csv", sniff)
     run()
 
 
-def test_fuzz_sigrok_csv(seeds, tmp_path):
-    @_seeded
-    @FUZZ
+@RUNS
+def test_fuzz_sigrok_csv(seeds, tmp_path, run_kind):
+    @fuzz(run_kind)
     @given(_inputs([seeds["sigrok-csv"]], "csv"), st.booleans())
     def run(data, sniff):
         _text_fuzz(tmp_path, data, "f.csv", "sigrok-csv", sniff)
     run()
 
 
-def test_fuzz_scope_csv(seeds, tmp_path):
-    @_seeded
-    @FUZZ
+@RUNS
+def test_fuzz_scope_csv(seeds, tmp_path, run_kind):
+    @fuzz(run_kind)
     @given(_inputs([seeds["scope-pico"], seeds["scope-keysight"], seeds["scope-rigol"], seeds["scope-rs"]],
                    "csv"), st.booleans())
     def run(data, sniff):
@@ -229,11 +243,11 @@ def test_fuzz_scope_csv(seeds, tmp_path):
     run()
 
 
-def test_fuzz_saleae(seeds, tmp_path):
+@RUNS
+def test_fuzz_saleae(seeds, tmp_path, run_kind):
     folders = [seeds["saleae-v0"], seeds["saleae-v1"], seeds["saleae-analog"]]
 
-    @_seeded
-    @FUZZ
+    @fuzz(run_kind)
     @given(st.sampled_from(range(len(folders))).flatmap(
         lambda k: st.tuples(st.just(k), st.sampled_from(sorted(folders[k])),
                             _inputs([b for b in folders[k].values()], "bin"))), st.booleans())
@@ -259,7 +273,8 @@ def _rezip(members: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def test_fuzz_sr_analog(seeds, tmp_path):
+@RUNS
+def test_fuzz_sr_analog(seeds, tmp_path, run_kind):
     zips = [seeds["sr-analog"], seeds["sr-mixed"]]
     parsed = []
     for z in zips:
@@ -275,8 +290,7 @@ def test_fuzz_sr_analog(seeds, tmp_path):
             members.pop(draw(st.sampled_from(sorted(members))), None)
         return _rezip(members)
 
-    @_seeded
-    @FUZZ
+    @fuzz(run_kind)
     @given(st.one_of(member_mutation(), _inputs(zips, "sr")))
     def run(data):
         p = tmp_path / "f.sr"
@@ -310,7 +324,8 @@ def zip_field_patch(draw, data: bytes):
     return bytes(buf)
 
 
-def test_fuzz_sr_logic(seeds, tmp_path):
+@RUNS
+def test_fuzz_sr_logic(seeds, tmp_path, run_kind):
     """Logic .sr files: member contents mutated, zip fields (sizes, offsets, name and
     extra lengths) patched, raw bytes mutated. Found the streaming loop on a member
     whose data lies past the end of the file."""
@@ -327,8 +342,7 @@ def test_fuzz_sr_logic(seeds, tmp_path):
         members[name] = draw(mutated(members[name], "sr"))
         return _rezip(members)
 
-    @_seeded
-    @FUZZ
+    @fuzz(run_kind)
     @given(st.one_of(member_mutation(), st.sampled_from(zips).flatmap(zip_field_patch), _inputs(zips, "sr")))
     def run(data):
         p = tmp_path / "f.sr"

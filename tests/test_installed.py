@@ -43,7 +43,7 @@ def _no_compiler_path(tmp_path: pathlib.Path) -> str:
 def test_packaged_decoders_are_the_source_ones():
     """The one copy edited by hand (decoders/) is what the package carries."""
     ids = resources.decoder_ids()
-    assert ids == ["ad7606", "mcp2518fd", "mcp3008", "spi_gaps"]
+    assert ids == ["ad7606", "mcp2518fd", "mcp3008", "spi_gaps", "spi_pins"]
     for i in ids:
         src = sorted(p.name for p in (SOURCE_DECODERS / i).glob("*.py"))
         assert sorted(p.name for p in (DECODERS / i).glob("*.py")) == src

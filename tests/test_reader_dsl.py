@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_fuzz_readers import FUZZ, _check_stream, _inputs, _rezip, _seeded, exercise, mutated, zip_field_patch
+from test_fuzz_readers import RUNS, _check_stream, _inputs, _rezip, exercise, fuzz, mutated, zip_field_patch
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.errors import CaptureTruncated
 from spigap.io import open_capture
 from spigap.io import dsl as dslmod
@@ -69,7 +69,7 @@ def demo_sr(tmp_path_factory):
 
 
 def test_demo_words_equal_sigrok_cli(sigrok_cli, demo_sr):
-    a = analyze_file(real(DEMO), SpiConfig())
+    a = analyze_device(real(DEMO), SpiConfig())
     assert a.cfg.clk == "clk" and a.cfg.mosi == "mosi" and a.cfg.miso == "miso" and a.cfg.cs == "cs"
     for line, ours in (("mosi", a.mosi), ("miso", a.miso)):
         out = run_sigrok(["-i", str(demo_sr), "-P", "spi:clk=clk:mosi=mosi:miso=miso:cs=cs",
@@ -158,10 +158,10 @@ def test_decoders_member_gives_the_channel_map(tmp_path):
     dec = [{"id": "1:spi", "channel": [{"cs": 0}, {"mosi": 1}, {"clk": 2}], "options": {"cpol": 0}}]
     p = tmp_path / "m.dsl"
     p.write_bytes(write_dsl(samples, ["P0", "P1", "P2"], block_bytes=100, decoders=dec))
-    a = analyze_file(p, SpiConfig())
+    a = analyze_device(p, SpiConfig())
     assert (a.cfg.clk, a.cfg.mosi, a.cfg.cs) == ("P2", "P1", "P0")
     # the user's own choice wins over the file's
-    b = analyze_file(p, SpiConfig(clk="P2", mosi="P0", cs="P1"))
+    b = analyze_device(p, SpiConfig(clk="P2", mosi="P0", cs="P1"))
     assert (b.cfg.mosi, b.cfg.cs) == ("P0", "P1")
 
 
@@ -181,10 +181,11 @@ def test_missing_block_is_truncation_after_the_good_blocks(tmp_path):
     assert np.array_equal(t, rt[rt < 1600])
 
 
-def test_fuzz_dsl(tmp_path):
+@RUNS
+def test_fuzz_dsl(tmp_path, run_kind):
     """Damaged .dsl files (members mutated, zip fields patched, raw bytes): a valid
-    stream or a one-line error, never a hang or a crash. Short and fixed-seed by
-    default; ``SPIGAP_FUZZ_EXAMPLES`` makes it long (see test_fuzz_readers)."""
+    stream or a one-line error, never a hang or a crash. Short and fixed-seed in the
+    default run, long and random behind the ``fuzz`` marker (see test_fuzz_readers)."""
     rng = np.random.default_rng(11)
     samples = (np.cumsum(rng.random((3, 2000)) < 0.1, axis=1) % 2).astype(np.uint8)
     dec = [{"id": "1:spi", "channel": [{"clk": 0}, {"mosi": 1}, {"cs": 2}]}]
@@ -199,8 +200,7 @@ def test_fuzz_dsl(tmp_path):
         m[name] = draw(mutated(m[name], "sr"))
         return _rezip(m)
 
-    @_seeded
-    @FUZZ
+    @fuzz(run_kind)
     @given(st.one_of(member_mutation(), zip_field_patch(seed), _inputs([seed], "sr")))
     def run(data):
         p = tmp_path / "f.dsl"

@@ -13,7 +13,7 @@ import tracemalloc
 import pytest
 
 from spigap.io import csv_changes, open_capture, saleae, vcd
-from spigap.synth.scenario import Scenario, tracks
+from spigap.synth import Scenario, tracks
 from spigap.synth.writers import write_capture
 
 CASES = {

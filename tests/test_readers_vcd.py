@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.errors import CaptureTruncated, InputError
 from spigap.io import open_capture
 from spigap.io import vcd as vcd_mod
@@ -124,7 +124,7 @@ def test_chunk_boundaries_do_not_matter(tmp_path, monkeypatch, chunk):
 
 
 def test_cut_mid_line_analyzes_what_is_there_and_says_where(tmp_path):
-    from spigap.synth.scenario import Scenario, tracks
+    from spigap.synth import Scenario, tracks
     from spigap.synth.writers import write_capture
 
     sc = Scenario.from_toml(None, {"messages": 40, "samplerate": 50e6})
@@ -136,8 +136,8 @@ def test_cut_mid_line_analyzes_what_is_there_and_says_where(tmp_path):
     cut_at = data.index(b"\n", cut_at) - 2          # inside a line
     p = tmp_path / "cut.vcd"
     p.write_bytes(data[:cut_at])
-    ref = analyze_file(full, SpiConfig())
-    a = analyze_file(p, SpiConfig())
+    ref = analyze_device(full, SpiConfig())
+    a = analyze_device(p, SpiConfig())
     assert a.truncated and "middle of a token" in a.truncated and f"byte {cut_at - 1}" in a.truncated \
         or "line" in a.truncated
     assert str(p) in a.truncated
@@ -184,7 +184,7 @@ def test_missing_timescale_and_samplerate_override(tmp_path):
 
 def test_large_vcd_streams_fast(tmp_path):
     """~2 M value changes: parsed in chunks without a Python loop per change (measured, bounded)."""
-    from spigap.synth.scenario import Scenario, tracks
+    from spigap.synth import Scenario, tracks
     from spigap.synth.writers import write_capture
 
     sc = Scenario.from_toml(None, {"messages": 4000, "words_per_transfer": 8, "samplerate": 100e6,
@@ -193,10 +193,12 @@ def test_large_vcd_streams_fast(tmp_path):
     n = int(round(tl.end_time * sc.samplerate))
     p = write_capture(tmp_path / "big.vcd", "vcd", tracks(tl, sc.channels, sc.samplerate), sc.samplerate, n)
     size = p and __import__("os").path.getsize(p)
-    t0 = time.perf_counter()
+    # CPU time, not wall time: a loaded machine (other jobs on its cores) does not slow the
+    # reader's own work, only its turn at a core (one commit, one verdict)
+    t0 = time.process_time()
     with open_capture(p) as r:
         n_edges = sum(len(b) for b in r.edges(["SCLK", "MOSI", "MISO", "CS"]))
-    dt = time.perf_counter() - t0
+    dt = time.process_time() - t0
     assert n_edges > 500_000
     rate = size / dt / 1e6
     print(f"VCD: {size / 1e6:.1f} MB, {n_edges} edges in {dt:.2f} s = {rate:.0f} MB/s")
@@ -241,7 +243,7 @@ def test_sigrok_exported_vcd_has_the_capture_resolution(tmp_path):
                    capture_output=True, timeout=120)
     head = out.read_text(errors="replace")[:400]
     assert "$timescale 10 ns" in head and "at 50 MHz" in head    # what makes this case
-    a_vcd, a_sr = analyze_file(out), analyze_file(sr)
+    a_vcd, a_sr = analyze_device(out), analyze_device(sr)
     assert a_vcd.tick_s == pytest.approx(20e-9) and a_vcd.info.samplerate_hz == pytest.approx(50e6)
     for kind in ("cs_setup", "cs_hold", "inter_byte"):
         assert np.array_equal(a_vcd.gap_values(kind), a_sr.gap_values(kind)), kind

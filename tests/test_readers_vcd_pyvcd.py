@@ -18,12 +18,11 @@ import io
 import numpy as np
 import pytest
 
-vcd = pytest.importorskip("vcd", reason="pyvcd is a test dependency (pip install .[test])")
-from vcd import reader as vreader  # noqa: E402
-from vcd import writer as vwriter  # noqa: E402
+from vcd import reader as vreader     # pyvcd, of the [test] extra
+from vcd import writer as vwriter
 
-from spigap.io import open_capture  # noqa: E402
-from spigap.io import vcd as vcdmod  # noqa: E402
+from spigap.io import open_capture
+from spigap.io import vcd as vcdmod
 
 PREFIX = "L" * 20 + "+-*/" * 5          # 40 printable bytes
 

@@ -128,11 +128,11 @@ def analyze_json(capsys, *argv) -> dict:
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
-    from spigap.synth import scenario
+    from spigap.synth import scenario, write
 
     d = tmp_path_factory.mktemp("schema")
     ad = d / "ad.sr"
-    scenario.write(scenario.Scenario.from_toml(CAPTURES / "ad7606-douta-after.toml"), ad)
+    write(scenario.Scenario.from_toml(CAPTURES / "ad7606-douta-after.toml"), ad)
     return [
         ([CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", "--device", "mcp3008", "--event", "CE0:fall"]),
         ([ad, "--mode", "2", "--event", "CONVST:rise", "--event", "BUSY:fall", "--transfers"]),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from spigap.cli import main
-from spigap.synth import scenario
+from spigap.synth import scenario, write
 from conftest import CAPTURES
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
@@ -83,14 +83,15 @@ def test_images_are_valid_pngs(compare_report):
 
 
 def test_check_section_uses_the_model(tmp_path):
-    pytest.importorskip("spigap.timing.check")
     out = tmp_path / "c.html"
     rc = main(["report", str(OLD), "--profile", "pi5-k6.6.31-ad7606", "-o", str(out)])
     html = out.read_text()
     assert rc == 0
     assert 'id="capture-1-check"' in html
     assert "pi5-k6.6.31-ad7606" in html and "transfer_period.p50" in html
-    assert 'class="v-PASS"' in html
+    # the profile's rows pass (overall the device's t18 FAILs: the synthesized capture launches
+    # its MSB half a clock before the first edge, not at CS: docs/pin-timing.md)
+    assert "transfer_period.p50</td><td><span class='v-PASS'>" in html
     # the mismatched profile fails
     rc = main(["report", str(NEW), "--profile", "pi5-k6.6.31-ad7606", "-o", str(out)])
     assert rc == 0 and 'class="v-FAIL"' in out.read_text()
@@ -99,7 +100,7 @@ def test_check_section_uses_the_model(tmp_path):
 def test_events_section(tmp_path):
     sc = scenario.Scenario.from_toml(CAPTURES / "ad7606-douta-after.toml")
     p = tmp_path / "ad.sr"
-    scenario.write(sc, p)
+    write(sc, p)
     out = tmp_path / "e.html"
     rc = main(["report", str(p), "--mode", "2", "--event", "CONVST:rise", "--event", "BUSY:fall", "-o", str(out)])
     html = out.read_text()

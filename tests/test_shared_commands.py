@@ -1,6 +1,6 @@
 """compare, check, report, monitor, batch and --device on a shared bus (docs/shared-bus.md).
 
-Oracles: the synthesizer's truth (analyzer/spigap/synth/shared.py: per device its transfers,
+Oracles: the synthesizer's truth (analyzer/spigap/synth/bus.py: per device its transfers,
 the meaning of each window, the other devices' CS time in each gap) and, for compare,
 a before/after pair whose only change is on the other device: CE1's CAN controller
 reads more frames per interrupt, so its messages hold the bus longer, and CE0's
@@ -18,13 +18,13 @@ import pytest
 from conftest import CAPTURES, FAST_CONTROLLER
 
 from spigap.cli import main
-from spigap.synth import shared
+from spigap.synth import Bus, write
 
 RECIPE = CAPTURES / "shared-rpi-mcp3008-mcp2518fd.toml"
 
 
 def _write(path, text, truth=None):
-    shared.write(shared.Shared.from_toml(text=text), path, truth_path=truth)
+    write(Bus.from_toml(text=text), path, truth_path=truth)
     return json.loads(truth.read_text()) if truth else None
 
 
@@ -97,9 +97,9 @@ def test_compare_splits_who_held_the_bus_past_100000_transfers(tmp_path, capsys)
     sr = 4e6
     truth = {}
     for side, seed, hold in (("before", 41, "1us"), ("after", 42, "3us")):
-        sh = shared.Shared.from_toml(text=LONG.replace("SEED", str(seed)).replace("HOLD", hold))
-        b = shared.build_bus(sh)
-        write_sr(tmp_path / f"{side}.sr", shared.tracks(b), sh.samplerate, shared.n_samples(b))
+        sh = Bus.from_toml(text=LONG.replace("SEED", str(seed)).replace("HOLD", hold))
+        b = sh.capture()
+        write_sr(tmp_path / f"{side}.sr", b.tracks(), sh.samplerate, b.n_samples)
         dev = np.asarray(b.plan.device)
         q = lambda t: np.rint(np.asarray(t) * sr).astype(np.int64)  # noqa: E731
         a0, e0 = q(b.cs_assert[dev == 0]), q(b.cs_deassert[dev == 0])
@@ -170,7 +170,7 @@ def test_check_frames_each_device_with_its_profile(mixed_bus, tmp_path, capsys):
     three bytes (24 bits, no gap between the words); its profile's mode and word size frame it
     (the SPI core sets them per device), an explicit --wordsize wins over the profile, and the
     words are the truth's (which sigrok's spi decoder reads too: test_shared_synth.py)."""
-    from spigap.core import pipeline
+    from spigap.core import run
     from spigap.core.config import INFERABLE, SpiConfig
     from spigap.io import open_capture
 
@@ -201,7 +201,7 @@ def test_check_frames_each_device_with_its_profile(mixed_bus, tmp_path, capsys):
     # the words framed with the profile's settings are the truth's, and the other devices keep theirs
     own = SpiConfig(cpha=1, wordsize=12, infer=INFERABLE - {"mode", "wordsize"})
     with open_capture(cap) as r:
-        sa = pipeline.analyze(r, SpiConfig(infer=INFERABLE, device_cfgs={"CE1": (own, "profile x")}))
+        sa = run.analyze(r, SpiConfig(infer=INFERABLE, device_cfgs={"CE1": (own, "profile x")}))
     for name in ("CE0", "CE1"):
         want = [w for win in tr["devices"][name]["mosi"] for w in win]
         assert sa.devices[name].mosi.tolist() == want, name

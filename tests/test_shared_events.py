@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from spigap.cli import main
-from spigap.synth import shared
+from spigap.synth import Bus
 from spigap.synth.srwriter import Track, write_sr
 
 BUS = """
@@ -40,15 +40,15 @@ LEAD = 12                     # samples from each DRDY rise to CE0's CS assert
 @pytest.fixture(scope="module")
 def bus(tmp_path_factory):
     d = tmp_path_factory.mktemp("events")
-    sh = shared.Shared.from_toml(text=BUS)
-    b = shared.build_bus(sh)
+    sh = Bus.from_toml(text=BUS)
+    b = sh.capture()
     sr = sh.samplerate
     dev = np.asarray(b.plan.device)
     a0 = np.rint(np.asarray(b.cs_assert)[dev == 0] * sr).astype(np.int64)
     a1 = np.rint(np.asarray(b.cs_assert)[dev == 1] * sr).astype(np.int64)
     rise = a0 - LEAD
     drdy = Track("DRDY", np.concatenate([rise, rise + 4]), np.concatenate([np.ones(len(rise)), np.zeros(len(rise))]))
-    write_sr(d / "bus.sr", [*shared.tracks(b), drdy], sr, shared.n_samples(b))
+    write_sr(d / "bus.sr", [*b.tracks(), drdy], sr, b.n_samples)
     return d / "bus.sr", rise, a0, a1, 1 / sr
 
 

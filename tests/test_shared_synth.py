@@ -1,4 +1,4 @@
-"""spigap synth's shared-bus scenarios (analyzer/spigap/synth/shared.py): the controller queue's
+"""spigap synth's shared-bus scenarios (analyzer/spigap/synth/bus.py): the controller queue's
 model is self-consistent, and what it writes is what other tools read.
 
 Oracles: sigrok-cli's own spi decoder, one per CS line (as its users stack it), reads
@@ -13,11 +13,12 @@ import json
 
 import numpy as np
 import pytest
-from conftest import CAPTURES, run_sigrok
+from conftest import CAPTURES, capture_channels, run_sigrok
 
+from spigap.api import analyze_device
 from spigap.cli import main
 from spigap.errors import UsageError
-from spigap.synth import shared
+from spigap.synth import Bus, write
 from spigap.trace import ftrace
 
 RECIPE = CAPTURES / "shared-rpi-mcp3008-mcp2518fd.toml"
@@ -98,26 +99,53 @@ def test_the_trace_holds_every_message(written):
     assert abs(t.ts[sub[0]] + tr["trace"]["offset_s"] - first) < 2e-9
 
 
+def test_one_device_is_a_bus_of_one(tmp_path):
+    """[[device]] tables with one device: the controller queue, the writer, the truth and the trace
+    of a bus of several, and the capture an ordinary one-device capture: SCLK, MOSI, MISO and one
+    CS line, whose words sigrok-cli's spi decoder reads as the truth says and whose transfers the
+    analyzer finds to half a sample."""
+    rec = tmp_path / "one.toml"
+    rec.write_text('[capture]\nsamplerate = "50MHz"\nseed = 3\nduration = "2ms"\n[spi]\nsclk = "4MHz"\n'
+                   '[[device]]\ncs = "CE0"\ntraffic = "mcp3008"\nthink = "30us"\ncs_setup = "1.6us"\n'
+                   'cs_hold = "0.4us"\nidle_clocks = 1\n')
+    cap, truth, trace = tmp_path / "one.sr", tmp_path / "one.json", tmp_path / "one.txt"
+    assert main(["synth", "--config", str(rec), "-o", str(cap), "--truth", str(truth), "--ftrace", str(trace)]) == 0
+    tr = json.loads(truth.read_text())
+    dev = tr["devices"]["CE0"]
+    assert list(tr["devices"]) == ["CE0"] and dev["transfers"] > 20
+    assert tr["bus"]["handover_s"] == [] and not any(m["queued"] for m in tr["messages"])   # nobody to wait for
+    assert capture_channels(cap) == ["SCLK", "MOSI", "MISO", "CE0"]
+    out = run_sigrok(["-i", str(cap), "-P", "spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CE0", "-A", "spi=mosi-data"])
+    assert [int(line.split()[-1], 16) for line in out.splitlines() if line.strip()] == [
+        w for win in dev["mosi"] for w in win]
+    a = analyze_device(cap)
+    assert a.n == dev["transfers"]
+    half = 0.5 / tr["samplerate_hz"] + 1e-12
+    assert np.all(np.abs(a.start * a.tick_s - np.asarray(dev["cs_assert_s"])) <= half)
+    assert np.all(np.abs(a.end * a.tick_s - np.asarray(dev["cs_deassert_s"])) <= half)
+    assert len(ftrace.parse(trace).rows("spi:spi_message_submit", "spi0.0")) == len(tr["messages"])
+
+
 def test_bad_recipes_are_one_line(tmp_path):
     bad = tmp_path / "bad.toml"
-    bad.write_text('[[device]]\ncs = "CE0"\n')
-    with pytest.raises(UsageError, match="2..8"):
-        shared.Shared.from_toml(bad)
+    bad.write_text("".join(f'[[device]]\ncs = "CE{i}"\n' for i in range(9)))
+    with pytest.raises(UsageError, match="1..8"):
+        Bus.from_toml(bad)
     bad.write_text('[[device]]\ncs = "CE0"\n[[device]]\ncs = "CE0"\n')
     with pytest.raises(UsageError, match="own cs"):
-        shared.Shared.from_toml(bad)
+        Bus.from_toml(bad)
     bad.write_text('[[device]]\ncs = "A"\ntraffic = "x"\n[[device]]\ncs = "B"\n')
     with pytest.raises(UsageError, match="traffic"):
-        shared.Shared.from_toml(bad)
+        Bus.from_toml(bad)
     bad.write_text('[spi]\nmode = 0\n[[device]]\ncs = "A"\nmode = 2\n[[device]]\ncs = "B"\n')
     with pytest.raises(UsageError, match="CPOL"):
-        shared.Shared.from_toml(bad)
+        Bus.from_toml(bad)
     bad.write_text('[[device]]\ncs = "A"\ncs_polarity = "up"\n[[device]]\ncs = "B"\n')
     with pytest.raises(UsageError, match="cs_polarity"):
-        shared.Shared.from_toml(bad)
+        Bus.from_toml(bad)
     bad.write_text('[[device]]\ncs = "A"\n[[device]]\ncs = "B"\n[faults]\noverlap = [999]\n')
     with pytest.raises(UsageError, match="handovers"):
-        shared.write(shared.Shared.from_toml(bad), tmp_path / "x.sr")
+        write(Bus.from_toml(bad), tmp_path / "x.sr")
 
 
 def test_64_bit_words_and_huge_messages(tmp_path, capsys):
@@ -156,9 +184,9 @@ def test_flags_of_one_device_scenarios_are_refused(tmp_path, capsys):
 
 
 def test_three_devices_in_capture_order(tmp_path):
-    sh = shared.Shared.from_toml(CAPTURES / "shared-three-faults.toml")
-    b = shared.build_bus(sh)
-    tr = shared.truth(b)
+    sh = Bus.from_toml(CAPTURES / "shared-three-faults.toml")
+    b = sh.capture()
+    tr = b.truth()
     assert list(tr["devices"]) == ["CS0", "CS1", "CS2"]
     assert len(tr["bus"]["overlaps"]) == 2 and len(tr["bus"]["stray_sclk"]) == 3
     a = np.asarray(b.cs_assert)

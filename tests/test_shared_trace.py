@@ -1,7 +1,7 @@
-"""A shared bus and its kernel trace (analyzer/spigap/trace/shared.py): each traced device on its
+"""A shared bus and its kernel trace (analyzer/spigap/trace/pair.py, load_bus): each traced device on its
 CS line, and who waited for whom.
 
-Oracle: the synthesizer's truth (analyzer/spigap/synth/shared.py): which message waited behind
+Oracle: the synthesizer's truth (analyzer/spigap/synth/bus.py): which message waited behind
 which, and how long another device's message held the controller while it waited
 (``queued_s``), from the controller queue's model; the mapping spi0.N <-> CS line; the
 gap kinds (the trace's message boundaries settle the grouping).
@@ -15,28 +15,28 @@ import pytest
 from conftest import CAPTURES
 
 from spigap.cli import main
-from spigap.core import pipeline
+from spigap.core import run
 from spigap.core.analysis import KIND_NAMES
 from spigap.core.config import INFERABLE, SpiConfig
 from spigap.errors import InputError, UsageError
 from spigap.io import open_capture
-from spigap.synth import shared
-from spigap.trace import shared as trace_shared
+from spigap.synth import Bus, TraceOptions, write
+from spigap.trace import pair as trace_shared
 
 RECIPE = CAPTURES / "shared-rpi-mcp3008-mcp2518fd.toml"
 
 
 def _write(tmp_path, text: str, **kw):
-    sh = shared.Shared.from_toml(text=text)
+    sh = Bus.from_toml(text=text)
     cap, truth, trace = tmp_path / "b.sr", tmp_path / "b.json", tmp_path / "b.txt"
-    shared.write(sh, cap, truth_path=truth, ftrace_path=trace, **kw)
+    write(sh, cap, truth_path=truth, ftrace_path=trace, trace=TraceOptions(**kw))
     return cap, json.loads(truth.read_text()), trace
 
 
 def _load(cap, trace, **kw):
     with open_capture(cap) as r:
-        sa = pipeline.analyze(r, SpiConfig(infer=INFERABLE))
-    return sa, trace_shared.load(trace, sa, **kw)
+        sa = run.analyze(r, SpiConfig(infer=INFERABLE))
+    return sa, trace_shared.load_bus(trace, sa, **kw)
 
 
 def _check(sa, st, truth, tol):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.synth import Scenario, write
 
 
 def synth(tmp_path, name="cap.sr", **overrides):
     sc = Scenario.from_toml(None, overrides)
     path = tmp_path / name
-    tl = write(sc, path)
+    tl = write(sc, path).timeline
     return sc, tl, path
 
 
@@ -28,4 +28,4 @@ def assert_within_one_sample(measured_ticks, truth_s, tick_s, what):
 
 def analyze(path, **cfg):
     samplerate = cfg.pop("samplerate", None)
-    return analyze_file(path, SpiConfig(**cfg), samplerate=samplerate)
+    return analyze_device(path, SpiConfig(**cfg), samplerate=samplerate)

@@ -86,8 +86,8 @@ def dense_capture(samples: float, log=print) -> tuple[pathlib.Path, int]:
     if not path.exists():
         log(f"bench: synthesizing {path.name} (once; cached in {path.parent})")
         tmp = path.with_suffix(".tmp")
-        code = ("import sys, json; from spigap.synth import Scenario, write; "
-                "write(Scenario.from_toml(None, json.loads(sys.argv[1])), sys.argv[2], compresslevel=1)")
+        code = ("import sys, json; from spigap.synth import load, write; "
+                "write(load(None, json.loads(sys.argv[1])), sys.argv[2], compresslevel=1)")
         subprocess.run([sys.executable, "-c", code, json.dumps({**DENSE, "messages": messages}), str(tmp)],
                        check=True)
         tmp.replace(path)
@@ -107,9 +107,8 @@ def shared_capture(samples: float, log=print) -> tuple[pathlib.Path, int]:
         tmp = path.with_suffix(".tmp")
         scen = json.loads(json.dumps(SHARED))
         scen["capture"]["duration"] = f"{duration_s}s"
-        code = ("import sys, json; from spigap.synth import shared; "
-                "shared.write(shared.Shared.from_toml(text=shared.toml_text(json.loads(sys.argv[1]))), sys.argv[2], "
-                "compresslevel=1)")
+        code = ("import sys, json; from spigap.synth import load, toml_text, write; "
+                "write(load(text=toml_text(json.loads(sys.argv[1]))), sys.argv[2], compresslevel=1)")
         subprocess.run([sys.executable, "-c", code, json.dumps(scen), str(tmp)], check=True)
         tmp.replace(path)
     from spigap.io import open_capture
@@ -270,7 +269,7 @@ def trace_pair(events: float, log=print) -> tuple[pathlib.Path, pathlib.Path]:
         log(f"bench: synthesizing {cap.name} + {txt.name} (once; cached in {cap.parent})")
         code = ("import sys, json; from spigap.synth import Scenario, write, kernel; "
                 "sc = Scenario.from_toml(None, json.loads(sys.argv[1])); tl = write(sc, sys.argv[2] + '.tmp', "
-                "compresslevel=1); kernel.write(tl, sys.argv[3] + '.tmp', kernel.KernelLatencies(drift_ppm=40, "
+                "compresslevel=1).timeline; kernel.write(tl, sys.argv[3] + '.tmp', kernel.KernelLatencies(drift_ppm=40, "
                 "lost=0.01, noise_rate_hz=2000))")
         subprocess.run([sys.executable, "-c", code, json.dumps({**TRACE_SCEN, "messages": messages}), str(cap),
                         str(txt)], check=True)
@@ -284,9 +283,9 @@ def trace_case(events: float = 1e6, log=print) -> TraceRow:
     capture's analysis (imports excluded: each step is warm-up free numpy work)."""
     cap, txt = trace_pair(events, log)
     log(f"bench: {txt.name}: parse, align, phases ...")
-    code = ("import sys, time, json; from spigap.api import analyze_file; "
+    code = ("import sys, time, json; from spigap.api import analyze_device; "
             "from spigap.trace import ftrace, align, phases\n"
-            "t = time.perf_counter(); a = analyze_file(sys.argv[1]); ta = time.perf_counter() - t\n"
+            "t = time.perf_counter(); a = analyze_device(sys.argv[1]); ta = time.perf_counter() - t\n"
             "t = time.perf_counter(); tr = ftrace.parse(sys.argv[2]); tp = time.perf_counter() - t\n"
             "t = time.perf_counter(); al = align.align_spi(tr, a); tl = time.perf_counter() - t\n"
             "t = time.perf_counter(); ph = phases.run(tr, al, a); tph = time.perf_counter() - t\n"

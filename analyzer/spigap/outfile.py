@@ -13,7 +13,12 @@ What a target gets (docs/cli.md, "What spigap writes"):
 * a FIFO or a character device (``/dev/stdout``, a terminal, ``/dev/null``): written
   in place as a stream, never replaced; a FIFO nobody reads yet is waited for, and
   spigap says so;
-* a block device, a socket or a directory: refused in one line before any work.
+* a block device, a socket or a directory: refused in one line before any work;
+* one of the command's inputs (the same device and inode, links followed: the path
+  itself, a symbolic or hard link to it, another spelling of it): refused in one
+  line. Every input is noted as it is opened (spigap.infile.note_input); the CLI
+  notes the inputs its options name and checks every output before any work
+  (spigap.cli.guard), and the check here is repeated before a target is replaced.
 
 Write errors anywhere (standard output too) become ``OutputError``: one line, exit 2.
 A closed pipe on standard output (``spigap ... | head``) is not an error
@@ -24,7 +29,8 @@ the length of a command, and escapes control characters in everything printed
 (``errors.printable``); ``csv_cell`` is the one rule that keeps a CSV cell from
 becoming a spreadsheet formula.
 
-This is the bottom layer: it imports only spigap.errors and the standard library.
+It imports only spigap.errors, spigap.infile (the record of the inputs) and the
+standard library.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from spigap.errors import OutputError, printable
+from spigap.infile import input_named
 
 STDOUT = "-"
 
@@ -88,8 +95,21 @@ def _fd_of(path: str) -> int | None:
     return int(m.group(2) or m.group(3))
 
 
+def not_an_input(path: str, shown: str | None = None) -> None:
+    """Refuse ``path`` when it is one of the command's inputs (spigap.infile.input_named)."""
+    inp = input_named(path)
+    if inp is None:
+        return
+    shown = shown or path
+    same = os.path.abspath(inp) == os.path.abspath(shown)
+    what = "is one of this command's inputs" if same else f"is the input {printable(inp)} (the same file)"
+    raise OutputError(f"{what}: spigap never writes over its inputs", path=shown,
+                      hint="give another output name")
+
+
 def check_target(path: str | None) -> None:
-    """Fail before the work when ``path`` names a place that cannot be written."""
+    """Fail before the work when ``path`` names a place that cannot be written, or one
+    of the command's inputs."""
     if path in (None, STDOUT):
         return
     assert path is not None
@@ -101,6 +121,7 @@ def check_target(path: str | None) -> None:
         if why is not None:
             hint = "give a file name" if stat.S_ISDIR(st.st_mode) else "give a file name, a FIFO or a terminal"
             raise OutputError(why, path=path, hint=hint)
+        not_an_input(path)
         return
     d = os.path.dirname(os.path.abspath(real))
     if not os.path.isdir(d):
@@ -138,6 +159,7 @@ def open_output(path: str | None, *, binary: bool = False, escape: bool = True) 
         why = _describe(st.st_mode)
         if why is not None:
             raise OutputError(why, path=path)
+        not_an_input(path)
     if st is not None and not stat.S_ISREG(st.st_mode):
         with _open_stream(path, path, binary, escape) as f:     # the path itself: written in place
             yield f
@@ -185,6 +207,7 @@ def _open_replacing(real: str, shown: str, st: os.stat_result | None, binary: bo
                 umask = os.umask(0)
                 os.umask(umask)
                 os.chmod(tmp, 0o666 & ~umask)                    # what open(path, "w") would have given
+            not_an_input(real, shown)           # an input opened since the target was checked
             os.replace(tmp, real)
         except OSError as e:
             raise _error(e, shown) from None

@@ -43,8 +43,11 @@ apply: writes are TX objects (16 or 72 bytes), reads are RX objects (20 or
 76 bytes) or TEF entries (12 bytes), chosen by length and plausibility
 (option can_mode restricts to classic or FD sizes).
 
-Option chip: SEQ in TX/TEF objects is 7 bits on the MCP2517FD and 23 bits
-on the MCP2518FD/MCP251863.
+Option chip: which SEQ bits a TEF entry holds: 7 (flags 15:9) on the
+MCP2517FD, 23 (31:9) on the MCP2518FD/MCP251863. A TX object shows the SEQ
+value on the wire, 23 bits on every chip (the Linux driver writes its
+counter with the MCP2518FD's mask on both); on the MCP2517FD also the 7
+bits the chip keeps for the TEF entry: "SEQ 200 (2517FD keeps 72)".
 
 The decoding is in mcp251xfd.py, a plain Python module that spigap's
 analyzer imports too; the protocol tables are in lists.py, the CRC in

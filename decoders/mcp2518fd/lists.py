@@ -81,6 +81,9 @@ FIFO_COMMON_CON = [
     ('FRESET', 10, 10, 'flag'), ('TXREQ', 9, 9, 'flag'), ('UINC', 8, 8, 'flag'),
 ]
 
+# C1FIFOCONm fields that apply to transmit FIFOs only (not shown for TXEN = 0)
+TX_ONLY_FIELDS = ('TXAT', 'TXPRI')
+
 FIELDS = {
     'CON': [
         ('TXBWS', 31, 28, 'nz'), ('ABAT', 27, 27, 'flag'),

@@ -30,7 +30,8 @@ Main entry points:
 
 from .crc import crc16
 from .lists import (CAN_MODES, CHIPS, FALLBACK_SIZES, FIELDS, FIXED_REGS, INSTRUCTION_SHORT, INSTRUCTIONS,
-                    PLSIZE_BYTES, RAM_END, RAM_START, READ, READ_CRC, RESET, WRITE, WRITE_SAFE)
+                    PLSIZE_BYTES, RAM_END, RAM_START, READ, READ_CRC, RESET, TX_ONLY_FIELDS, WRITE,
+                    WRITE_SAFE)
 from .objects import decode_object
 
 
@@ -119,8 +120,12 @@ def decode_fields(kind, value, byte_mask=0xF, index=None):
         if have & 0xFFFF and not flags:
             flags = ['no flags']
         return flags + (['IE:' + '+'.join(enables)] if enables else [])
+    # an RX FIFO (TXEN = 0 in the bytes present): its transmit-only fields mean nothing
+    rx_fifo = kind == 'FIFOCON' and have & 0x80 and not value & 0x80
     for entry in FIELDS.get(kind, ()):
         name, msb, lsb, style = entry[:4]
+        if rx_fifo and name in TX_ONLY_FIELDS:
+            continue
         mask = _bits_mask(msb, lsb)
         if mask & have != mask:
             continue
@@ -608,7 +613,7 @@ def _annotate_object(t, fr, s0, s1, has_ts):
     t.ann(s0, s0 + 3, 'field', ['ID %s %s' % (idt, 'ext' if fr.ext else 'std'), idt])
     fl = ['DLC %d (%d bytes)' % (fr.dlc, fr.length)] + fr.flags_text()
     if fr.seq is not None:
-        fl.append('SEQ %d' % fr.seq)
+        fl.append(fr.seq_text())
     if fr.filhit:
         fl.append('FILHIT %d' % fr.filhit)
     t.ann(s0 + 4, min(s0 + 7, s1), 'field', [' '.join(fl), 'DLC %d' % fr.dlc])

@@ -20,8 +20,8 @@ class Frame:
     '''One CAN message object found in a RAM access.'''
 
     __slots__ = ('kind', 'fifo', 'index', 'addr', 'can_id', 'ext', 'sid11', 'dlc',
-                 'length', 'rtr', 'fdf', 'brs', 'esi', 'seq', 'filhit', 'ts', 'data',
-                 'complete')
+                 'length', 'rtr', 'fdf', 'brs', 'esi', 'seq', 'seq_kept', 'filhit', 'ts',
+                 'data', 'complete')
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -44,6 +44,12 @@ class Frame:
             f.append('RTR')
         return f
 
+    def seq_text(self):
+        '''SEQ as on the wire; on an MCP2517FD TX object also the 7 bits the chip keeps.'''
+        if self.seq_kept is not None and self.seq_kept != self.seq:
+            return 'SEQ %d (2517FD keeps %d)' % (self.seq, self.seq_kept)
+        return 'SEQ %d' % self.seq
+
     def where(self):
         s = self.kind
         if self.fifo is not None and self.kind != 'TEF':
@@ -58,7 +64,7 @@ class Frame:
         parts += self.flags_text()
         parts.append('DLC %d' % self.dlc)
         if self.seq is not None and self.kind in ('TX', 'TEF'):
-            parts.append('SEQ %d' % self.seq)
+            parts.append(self.seq_text())
         if self.ts is not None:
             parts.append('TS %d' % self.ts)
         if self.data:
@@ -104,10 +110,18 @@ def decode_object(kind, data, chip='mcp2518fd', has_ts=None):
     fr = Frame(kind=kind, can_id=(sid << 18 | eid) if ide else sid, ext=bool(ide),
                sid11=sid11, dlc=dlc, length=dlc_length(dlc, fdf), rtr=bool(flags >> 5 & 1),
                fdf=bool(fdf), brs=bool(flags >> 6 & 1), esi=bool(flags >> 8 & 1))
-    if kind in ('TX', 'TEF'):
+    if kind == 'TX':
+        # the Linux driver writes its TX counter into bits 31:9 on every chip
+        # (MCP251XFD_OBJ_FLAGS_SEQ_MCP2518FD_MASK): show the wire value; the
+        # MCP2517FD keeps bits 15:9 of it for the TEF entry
+        fr.seq = (flags >> 9) & 0x7FFFFF
+        if chip == 'mcp2517fd':
+            fr.seq_kept = fr.seq & 0x7F
+    elif kind == 'TEF':
         fr.seq = (flags >> 9) & (0x7F if chip == 'mcp2517fd' else 0x7FFFFF)
         if chip == 'mcp2517fd' and flags >> 16:
-            problems.append('flags bits 31:16 set')
+            problems.append('flags bits 31:16 set: an MCP2517FD keeps SEQ bits 15:9 only '
+                            '(an MCP2518FD? option chip)')
     else:
         fr.filhit = (flags >> 11) & 0x1F
         if flags >> 16 or flags & 0x600:

@@ -33,7 +33,7 @@ class Decoder(srd.Decoder):
     outputs = []
     tags = ['Automotive', 'IC']
     options = (
-        {'id': 'chip', 'desc': 'Chip (sets the SEQ field width)',
+        {'id': 'chip', 'desc': 'Chip (the SEQ bits its TEF entries keep)',
          'default': 'mcp2518fd', 'values': CHIPS},
         {'id': 'can_mode', 'desc': 'Message objects if FIFO setup unseen',
          'default': 'auto', 'values': CAN_MODES},

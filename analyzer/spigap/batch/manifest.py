@@ -36,11 +36,12 @@ import copy
 import csv
 import dataclasses
 import fnmatch
+import io
 import os
-import tomllib
 from typing import Sequence
 
-from spigap.errors import InputError, UsageError
+from spigap.errors import UsageError
+from spigap.infile import read_text, read_toml
 
 # options that exclude each other: setting one in an entry clears the others
 EXCLUSIVE = {"mode": ("cpol", "cpha"), "cpol": ("mode",), "cpha": ("mode",), "cs": ("no_cs",),
@@ -132,8 +133,6 @@ def _resolve(pattern: str, base: str) -> str | None:
 
 def load(path, parser: argparse.ArgumentParser) -> Manifest:
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise InputError("no such manifest file", path=path)
     ext = os.path.splitext(path)[1].lower()
     if ext == ".toml":
         m = _load_toml(path, parser)
@@ -150,13 +149,7 @@ def load(path, parser: argparse.ArgumentParser) -> Manifest:
 
 
 def _load_toml(path: str, parser: argparse.ArgumentParser) -> Manifest:
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"not valid TOML: {e}", path=path) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read: {e}", path=path) from None
+    data = read_toml(path, what="manifest")
     keys = option_keys(parser)
     unknown = set(data) - {"defaults", "capture"}
     if unknown:
@@ -191,12 +184,9 @@ def _load_toml(path: str, parser: argparse.ArgumentParser) -> Manifest:
 
 
 def _load_csv(path: str, parser: argparse.ArgumentParser) -> Manifest:
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            lines = [(n, line) for n, line in enumerate(f, 1)
-                     if line.strip() and not line.lstrip().startswith("#")]
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read: {e}", path=path) from None
+    text = read_text(path, what="manifest")
+    lines = [(n, line) for n, line in enumerate(io.StringIO(text, newline=""), 1)
+             if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
         raise UsageError("empty manifest", path=path)
     rows = list(csv.reader(line for _, line in lines))

@@ -104,12 +104,16 @@ def main(argv=None) -> int:
     except SystemExit as e:         # --help, --version, a usage error (already printed)
         return e.code if isinstance(e.code, int) else 2
     runtime.after_imports()
-    from spigap import outfile
+    from spigap import infile, outfile
+    from spigap.cli import guard
     from spigap.errors import printable
 
     try:
-        # control characters escaped, write errors one line; SIGTERM/SIGHUP unwind like Ctrl-C
-        with outfile.std_streams(), runtime.stop_on_signals(), runtime.one_line_warnings():
+        # control characters escaped, write errors one line; SIGTERM/SIGHUP unwind like Ctrl-C;
+        # every input noted, so that no output replaces one (infile.py, outfile.py)
+        with outfile.std_streams(), runtime.stop_on_signals(), runtime.one_line_warnings(), \
+                infile.command_inputs():
+            guard.check(args)           # no output is one of the inputs: before any work
             return int(args.func(args) or 0)
     except SpigapError as e:
         if args.debug:

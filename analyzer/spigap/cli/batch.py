@@ -187,6 +187,7 @@ def run(args) -> int:
     from spigap.batch import discover, execute, matrix, table, worker
     from spigap.batch import manifest as manifest_mod
     from spigap.batch.worker import OK
+    from spigap.cli import guard
 
     if args.list_metrics:
         print("\n".join(table.metric_names()))
@@ -214,6 +215,7 @@ def run(args) -> int:
     skipped: list[str] = []
     found = discover.expand(inputs, input_format=args.input_format, skipped=skipped,
                             exclude=[args.manifest] if args.manifest else [])
+    guard.recheck(args, [p for f in found if f.error is None for p in (f.files or [f.path])])
     if skipped:
         _warn(f"skipped {len(skipped)} file(s) no reader recognizes: "
               + ", ".join(os.path.basename(p) for p in skipped[:5]) + (" ..." if len(skipped) > 5 else "")

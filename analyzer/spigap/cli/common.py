@@ -10,16 +10,18 @@ SPI options (``add_capture_options``), ``--device NAME[@VARIANT][:KEY=VALUE,...]
 ``--format`` + ``-o`` (``add_output_options``). Adding an option to a concept is
 one line in its group here; a subcommand adds a whole concept with one call.
 
-Also the helpers the subcommands share (so no subcommand imports another):
-``config_from_args``, ``reader_options``, ``analyze_path`` (the CLI's way into
-spigap.api.analyze_file, the one entry point), ``load_captures``,
-``stall_rule_from_args``, ``settings_from_args``, ``attach_traces``, ``write_output``.
+Every converter returns the parsed value (``--event``: an EventSpec, ``--threshold``:
+a (channel, Threshold), ``--channel-map``: a dict, times and frequencies: numbers).
+Also what the subcommands share of turning options into values (so no subcommand
+imports another): ``config_from_args``, ``reader_options``, ``analysis_options``,
+``stall_rule_from_args``, ``settings_from_args``; the services they call (analyze,
+load captures, pair traces, a profile per device) are spigap/api.py's.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import math
 import re
 
 from spigap.core.config import SpiConfig
@@ -55,24 +57,44 @@ def _positive_time(text):
 
 
 def _freq(text):
+    """A frequency with a unit ('3.6MHz', '20GHz', '50e6'): a sample rate, a clock, within
+    spigap.limits' bounds (1 Hz .. 1e15 Hz: beyond them every time derived is absurd)."""
+    from spigap.limits import rate_problem
+
     try:
         v = parse_freq(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     if not v > 0:
         raise argparse.ArgumentTypeError("must be > 0")
+    problem = rate_problem(v)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return v
 
 
-def count(text, *, lo: int = 1):
-    """An integer >= ``lo`` (argparse type): ``type=count`` or ``type=lambda t: count(t, lo=0)``."""
+def count(text, *, lo: int = 1, hi: int | None = None):
+    """An integer >= ``lo`` (and <= ``hi``) (argparse type): ``type=count`` or
+    ``type=lambda t: count(t, lo=0)``."""
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if n < lo:
         raise argparse.ArgumentTypeError(f"must be >= {lo}")
+    if hi is not None and n > hi:
+        raise argparse.ArgumentTypeError(f"must be {lo}..{hi:,}")
     return n
+
+
+MAX_CS_LATENCY_S = 1.0         # spi_set_cs -> the CS pin: microseconds; a second is no latency
+
+
+def _cs_latency(text):
+    v = _time(text)
+    if v > MAX_CS_LATENCY_S:
+        raise argparse.ArgumentTypeError(f"{v:g} s is no CS latency (at most {MAX_CS_LATENCY_S:g} s)")
+    return v
 
 
 def positive_float(text):
@@ -137,25 +159,25 @@ def _wordsize(text):
 
 
 def _threshold(text):
+    """``[CH=]V[,HYST]`` -> (channel or None, io.threshold.Threshold)."""
     from spigap.errors import SpigapError
     from spigap.io.threshold import parse_threshold
 
     try:
-        parse_threshold(text)
+        return parse_threshold(text)
     except SpigapError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-    return text
 
 
 def _channel_map(text):
+    """``CH=NAME[,...]`` -> {channel key: name}."""
     from spigap.errors import SpigapError
     from spigap.io import parse_channel_map
 
     try:
-        parse_channel_map(text)
+        return parse_channel_map(text)
     except SpigapError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-    return text
 
 
 def _deglitch_ns(text):
@@ -173,14 +195,14 @@ def _deglitch_ns(text):
 
 
 def _event(text):
+    """``[DEVICE=]CHANNEL:EDGE`` -> core.events.EventSpec."""
     from spigap.core.events import parse_event
     from spigap.errors import SpigapError
 
     try:
-        parse_event(text)
+        return parse_event(text)
     except SpigapError as e:
         raise argparse.ArgumentTypeError(e.problem.split(": ", 1)[-1]) from None
-    return text
 
 
 def cs_prefixed(text: str) -> tuple[str | None, str]:
@@ -192,7 +214,7 @@ def cs_prefixed(text: str) -> tuple[str | None, str]:
 
 
 def _device(text):
-    from spigap.labels import parse_spec
+    from spigap.core.labels import parse_spec
     from spigap.errors import SpigapError
 
     spec = cs_prefixed(text)[1]
@@ -289,7 +311,7 @@ DEVICE_METAVAR = "NAME[@VARIANT][:KEY=VALUE,...]"
 
 
 def add_device_option(p, *, use: str) -> None:
-    """``--device``: one spelling everywhere (spigap.labels.parse_spec);
+    """``--device``: one spelling everywhere (spigap.core.labels.parse_spec);
     ``use`` says what this subcommand does with it."""
     p.add_argument("--device", type=_device, metavar=DEVICE_METAVAR, action=_PerDevice,
                    help=f"the SPI device: {use}. NAME: mcp3008 (also mcp3004/3204/3208), ad7606, "
@@ -313,12 +335,85 @@ def add_event_options(p) -> None:
                         "chain ending at that device's next transfer")
 
 
+def _levels(text):
+    """'0.99,2.31' (VIL,VIH volts) for --pin-levels / --rx-levels."""
+    try:
+        lo, hi = (float(x) for x in str(text).replace(" ", "").split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not VIL,VIH in volts: {text!r} (e.g. 0.8,2.0)") from None
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        raise argparse.ArgumentTypeError(f"VIH must be above VIL: {text!r}")
+    return lo, hi
+
+
+def add_pin_options(p, *, switch: bool, sample_delay: bool = True) -> argparse._ArgumentGroup:
+    """Timing at the pins (docs/pin-timing.md): ``switch`` adds --pins (the measurement is
+    asked for; spigap pins and check do it anyway); ``sample_delay`` --rx-sample-delay (compare
+    has one per side)."""
+    g = p.add_argument_group("timing at the pins (docs/pin-timing.md)")
+    if switch:
+        g.add_argument("--pins", action="store_true",
+                       help="also measure setup, hold, clock-to-output and edge quality at the receivers' pins "
+                            "(from a scope's volts: interpolated; from a logic capture: +/- 1 sample)")
+    g.add_argument("--pin-levels", type=_levels, metavar="VIL,VIH",
+                   help="the device's input levels in volts (MOSI, SCLK, CS; default: the --device file's for "
+                        "its supply, else 30/70 %% of each line's swing, said so)")
+    g.add_argument("--rx-levels", type=_levels, metavar="VIL,VIH",
+                   help="the controller's MISO input levels in volts (default: the device's)")
+    g.add_argument("--rx-setup", type=_time, metavar="TIME",
+                   help="the controller's MISO setup requirement (default 0: valid at the edge, assumed)")
+    g.add_argument("--rx-hold", type=_time, metavar="TIME", help="the controller's MISO hold requirement (default 0)")
+    if sample_delay:
+        g.add_argument("--rx-sample-delay", type=_time, metavar="TIME", default=0.0,
+                       help="the controller samples MISO this long after its clock edge (the device tree's "
+                            "rx-sample-delay-ns, as set: the bus does not show it)")
+    g.add_argument("--pin-margin", type=_time, metavar="TIME",
+                   help="the margin the device-tree suggestions restore (default 5 %% of the SCLK period)")
+    return g
+
+
+def pin_requested(args) -> bool:
+    return bool(getattr(args, "pins", False) or getattr(args, "pin_levels", None)
+                or getattr(args, "rx_levels", None) or getattr(args, "rx_sample_delay", 0.0))
+
+
+def pin_options(args, device=None):
+    """The pin measurement's options (spigap.pins.tap.PinOptions) from the command line and a
+    device's electrical table (``device``: a spigap.timing.profiles.Device or None)."""
+    from spigap.pins.levels import Levels
+    from spigap.pins.tap import PinOptions
+
+    dev = None
+    if getattr(args, "pin_levels", None):
+        dev = Levels(*args.pin_levels, "--pin-levels")
+    elif device is not None and device.electrical is not None:
+        e = device.electrical
+        flag = ", UNVERIFIED" if e.unverified else ""
+        dev = Levels(e.vil, e.vih, f"{device.spec}{' at ' + format(e.vdd, 'g') + ' V' if e.vdd else ''}{flag}",
+                     assumed=e.assumed)
+    ctl = Levels(*args.rx_levels, "--rx-levels") if getattr(args, "rx_levels", None) else None
+    return PinOptions(device_levels=dev, controller_levels=ctl, rx_sample_delay=getattr(args, "rx_sample_delay", 0.0))
+
+
+def rx_requirement(args):
+    """The controller's MISO requirement (spigap.pins.advice.Requirement) from --rx-setup/--rx-hold."""
+    from spigap.pins.advice import Requirement
+
+    s, h = getattr(args, "rx_setup", None), getattr(args, "rx_hold", None)
+    if s is None and h is None:
+        return Requirement()
+    return Requirement(s or 0.0, h or 0.0, "--rx-setup/--rx-hold", assumed=False)
+
+
 def add_stall_options(p) -> None:
     g = p.add_argument_group("stalls (gaps far above their kind's median)")
     g.add_argument("--stall-sigmas", type=positive_float, default=8.0, metavar="K",
                    help="a stall exceeds the median by more than K robust σ (default 8) ...")
     g.add_argument("--stall-fraction", type=percent, default=0.5, metavar="PCT",
                    help="... and by more than PCT %% of the median (default 50)")
+
+
+MAX_BOOTSTRAP = 100_000        # resamples: time and memory grow with them; 1000 gives the 3rd digit
 
 
 def add_stats_options(p) -> None:
@@ -334,8 +429,8 @@ def add_stats_options(p) -> None:
                    help="smallest change of the robust σ that counts, in %% (default 20)")
     g.add_argument("--min-stall-ratio", type=positive_float, default=2.0, metavar="R",
                    help="smallest change of the stall rate that counts, as a ratio (default 2)")
-    g.add_argument("--bootstrap", type=lambda t: count(t, lo=100), default=1000, metavar="N",
-                   help="bootstrap resamples, at least 100 (default 1000)")
+    g.add_argument("--bootstrap", type=lambda t: count(t, lo=100, hi=MAX_BOOTSTRAP), default=1000, metavar="N",
+                   help=f"bootstrap resamples, 100..{MAX_BOOTSTRAP:,} (default 1000)")
     g.add_argument("--block-length", type=count, default=None, metavar="N",
                    help="block length in values (default: from the autocorrelation)")
     g.add_argument("--seed", type=lambda t: count(t, lo=0), default=0, metavar="N",
@@ -396,26 +491,11 @@ def add_trace_options(p, *, ftrace: str | None = None, pairs: bool = False) -> a
     t.add_argument("--spi-device", metavar="spiB.C",
                    help="the traced SPI device that is on the capture's CS line, e.g. spi0.0 (default: the one "
                         "whose traffic matches the capture)")
-    t.add_argument("--cs-latency", type=_time, metavar="TIME",
+    t.add_argument("--cs-latency", type=_cs_latency, metavar="TIME",
                    help="the spi_set_cs(activate) -> CS assert latency when it is known (a scope, a --sync-channel run, a "
                         "profile), e.g. 1.5us: pins the clock offset's zero point, which the events alone only "
                         "bracket (docs/trace.md)")
     return t
-
-
-def attach_traces(caps, traces, args, *, option: str, captures: str) -> None:
-    """Align ``traces`` (paths) with ``caps`` (stats.compare.Capture, same order) and split
-    their gaps into phases (``capture.traced``). ``option``/``captures`` name the options in
-    the error when the counts differ."""
-    if not traces:
-        return
-    if len(traces) != len(caps):
-        raise UsageError(f"{option} gives {len(traces)} trace(s) for {len(caps)} {captures} capture(s): "
-                         f"give one trace per capture, in the same order")
-    from spigap.trace import pair
-
-    for c, path in zip(caps, traces):
-        c.traced = pair.load(path, c.analysis, device=args.spi_device, cs_latency=args.cs_latency)
 
 
 def add_output_options(p, formats=("text", "json"), *, output_help: str = "write here instead of stdout"):
@@ -455,7 +535,7 @@ def config_from_args(args, profile=None) -> SpiConfig:
                     context_switch=getattr(args, "context_switch", None), infer=frozenset(infer),
                     assumed=frozenset(assumed))
     if getattr(args, "device", None):
-        from spigap import labels
+        from spigap.core import labels
 
         # the driver's message shapes: evidence for the message grouping (docs/gaps.md)
         cfg.message_lengths = labels.message_lengths(args.device)
@@ -478,62 +558,28 @@ def _with_profile(args, profile, cfg: SpiConfig) -> SpiConfig:
 
 
 def device_profile_configs(args, cfg: SpiConfig, per_prof: dict) -> dict:
-    """A shared bus's ``--profile CE0=NAME``: each device's settings from its profile (the
-    SPI core sets them per device), as ``SpiConfig.device_cfgs``: what the command line
-    gives wins, then the profile (timing.check.config_for_profile), then the signals."""
-    from spigap.timing.profiles import load_profile
+    """A shared bus's ``--profile CE0=NAME``: each device's settings (api.device_configs)."""
+    from spigap.api import device_configs
 
-    out = {}
-    for name, spec in per_prof.items():
-        p = load_profile(spec)
-        out[name] = (_with_profile(args, p, dataclasses.replace(cfg, device_cfgs={})), f"profile {p.name}")
-    return out
+    return device_configs(cfg, per_prof, mode_given=_mode_given(args),
+                          tpm_given=args.transfers_per_message is not None)
 
 
 def reader_options(args) -> dict:
-    """Keyword options for ``spigap.io.open_capture`` (pass them all: ``open_capture(path, **opts)``)."""
+    """Keyword options for ``spigap.io.open_capture`` (pass them all: ``open_capture(path, **opts)``):
+    the parsed values of the reader options (several --channel-map: one map, the later wins)."""
+    maps = getattr(args, "channel_map", None)
     return {"samplerate": args.samplerate, "input_format": args.input_format,
-            "threshold": getattr(args, "threshold", None), "channel_map": getattr(args, "channel_map", None),
+            "threshold": getattr(args, "threshold", None),
+            "channel_map": {k: v for m in maps for k, v in m.items()} if maps else None,
             "deglitch": getattr(args, "deglitch", None), "unitsize": getattr(args, "unitsize", None)}
 
 
-def analyze_path(path, args, cfg=None, *, keep: str = "all", rows=None, label: bool = False):
-    """Open and analyze one capture with the CLI's options (spigap.api.analyze_file, the
-    one entry point): the capture options, ``--event`` (a second pass pairs the extra
-    channels: ``.events``) and, with ``label``, ``--device`` as each transfer's meaning
-    (``.labels``; check and report read --device as datasheet limits instead).
-    ``keep``: "all", "bounded" (spigap analyze: rows to ``rows`` past 100 000 transfers)
-    or "sample" (compare, report), core/pipeline.analyze."""
-    from spigap.api import analyze_file
-
-    cfg = cfg if cfg is not None else config_from_args(args)
-    device = (per_device(args, "device") or getattr(args, "device", None)) if label else None
-    return analyze_file(path, cfg, keep=keep, rows=rows, device=device, events=event_specs(args),
-                        **reader_options(args))
-
-
-def event_specs(args) -> list:
-    from spigap.core.events import parse_event
-
-    return [parse_event(e) for e in getattr(args, "event", None) or []]
-
-
-def load_captures(paths, args, *, cfg=None, traces: bool = False):
-    """Analyze each path (and measure --event channels); returns stats.compare.Capture objects.
-
-    ``cfg``: the SpiConfig to use (default: from the capture options). Long captures are
-    a systematic sample of their transfers (bounded memory, docs/compare-and-report.md),
-    except with --event or kernel traces (``traces``), which pair every transfer."""
-    from spigap.stats.compare import Capture
-
-    cfg = cfg if cfg is not None else config_from_args(args)
-    keep = "all" if traces else "sample"
-    out = []
-    for path in paths:
-        a = analyze_path(path, args, cfg, keep=keep)
-        # a shared bus (several devices on one SCLK): its SharedAnalysis (stats/shared.py)
-        out.append(Capture(str(path), a, getattr(a, "events", None)))
-    return out
+def analysis_options(args) -> dict:
+    """What the command line gives spigap.api.analyze_file besides the settings: the parsed
+    ``--event`` specs (their channels read in the analysis's one pass) and the reader
+    options (``analyze_file(path, cfg, **analysis_options(args))``)."""
+    return {"events": list(getattr(args, "event", None) or []), **reader_options(args)}
 
 
 def stall_rule_from_args(args):

@@ -32,7 +32,7 @@ import sys
 
 import numpy as np
 
-from spigap.cli.common import add_reader_options, positive_float, reader_options
+from spigap.cli.common import _freq, add_reader_options, reader_options
 from spigap.errors import CaptureTruncated, UsageError
 
 ORDER = 75
@@ -54,9 +54,9 @@ def add_subparser(sub) -> None:
     p.add_argument("--to", choices=("sr", "vcd"), help="output format (default: from the -o extension)")
     p.add_argument("--channels", metavar="NAME[,NAME...]",
                    help="write only these channels, in this order (default: all)")
-    p.add_argument("--rate", type=positive_float, metavar="HZ",
-                   help=".sr: samples per second (default: one sample per tick of the capture, e.g. the "
-                        "scope's sample rate); give one for VCD or Saleae captures with a fine time unit")
+    p.add_argument("--rate", type=_freq, metavar="HZ",
+                   help=".sr: samples per second, e.g. 100MHz (default: one sample per tick of the capture, e.g. "
+                        "the scope's sample rate); give one for VCD or Saleae captures with a fine time unit")
     g = p.add_argument_group("capture and channels")
     add_reader_options(g)
     p.set_defaults(func=run)
@@ -105,7 +105,13 @@ def _check_target(path: str) -> None:
 
 
 def _pick(info, wanted: str | None) -> list[str]:
+    from spigap.limits import STREAM_CHANNELS
+
     if not wanted:
+        if len(info.channels) > STREAM_CHANNELS:
+            raise UsageError(f"the capture has {len(info.channels)} channels; spigap converts at most "
+                             f"{STREAM_CHANNELS} at once (one edge stream)", path=info.path,
+                             hint="pick them with --channels, in two runs for all of them")
         return list(info.channels)
     from spigap.io import resolve_channel
 

@@ -55,29 +55,20 @@ def spigap_options(cfg) -> list[str]:
 
 
 def detect(path: str, args) -> dict:
-    from spigap.core import infer
-    from spigap.io import open_capture
-
+    from spigap.api import detect_file
     from spigap.io.sr import NoSampleRate
 
     cfg = config_from_args(args)
     opts = reader_options(args)
     unknown_rate = False
     try:
-        reader = open_capture(path, **opts)
+        # the settings and every bus, from one pass over the capture's start
+        settled, info, buses = detect_file(path, cfg, **opts)
     except NoSampleRate:
         # roles, mode and word size are read from the samples; only times need the rate
         opts["samplerate"], unknown_rate = 1.0, True
-        reader = open_capture(path, **opts)
-    with reader:
-        settled = infer.settle(reader, cfg)
-        out = settled.cfg
-        info = reader.info
-        # the prefix settle read, when it was of every channel; else a second bounded read
-        buses = infer.buses_seen(settled, list(info.channels))
-    if buses is None:
-        with open_capture(path, **opts) as reader:
-            buses = infer.all_buses(reader)
+        settled, info, buses = detect_file(path, cfg, **opts)
+    out = settled.cfg
     if unknown_rate:
         settled.warnings.insert(0, "the capture's metadata has no samplerate: the roles and settings are read from "
                                    "the samples alone; analyze needs the rate (--samplerate)")

@@ -160,7 +160,7 @@ def run(args) -> int:
         text = model_text(prof, model, words, rows, delays, overrides)
     if args.synth:
         from spigap.synth.from_profile import scenario_from_profile
-        from spigap.synth.scenario import write
+        from spigap.synth import write
 
         n = args.synth_transfers_per_message or ns[0]
         if n < 1 or args.messages < 1:
@@ -172,7 +172,7 @@ def run(args) -> int:
             setattr(sc, attr, getattr(model, key))
         sc.sclk = model.sclk_hz
         sc._check()
-        tl = write(sc, args.synth)
+        tl = write(sc, args.synth).timeline
         msg = (f"wrote {args.synth}: {len(tl.cs_assert)} transfers, {n} per message, synthesized from "
                f"{prof.name} (NOT a real capture)\n")
         if args.format == "json":

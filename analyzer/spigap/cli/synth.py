@@ -8,7 +8,6 @@ from spigap.cli.common import (
     _wordsize,
     nonneg_float,
     check_output_path,
-    write_output,
     count,
     fraction,
 )
@@ -40,8 +39,10 @@ ORDER = 20
 def add_subparser(sub) -> None:
     p = sub.add_parser("synth", help="synthesize a .sr capture with known timing (ground truth)",
                        description="Write a libsigrok-compatible .sr capture from a timing "
-                                   "description: a TOML file (--config, format in "
-                                   "analyzer/spigap/synth/scenario.py and captures/*.toml) and/or flags. "
+                                   "description: a TOML recipe (--config; one device timed by its "
+                                   "gaps, analyzer/spigap/synth/scenario.py, or devices on one "
+                                   "controller, [[device]] tables, analyzer/spigap/synth/bus.py; "
+                                   "examples in captures/*.toml) and/or flags. "
                                    "Times take units (1.6us, 250ns), rates too (3.6MHz).")
     p.add_argument("-o", "--output", metavar="FILE.sr", help="the capture to write (required)")
     p.add_argument("--config", metavar="FILE.toml", help="scenario description")
@@ -120,7 +121,7 @@ def parse_device(text: str) -> dict:
 
 
 def run(args) -> int:
-    from spigap.synth import scenario
+    from spigap import synth
 
     if args.list_devices:
         from spigap.synth.traffic import registry
@@ -134,11 +135,10 @@ def run(args) -> int:
     check_output_path(args.output)
     check_output_path(args.truth)
     check_output_path(getattr(args, "ftrace", None))
+    from spigap.synth import analog_bus
 
-    from spigap.synth import shared
-
-    if args.config and shared.is_shared(args.config):
-        return _run_shared(args)
+    if args.config and analog_bus.is_analog(args.config):
+        return _run_analog(args)
     overrides = {}
     for flag, key in FLAGS.items():
         value = getattr(args, flag, None)
@@ -151,49 +151,41 @@ def run(args) -> int:
         overrides[key.strip()] = value.split(",") if "," in value else value
     if args.device:
         overrides["device"] = parse_device(args.device)
-    sc = scenario.Scenario.from_toml(args.config, overrides)
-    ftrace_path = getattr(args, "ftrace", None)
-    tl = scenario.write(sc, args.output, truth_path=None if ftrace_path else args.truth)
-    if ftrace_path:
-        import json
-
-        from spigap.synth import kernel
-
-        t0 = round((sc.crop_start or 0.0) * sc.samplerate) / sc.samplerate
-        km = kernel.KernelLatencies(layout=args.trace_format, ns=args.trace_ns, drift_ppm=args.trace_drift_ppm,
-                                clock_start_s=args.trace_offset, lost=args.trace_lost,
-                                other_device=args.trace_other, noise_rate_hz=args.trace_noise,
-                                seed=sc.seed + 1, **kernel.model_options(sc.kernel))
-        trace_truth = kernel.write(tl, ftrace_path, km, t0=t0)
-        if args.truth:
-            truth = scenario.truth_json(tl, t0)
-            truth["trace"] = trace_truth
-            write_output(json.dumps(truth, indent=1), args.truth)
-        print(f"wrote {ftrace_path}: {trace_truth['events_written']} events ({args.trace_format}, "
-              f"drift {args.trace_drift_ppm:g} ppm, {trace_truth['lost_events']} lost) (synthesized)")
-    print(f"wrote {args.output}: {len(tl.cs_assert)} transfers, {tl.end_time * 1e3:.4g} ms at "
-          f"{sc.samplerate / 1e6:g} MSa/s (synthesized)")
+    recipe = synth.load(args.config, overrides)
+    trace = synth.TraceOptions(layout=args.trace_format, ns=args.trace_ns, drift_ppm=args.trace_drift_ppm,
+                               clock_start_s=args.trace_offset, lost=args.trace_lost,
+                               other_device=args.trace_other, noise_rate_hz=args.trace_noise)
+    cap = synth.write(recipe, args.output, truth_path=args.truth, ftrace_path=args.ftrace, trace=trace)
+    if args.ftrace:
+        print(f"wrote {args.ftrace}: {cap.describe_trace(trace)} (synthesized)")
+    print(f"wrote {args.output}: {cap.describe()}, {cap.timeline.end_time * 1e3:.4g} ms at "
+          f"{recipe.samplerate / 1e6:g} MSa/s (synthesized)")
     return 0
 
 
-def _run_shared(args) -> int:
-    """A scenario with several devices on one controller (analyzer/spigap/synth/shared.py)."""
-    from spigap.synth import shared
+def _run_analog(args) -> int:
+    """A recipe with an [analog] table: a scope's acquisition, one ISF file per channel
+    (analyzer/spigap/synth/analog_bus.py); -o is the files' stem (STEM + CH1.isf ...; a trailing
+    .sr, .isf or CH1.isf is dropped)."""
+    from spigap.synth import analog_bus
 
     given = [f"--{flag.replace('_', '-')}" for flag in FLAGS if getattr(args, flag, None) is not None]
-    given += ["--set"] * bool(args.set) + ["--device"] * bool(args.device)
-    given += [o for o, v in (("--trace-format", args.trace_format != "trace"), ("--trace-lost", args.trace_lost),
-                             ("--trace-other", args.trace_other), ("--trace-noise", args.trace_noise)) if v]
+    given += ["--set"] * bool(args.set) + ["--device"] * bool(args.device) + ["--ftrace"] * bool(args.ftrace)
     if given:
-        raise UsageError(f"{', '.join(dict.fromkeys(given))} do not apply to a shared-bus scenario "
-                         "([[device]] tables): set its values in the TOML", path=args.config)
-    sh = shared.Shared.from_toml(args.config)
-    b = shared.write(sh, args.output, truth_path=args.truth, ftrace_path=args.ftrace, ns=args.trace_ns,
-                     drift_ppm=args.trace_drift_ppm, clock_start_s=args.trace_offset)
-    if args.ftrace:
-        print(f"wrote {args.ftrace}: the kernel trace of {len(b.plan.messages)} messages on "
-              f"{', '.join(d.spi_device for d in sh.devices)} (trace, drift {args.trace_drift_ppm:g} ppm) (synthesized)")
-    per = ", ".join(f"{d.cs} {b.plan.device.count(k)}" for k, d in enumerate(sh.devices))
-    print(f"wrote {args.output}: {len(b.plan.device)} transfers ({per}), {b.timeline.end_time * 1e3:.4g} ms at "
-          f"{sh.samplerate / 1e6:g} MSa/s (synthesized)")
+        raise UsageError(f"{', '.join(dict.fromkeys(given))} do not apply to an analog recipe: set its "
+                         "values in the TOML", path=args.config)
+    stem = args.output
+    for tail in ("CH1.isf", ".isf", ".sr"):      # `make captures` passes STEM.sr for every recipe
+        if stem.endswith(tail):
+            stem = stem[:-len(tail)]
+            break
+    paths, bus, scope = analog_bus.write_recipe(args.config, stem)
+    if args.truth:
+        import json
+
+        from spigap.cli.common import write_output
+
+        write_output(json.dumps(analog_bus.truth_json(bus), indent=1), args.truth)
+    print(f"wrote {', '.join(paths)}: {len(bus.timeline.cs_assert)} transfers at "
+          f"{scope['samplerate'] / 1e9:g} GSa/s (synthesized scope traces)")
     return 0

@@ -6,8 +6,10 @@ import dataclasses
 import re
 
 from spigap.errors import UsageError
+from spigap.limits import STREAM_CHANNELS
 
 MAX_WORDSIZE = 1024
+MAX_CS_LINES = STREAM_CHANNELS - 3      # devices on one bus: the stream's channels but SCLK, MOSI, MISO
 INFERABLE = frozenset({"mode", "cs_polarity", "wordsize", "bitorder"})     # words above 64 bits are framed in chunks (core/bigwords.py)
 
 # Common names, matched case-insensitively after dropping a leading "D<n>_"/"<n>_"
@@ -162,6 +164,10 @@ class SpiConfig:
         out.more_cs = tuple(check("cs", n) for n in self.more_cs)
         if len(set(out.devices)) != len(out.devices):
             raise UsageError(f"--cs names one line twice: {','.join(out.devices)}", path=path)
+        if self.more_cs and len(out.devices) > MAX_CS_LINES:
+            raise UsageError(f"--cs names {len(out.devices)} CS lines; spigap follows at most {MAX_CS_LINES} on "
+                             f"one bus (an edge stream holds {STREAM_CHANNELS} channels: SCLK, MOSI, MISO and the "
+                             "CS lines)", path=path, hint=f"analyze the devices in groups of {MAX_CS_LINES} or fewer")
         if partial:
             taken = [getattr(self, r) and getattr(out, r) for r in ("clk", "mosi", "miso", "cs")] + list(out.more_cs)
             for role in ("clk", "mosi", "miso", "cs"):      # a name-found role never steals a given channel

@@ -1,9 +1,9 @@
 """The one definition of spigap's gap rules, shared with the spi_gaps decoder.
 
-The rules live in ``decoders/spi_gaps/gapdefs.py`` (plain Python, so that
-sigrok's embedded interpreter, which may lack numpy, runs the very same code);
-this module loads that file once and gives the analyzer numpy conveniences on
-top of it.
+The rules live in ``decoders/spi_gaps/`` (plain Python, so that sigrok's
+embedded interpreter, which may lack numpy, runs the very same code; one module
+per concern, all handed out by ``gapdefs.py``); this module loads them once and
+gives the analyzer numpy conveniences on top of them.
 """
 
 from __future__ import annotations

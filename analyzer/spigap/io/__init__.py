@@ -1,7 +1,9 @@
 """Capture readers: one module per file format, all behind ``CaptureReader``.
 
-``open_capture`` picks the reader from ``input_format`` or from the file's
-extension and first bytes, then applies the options every format shares:
+``open_capture`` picks the reader from ``input_format``, else from the file's first
+bytes (the extension's readers first, then every other; a file with no content to
+go by, .dsl, by its extension; a common non-capture such as a PNG or a gzip file is
+named in the error, io/magic.py), then applies the options every format shares:
 ``channel_map`` (rename channels) and ``deglitch`` (drop short pulses).
 Format-specific options (``samplerate``, ``threshold``) go to the reader.
 """
@@ -156,6 +158,40 @@ def _open_many(paths: list[str], input_format, opts: ReaderOptions) -> CaptureRe
 
 
 def _open(path, input_format, opts: ReaderOptions) -> CaptureReader:
+    """One file's reader, its time base checked (``check_time_base``)."""
+    reader = _open_file(path, input_format, opts)
+    try:
+        check_time_base(reader.info)
+    except BaseException:
+        reader.close()
+        raise
+    return reader
+
+
+_SOURCE_WORDS = {"file": "the file's header", "metadata": "the file's metadata", "header": "the file's header"}
+
+
+def check_time_base(info: CaptureInfo) -> None:
+    """Every reader's time base against spigap.limits: a tick outside 1 fs .. 1 s is refused
+    (a damaged header, a wrong unit: every time derived from it would be absurd, and the
+    plots' bins and a conversion's samples with them); a sampled capture's rate outside
+    1 kHz .. 1 THz is read with a warning."""
+    from spigap.limits import odd_samplerate, tick_problem
+
+    problem = tick_problem(info.tick_s)
+    if problem is not None:
+        src = info.resolution_source
+        where = f" (from {_SOURCE_WORDS.get(src, src)})" if src else ""
+        raise InputError(f"{problem}{where}", path=info.path,
+                         hint="if the file's time unit or sample rate is wrong, give the rate with --samplerate")
+    if info.samplerate_hz:
+        odd = odd_samplerate(info.samplerate_hz)
+        # the readers that know their format's own words for it have said so already
+        if odd is not None and not any("implausib" in w for w in info.warnings):
+            info.warnings.append(f"{odd}; if the file's rate is wrong, give the real one with --samplerate")
+
+
+def _open_file(path, input_format, opts: ReaderOptions) -> CaptureReader:
     if path == "-":                      # standard input: VCD or raw samples (io/stdin.py)
         from spigap.io.stdin import open_stdin
 
@@ -182,16 +218,23 @@ def _open(path, input_format, opts: ReaderOptions) -> CaptureReader:
             head = f.read(4096)
     except OSError as e:
         raise InputError(f"cannot open: {e.strerror}", path=path) from None
+    # the content first: the readers of the extension, then every other; a format that has no
+    # content to recognize it by (.dsl, a zip like .sr) by its extension
     ext = os.path.splitext(path)[1].lower()
     by_ext = [spec for spec in READERS.values() if ext in spec.extensions]
-    if len(by_ext) == 1:
-        return by_ext[0].open(path, opts)
     for spec in by_ext:
         if spec.sniff(head):
             return spec.open(path, opts)
+    if len(by_ext) == 1 and by_ext[0].sniff is _sniff_never:
+        return by_ext[0].open(path, opts)
     for spec in READERS.values():
         if spec not in by_ext and spec.sniff(head):
             return spec.open(path, opts)
+    from spigap.io.magic import not_a_capture
+
+    other = not_a_capture(head)
+    if other is not None:
+        raise InputError(f"this is {other[0]}, not a capture", path=path, hint=other[1])
     if by_ext:
         # no reader recognizes the content: let the first reader of the extension say what is wrong
         return by_ext[0].open(path, opts)
@@ -266,7 +309,8 @@ class RenamedReader(CaptureReader):
         self._orig = dict(zip(new, names))
         # own info, same warnings list as the inner reader's
         self.info = dataclasses.replace(inner.info, channels=new, original_channels=names, spi_channels={
-            role: new[names.index(ch)] for role, ch in inner.info.spi_channels.items() if ch in names})
+            role: new[names.index(ch)] for role, ch in inner.info.spi_channels.items() if ch in names},
+            analog_channels=[new[names.index(ch)] for ch in inner.info.analog_channels if ch in names])
 
     @property
     def end_tick(self):
@@ -279,6 +323,10 @@ class RenamedReader(CaptureReader):
     def edges(self, channels):
         orig = [self._orig[self.info.channels[self.channel_index(c)]] for c in channels]
         return self.inner.edges(orig)
+
+    def set_volts_tap(self, tap) -> None:
+        new = {o: n for n, o in self._orig.items()}
+        self.inner.set_volts_tap(None if tap is None else (lambda name, t0, v: tap(new.get(name, name), t0, v)))
 
     def close(self) -> None:
         self.inner.close()

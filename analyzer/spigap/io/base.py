@@ -17,6 +17,7 @@ import abc
 import contextlib
 import dataclasses
 import errno
+import functools
 import importlib
 import os
 import re
@@ -26,11 +27,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from spigap.errors import InputError, UsageError
+from spigap.infile import note_input
+from spigap.limits import STREAM_CHANNELS
 
 
 @dataclasses.dataclass
 class EdgeBlock:
-    """A run of changes. ``ticks`` int64, strictly increasing; ``states`` uint32."""
+    """A run of changes. ``ticks`` int64, strictly increasing; ``states`` uint32 (so one
+    stream holds at most spigap.limits.STREAM_CHANNELS channels; ``check_width``)."""
 
     ticks: np.ndarray
     states: np.ndarray
@@ -88,7 +92,8 @@ def open_errors(path: str) -> Iterator[None]:
 def stat_capture(path: str) -> os.stat_result:
     """What ``path`` is (symlinks followed), or the one-line InputError that says why
     there is nothing to read: no such file, a dangling link, a link loop, no permission.
-    A socket is refused here (nothing reads a capture from one)."""
+    A socket is refused here (nothing reads a capture from one). Every capture passes
+    here once: it is noted as an input of the command (spigap.infile.note_input)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -104,6 +109,12 @@ def stat_capture(path: str) -> os.stat_result:
     if stat.S_ISSOCK(st.st_mode):
         raise InputError("is a socket, not a capture", path=path,
                          hint="save the stream to a file, or pipe it to 'spigap analyze -'")
+    note_input(path)            # no output of this command may replace it (outfile.py)
+    if stat.S_ISDIR(st.st_mode):
+        with contextlib.suppress(OSError):       # a Saleae capture folder: its files are the capture
+            for entry in os.scandir(path):
+                if entry.is_file():
+                    note_input(entry.path)
     return st
 
 
@@ -170,6 +181,42 @@ class CaptureReader(abc.ABC):
     format_name = "?"
     info: CaptureInfo
     end_tick: int | None = None
+    volts_tap: Callable[[str, int, np.ndarray], None] | None = None
+
+    def set_volts_tap(self, tap: Callable[[str, int, np.ndarray], None] | None) -> None:
+        """``tap(channel, first_tick, volts)`` is handed every chunk of volts an analog
+        channel is read in, in its own time order, alongside the thresholding (the pin
+        measurement's input, pins/tap.py: the file is read once). A reader that wraps others
+        passes it on under its own channel names."""
+        self.volts_tap = tap
+
+    def volts_tap_for(self, name: str) -> Callable[[int, np.ndarray], None] | None:
+        """The volts tap for one channel (None: nobody listens)."""
+        tap = self.volts_tap
+        if tap is None:
+            return None
+        return lambda t0, v: tap(name, t0, v)
+
+    def settled(self, cfg) -> None:
+        """Told the settings the pipeline settled on (channel roles, mode) before it frames
+        the stream: a measuring wrapper (pins/tap.py) starts from them. Nothing to do here."""
+
+    def __init_subclass__(cls, **kwargs):
+        """Every reader's ``edges`` first checks the request against the state word's width
+        (spigap.limits.STREAM_CHANNELS): one line, before a byte is read, instead of states
+        that do not fit. Done here so that no reader, present or future, can forget it."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("edges")
+        if own is None or getattr(own, "_checks_width", False):
+            return
+
+        @functools.wraps(own)
+        def edges(self, channels):
+            check_width(channels, self.info.path)
+            return own(self, channels)
+
+        edges._checks_width = True
+        cls.edges = edges
 
     @abc.abstractmethod
     def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
@@ -192,6 +239,14 @@ class CaptureReader(abc.ABC):
             raise UsageError(f"no channel named {name!r}; the capture has: {', '.join(self.info.channels)}",
                              path=self.info.path, hint=f"pick one with {option}")
         return idx
+
+
+def check_width(channels: Sequence[str], path: str) -> None:
+    """A request for more channels than one edge stream's state word holds: one line."""
+    if len(channels) > STREAM_CHANNELS:
+        raise UsageError(f"{len(channels)} channels asked of one edge stream, which holds at most "
+                         f"{STREAM_CHANNELS} (its state word is {STREAM_CHANNELS} bits)", path=path,
+                         hint="name fewer channels (--cs, --event, convert --channels)")
 
 
 def check_stream(blocks: Iterable[EdgeBlock], n_channels: int, *, path: str = "?") -> Iterator[EdgeBlock]:

@@ -99,9 +99,24 @@ class CombinedReader(CaptureReader):
             self._seen[k] = len(reader.info.warnings)
             self.info.warnings.extend(f"{os.path.basename(reader.info.path)}: {w}" for w in new)
 
+    def set_volts_tap(self, tap) -> None:
+        for k, reader in enumerate(self.readers):
+            if tap is None:
+                reader.set_volts_tap(None)
+                continue
+            reader.set_volts_tap(_renamed(tap, {name: self.info.channels[j]
+                                                for j, (kk, name) in enumerate(self._owner) if kk == k}))
+
     def close(self) -> None:
         for r in self.readers:
             r.close()
+
+
+def _renamed(tap, names: dict):
+    """A volts tap that hands on a reader's channel under its combined name."""
+    def renamed(name, t0, v):
+        tap(names.get(name, name), t0, v)
+    return renamed
 
 
 def _remap(blocks, bits: list[int]):
@@ -125,10 +140,11 @@ def group_acquisitions(paths: Sequence[str]) -> list[list[str]]:
     command line)."""
     groups: dict[tuple[str, str, str], list[tuple[int, str]]] = {}
     order: list[tuple[str, str, str]] = []
-    for p in paths:
+    for i, p in enumerate(paths):
         stem, ext = os.path.splitext(os.path.basename(p))
         m = _CHANNEL_SUFFIX.match(stem)
-        key = (os.path.dirname(p), m.group("stem") if m else stem + "\0" + p, ext.lower())
+        # a file named twice is two captures (compare --before a.sr a.sr), never one
+        key = (os.path.dirname(p), m.group("stem") if m else f"{stem}\0{i}", ext.lower())
         if key not in groups:
             groups[key] = []
             order.append(key)

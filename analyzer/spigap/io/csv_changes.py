@@ -333,15 +333,18 @@ def sniff(head: bytes) -> bool:
     rows = [ln for ln in lines[i + 1:i + 21] if ln.strip()]
     if not rows:
         return False
+    bad = 0
     for ln in rows:
         f = _split(ln, sep)
-        if len(f) < ncols or any(v not in ("0", "1", "X", "x") for v in f[1:ncols]):
-            return False
         try:
             float(f[0])
+            ok = len(f) >= ncols and all(v in ("0", "1", "X", "x") for v in f[1:ncols])
         except ValueError:
-            return False
-    return True
+            ok = False
+        bad += not ok
+    # one damaged row among the first is the reader's to report (with its row number), not a
+    # reason to take the file for another format
+    return bad == 0 or (bad == 1 and len(rows) >= 4)
 
 
 # --------------------------------------------------------------------- reader
@@ -372,7 +375,7 @@ class ChangeCsvReader(CaptureReader):
         bom = len(head) - len(raw)
         self._data_offset = bom + sum(len(ln.encode("utf-8", "replace")) + 1 for ln in lines[:i + 1])
         # the header lines may have had CRs stripped: find the true offset
-        self._data_offset = _offset_after_lines(raw, i + 1) + bom
+        self._data_offset = offset_after_lines(raw, i + 1) + bom
         warnings: list[str] = []
         # first rows: time origin and resolution
         first = raw[self._data_offset - bom:]
@@ -380,8 +383,12 @@ class ChangeCsvReader(CaptureReader):
         blk = parse_block(first[:cut] if cut else first, self._sep.encode(), self.ncols)
         t_vals, t_ok = parse_floats(blk.a, blk.start[:, 0], blk.end[:, 0]) if blk.n else (np.empty(0), np.empty(0, bool))
         good = t_ok & np.isfinite(t_vals)
+        if blk.n == 0 and blk.total:
+            raise InputError(f"data row 1 has fewer fields than the header's {self.ncols} (a damaged row at byte "
+                             f"{self._data_offset})", path=self.path, hint="the file is damaged")
         if blk.n == 0 or not good[0]:
-            raise InputError("no data rows after the header", path=self.path)
+            raise InputError("no data rows after the header" if blk.n == 0 else
+                             "data row 1 has no time value (a damaged row)", path=self.path)
         self.t0 = float(t_vals[0]) * unit
         if samplerate is not None:
             if not samplerate > 0:
@@ -518,7 +525,9 @@ def _bits(a, fs, fe) -> tuple[np.ndarray, np.ndarray]:
     return out, ok
 
 
-def _offset_after_lines(raw: bytes, n_lines: int) -> int:
+def offset_after_lines(raw: bytes, n_lines: int) -> int:
+    """The byte offset in ``raw`` after its first ``n_lines`` lines (their ends as the file has
+    them, CR LF too): where a CSV's data rows start, for every CSV reader."""
     pos = 0
     for _ in range(n_lines):
         k = raw.find(b"\n", pos)

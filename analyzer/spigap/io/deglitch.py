@@ -164,5 +164,8 @@ class DeglitchedReader(CaptureReader):
     def channel_index(self, name: str, option: str = "--clk/--mosi/--miso/--cs") -> int:
         return self.inner.channel_index(name, option)
 
+    def set_volts_tap(self, tap) -> None:
+        self.inner.set_volts_tap(tap)       # the volts are not filtered: the pins see what was there
+
     def close(self) -> None:
         self.inner.close()

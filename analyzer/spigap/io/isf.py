@@ -18,11 +18,12 @@ as unsigned integers; the layout above is short and documented.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
 from spigap.errors import InputError
-from spigap.io.scopefile import Waveform, WaveformReader, check_waveform
+from spigap.io.scopefile import MAX_SAMPLES, Waveform, WaveformReader, check_waveform
 
 HEADER_MAX = 64 << 10
 _LONG = {  # short form -> long form (the upper-case part of the manual's spelling)
@@ -91,9 +92,18 @@ def read_isf(path: str) -> tuple[Waveform, list[str]]:
                 raise InputError(f"the header has no {key}", path=path)
             return default
         try:
-            return float(h[key])
+            v = float(h[key])
         except ValueError:
             raise InputError(f"the header's {key} {h[key]!r} is not a number", path=path) from None
+        if not math.isfinite(v):
+            raise InputError(f"the header's {key} {h[key]!r} is not a finite number (damaged header?)", path=path)
+        return v
+
+    def whole(key: str) -> int:
+        v = num(key)
+        if v != int(v) or not 0 < v <= MAX_SAMPLES:
+            raise InputError(f"the header's {key} {h[key]!r} is not a count (damaged header?)", path=path)
+        return int(v)
 
     enc = h.get("ENCDG", "BIN").upper()
     if not enc.startswith("BIN"):
@@ -105,14 +115,14 @@ def read_isf(path: str) -> tuple[Waveform, list[str]]:
     xunit = h.get("XUNIT", "s").strip().lower()
     if xunit not in ("s", "sec", "second", "seconds"):
         raise InputError(f"not a time-domain waveform (XUNIT {h.get('XUNIT')!r}, e.g. a spectrum)", path=path)
-    width = int(num("BYT_NR"))
+    width = whole("BYT_NR")
     fmt = h.get("BN_FMT", "RI").upper()
     order = "<" if h.get("BYT_OR", "MSB").upper().startswith("LSB") else ">"
     kinds = {"RI": "i", "RP": "u", "FP": "f"}
     if fmt not in kinds or (fmt == "FP" and width not in (4, 8)) or width not in (1, 2, 4, 8):
         raise InputError(f"unsupported sample format BN_FMT {fmt} with BYT_NR {width}", path=path)
     dtype = f"{order}{kinds[fmt]}{width}"
-    n = int(num("NR_PT"))
+    n = whole("NR_PT")
     if nbytes < n * width:
         notes.append(f"the :CURVE block holds {nbytes // width} samples, the header announces {n}")
         n = nbytes // width

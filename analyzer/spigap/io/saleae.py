@@ -443,7 +443,7 @@ class SaleaeReader(CaptureReader):
             def tick_of(pos, c=c, base_t=base_t):
                 return self.tick(base_t + pos / c.rate)
 
-            runs.append(sampled_source(chunks(), schmitt, tick_of=tick_of))
+            runs.append(sampled_source(chunks(), schmitt, tick_of=tick_of, tap=self.volts_tap_for(cf.name)))
 
         def chain():
             first = True

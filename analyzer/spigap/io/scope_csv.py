@@ -41,8 +41,9 @@ import numpy as np
 from spigap.errors import InputError, UsageError
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
 from spigap.io.csv_changes import (CHUNK_BYTES, cut_short, decimal_resolution, first_bad_row, head_lines,
-                                     line_chunks, parse_block, parse_floats, read_head, time_unit_of)
-from spigap.io.threshold import Schmitt, Threshold, resolve_thresholds, strict_blocks
+                                     line_chunks, offset_after_lines, parse_block, parse_floats, read_head,
+                                     time_unit_of)
+from spigap.io.threshold import Schmitt, Threshold, resolve_thresholds, strict_blocks, tap_runs
 from spigap.units import TIME_UNITS
 
 # the one table of time units, plus the spelled-out second some scopes write
@@ -84,37 +85,72 @@ def _unit(text: str):
     return None
 
 
+def _numeric(fields: list[str]) -> bool:
+    """A row of numbers (empty cells, 'nan' and 'inf' too: a damaged row is read up to, not
+    taken for the header)."""
+    return all(_is_num(x) or _NOT_FINITE.match(x) for x in fields) and not all(x == "" for x in fields)
+
+
+def _filled(fields: list[str]) -> list[str]:
+    """The cells up to the last non-empty one (a trailing separator, Rigol, adds an empty one)."""
+    f = list(fields)
+    while len(f) > 1 and f[-1] == "":
+        f.pop()
+    return f
+
+
+RUN = 3         # the data start at the first of this many rows of numbers in a row
+
+
 def _data_rows(lines: list[str]):
-    """(first data line index, separator, number of columns, decimal comma) or None."""
+    """(first data line index, separator, number of columns, decimal comma) or None.
+
+    The columns are the most common count of filled cells over the rows of numbers in the
+    head (ties: the larger); the data start at the first of RUN consecutive rows of numbers
+    with at least that many cells. A row further down with a cell too many is read (the
+    extra cell ignored); one with too few cells or a word in it ends the capture there when
+    it is read, with the row named (io/csv_changes.first_bad_row): never a silent cut."""
     best = None
     for sep in (",", ";", "\t"):
-        ncols = None
+        rows = [(i, _filled(_fields(ln, sep))) for i, ln in enumerate(lines) if ln.strip()]
+        numeric = [(i, f) for i, f in rows if _numeric(f)]
+        counts: dict[int, int] = {}
+        for _, f in numeric:
+            counts[len(f)] = counts.get(len(f), 0) + 1
+        if not counts:
+            continue
+        ncols = max(counts, key=lambda c: (counts[c], c))
+        good = [_numeric(f) and len(f) >= ncols for _, f in rows]
         start = None
-        lo, hi = 0, 1 << 30     # columns: at least the widest row's filled ones, at most the narrowest row's
-        for i in range(len(lines) - 1, -1, -1):
-            s = lines[i].strip()
-            if not s:
-                continue
-            f = _fields(lines[i], sep)
-            raw = len(f)
-            while len(f) > 1 and f[-1] == "":     # a trailing separator (Rigol) or empty values
-                f.pop()
-            if not all(_is_num(x) or _NOT_FINITE.match(x) for x in f) or all(x == "" for x in f):
-                break           # (a 'nan' or 'inf' is a damaged data row, read up to; not the header)
-            if max(lo, len(f)) > min(hi, raw):
+        for k in range(len(rows)):
+            if all(good[k:k + RUN]):
+                start = k
                 break
-            lo, hi = max(lo, len(f)), min(hi, raw)
-            ncols = lo
-            start = i
-        if start is not None and ncols:
-            # the separator giving more columns over more rows wins; ties go to ','
-            key = (ncols, len(lines) - start, sep == ",")
-            if best is None or key > best[0]:
-                dec_comma = sep != "," and any("," in x for x in _fields(lines[start], sep))
-                best = (key, start, sep, ncols, dec_comma)
+        if start is None:
+            continue
+        # the separator giving more columns over more rows wins; ties go to ','
+        first = rows[start][0]
+        key = (ncols, len(rows) - start, sep == ",")
+        if best is None or key > best[0]:
+            dec_comma = sep != "," and any("," in x for x in _fields(lines[first], sep))
+            best = (key, first, sep, ncols, dec_comma)
     if best is None:
         return None
     return best[1:]
+
+
+def _short_first_row(lines: list[str], first: int, sep: str, ncols: int) -> str | None:
+    """A warning when the line before the first data row is a row of numbers with fewer
+    cells: a damaged first row, or a header of numbers; it is taken as the header."""
+    for i in range(first - 1, -1, -1):
+        if not lines[i].strip():
+            continue
+        f = _filled(_fields(lines[i], sep))
+        if len(f) >= 2 and _numeric(f):
+            return (f"line {i + 1}, just before the first data row, holds {len(f)} numbers where the data rows "
+                    f"have {ncols}: it is read as part of the header (a damaged first row?)")
+        return None
+    return None
 
 
 def sniff(head: bytes) -> bool:
@@ -152,10 +188,13 @@ class ScopeCsvReader(CaptureReader):
                              hint="pick the format with --input-format")
         self._first_line, self._sep, self.ncols, self._dec_comma = d
         raw = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
-        self._data_offset = (len(head) - len(raw)) + _offset_after_lines(raw, self._first_line)
+        self._data_offset = (len(head) - len(raw)) + offset_after_lines(raw, self._first_line)
         lay = self._layout(lines[:self._first_line], lines[self._first_line:])
         self.layout = lay
         warnings: list[str] = []
+        short = _short_first_row(lines, self._first_line, self._sep, self.ncols)
+        if short is not None:
+            warnings.append(short)
         if not lay.channels:
             raise InputError("the CSV has a time column but no voltage columns", path=self.path)
 
@@ -387,6 +426,7 @@ class ScopeCsvReader(CaptureReader):
             self.info.thresholds.update({k: (v.level, v.hysteresis) for k, v in self._thresholds.items()})
         thresholds = self._thresholds
         schmitts = [Schmitt(thresholds[n]) for n in names]
+        self._taps = [self.volts_tap_for(n) for n in names]
         cols = [self._col_of[n] for n in names]
         scales = [self._scale_of[n] for n in names]
         lay = self.layout
@@ -472,6 +512,8 @@ class ScopeCsvReader(CaptureReader):
             v = vals[:, c] * sc
             if self._pairs and same.any():
                 v = _order_pairs(v, same, st, j)
+            if self._taps[j] is not None:
+                tap_runs(self._taps[j], ticks, v)
             states |= sm(v).astype(np.uint32) << np.uint32(j)
         return edges_from_rows(ticks, states, state, started)
 
@@ -573,13 +615,3 @@ def _dialect(names, units, keys, meta, pairs) -> str:
     if any("[s]" in n for n in low):
         return "Saleae"
     return "generic"
-
-
-def _offset_after_lines(raw: bytes, n_lines: int) -> int:
-    pos = 0
-    for _ in range(n_lines):
-        k = raw.find(b"\n", pos)
-        if k < 0:
-            return len(raw)
-        pos = k + 1
-    return pos

@@ -221,7 +221,7 @@ class WaveformReader(CaptureReader):
             wf = self._by_name[n]
             tick_of = wf.tick_of if wf.frame_ticks is not None else None
             sources.append(Source(sampled_source(wf.chunks(self._avail), Schmitt(self._thresholds[n]),
-                                                 tick_of=tick_of), shift=j))
+                                                 tick_of=tick_of, tap=self.volts_tap_for(n)), shift=j))
         self.end_tick = None
         yield from merge(sources)
         self.end_tick = self.waveforms[0].end_tick(self._avail)

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from spigap.errors import CaptureTruncated, InputError, UsageError
+from spigap.errors import CaptureTruncated, InputError, SpigapError, UsageError
 from spigap.io import inflate
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock
 from spigap.native.changes import (
@@ -206,11 +206,12 @@ class SrReader(ZipMembers, CaptureReader):
         and the roles it has no line for. ({}, {}) for any other capture or a bad recipe."""
         if "spigap-synth.toml" not in self._members:
             return {}, {}
-        import tomllib
+        from spigap.infile import read_toml
 
         try:
-            spi = tomllib.loads(self._read_small("spigap-synth.toml").decode("utf-8")).get("spi", {})
-        except (InputError, ValueError, UnicodeDecodeError):
+            text = self._read_small("spigap-synth.toml").decode("utf-8")
+            spi = read_toml(f"{self.path}:spigap-synth.toml", what="recipe", text=text).get("spi", {})
+        except (SpigapError, UnicodeDecodeError):
             return {}, {}
         if not isinstance(spi, dict):
             return {}, {}
@@ -480,7 +481,7 @@ class SrReader(ZipMembers, CaptureReader):
                                        path=self.path, at_tick=done,
                                        hint="re-export or re-copy the capture") from None
 
-        return sampled_source(chunks(), schmitt)
+        return sampled_source(chunks(), schmitt, tap=self.volts_tap_for(name))
 
     def close(self) -> None:
         if getattr(self, "_fd", None) is not None:

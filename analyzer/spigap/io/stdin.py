@@ -167,6 +167,7 @@ def open_special(path: str, mode: int, input_format: str | None, opts):
     """The reader for a capture path that is a FIFO or a character device: read once,
     as a stream, like standard input."""
     kind = "FIFO" if stat.S_ISFIFO(mode) else "character device"
+    _streamable(path, input_format, kind)       # before a FIFO's writer is waited for
     try:
         if stat.S_ISFIFO(mode):
             f = _open_fifo(path)
@@ -179,6 +180,28 @@ def open_special(path: str, mode: int, input_format: str | None, opts):
     except BaseException:
         f.close()
         raise
+
+
+def _streamable(path: str, input_format: str | None, kind: str) -> None:
+    """Refuse, before opening it, a FIFO or device whose name or --input-format says it
+    holds a format that cannot be read as a stream (only VCD and raw samples can)."""
+    if input_format in ("vcd", "raw"):
+        return
+    ext = os.path.splitext(path)[1].lower()
+    if input_format is None:
+        from spigap.io import READERS
+
+        by_ext = [spec.name for spec in READERS.values() if ext in spec.extensions]
+        if not by_ext or "vcd" in by_ext:
+            return                   # no name to go by (<(...)): what arrives is sniffed
+        what = "a sigrok .sr file (a zip archive, read by seeking)" if ext in (".sr", ".dsl") else \
+            f"a {ext} file"
+    else:
+        what = f"--input-format {input_format}"
+    hint = "give the path of a regular file" + (", or convert on the fly: sigrok-cli -i X.sr -O vcd | "
+                                                "spigap analyze -" if ext in (".sr", ".dsl") else "")
+    raise InputError(f"is a {kind}, and {what} cannot be read from a stream (only VCD and raw samples can)",
+                     path=path, hint=hint)
 
 
 def _open_fifo(path: str):

@@ -233,20 +233,43 @@ def level_changes(levels: np.ndarray, prev: int | None) -> tuple[np.ndarray, np.
 
 
 def sampled_source(chunks: Iterable[np.ndarray], schmitt: Schmitt, *,
-                   tick_of: Callable[[np.ndarray], np.ndarray] | None = None
+                   tick_of: Callable[[np.ndarray], np.ndarray] | None = None,
+                   tap: Callable[[int, np.ndarray], None] | None = None
                    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """A source for ``merge`` from successive sample chunks of one analog channel.
 
     ``tick_of(sample_numbers)`` maps sample numbers to ticks (default: the
     sample number itself; it must not decrease). The first run starts with
-    tick 0, holding the first sample's level."""
-    return strict_runs(_sampled(chunks, schmitt, tick_of))
+    tick 0, holding the first sample's level. ``tap(first_tick, volts)``
+    (CaptureReader.volts_tap_for) sees every chunk too, in runs of consecutive ticks."""
+    return strict_runs(_sampled(chunks, schmitt, tick_of, tap))
 
 
-def _sampled(chunks, schmitt, tick_of):
+def tap_runs(tap: Callable[[int, np.ndarray], None], ticks: np.ndarray, v: np.ndarray) -> None:
+    """Hand ``v`` (samples at ``ticks``, not decreasing) to a volts tap in runs of consecutive
+    ticks; a tick repeated (a peak-detect pair) keeps its first sample."""
+    if not len(v):
+        return
+    d = np.diff(ticks)
+    if d.size == 0 or bool((d == 1).all()):
+        tap(int(ticks[0]), v)
+        return
+    keep = np.concatenate([[True], d != 0])
+    ticks, v = ticks[keep], v[keep]
+    cuts = np.flatnonzero(np.diff(ticks) != 1) + 1
+    for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [len(v)]])):
+        tap(int(ticks[a]), v[a:b])
+
+
+def _sampled(chunks, schmitt, tick_of, tap=None):
     base = 0
     prev = None
     for v in chunks:
+        if tap is not None:
+            if tick_of is None:
+                tap(base, v)
+            else:
+                tap_runs(tap, np.asarray(tick_of(base + np.arange(len(v))), np.int64), v)
         lv = schmitt(v)
         pos, new = level_changes(lv, prev)
         if len(lv):

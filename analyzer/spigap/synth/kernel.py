@@ -79,8 +79,10 @@ CHAINS = {
 
 
 @dataclasses.dataclass
-class KernelLatencies:
-    """Nominal latencies (s, bus time) of the spidev spi_sync path, and the trace's clock and layout."""
+class Latencies:
+    """Nominal latencies (s, bus time) of the SPI core on the spidev spi_sync path, and their
+    normal jitter: the driver model of a one-device trace (KernelLatencies) and the controller
+    of a shared bus (bus.py) take the same names and defaults."""
 
     gpio_cs_latency: float = 1.5e-6          # spi_set_cs activate tracepoint -> CS assert (GPIO CS)
     gpio_cs_off_latency: float = 1.5e-6      # spi_set_cs deactivate tracepoint -> CS deassert
@@ -88,6 +90,7 @@ class KernelLatencies:
     sclk_to_transfer_stop: float = 1.0e-6    # inter_transfer only (cs_hold: the remainder)
     transfer_stop_to_set_cs: float = 0.2e-6
     deassert_to_done: float = 3.0e-6
+    done_to_start: float = 2.0e-6            # a shared bus: the pump takes the next queued message
     done_to_idle: float = 1.0e-6
     idle_to_exit: float = 4.0e-6
     enter_to_submit: float = 4.0e-6
@@ -95,6 +98,12 @@ class KernelLatencies:
     busy_to_start: float = 1.0e-6
     start_to_set_cs: float = 3.0e-6
     jitter: float = 0.1                      # sigma of each latency, as a share of it
+
+
+@dataclasses.dataclass
+class KernelLatencies(Latencies):
+    """The driver model of a one-device trace: its latencies, and the trace's clock and layout."""
+
     seed: int = 1
     drift_ppm: float = 0.0
     clock_start_s: float = 1000.0            # trace clock at bus time 0
@@ -144,22 +153,23 @@ _LATENCIES = list(dict.fromkeys(k for chain in CHAINS.values() for _, _, k in ch
 LATENCY_KEYS = tuple(_LATENCIES)     # the nominal latencies a recipe's [kernel] table may set
 
 
-def model_options(table: dict | None) -> dict:
-    """KernelLatencies keyword arguments from a scenario's ``[kernel]`` table: latencies as
-    times ("1.2us") and ``jitter`` as a share; anything else is refused."""
+def model_options(table: dict | None, keys: tuple = LATENCY_KEYS, name: str = "kernel") -> dict:
+    """Latencies keyword arguments from a recipe's ``[kernel]`` table (or a shared bus's
+    ``[controller]``: ``name``, ``keys``): latencies as times ("1.2us") and ``jitter`` as a
+    share; anything else is refused."""
     from spigap.units import parse_time
 
     out: dict = {}
     for key, value in (table or {}).items():
         try:
-            if key in LATENCY_KEYS:
+            if key in keys:
                 out[key] = parse_time(value)
             elif key == "jitter":
                 out[key] = float(value)
             else:
-                raise UsageError(f"unknown [kernel] key {key!r}; known: {', '.join(LATENCY_KEYS)}, jitter")
-        except (ValueError, TypeError) as e:
-            raise UsageError(f"[kernel] {key}: {e}") from None
+                raise UsageError(f"unknown [{name}] key {key!r}; known: {', '.join(keys)}, jitter")
+        except (ValueError, TypeError, OverflowError) as e:
+            raise UsageError(f"[{name}] {key}: {e}") from None
     return out
 
 
@@ -487,7 +497,7 @@ def write(tl: Timeline, path, km: KernelLatencies, *, t0: float = 0.0) -> dict:
             col = f" [{cpu:03d}]" if km.cpu_column else ""
             lines.append(f"{task:>16}-{pid:<6}{col} {stamp}: {name}: {f}")
         else:
-            lines.append(f"{task:>16}-{pid:<7} [{cpu:03d}] {flags} {stamp}: {name}: {f}")
+            lines.append(trace_line(task, pid, cpu, flags, stamp, name, f))
     from spigap.outfile import write_output
 
     write_output(os.fspath(path), "\n".join(lines) + "\n")
@@ -513,6 +523,17 @@ def write(tl: Timeline, path, km: KernelLatencies, *, t0: float = 0.0) -> dict:
             for (g, f, to), v in phases.items()],
     }
     return truth
+
+
+def trace_line(task: str, pid: int, cpu: int, flags: str, stamp: str, name: str, fields: str) -> str:
+    """One event in /sys/kernel/tracing/trace's layout (also trace_pipe's)."""
+    return f"{task:>16}-{pid:<7} [{cpu:03d}] {flags} {stamp}: {name}: {fields}"
+
+
+def header(flags: int, entries: int, legend: bool = True) -> list[str]:
+    """/sys/kernel/tracing/trace's header, with the latency flags' legend or without it."""
+    lines = _header(flags, entries)
+    return lines if legend else lines[:4] + lines[-2:]
 
 
 def _header(flags: int, entries: int) -> list[str]:

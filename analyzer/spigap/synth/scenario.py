@@ -1,6 +1,9 @@
-"""Timing scenarios: a TOML description (and/or flags) -> windows -> .sr + truth.
+"""One device timed by the gaps it leaves on the bus: a recipe of the one-device form
+(spigap.synth.recipe; the seed reports' figures) -> CS windows -> a Timeline, and
+the capture's truth.
 
-Example (all times accept units: 1.6us, 250ns, 10e-6; rates: 3.6MHz)::
+The bus-wide keys ([capture], [spi]) are every recipe's (recipe.Recipe); the rest
+are this form's own. Example (all times accept units: 1.6us, 250ns, 10e-6; rates: 3.6MHz)::
 
     [capture]
     samplerate = "50MHz"
@@ -39,6 +42,13 @@ Example (all times accept units: 1.6us, 250ns, 10e-6; rates: 3.6MHz)::
     name = "mcp3008-adc"          # see analyzer/spigap/synth/devices (spigap synth --list-devices)
     channel = 3                   # ... plus that generator's own options
 
+    [payload]                     # optional: what a chip sends and answers in these windows, timing
+    name = "mcp3008-linux"        # unchanged (the words of [pattern] replaced; synth/traffic, --list-devices)
+
+    [decoders]                    # optional, read by the tests only: our decoders' stacks over the
+    stacks = ["spi:...,mcp3008"]  # capture and the warnings it shows on purpose (captures/README.md)
+    faults = [{ warning = "Null bit is 1", count = 1 }]
+
     [kernel]                      # optional: the driver model of 'spigap synth --ftrace'
     gpio_cs_latency = "1.5us"     # spi_set_cs activate -> CS assert (analyzer/spigap/synth/kernel.py,
     jitter = 0.1                  # KernelLatencies: every latency; jitter = sigma as a share of each)
@@ -53,81 +63,29 @@ Example (all times accept units: 1.6us, 250ns, 10e-6; rates: 3.6MHz)::
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-import tomllib
-from pathlib import Path
 
 import numpy as np
 
-from spigap import __version__
 from spigap.core.config import MAX_WORDSIZE
 from spigap.errors import UsageError
-from spigap.synth.srwriter import CHUNK_BYTES, Track, write_sr
-from spigap.synth.timeline import SpiShape, Timeline, Windows, build, jittered
-from spigap.units import parse_freq, parse_time
+from spigap.synth import kernel
+from spigap.synth.capture import Capture, CsLine, TraceOptions, json_list
+from spigap.synth.recipe import MAX_BITS, MAX_WINDOWS, Recipe
+from spigap.synth.timeline import Timeline, Windows, build, jittered
+from spigap.units import parse_time
 
-# What one synthesized capture may hold: every window and every clocked bit's edges are
-# planned in memory and every sample is written, so a recipe asking for more (a
-# typo'd "messages = 10**12", "cs_change = 1e9s") is refused in one line instead of
-# running out of memory or writing for days. The largest capture spigap's own
-# benchmarks synthesize is 1 G samples and 2.5 M windows.
-MAX_WINDOWS = 10_000_000
-MAX_BITS = 400_000_000              # clocked bits (two SCLK edges each)
-MAX_SAMPLES = 8_000_000_000
+MAX_SIGMA_S = 1.0                  # a gap's jitter (sigma): a second is not jitter any more
 
-
-def check_size(what: str, n_samples: int) -> None:
-    """Refuse a capture of more than MAX_SAMPLES samples (``what`` names the scenario kind)."""
-    if n_samples > MAX_SAMPLES:
-        raise UsageError(f"{what}: the capture would hold {n_samples:.3g} samples, more than spigap synth "
-                         f"writes ({MAX_SAMPLES:.3g}); shorten the timings or the duration, or lower samplerate")
-
-
-GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch")
-
-
-
-def set_bus_setting(obj, key: str, value) -> bool:
-    """The SPI bus keys a scenario and a shared-bus scenario share (mode, bitorder,
-    cs_polarity, channels), set on ``obj``; False for any other key."""
-    if key == "mode":
-        m = int(value)
-        if m not in range(4):
-            raise ValueError("mode must be 0..3")
-        obj.cpol, obj.cpha = m >> 1, m & 1
-    elif key == "bitorder":
-        if value not in ("msb", "lsb"):
-            raise ValueError("bitorder is msb or lsb")
-        obj.lsb_first = value == "lsb"
-    elif key == "cs_polarity":
-        if value not in ("low", "high"):
-            raise ValueError("cs_polarity is low or high")
-        obj.cs_active_low = value == "low"
-    elif key == "channels":
-        obj.channels = {**obj.channels, **dict(value)}
-    else:
-        return False
-    return True
+# the gaps a recipe may jitter ([jitter] sigma, by kind)
+JITTER_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch")
 
 
 @dataclasses.dataclass
-class Scenario:
-    samplerate: float = 50e6
-    seed: int = 1
-    lead: float = 20e-6
-    tail: float = 20e-6
+class Scenario(Recipe):
+    """One device's windows, timed by their gaps (module docstring); bus-wide keys: Recipe."""
+
     crop_start: float | None = None
     crop_end: float | None = None
-    chunk_bytes: int = CHUNK_BYTES
-    sclk: float = 3.6e6
-    cpol: int = 0
-    cpha: int = 0
-    wordsize: int = 8
-    lsb_first: bool = False
-    cs_active_low: bool = True
-    channels: dict = dataclasses.field(default_factory=lambda: {
-        "clk": "SCLK", "mosi": "MOSI", "miso": "MISO", "cs": "CS"})
     words_per_transfer: int = 3
     segments: list | None = None
     window_words: list | None = None
@@ -147,52 +105,34 @@ class Scenario:
     stall_probability: float = 0.0
     stall: tuple = (20e-6, 200e-6)
     stall_kinds: tuple = ("cs_change", "context_switch")
-    source: str = ""
     device: dict | None = None
+    payload: dict | None = None       # [payload]: a chip's words in the [pattern] windows (synth/traffic)
     kernel: dict | None = None        # [kernel]: the trace's driver model (synth --ftrace; kernel.model_options)
-
-    @property
-    def shape(self) -> SpiShape:
-        return SpiShape(self.sclk, self.cpol, self.cpha, self.wordsize, self.lsb_first, self.cs_active_low)
 
     # ------------------------------------------------------------ loading
     @classmethod
-    def from_toml(cls, path=None, overrides: dict | None = None) -> "Scenario":
-        data: dict = {}
-        text = ""
-        if path is not None:
-            try:
-                text = Path(path).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as e:
-                from spigap.errors import InputError
-
-                raise InputError(f"cannot read the scenario: {getattr(e, 'strerror', None) or e}",
-                                 path=str(path)) from None
-            try:
-                data = tomllib.loads(text)
-            except tomllib.TOMLDecodeError as e:
-                raise UsageError(f"not valid TOML: {e}", path=str(path)) from None
-        flat = {}
+    def from_tables(cls, data: dict, text: str, overrides: dict | None, path=None) -> "Scenario":
+        data = dict(data)
         device = data.pop("device", None)
+        payload = data.pop("payload", None)
+        data.pop("decoders", None)          # for the tests (captures/README.md), not the synthesizer
         kernel_table = data.pop("kernel", None)
-        for section, values in data.items():
-            if not isinstance(values, dict):
-                flat[section] = values
-                continue
-            for key, value in values.items():
-                flat[key] = value
-        flat.update(overrides or {})
+        flat = cls.flat(data, overrides)
         if "device" in flat:
             device = flat.pop("device")
         sc = cls()
         sc.source = text
         sc.device = dict(device) if device else None
+        if payload is not None and not isinstance(payload, dict):
+            raise UsageError("[payload] must be a table (name = ..., options)", path=str(path) if path else None)
+        sc.payload = dict(payload) if payload else None
+        if sc.payload and sc.device:
+            raise UsageError("[payload] fills the [pattern] windows; a [device] generator makes its own: "
+                             "give one of them", path=str(path) if path else None)
         if kernel_table is not None:
-            from spigap.synth.kernel import model_options
-
             if not isinstance(kernel_table, dict):
                 raise UsageError("[kernel] must be a table of latencies", path=str(path) if path else None)
-            model_options(kernel_table)          # refuse unknown keys when the recipe is read
+            kernel.model_options(kernel_table)          # refuse unknown keys when the recipe is read
             sc.kernel = dict(kernel_table)
         for key, value in flat.items():
             sc._set(key, value)
@@ -200,17 +140,14 @@ class Scenario:
         return sc
 
     def _set(self, key: str, value) -> None:
-        times = {"lead", "tail", "crop_start", "crop_end", "cs_setup", "cs_hold", "inter_transfer",
-                 "cs_change", "context_switch", "burst_gap"}
+        times = {"crop_start", "crop_end", "cs_setup", "cs_hold", "inter_transfer", "cs_change", "context_switch",
+                 "burst_gap"}
         try:
             if key in times:
                 setattr(self, key, parse_time(value))
-            elif key in ("samplerate", "sclk"):
-                setattr(self, key, parse_freq(value))
-            elif set_bus_setting(self, key, value):       # mode, bitorder, cs_polarity, channels
+            elif self.set_common(key, value):           # samplerate, sclk, mode, wordsize, channels ...
                 pass
-            elif key in ("cpol", "cpha", "wordsize", "words_per_transfer", "transfers_per_message",
-                         "messages", "seed", "chunk_bytes", "messages_per_burst"):
+            elif key in ("words_per_transfer", "transfers_per_message", "messages", "messages_per_burst"):
                 setattr(self, key, int(value))
             elif key == "idle_clocks" or key == "stall_probability":
                 setattr(self, key, float(value))
@@ -224,7 +161,7 @@ class Scenario:
                 if isinstance(value, dict):
                     self.sigma = {k: parse_time(v) for k, v in value.items()}
                 else:
-                    self.sigma = {k: parse_time(value) for k in GAP_KINDS}
+                    self.sigma = {k: parse_time(value) for k in JITTER_KINDS}
             elif key.startswith("sigma_"):
                 self.sigma[key[6:]] = parse_time(value)
             elif key == "stall":
@@ -236,90 +173,59 @@ class Scenario:
                 raise KeyError(key)
         except KeyError:
             raise UsageError(f"unknown scenario key {key!r}") from None
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, OverflowError) as e:
             raise UsageError(f"bad value for {key!r}: {e}") from None
 
     def _check(self) -> None:
-        def need(ok, what):
-            if not ok:
-                raise UsageError(f"scenario: {what}")
-        need(self.samplerate > 0 and self.sclk > 0, "samplerate and sclk must be > 0")
-        need(1 <= self.wordsize <= MAX_WORDSIZE, f"wordsize {self.wordsize} must be 1..{MAX_WORDSIZE}")
-        need(self.cpol in (0, 1) and self.cpha in (0, 1), "cpol and cpha are 0 or 1")
-        for key in ("words_per_transfer", "transfers_per_message", "messages", "chunk_bytes"):
+        need = self.need
+        self.check_common(MAX_WORDSIZE)
+        for key in ("words_per_transfer", "transfers_per_message", "messages"):
             need(getattr(self, key) >= 1, f"{key} must be >= 1, not {getattr(self, key)}")
-        need(self.messages_per_burst >= 0 and self.seed >= 0, "messages_per_burst and seed must be >= 0")
+        need(self.messages_per_burst >= 0, "messages_per_burst must be >= 0")
         n_win = self.messages * self.transfers_per_message
         per_win = (sum(self.window_words) / len(self.window_words)) if self.window_words else self.words_per_transfer
         need(n_win <= MAX_WINDOWS, f"messages x transfers_per_message = {n_win:.3g} windows, more than spigap "
              f"synth plans ({MAX_WINDOWS:,}); lower messages")
         need(n_win * per_win * self.wordsize <= MAX_BITS, f"{n_win * per_win * self.wordsize:.3g} clocked bits, "
              f"more than spigap synth plans ({MAX_BITS:,}); lower messages or words_per_transfer")
-        for key in ("lead", "tail", "cs_setup", "cs_hold", "inter_transfer", "cs_change", "context_switch",
-                    "burst_gap", "idle_clocks"):
+        for key in ("cs_setup", "cs_hold", "inter_transfer", "cs_change", "context_switch", "burst_gap",
+                    "idle_clocks"):
             v = getattr(self, key)
             need(v >= 0 and np.isfinite(v), f"{key} must be >= 0, not {v:g}")
-        need(all(v >= 0 for v in self.sigma.values()), "jitter (sigma) must be >= 0")
+        need(all(0 <= v <= MAX_SIGMA_S for v in self.sigma.values()),
+             f"jitter (sigma) must be 0 .. {MAX_SIGMA_S:g} s")
         need(0 <= self.stall_probability <= 1, "stall_probability must be in [0, 1]")
         need(0 <= self.stall[0] <= self.stall[1], "stall is a range [low, high] of times >= 0")
         need(all(n >= 1 for n in self.segments or []) and all(n >= 1 for n in self.window_words or []),
              "segments and window_words must be >= 1 each")
-        if self.samplerate < 2 * self.sclk:
-            raise UsageError(f"samplerate {self.samplerate:g} Hz cannot show SCLK {self.sclk:g} Hz "
-                             "(needs at least 2 samples per period)")
         if self.segments and self.window_words:
             raise UsageError("segments and window_words cannot be combined")
         if self.segments and sum(self.segments) != self.words_per_transfer:
             raise UsageError(f"segments {self.segments} do not add up to words_per_transfer "
                              f"{self.words_per_transfer}")
         for k in self.sigma:
-            if k not in GAP_KINDS:
-                raise UsageError(f"unknown jitter kind {k!r}; known: {', '.join(GAP_KINDS)}")
+            if k not in JITTER_KINDS:
+                raise UsageError(f"unknown jitter kind {k!r}; known: {', '.join(JITTER_KINDS)}")
 
     # ----------------------------------------------------------- building
     def windows(self) -> Windows:
+        """The recipe's windows: [pattern] payloads with this scenario's timing and jitter."""
         rng = np.random.default_rng(self.seed)
-        T = 1.0 / self.sclk
         n = self.messages * self.transfers_per_message
-        floor = 2.0 / self.samplerate
-        k = np.arange(n) % self.transfers_per_message
-        kind = np.where(k == 0, "context_switch", "cs_change").astype(object)
-        kind[0] = "lead"
-
-        def gaps(name, nominal, count, lo=floor):
-            stall_p = self.stall_probability if name in self.stall_kinds else 0.0
-            return jittered(rng, nominal, count, self.sigma.get(name, 0.0), stall_p, self.stall, lo)
-
-        gap_before = np.where(kind == "cs_change", gaps("cs_change", self.cs_change, n),
-                              gaps("context_switch", self.context_switch, n))
-        if self.messages_per_burst > 0:
-            msg = np.arange(n) // self.transfers_per_message
-            burst_start = (k == 0) & (msg % self.messages_per_burst == 0)
-            gap_before = np.where(burst_start, gaps("context_switch", self.burst_gap, n), gap_before)
-        gap_before[0] = self.lead
         if self.window_words:
             per = np.resize(np.array(self.window_words, np.int64), n)
         else:
             per = np.full(n, self.words_per_transfer, np.int64)
-        nw = int(per.sum())
-        word_window = np.repeat(np.arange(n), per)
-        rank = np.arange(nw) - np.repeat(np.cumsum(per) - per, per)
-        boundary = np.zeros(nw, bool)
+        boundary = None
         if self.segments:
             starts = np.zeros(self.words_per_transfer, bool)
             starts[np.cumsum(self.segments)[:-1]] = True
-            boundary = starts[rank]
-        nominal_ib = T / 2 + self.idle_clocks * T
-        word_gap = np.where(boundary, gaps("inter_transfer", self.inter_transfer, nw),
-                            gaps("inter_byte", nominal_ib, nw, T / 2))
-        word_gap[rank == 0] = 0.0
-        wpt = self.words_per_transfer
-        return Windows(gap_before=gap_before, cs_setup=gaps("cs_setup", self.cs_setup, n),
-                       cs_hold=gaps("cs_hold", self.cs_hold, n), kind=kind,
-                       message=np.cumsum(kind == "context_switch"),
-                       word_window=word_window, mosi=_payload(self.mosi, nw, wpt, self.wordsize, rng),
-                       miso=_payload(self.miso, nw, wpt, self.wordsize, rng),
-                       word_gap=word_gap, word_boundary=boundary)
+            boundary = starts[_rank(per)]
+        w = self._timed(rng, (np.arange(n) % self.transfers_per_message) == 0, per, boundary)
+        nw, wpt = len(w.word_window), self.words_per_transfer
+        w.mosi = _payload(self.mosi, nw, wpt, self.wordsize, rng)
+        w.miso = _payload(self.miso, nw, wpt, self.wordsize, rng)
+        return w
 
     def windows_from_payload(self, mosi: list, miso: list | None = None, *,
                              message_start: list | None = None,
@@ -334,10 +240,24 @@ class Scenario:
         """
         rng = np.random.default_rng(self.seed)
         n = len(mosi)
-        T = 1.0 / self.sclk
-        floor = 2.0 / self.samplerate
         if message_start is None:
             message_start = (np.arange(n) % self.transfers_per_message) == 0
+        boundary = np.concatenate([np.asarray(b, bool) for b in segment_start]) if segment_start else None
+        w = self._timed(rng, message_start, np.array([len(x) for x in mosi], np.int64), boundary)
+        w.mosi = np.array([v for x in mosi for v in x], dtype=np.uint64)
+        if miso is not None:
+            w.miso = np.array([v for x in miso for v in x], dtype=np.uint64)
+        return w
+
+    def _timed(self, rng, message_start, per: np.ndarray, boundary: np.ndarray | None) -> Windows:
+        """Windows of ``per[i]`` words each (payloads zero), every gap drawn from ``rng``: the
+        CS-inactive gaps (a context switch before a window that starts a message, else a
+        cs_change; a burst gap before the first message of a burst; the lead before the
+        first), the word gaps (inter-transfer where ``boundary``, else inter-byte), CS
+        setup and hold."""
+        n = len(per)
+        T = 1.0 / self.sclk
+        floor = 2.0 / self.samplerate
         ms = np.asarray(message_start, bool)
         kind = np.where(ms, "context_switch", "cs_change").astype(object)
         if n:
@@ -355,20 +275,16 @@ class Scenario:
             gap_before = np.where(burst_start, gaps("context_switch", self.burst_gap, n), gap_before)
         if n:
             gap_before[0] = self.lead
-        per = np.array([len(w) for w in mosi], np.int64)
         nw = int(per.sum())
-        word_window = np.repeat(np.arange(n), per)
-        rank = np.arange(nw) - np.repeat(np.cumsum(per) - per, per)
-        boundary = (np.concatenate([np.asarray(b, bool) for b in segment_start]) if segment_start
-                    else np.zeros(nw, bool))
+        if boundary is None:
+            boundary = np.zeros(nw, bool)
         word_gap = np.where(boundary, gaps("inter_transfer", self.inter_transfer, nw),
                             gaps("inter_byte", T / 2 + self.idle_clocks * T, nw, T / 2))
-        word_gap[rank == 0] = 0.0
-        flat = lambda ws: np.array([v for w in ws for v in w], dtype=np.uint64)  # noqa: E731
+        word_gap[_rank(per) == 0] = 0.0
         return Windows(gap_before=gap_before, cs_setup=gaps("cs_setup", self.cs_setup, n),
                        cs_hold=gaps("cs_hold", self.cs_hold, n), kind=kind,
-                       message=np.cumsum(kind == "context_switch"), word_window=word_window,
-                       mosi=flat(mosi), miso=flat(miso) if miso is not None else np.zeros(nw, np.uint64),
+                       message=np.cumsum(kind == "context_switch"), word_window=np.repeat(np.arange(n), per),
+                       mosi=np.zeros(nw, np.uint64), miso=np.zeros(nw, np.uint64),
                        word_gap=word_gap, word_boundary=boundary)
 
     def timeline(self) -> Timeline:
@@ -381,12 +297,62 @@ class Scenario:
             if name not in gens:
                 raise UsageError(f"unknown device generator {name!r}; known: {', '.join(sorted(gens)) or 'none'}")
             return gens[name](self, opts)
-        return build(self.windows(), self.shape, self.tail)
+        w = self.windows()
+        truth = None
+        if self.payload:
+            from spigap.synth.traffic import fill_payload
 
-    def recipe(self) -> str:
-        head = (f"# Synthesized by spigap synth {__version__}: NOT a real capture.\n"
-                "# Regenerate with: spigap synth --config <this file> -o <capture>.sr\n")
-        return head + (self.source or "")
+            # the words only: every gap was drawn before them, so the timing stays the [pattern]'s
+            truth = fill_payload(self, w, dict(self.payload))
+        tl = build(w, self.shape, self.tail)
+        tl.device_truth = truth
+        return tl
+
+    def capture(self, tl: Timeline | None = None) -> "GapCapture":
+        """The capture of ``tl`` (default: this recipe's timeline), cropped to crop_start..crop_end."""
+        tl = tl or self.timeline()
+        offset = int(round((self.crop_start or 0.0) * self.samplerate))
+        end = self.crop_end if self.crop_end is not None else tl.end_time
+        n_samples = int(round(end * self.samplerate)) - offset
+        if n_samples <= 0:
+            raise UsageError("the capture would be empty (check crop_start/crop_end)")
+        cs = [CsLine(self.channels["cs"], tl.shape.cs_active_low, tl.cs_assert, tl.cs_deassert)] \
+            if self.channels.get("cs") else []
+        return GapCapture(self, tl, cs, offset, n_samples)
+
+
+@dataclasses.dataclass
+class GapCapture(Capture):
+    """A one-device capture: its truth is the timeline's, its kernel trace the driver model's
+    (kernel.py) placed inside the bus gaps."""
+
+    recipe: Scenario
+
+    def truth(self) -> dict:
+        return truth_json(self.timeline, self.t0)
+
+    @property
+    def t0(self) -> float:
+        """The timeline time of the capture's first sample (crop_start, to the sample)."""
+        return self.offset / self.recipe.samplerate
+
+    def write_trace(self, path, opts: TraceOptions) -> dict:
+        sc = self.recipe
+        km = kernel.KernelLatencies(**dataclasses.asdict(opts), seed=sc.seed + 1, **kernel.model_options(sc.kernel))
+        return kernel.write(self.timeline, path, km, t0=self.t0)
+
+    def describe(self) -> str:
+        return f"{len(self.timeline.cs_assert)} transfers"
+
+    def describe_trace(self, opts: TraceOptions) -> str:
+        t = self.traced or {}
+        return (f"{t.get('events_written')} events ({opts.layout}, drift {opts.drift_ppm:g} ppm, "
+                f"{t.get('lost_events')} lost)")
+
+
+def _rank(per: np.ndarray) -> np.ndarray:
+    """Each word's place in its window (0 for the first), windows of ``per[i]`` words."""
+    return np.arange(int(per.sum())) - np.repeat(np.cumsum(per) - per, per)
 
 
 def _payload_spec(value):
@@ -425,62 +391,17 @@ def _payload(spec, n_words: int, wpt: int, ws: int, rng) -> np.ndarray:
     return np.resize(vals, n_words)
 
 
-def tracks(tl: Timeline, channels: dict, samplerate: float, offset: int = 0) -> list[Track]:
-    """Quantize a timeline to sample numbers (round to nearest), one Track per channel."""
-    q = lambda t: np.rint(np.asarray(t) * samplerate).astype(np.int64) - offset  # noqa: E731
-    shape = tl.shape
-    out = []
-    if channels.get("clk"):
-        out.append(Track(channels["clk"], q(tl.clk_t), tl.clk_level, shape.cpol))
-    if channels.get("mosi"):
-        out.append(Track(channels["mosi"], q(tl.data_t), tl.mosi_bits, 0))
-    if channels.get("miso"):
-        out.append(Track(channels["miso"], q(tl.data_t), tl.miso_bits, 0))
-    if channels.get("cs"):
-        act = 0 if shape.cs_active_low else 1
-        t = np.empty(2 * len(tl.cs_assert))
-        t[0::2], t[1::2] = tl.cs_assert, tl.cs_deassert
-        lv = np.tile(np.array([act, 1 - act], np.uint8), len(tl.cs_assert))
-        out.append(Track(channels["cs"], q(t), lv, 1 - act))
-    for name, (times, levels, idle) in tl.extra.items():
-        out.append(Track(name, q(times), np.asarray(levels, np.uint8), idle))
-    return out
-
-
-def write(sc: Scenario, path, *, truth_path=None, tl: Timeline | None = None, **writer_kw) -> Timeline:
-    tl = tl or sc.timeline()
-    offset = int(round((sc.crop_start or 0.0) * sc.samplerate))
-    end = sc.crop_end if sc.crop_end is not None else tl.end_time
-    n_samples = int(round(end * sc.samplerate)) - offset
-    if n_samples <= 0:
-        raise UsageError("the capture would be empty (check crop_start/crop_end)")
-    check_size("scenario", n_samples)
-    trs = tracks(tl, sc.channels, sc.samplerate, offset)
-    writer_kw.setdefault("chunk_bytes", sc.chunk_bytes)
-    write_sr(path, trs, sc.samplerate, n_samples, extra_members={"spigap-synth.toml": sc.recipe()},
-             **writer_kw)
-    if truth_path:
-        from spigap.outfile import write_output
-
-        write_output(os.fspath(truth_path), json.dumps(truth_json(tl, offset / sc.samplerate), indent=1))
-    return tl
-
-
 def truth_json(tl: Timeline, t0: float = 0.0) -> dict:
     tr = tl.truth()
-
-    def clean(a):
-        return [None if (isinstance(x, float) and np.isnan(x)) else x for x in np.asarray(a).tolist()]
-
     return {
         "note": "ground truth of a synthesized capture, seconds; docs/gaps.md defines the gaps",
         "time_offset_s": t0,
         "transfers": len(tl.cs_assert),
-        "cs_assert_s": clean(tr["cs_assert"] - t0), "cs_deassert_s": clean(tr["cs_deassert"] - t0),
-        "cs_setup_s": clean(tr["cs_setup"]), "cs_hold_s": clean(tr["cs_hold"]),
-        "gap_before_s": clean(tr["gap_before"]), "gap_before_kind": [str(k) for k in tr["kind"]],
-        "inter_byte_s": clean(tr["inter_byte"]), "inter_transfer_s": clean(tr["inter_transfer"]),
-        "mosi": clean(tr["mosi"]), "miso": clean(tr["miso"]),
+        "cs_assert_s": json_list(tr["cs_assert"] - t0), "cs_deassert_s": json_list(tr["cs_deassert"] - t0),
+        "cs_setup_s": json_list(tr["cs_setup"]), "cs_hold_s": json_list(tr["cs_hold"]),
+        "gap_before_s": json_list(tr["gap_before"]), "gap_before_kind": [str(k) for k in tr["kind"]],
+        "inter_byte_s": json_list(tr["inter_byte"]), "inter_transfer_s": json_list(tr["inter_transfer"]),
+        "mosi": json_list(tr["mosi"]), "miso": json_list(tr["miso"]),
         "device": _jsonable(tl.device_truth),
     }
 

@@ -69,11 +69,15 @@ def config_for_profile(profile: Profile, cfg: SpiConfig | None = None, *, mode_g
 
 # ------------------------------------------------------------------ the check
 def check_analysis(analysis: Analysis, profile, device=None, *, headroom: float = DEFAULT_HEADROOM,
-                   events: dict | None = None) -> CheckResult:
+                   events: dict | None = None, rx=None, margin: float | None = None) -> CheckResult:
     """Check one analysed capture against a profile (name, file or Profile) and,
     optionally, a device's datasheet limits (spec like "mcp3008@5V", file or
     Device). ``events``: role -> EventTrack for CONVST/BUSY (spigap.timing.extra_channels).
-    ``profile`` None: the device limits alone.
+    ``profile`` None: the device limits alone. When the capture was measured at the pins
+    (``analysis.pins``), the device's pin limits are judged on it, and so is the MISO
+    window at the controller against ``rx`` (a ``spigap.pins.advice.Requirement``; default:
+    valid at the edge, assumed), with the device-tree advice for ``margin`` (s; default
+    5 % of the SCLK period) in the notes and ``summary["pins"]``.
     """
     prof = load_profile(profile) if profile is not None else None
     dev = load_device(device) if device else None
@@ -100,7 +104,11 @@ def check_analysis(analysis: Analysis, profile, device=None, *, headroom: float 
         dev_items, notes = check_device(m, dev)
         items += dev_items
     a = analysis
-    summary = {
+    pin_summary = None
+    if a.pins is not None:
+        pin_summary, pin_notes = _pins(a.pins, dev, items, headroom, rx, margin)
+        notes = list(notes) + pin_notes
+    summary: dict = {
         "transfers": a.n,
         "samplerate_hz": a.info.samplerate_hz,
         "sclk_hz": a.sclk_hz,
@@ -112,9 +120,28 @@ def check_analysis(analysis: Analysis, profile, device=None, *, headroom: float 
         "idle_gap_s": prof.idle_gap if prof else None,
         "truncated": a.truncated,
     }
+    if pin_summary is not None:
+        summary["pins"] = pin_summary
     return CheckResult(capture=a.info.path, profile=prof, device=dev, resolution_s=a.tick_s,
                        headroom=headroom, items=items, notes=notes, summary=summary,
                        warnings=list(a.warnings))
+
+
+def _pins(res, dev, items: list, headroom: float, rx, margin) -> tuple[dict, list[str]]:
+    """The controller's MISO window (items) and the advice (notes) of a capture measured at the pins."""
+    from spigap.pins.advice import Requirement, period_s
+    from spigap.timing.checks import pins
+
+    rx = rx or Requirement()
+    if margin is None:
+        T = period_s(res)
+        margin = 0.05 * T if T else 0.0
+    items += pins.controller_items(res, rx, headroom)
+    advice = pins.advice_lines(res, rx, margin, dev)
+    notes = [f"suggestion: {a['text']}" for a in advice]
+    return {"measured": res.to_dict(), "windows": pins.windows(res), "advice": advice, "margin_s": margin,
+            "controller": {"setup_s": rx.setup, "hold_s": rx.hold, "source": rx.source,
+                           "assumed": rx.assumed}}, notes
 
 
 def overall_verdict(results: list) -> str:
@@ -127,3 +154,22 @@ def results_to_dict(results: list) -> dict:
     verdict = overall_verdict(results)
     return {"spigap": __version__, "check_schema": CHECK_SCHEMA, "verdict": verdict,
             "results": [r.to_dict() for r in results]}
+
+
+def device_limits(spec):
+    """The datasheet limits (spigap.timing.profiles.Device) of ``spec``, or None for 'none'."""
+    from spigap.core.labels import parse_spec
+    from spigap.errors import UsageError
+    from spigap.timing.profiles import load_device
+
+    if spec is None or str(spec).strip().lower() == "none":
+        return None
+    d = parse_spec(spec)
+    if not d.is_file:
+        from spigap.timing.profiles import list_devices
+
+        shipped = sorted({x.name for x in list_devices()})
+        if d.name not in shipped:
+            raise UsageError(f"no datasheet limits shipped for {d.name!r} (spigap has them for "
+                             f"{', '.join(shipped)})", hint="give a device .toml file, or --device none")
+    return load_device(d.limits_spec)

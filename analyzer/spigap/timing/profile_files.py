@@ -1,10 +1,13 @@
-"""The profile and device file format: one dataclass per TOML table, and the
-rules between keys (docs/timing-model.md, "Profile files", "Device files").
+"""The profile and device file format: what a file reads into (``Profile``, ``Device``,
+their ``Expectation`` and ``Limit`` entries, the metrics they name), one dataclass per
+TOML table, and the rules between keys (docs/timing-model.md, "Profile files",
+"Device files").
 
 ``parse_profile`` / ``parse_device`` turn a parsed TOML document into a
-``Profile`` / ``Device`` (spigap.timing.profiles); spigap.timing.toml_tables
-reads each table (types, units, unknown keys) and words the errors: one line,
-the file, ``table.key`` and what is wrong.
+``Profile`` / ``Device``; spigap.timing.toml_tables reads each table (types, units,
+unknown keys) and words the errors: one line, the file, ``table.key`` and what is
+wrong. spigap.timing.profiles finds the files (shipped names, user paths) and
+loads them.
 """
 
 from __future__ import annotations
@@ -12,16 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated
 
-from spigap.timing.profiles import (
-    EXPECT_METRICS,
-    LIMIT_METRICS,
-    MODEL_METRICS,
-    VALUE_METRICS,
-    Device,
-    Expectation,
-    Limit,
-    Profile,
-)
+from spigap.core.config import MAX_WORDSIZE
+from spigap.timing.model import TimingModel
 from spigap.timing.toml_tables import (
     Bad,
     ProfileError,
@@ -30,6 +25,7 @@ from spigap.timing.toml_tables import (
     flag,
     freq,
     integer,
+    level,
     missing,
     number,
     quantity,
@@ -44,6 +40,196 @@ from spigap.timing.toml_tables import (
     time,
     tolerance,
 )
+
+
+# ------------------------------------------------------------------ what a file reads into
+# metric -> unit, for [expect.*] tables
+GAP_METRICS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
+               "transfer_duration", "transfer_period")
+VALUE_METRICS = {"sclk": "Hz", "transfer_rate": "1/s"}
+EXPECT_METRICS = {**{m: "s" for m in GAP_METRICS}, **VALUE_METRICS}
+MODEL_METRICS = ("transfer_duration", "transfer_rate")   # may take their expectation from the model
+
+# device limit metric -> (unit, scope, needs)
+LIMIT_METRICS = {
+    "cs_setup": ("s", "transfer", None),          # CS assert -> first SCLK edge, per transfer
+    "cs_hold": ("s", "transfer", None),           # last SCLK edge -> CS deassert, per transfer
+    "cs_high": ("s", "transfer", None),           # every CS-inactive gap (cs_change, context switch)
+    "sclk_half": ("s", "transfer", None),         # shortest SCLK high or low phase in each transfer
+    "transfer_duration": ("s", "transfer", None),
+    "transfer_period": ("s", "transfer", None),
+    "frame_bits": ("bits", "transfer", None),     # SCLK bits per CS window
+    "sclk": ("Hz", "global", None),               # measured SCLK frequency
+    "sclk_outside_cs": ("edges", "global", None),  # SCLK edges while CS is inactive
+    "convst_period": ("s", "event", "convst"),    # CONVST rising -> next CONVST rising
+    "sclk_at_busy_fall": ("edges", "event", "busy"),  # BUSY falls while SCLK is running in a window
+    # at the pins (docs/pin-timing.md): judged on the pin measurement, every sampling edge
+    "din_setup": ("s", "pin", None),              # MOSI valid -> the device's sampling edge
+    "din_hold": ("s", "pin", None),               # the device's sampling edge -> MOSI leaves
+    "dout_valid": ("s", "pin", None),             # launching edge -> MISO valid (tDO)
+    "dout_hold": ("s", "pin", None),              # launching edge -> MISO leaves the old bit
+    "cs_dout_valid": ("s", "pin", None),          # CS assert -> the first MISO bit valid
+    "sclk_high": ("s", "pin", None),              # SCLK high time at the pins
+    "sclk_low": ("s", "pin", None),
+    "sclk_rise": ("s", "pin", None), "sclk_fall": ("s", "pin", None),    # 10-90 %
+    "din_rise": ("s", "pin", None), "din_fall": ("s", "pin", None),
+    "dout_rise": ("s", "pin", None), "dout_fall": ("s", "pin", None),
+}
+
+
+# ------------------------------------------------------------------ dataclasses
+@dataclasses.dataclass
+class Expectation:
+    metric: str
+    unit: str
+    source: str
+    p50: float | None = None          # expected median (gaps) or value (sclk, transfer_rate)
+    tolerance: float | None = None    # absolute half-width of the p50/value band
+    rel_tolerance: float | None = None  # relative half-width ("5%"), used when tolerance is None
+    p99_min: float | None = None
+    p99_max: float | None = None
+    model: bool = False               # the expected value comes from the timing model
+    assumed: bool = False             # the expected value is our assumption, not a measurement
+    unverified: bool = False
+    note: str = ""
+
+    def band(self, expected: float | None) -> tuple[float | None, float | None]:
+        """The (lo, hi) band around ``expected`` (None: no band)."""
+        if expected is None:
+            return None, None
+        tol = self.tolerance if self.tolerance is not None else (
+            abs(expected) * self.rel_tolerance if self.rel_tolerance is not None else None)
+        if tol is None:
+            return None, None
+        return expected - tol, expected + tol
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Profile:
+    name: str
+    title: str
+    path: str
+    sources: list
+    assumptions: list
+    platform: str = ""
+    controller: str = ""
+    kernel: str | None = None
+    userspace: str = ""
+    device: str | None = None            # default device spec for `spigap check`
+    patches: list = dataclasses.field(default_factory=list)  # changes to the stock kernel
+    notes: str = ""
+    # [bus]
+    sclk_hz: float = 0.0
+    sclk_source: str = ""
+    mode: int | None = None
+    bits_per_word: int = 8
+    idle_clocks: float = 0.0
+    idle_after_last_word: bool = False
+    words_per_transfer: int = 1
+    table: tuple = (1, 10, 100, 500)
+    # [timing]: the model's inputs (measured edge-to-edge gaps), seconds
+    timing: dict = dataclasses.field(default_factory=dict)
+    segments: int = 1
+    cs_change_delay: float | None = None  # what spi.c is asked to wait (spidev: 10 µs)
+    # [analysis]
+    transfers_per_message: int | None = None
+    idle_gap: float | None = None
+    # [expect.*]
+    expect: dict = dataclasses.field(default_factory=dict)
+
+    def model(self, **overrides) -> TimingModel:
+        t = self.timing
+        kw = dict(sclk_hz=self.sclk_hz, bits_per_word=self.bits_per_word,
+                  idle_clocks=self.idle_clocks, idle_after_last_word=self.idle_after_last_word,
+                  cs_setup=t.get("cs_setup", 0.0), cs_hold=t.get("cs_hold", 0.0),
+                  cs_change=t.get("cs_change", 0.0), context_switch=t.get("context_switch", 0.0),
+                  inter_transfer=t.get("inter_transfer", 0.0), segments=self.segments)
+        kw.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return TimingModel(**kw)
+        except ValueError as e:
+            raise ProfileError(f"cannot build the timing model: {e}", path=self.path) from None
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["expect"] = {k: v.to_dict() for k, v in self.expect.items()}
+        d["table"] = list(self.table)
+        return d
+
+
+@dataclasses.dataclass
+class Limit:
+    """One datasheet limit; also the schema of a [limits.KEY] table (min and max in
+    the unit of the metric, LIMIT_METRICS)."""
+
+    name: Annotated[str, string]              # datasheet symbol, e.g. tCSH (default: the table's KEY)
+    metric: Annotated[str, text]
+    what: Annotated[str, text]
+    source: Annotated[str, text]
+    min: Annotated[float | None, quantity] = None
+    max: Annotated[float | None, quantity] = None
+    multiple_of: Annotated[int | None, integer(lo=1)] = None
+    unverified: Annotated[bool, flag] = False
+    assumption: Annotated[str, string] = ""   # what we assume to check it from the SPI lines alone
+    note: Annotated[str, string] = ""
+
+    @property
+    def unit(self) -> str:
+        return LIMIT_METRICS[self.metric][0]
+
+    @property
+    def needs(self) -> str | None:
+        return LIMIT_METRICS[self.metric][2]
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["unit"] = self.unit
+        d["needs"] = self.needs
+        return d
+
+
+@dataclasses.dataclass
+class Electrical:
+    """The device's logic input levels at its supply (the ``[electrical]`` table, a variant's
+    overriding it): VIL and VIH in volts."""
+
+    vdd: float | None
+    vil: float
+    vih: float
+    source: str
+    unverified: bool = False
+    assumed: bool = False
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Device:
+    name: str
+    variant: str | None
+    title: str
+    path: str
+    sources: list
+    limits: list
+    notes: str = ""
+    cannot_check: list = dataclasses.field(default_factory=list)
+    electrical: Electrical | None = None
+
+    @property
+    def spec(self) -> str:
+        return f"{self.name}@{self.variant}" if self.variant else self.name
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "variant": self.variant, "spec": self.spec, "title": self.title,
+                "path": self.path, "sources": list(self.sources), "notes": self.notes,
+                "cannot_check": list(self.cannot_check),
+                "electrical": self.electrical.to_dict() if self.electrical else None,
+                "limits": [lim.to_dict() for lim in self.limits]}
 
 
 # ------------------------------------------------------------------ tables
@@ -87,7 +273,7 @@ class BusTable:                     # [bus]
     sclk_source: Annotated[str, string] = ""
     sclk_tolerance: Annotated[tuple, tolerance("Hz")] = (None, None)
     mode: Annotated[int | None, integer(0, 3)] = None
-    bits_per_word: Annotated[int, integer(lo=1)] = 8
+    bits_per_word: Annotated[int, integer(1, MAX_WORDSIZE)] = 8
     idle_clocks: Annotated[float, number(lo=0)] = 0.0
     idle_after_last_word: Annotated[bool, flag] = False
     words_per_transfer: Annotated[int, integer(lo=1)] = 1
@@ -161,10 +347,22 @@ class DeviceTable:                  # [device]
 
 
 @dataclasses.dataclass(kw_only=True)
+class ElectricalTable:              # [electrical], [variants.NAME.electrical]: logic input levels
+    vdd: Annotated[float | None, number(lo=0)] = None
+    vil: Annotated[tuple | None, level] = None
+    vih: Annotated[tuple | None, level] = None
+    source: Annotated[str, string] = ""
+    unverified: Annotated[bool, flag] = False
+    assumed: Annotated[bool, flag] = False
+    note: Annotated[str, string] = ""
+
+
+@dataclasses.dataclass(kw_only=True)
 class VariantTable:                 # [variants.NAME]: limits that override or add to [limits]
     title: Annotated[str, string] = ""
     notes: Annotated[str, string] = ""
     limits: Annotated[dict, tables] = dataclasses.field(default_factory=dict)
+    electrical: Annotated[dict, a_table] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -174,6 +372,7 @@ class DeviceFile:
         metadata=missing("[device] table is missing: is this a spigap device file?"))
     limits: Annotated[dict, tables] = dataclasses.field(default_factory=dict)
     variants: Annotated[dict, tables] = dataclasses.field(default_factory=dict)
+    electrical: Annotated[dict, a_table] = dataclasses.field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ profiles
@@ -254,6 +453,7 @@ def parse_device(data: dict, path: str, variant: str | None = None) -> Device:
     # limit is read from its [limits.KEY] table updated by the variant's
     merged = {key: [(f"limits.{key}", tbl)] for key, tbl in f.limits.items()}
     vnotes = ""
+    elec = [("electrical", f.electrical)] if f.electrical else []
     for vname, vdata in variants.items():
         v = read_table(VariantTable, vdata, Where(path, f"variants.{vname}"))
         own = [(key, (f"variants.{vname}.limits.{key}", tbl)) for key, tbl in v.limits.items()]
@@ -261,12 +461,42 @@ def parse_device(data: dict, path: str, variant: str | None = None) -> Device:
             vnotes = " ".join(filter(None, [v.title, v.notes]))
             for key, tbl in own:
                 merged.setdefault(key, []).append(tbl)
+            if v.electrical:
+                elec.append((f"variants.{vname}.electrical", v.electrical))
         else:   # read the others too, so a typo in any variant is reported
             for key, tbl in own:
                 _limit(key, [*merged.get(key, []), tbl], path)
+            if v.electrical:
+                _electrical([*elec[:1], (f"variants.{vname}.electrical", v.electrical)], path)
     limits = [_limit(key, tbls, path) for key, tbls in merged.items()]
     return Device(name=d.name, variant=variant, title=d.title, path=path, sources=d.sources, limits=limits,
-                  notes=" ".join(filter(None, [d.notes, vnotes])), cannot_check=d.cannot_check)
+                  notes=" ".join(filter(None, [d.notes, vnotes])), cannot_check=d.cannot_check,
+                  electrical=_electrical(elec, path) if elec else None)
+
+
+def _electrical(tables: list, path: str) -> Electrical:
+    """The input levels from [electrical] updated by the variant's table: VIL and VIH in volts
+    (a share of VDD needs vdd)."""
+    data: dict = {}
+    for _, tbl in tables:
+        data.update(tbl)
+    at = Where(path, tables[-1][0])
+    e = read_table(ElectricalTable, data, at)
+    volts = {}
+    for key in ("vil", "vih"):
+        v = getattr(e, key)
+        if v is None:
+            raise at.key(key).error("is required (volts, or a share of VDD like \"0.7 VDD\")")
+        value, rel = v
+        if rel and e.vdd is None:
+            raise at.key("vdd").error(f"is required: {key} is a share of VDD")
+        volts[key] = value * e.vdd if rel else value
+    if not volts["vih"] > volts["vil"]:
+        raise at.key("vih").error(f"must be above vil ({volts['vil']:g} V)")
+    if not e.source.strip():
+        raise at.key("source").error("is required: where the levels come from")
+    return Electrical(vdd=e.vdd, vil=volts["vil"], vih=volts["vih"], source=e.source, unverified=e.unverified,
+                      assumed=e.assumed, note=e.note)
 
 
 def _limit(key: str, tables: list, path: str) -> Limit:

@@ -54,6 +54,8 @@ def _label(it) -> str:
         return f"{it.id[len('device.'):]} ({it.metric})"
     if it.group == "model":
         return f"{it.metric} (model)"
+    if it.group == "pins":                 # the controller's MISO window (timing/checks/pins.py)
+        return f"{it.id.partition('.')[2]} (controller)"
     return it.metric
 
 

@@ -15,7 +15,8 @@ or ``model = true``, p99_min ≤ p99_max, a device's variants) stay ours, as
 hooks. Its messages speak JSON to a TOML user ("Expected `int | null`, got
 `bool` - at `$.bus.mode`", "`object`", "`array`") and would need rewriting, and
 it accepts inf and blank strings where a profile must not. pydantic has the
-same gaps and weighs ~5 MB. tomllib (stdlib) parses; ``dataclasses`` and
+same gaps and weighs ~5 MB. tomllib (stdlib) parses (spigap.infile.read_toml, the one
+bounded TOML reader); ``dataclasses`` and
 ``typing.Annotated`` carry the schema; what is hand-written here is the
 conversion of one value, each kind a few lines.
 """
@@ -24,10 +25,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tomllib
 import typing
 
 from spigap.errors import SpigapError
+from spigap.limits import rate_problem
 from spigap.units import parse_freq, parse_time
 
 
@@ -87,23 +88,6 @@ def read_table(cls, data, where: Where):
     if unknown:
         raise where.key(unknown[0]).error("unknown key (typo?)")
     return cls(**kw)
-
-
-def read_toml(path: str, text: str | None = None) -> dict:
-    """A TOML file (or its ``text``) as a dict; a missing, unreadable or bad file is one ProfileError."""
-    try:
-        if text is None:
-            with open(path, "rb") as f:
-                return tomllib.load(f)
-        return tomllib.loads(text)
-    except FileNotFoundError:
-        raise ProfileError("no such file", path=path) from None
-    except IsADirectoryError:
-        raise ProfileError("is a directory, not a TOML file", path=path) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ProfileError(f"cannot read: {e}", path=path) from None
-    except tomllib.TOMLDecodeError as e:
-        raise ProfileError(f"not valid TOML: {e}", path=path) from None
 
 
 # ------------------------------------------------------------------ value kinds
@@ -209,6 +193,9 @@ def freq(v, at: Where) -> float:
         raise Bad(str(e)) from None
     if not (f > 0 and math.isfinite(f)):
         raise Bad("must be a positive frequency")
+    problem = rate_problem(f)
+    if problem is not None:
+        raise Bad(problem)
     return f
 
 
@@ -234,3 +221,25 @@ def tolerance(unit: str | None = None):
             return None, r
         return quantity(v, dataclasses.replace(at, unit=unit or at.unit)), None
     return kind
+
+
+def level(v, at: Where) -> tuple[float, bool]:
+    """An input level: volts (a number) or a share of the supply ("0.7 VDD", "0.3*VDD"):
+    (value, relative to VDD)."""
+    if isinstance(v, bool):
+        raise Bad("must be volts or a share of VDD like \"0.7 VDD\"")
+    if isinstance(v, (int, float)):
+        if not math.isfinite(v):
+            raise Bad(f"must be a number of volts, not {v!r}")
+        return float(v), False
+    if isinstance(v, str):
+        t = v.strip().upper().replace("*", " ").replace("X", " ")
+        if t.endswith("VDD"):
+            try:
+                k = float(t[:-3].strip() or "1")
+            except ValueError:
+                raise Bad(f"not a share of VDD: {v!r}") from None
+            if not (0 <= k <= 1.5):
+                raise Bad(f"share of VDD out of range: {v!r}")
+            return k, True
+    raise Bad(f"must be volts or a share of VDD like \"0.7 VDD\", not {v!r}")

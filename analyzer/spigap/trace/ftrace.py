@@ -52,8 +52,9 @@ Lost events: the kernel's ``CPU:N [LOST M EVENTS]`` and trace-cmd's
 ``CPU:N [M EVENTS DROPPED]`` lines add M to ``Trace.lost_events`` (a drop without
 a count adds 1 and a warning).
 
-Bounds: a line longer than ``MAX_LINE`` bytes, NUL bytes (binary data) or a file
-without a single event is an InputError naming the file; numbers are read with
+Bounds: a line longer than ``MAX_LINE`` bytes, more than ``limits.TRACE_FILE_BYTES``
+of text (a regular file: refused before it is read), NUL bytes (binary data) or a
+file without a single event is an InputError naming the file; numbers are read with
 bounded digit counts, so nothing from the file can overflow a column.
 """
 
@@ -72,7 +73,8 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from spigap.errors import InputError, UsageError
+from spigap.errors import InputError, SpigapError, UsageError
+from spigap.limits import TRACE_FILE_BYTES
 from spigap.trace.columns import Trace
 
 MAX_LINE = 1 << 20              # bytes in one line; more is not a trace
@@ -578,6 +580,7 @@ def _stream_lines(f, path: str, *, max_line: int = MAX_LINE, stop: int | None = 
     """The lines of an open binary file (or pipe) from where it stands, ``head`` (bytes
     already read from it) first; ``stop``: at most that many bytes."""
     left = None if stop is None else stop
+    total = len(head)
     dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
     tail = ""
     line_no = 0
@@ -587,6 +590,9 @@ def _stream_lines(f, path: str, *, max_line: int = MAX_LINE, stop: int | None = 
                 chunk, head = head, b""
             else:
                 chunk = f.read(CHUNK if left is None else min(CHUNK, left))
+                total += len(chunk)
+                if total > TRACE_FILE_BYTES:
+                    raise _too_big(path)
             if left is not None:
                 left -= len(chunk)
         except OSError as e:
@@ -610,6 +616,12 @@ def _stream_lines(f, path: str, *, max_line: int = MAX_LINE, stop: int | None = 
             break
     if tail:
         yield tail
+
+
+def _too_big(path: str) -> SpigapError:
+    from spigap.infile import too_big
+
+    return too_big(path, "kernel trace", TRACE_FILE_BYTES)
 
 
 def _too_long(path: str, line_no: int, max_line: int) -> InputError:
@@ -682,6 +694,8 @@ def parse(path, *, fmt: str | None = None, max_line: int = MAX_LINE) -> Trace:
     if head.startswith(DAT_MAGIC):
         return _parse_dat(path, fmt)
     _check_format(fmt)
+    if os.path.getsize(path) > TRACE_FILE_BYTES:
+        raise _too_big(path)
     cut = _cut(path, max_line) if _two_cores() else None
     if cut is not None:
         import concurrent.futures.process
@@ -766,9 +780,13 @@ def _parse_dat(path: str, fmt: str | None) -> Trace:
 
         def lines() -> Iterator[str]:
             nonlocal printed
+            total = 0
             for raw in iter(lambda: proc.stdout.readline(MAX_LINE + 1), b""):  # type: ignore[union-attr]
                 if len(raw) > MAX_LINE:
                     raise _too_long(path, 0, MAX_LINE)
+                total += len(raw)
+                if total > TRACE_FILE_BYTES:
+                    raise _too_big(path)
                 printed += 1
                 yield raw.decode("utf-8", "replace").rstrip("\n")
 

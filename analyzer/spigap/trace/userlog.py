@@ -18,8 +18,9 @@ header line of column names, then one row per iteration::
   naming the line. Lines starting with ``#`` are comments.
 * ``resolution_s`` is the finest unit of the timestamp columns (1e-9 for ns);
   the real granularity (seed 002's 1 µs steps) is for the aligner to measure.
-* Rows are at most ``MAX_LINE`` bytes and the header at most ``MAX_COLUMNS``
-  columns; anything else is an InputError.
+* Rows are at most ``MAX_LINE`` bytes, the header at most ``MAX_COLUMNS``
+  columns and the file at most ``limits.TRACE_FILE_BYTES``; anything else is an
+  InputError. A FIFO no program writes to is refused at once (spigap.infile).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import re
 import numpy as np
 
 from spigap.errors import InputError, UsageError
+from spigap.limits import TRACE_FILE_BYTES
 from spigap.trace.columns import Trace
 
 MAX_LINE = 1 << 16
@@ -55,19 +57,22 @@ def parse(path, *, unit: str | None = None) -> Trace:
     if unit is not None and unit not in UNITS:
         raise UsageError(f"unknown time unit {unit!r}; known: {', '.join(UNITS)}")
     default = UNITS[unit] if unit else None
-    from spigap.io.base import open_errors
+    from spigap.infile import open_input, too_big
 
-    with open_errors(path):
-        f = open(path, "rb")
+    f = open_input(path, what="user-space log")
     with f:
         header: list[str] | None = None
         cols: list[tuple[int, str, float]] = []
         values: list[list[float]] = []
         n_lines = 0
+        size = 0
         while True:
             raw = f.readline(MAX_LINE + 1)
             if not raw:
                 break
+            size += len(raw)
+            if size > TRACE_FILE_BYTES:
+                raise too_big(path, "user-space log", TRACE_FILE_BYTES)
             n_lines += 1
             if len(raw) > MAX_LINE:
                 raise InputError(f"line {n_lines} is longer than {MAX_LINE // 1024} KiB: not a timestamp CSV",

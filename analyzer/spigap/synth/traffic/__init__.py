@@ -17,12 +17,53 @@ import pkgutil
 from spigap.errors import UsageError
 
 
-def registry() -> dict:
+def _collect(attr: str) -> dict:
     out: dict = {}
     for info in pkgutil.iter_modules(__path__):
         mod = importlib.import_module(f"{__name__}.{info.name}")
-        out.update(getattr(mod, "SCENARIOS", {}))
+        out.update(getattr(mod, attr, {}))
     return out
+
+
+def registry() -> dict:
+    return _collect("SCENARIOS")
+
+
+def payloads() -> dict:
+    """``PAYLOADS = {name: fill}`` of the modules: ``fill(sc, windows, opts) -> truth``
+    puts a chip's words into windows whose timing a [pattern] already drew (the
+    seed captures: their gaps stay, their random words become what the chip
+    would send and answer)."""
+    return _collect("PAYLOADS")
+
+
+def fill_payload(sc, w, opts: dict) -> list:
+    """The [payload] table: replace ``w``'s MOSI/MISO words in place; the truth per window."""
+    opts = dict(opts)
+    name = opts.pop("name", None)
+    fills = payloads()
+    if name not in fills:
+        raise UsageError(f"unknown [payload] name {name!r}; known: {', '.join(sorted(fills)) or 'none'}")
+    return fills[name](sc, w, opts)
+
+
+def window_words(w) -> list[int]:
+    """Words of each window of a Windows."""
+    import numpy as np
+
+    return np.bincount(w.word_window, minlength=w.n).tolist()
+
+
+def put_words(w, mosi: list, miso: list) -> None:
+    """Set every window's words (lists per window, the same counts as before)."""
+    import numpy as np
+
+    have = window_words(w)
+    got = [len(x) for x in mosi]
+    if got != have or [len(x) for x in miso] != have:
+        raise UsageError("[payload]: the filled windows do not have the [pattern]'s word counts")
+    w.mosi = np.array([v for x in mosi for v in x], dtype=np.uint64)
+    w.miso = np.array([v for x in miso for v in x], dtype=np.uint64)
 
 
 # option values arrive as TOML values or as text from --device NAME:key=value,...

@@ -42,7 +42,11 @@ batch              frames per interrupt, list cycled (default 1 1 3)
 seed               content seed (default: the scenario's seed)
 irq_gap            idle time between interrupts / sends (default 300us)
 irq_latency        INT falling edge -> first CS assert (default 20us)
-chip               mcp2518fd (default) or mcp2517fd (SEQ field width)
+chip               mcp2518fd (default) or mcp2517fd: the SEQ bits its TEF
+                   entries keep (7 on the 2517FD); the TX objects carry the
+                   driver's counter in flags 31:9 on every chip
+tx_head            the driver's TX counter (tx_ring->head) at the start (0):
+                   e.g. 200 for SEQ values past the 2517FD's 7 bits
 bad_crc            (mcp2518fd-crc) which accesses get a corrupted CRC:
                    any of status, rx, uinc (default: all three)
 =================  =====================================================
@@ -82,6 +86,7 @@ INT_IE = (1 << 29) | (1 << 28) | (1 << 27) | (1 << 26) | (1 << 25) | (1 << 24) |
 RXIF, TEFIF, SPICRCIF = 1 << 1, 1 << 4, 1 << 9
 
 FD_LEN = (0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 20, 24, 32, 48, 64)
+SEQ_MASK_WIRE = 0x7FFFFF          # MCP251XFD_OBJ_FLAGS_SEQ_MCP2518FD_MASK >> 9
 
 
 def crc16_bitwise(data) -> int:
@@ -244,7 +249,11 @@ class Driver:
         self.chip = str(opts.get("chip", "mcp2518fd")).lower()
         if self.chip not in ("mcp2518fd", "mcp2517fd", "mcp251863"):
             raise UsageError(f"unknown chip {self.chip!r}")
-        self.seq_mask = 0x7F if self.chip == "mcp2517fd" else 0x7FFFFF
+        # the SEQ bits a TEF entry keeps: 7 (flags 15:9) on the MCP2517FD, 23 (31:9) on the others;
+        # the driver writes tx_ring->head with MCP251XFD_OBJ_FLAGS_SEQ_MCP2518FD_MASK on every chip
+        # (mcp251xfd-tx.c, mcp251xfd_tx_obj_from_skb: "only the lower 7 bits will be transferred
+        # into the TEF object")
+        self.seq_mask = 0x7F if self.chip == "mcp2517fd" else SEQ_MASK_WIRE
         self.fd = fd
         self.rx_rings = rx_rings
         if rx_rings not in (1, 2, 3):
@@ -267,8 +276,10 @@ class Driver:
             base += depth * self.rx_size
             fifo += 1
         self.tx_fifo, self.tx_base = fifo, base
-        self.tx_head = 0
-        self.tef_tail = 0
+        self.tx_head = _int(opts.get("tx_head", 0))     # tx_ring->head: a free-running counter
+        if not 0 <= self.tx_head < 1 << 32:
+            raise UsageError("tx_head is 0..2**32-1 (the driver's unsigned counter)")
+        self.tef_tail = self.tx_head
         self.ts = 1_000_000
         self.pending_tef: list[tuple[CanFrame, int, int]] = []   # frame, seq, ts
         self._made = False
@@ -395,9 +406,9 @@ class Driver:
         idx = self.tx_head % self.tx_num
         addr = self.tx_base + idx * self.tx_size
         seq = self.tx_head
-        obj = frame.tx_object(seq, self.seq_mask)
+        obj = frame.tx_object(seq, SEQ_MASK_WIRE)
         a = write_crc(addr, obj, ram=True, what="tx")
-        a.frames = [frame.truth("TX", seq=seq & self.seq_mask, index=idx, fifo=self.tx_fifo)]
+        a.frames = [frame.truth("TX", seq=seq & SEQ_MASK_WIRE, index=idx, fifo=self.tx_fifo)]
         self.out.append(a)
         self.out.append(self.uinc(fifocon(self.tx_fifo), 0x03, what="rts", message_start=False))
         self.tx_head += 1
@@ -477,7 +488,7 @@ def _opts(sc, opts: dict) -> tuple[int, list[int], float, float]:
 
 def _known(opts: dict, allowed: set) -> None:
     extra = set(opts) - allowed - {"seed", "irq_gap", "irq_latency", "chip", "kernel", "frames",
-                                   "batch", "rx_rings"}
+                                   "batch", "rx_rings", "tx_head"}
     if extra:
         raise UsageError(f"unknown mcp2518fd option(s): {', '.join(sorted(extra))}")
 
@@ -584,6 +595,81 @@ def _scenario(fn, doc):
         return _timeline(sc, opts, fn)
     make.__doc__ = doc
     return make
+
+
+# --------------------------------------------------- seed 001's accesses (payload fills)
+
+RFC_RX_WORDS = [9, 25, 9, 13]      # 72, 200, 72, 104 bit per received frame (the RFC's list)
+RFC_TX_WORDS = [21, 6]             # 168 + 48 bit per sent frame
+
+
+def _cangen_frame(rng) -> CanFrame:
+    """``cangen can0 -I 0x077 -L 8 -D r``: ID 0x077, 8 random data bytes (seed 001)."""
+    return CanFrame(0x077, False, [int(x) for x in rng.integers(0, 256, 8)])
+
+
+def _check_groups(w, group: list, what: str) -> int:
+    from spigap.synth.traffic import window_words
+
+    counts = window_words(w)
+    if len(counts) % len(group) or counts != group * (len(counts) // len(group)):
+        raise UsageError(f"{what} fills windows of {group} words, repeated (window_words = {group})")
+    return len(counts) // len(group)
+
+
+def fill_rfc_rx(sc, w, opts: dict) -> list:
+    """One received classic frame per 4 windows (72/200/72/104 bit, seed 001), as the chip answers:
+    READ_CRC C1FIFOSTA1 (the head index), READ_CRC of the RX object at the tail, the tail
+    increment as a WRITE_CRC of C1FIFOCON1 with UINC (our reading of the RFC's second 72-bit
+    access: the driver's own UINC is a 1-byte write), READ_CRC C1INT + C1RXIF (two RX rings:
+    nothing left)."""
+    from spigap.synth.traffic import put_words
+
+    opts = dict(opts)
+    seed = _int(opts.pop("seed", sc.seed))
+    if opts:
+        raise UsageError(f"unknown mcp2518fd-rfc-rx options: {', '.join(sorted(opts))}")
+    frames = _check_groups(w, RFC_RX_WORDS, "mcp2518fd-rfc-rx")
+    rng = np.random.default_rng([seed, 2518])
+    drv = Driver({"kernel": "5.18"}, seed, fd=False, rx_rings=2)
+    fifo, base, depth, _ = drv.rx[0]
+    con = 0 << 29 | (depth - 1) << 24 | 1 << 5 | 1 << 3 | 1          # RXTSEN RXOVIE TFNRFNIE, 8-byte payload
+    acc: list[Access] = []
+    ts = 1_000_000
+    for k in range(frames):
+        tail = k % depth
+        acc.append(drv.reg_read(fifosta(fifo), [((tail + 1) % depth) << 8 | 0x1], what="fifosta"))
+        f = _cangen_frame(rng)
+        ts += 40_000 + int(rng.integers(-200, 200))                    # ~1 ms at a 40 MHz time base
+        a = read_crc(base + tail * drv.rx_size, f.rx_object(ts, drv.payload), ram=True, what="rx")
+        a.frames = [f.truth("RX", ts=ts, fifo=fifo, index=tail)]
+        acc.append(a)
+        acc.append(drv.reg_write(fifocon(fifo), con | 1 << 8, what="uinc"))
+        acc.append(drv.status(0, 0))
+    put_words(w, [a.mosi for a in acc], [a.miso for a in acc])
+    return [a.truth() for a in acc]
+
+
+def fill_rfc_tx(sc, w, opts: dict) -> list:
+    """One sent classic frame per 2 windows (seed 001, kernel 5.18): the TX object's WRITE_CRC
+    (168 bit) and the RTS, a 1-byte WRITE_CRC of UINC|TXREQ (48 bit)."""
+    from spigap.synth.traffic import put_words
+
+    opts = dict(opts)
+    seed = _int(opts.pop("seed", sc.seed))
+    head = _int(opts.pop("tx_head", 0))
+    if opts:
+        raise UsageError(f"unknown mcp2518fd-rfc-tx options: {', '.join(sorted(opts))}")
+    frames = _check_groups(w, RFC_TX_WORDS, "mcp2518fd-rfc-tx")
+    rng = np.random.default_rng([seed, 2518])
+    drv = Driver({"kernel": "5.18", "tx_head": head}, seed, fd=False, rx_rings=2)
+    for _ in range(frames):
+        drv.send(_cangen_frame(rng))
+    put_words(w, [a.mosi for a in drv.out], [a.miso for a in drv.out])
+    return [a.truth() for a in drv.out]
+
+
+PAYLOADS = {"mcp2518fd-rfc-rx": fill_rfc_rx, "mcp2518fd-rfc-tx": fill_rfc_tx}
 
 
 SCENARIOS = {

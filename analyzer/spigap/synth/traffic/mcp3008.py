@@ -216,4 +216,81 @@ def adc(sc, opts: dict):
     return tl
 
 
+# ----------------------------------------------------------- the Linux driver
+# drivers/iio/adc/mcp320x.c, as facts (nothing copied): mcp320x_channel_to_tx_data() puts the start
+# bit (1 << 6), !differential (<< 5) and the channel (<< 2) into the 1-byte transfer[0] of the
+# 4- and 8-input parts; transfer[1] receives DIV_ROUND_UP(resolution, 8) bytes; both transfers are
+# one spi_message (one CS window, an inter-transfer gap between them); mcp320x_adc_conversion()
+# takes the code from transfer[1]'s bytes as rx_buf[0] << 2 | rx_buf[1] >> 6 (10 bit) or
+# rx_buf[0] << 4 | rx_buf[1] >> 4 (12 bit). A differential channel's address is its first input
+# (MCP320X_VOLTAGE_CHANNEL_DIFF(1, 0) has address 1: CH0-/CH1+).
+
+def linux_message(part: str, channel: int, differential: bool, code: int, hiz: int = 1):
+    """(tx, rx, segment starts) of one mcp320x read: the bytes the driver sends and the chip answers."""
+    inputs, bits = PARTS[part.upper()]
+    if not 0 <= channel < 8:
+        raise UsageError("mcp320x channel addresses are 0..7")
+    tx = [(1 << 6) | ((0 if differential else 1) << 5) | (channel << 2)] + [0] * ((bits + 7) // 8)
+    rx = _words(device_reply(_bits(tx), code, bits, hiz))
+    return tx, rx, [False, True] + [False] * (len(tx) - 2)
+
+
+def linux_code(part: str, rx: list[int]) -> int:
+    """The code the driver takes from a read's MISO bytes (transfer[1] is rx[1:])."""
+    _, bits = PARTS[part.upper()]
+    if bits == 10:
+        return rx[1] << 2 | rx[2] >> 6
+    return rx[1] << 4 | rx[2] >> 4
+
+
+def signal_codes(rng, n: int, bits: int, channels: list, kind: str = "sine") -> list[int]:
+    """Codes of ``n`` conversions of slowly changing inputs (a sine per channel plus a little
+    noise), or uniformly random ones."""
+    top = (1 << bits) - 1
+    if kind == "random":
+        return [int(c) for c in rng.integers(0, top, n, endpoint=True)]
+    k = np.arange(n)
+    ch = np.array([channels[i % len(channels)] for i in range(n)], float)
+    v = 0.5 + 0.35 * np.sin(2 * np.pi * (k / 400.0 + ch / 8.0)) + rng.normal(0.0, 0.002, n)
+    return [int(c) for c in np.clip(np.rint(v * top), 0, top)]
+
+
+def fill_linux(sc, w, opts: dict) -> list:
+    """MCP3x0x conversions in 3-byte windows: 0x60|ch<<2 (the mcp320x command byte, also the
+    seed-000 spidev user's), MISO what the chip answers (null bit, result, LSB-first repeat)."""
+    from spigap.synth.traffic import put_words, window_words
+
+    opts = dict(opts)
+    part = str(opts.pop("part", "MCP3008")).upper()
+    if part not in PARTS:
+        raise UsageError(f"unknown part {part!r}; known: {', '.join(PARTS)}")
+    inputs, nbits = PARTS[part]
+    vref = float(opts.pop("vref", 3.3))
+    channels = option_list(opts.pop("channels", None)) or [0]
+    diff = option_bool(opts.pop("differential", False))
+    kind = str(opts.pop("signal", "sine"))
+    hiz = int(opts.pop("hiz", 1))
+    seed = int(opts.pop("seed", sc.seed))
+    if opts:
+        raise UsageError(f"unknown mcp3008-linux options: {', '.join(sorted(opts))}")
+    if sc.wordsize != 8 or sc.lsb_first:
+        raise UsageError("mcp3008-linux needs wordsize 8, MSB first")
+    counts = window_words(w)
+    if set(counts) != {3}:
+        raise UsageError("mcp3008-linux fills 3-byte windows (words_per_transfer = 3)")
+    rng = np.random.default_rng([seed, 3008])
+    codes = signal_codes(rng, len(counts), nbits, channels, kind)
+    mosi, miso, truth = [], [], []
+    for i, code in enumerate(codes):
+        ch = channels[i % len(channels)]
+        tx, rx, _ = linux_message(part, ch, diff, code, hiz)
+        mosi.append(tx)
+        miso.append(rx)
+        truth.append({"window": i, "part": part, "ch": ch, "sgl": not diff, "code": code,
+                      "volts": code * vref / (1 << nbits)})
+    put_words(w, mosi, miso)
+    return truth
+
+
 SCENARIOS = {"mcp3008-adc": adc}
+PAYLOADS = {"mcp3008-linux": fill_linux}

@@ -106,8 +106,13 @@ def analog(track: Track, start: int, stop: int, *, v_high: float = 3.3, v_low: f
     """Voltages (float32) of one track over samples [start, stop): logic levels
     with a linear edge of ``rise`` samples (a moving average, so an edge's
     mid-level crossing lands (rise-1)/2 samples late on every channel alike)
-    plus Gaussian noise of ``noise`` V rms."""
+    plus Gaussian noise of ``noise`` V rms. A track that renders its own volts
+    (synth/analog_bus.py's ``LineSource``: RC edges, ringing, noise with known
+    truth) gives those instead."""
     import numpy as np
+
+    if hasattr(track, "volts"):
+        return np.asarray(track.volts(max(start, 0), stop), np.float32)
 
     r = max(int(rise), 1)
     pad = max(0, (r - 1) - start)             # samples before 0 take the level of sample 0

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from spigap.timing.checks import events
+from spigap.timing.checks import events, pins
 from spigap.timing.checks.judging import FAIL, FIRST_N, MARGINAL, PASS, SKIP, Item, headroom_abs, judge, judged, nearest_delta
 from spigap.timing.checks.measurements import Measurements
-from spigap.timing.profiles import Device, Limit
+from spigap.timing.profiles import LIMIT_METRICS, Device, Limit
 
 
 def check_device(m: Measurements, dev: Device) -> tuple[list[Item], list[str]]:
@@ -36,6 +36,8 @@ def check_device(m: Measurements, dev: Device) -> tuple[list[Item], list[str]]:
             items.append(_count(lim, iid, base, m.a.clk_outside_cs, "SCLK edges while CS inactive"))
         elif lim.metric == "sclk_at_busy_fall":
             items.append(events.busy_read(m, lim, iid, base, limit_note(lim)))
+        elif LIMIT_METRICS[lim.metric][1] == "pin":
+            items.append(pins.pin_limit(getattr(m.a, "pins", None), lim, iid, base, m.headroom, limit_note(lim)))
         else:
             items.append(_each(m, lim, iid, base))
     notes = [f"{dev.spec}: not checked from the SPI lines: {what}" for what in dev.cannot_check]
