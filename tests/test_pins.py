@@ -36,13 +36,13 @@ def bus(*, sclk=20e6, mode=0, noise=0.01, tau=1e-9, miso_tau=2.5e-9, miso_delay=
         clk_skew=0.0, ring=0.0, messages=12, seed=3):
     sc = Scenario(sclk=sclk, cpol=mode >> 1, cpha=mode & 1, messages=messages, words_per_transfer=3,
                   idle_clocks=0, cs_setup=100e-9, cs_hold=60e-9, context_switch=400e-9, lead=200e-9,
-                  tail=200e-9, seed=seed)
+                  tail=200e-9, seed=seed, mosi_delay=mosi_delay, miso_delay=miso_delay)
     tl = sc.timeline()
     lines = {r: LineModel(tau=tau, noise=noise) for r, _ in ROLES}
     lines["miso"] = LineModel(tau=miso_tau, noise=noise)
     lines["clk"] = LineModel(tau=tau, noise=noise, delay=clk_skew,
                              ring=ring, ring_hz=400e6 if ring else 0.0, ring_tau=3e-9 if ring else 0.0)
-    return AnalogBus(tl, lines, mosi_delay=mosi_delay, miso_delay=miso_delay, seed=seed)
+    return AnalogBus(tl, lines, seed=seed)
 
 
 def write_isf(b: AnalogBus, tmp_path, stem="tek0000", bits=12):
@@ -211,7 +211,7 @@ def test_logic_capture_within_one_sample(tmp_path, mode):
     """A logic capture: every figure whole samples, within one sample of the timeline, and a
     change on the clock's own sample is "< 1 sample"."""
     sc = Scenario(sclk=2e6, samplerate=20e6, messages=20, words_per_transfer=2, idle_clocks=0,
-                  cpol=mode >> 1, cpha=mode & 1, seed=5)
+                  cpol=mode >> 1, cpha=mode & 1, seed=5, mosi_delay=0.0, miso_delay=0.0, miso_enable=0.0)
     tl = write(sc, tmp_path / "d.sr").timeline
     a = analyze_file(tmp_path / "d.sr", pins=PinOptions(record=True))
     res = a.pins
@@ -223,7 +223,7 @@ def test_logic_capture_within_one_sample(tmp_path, mode):
     samp_k = k[k % 2 == sc.cpha]
     at = (tl.word_first[:, None] + samp_k[None, :] * T / 2).ravel()
     changed = np.concatenate([[True], np.diff(tl.mosi_bits.astype(int)) != 0])
-    # the truth of a changed bit: launched T/2 before its sampling edge
+    # the truth of a changed bit: launched on the edge before its sampling edge, no delay
     want = np.full(len(at), T / 2)
     rec = res.figures["mosi_setup"].recorded()
     kk = match(rec, at, r, T / 4)
