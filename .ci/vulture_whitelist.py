@@ -78,3 +78,10 @@ _.prop
 _.recorded
 # synth/analog_bus.py: the exact 10-90 % time of an RC edge, the rise-time truth of tests/test_pins.py
 _.rise_time
+
+# the stall search's Python API (docs/compare-and-report.md, "Stalls"): the list alone, as
+# the documented example and the tests call it (the commands read core/run.py's StallReport)
+find_stalls
+# the device checks' extra channels from a file of their own (docs/timing-model.md, "From Python");
+# the commands take them from their analysis's pass (extra_channels.tracks)
+events_for_check

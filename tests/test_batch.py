@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from spigap.api import analyze_file
+from spigap.api import analyze_device
 from spigap.cli.common import capture_option_parser
 from spigap.batch import discover, execute, manifest, matrix, table, worker
 from spigap.cli import main
@@ -100,7 +100,7 @@ def test_rows_keep_input_order_and_match_a_single_analysis(matrix_dir, capsys):
     names = [pathlib.Path(r["path"]).name for r in rows]
     assert names == sorted(names, key=discover.natural_key)
     r = rows[names.index("smp-stress-500kHz.sr")]
-    d = to_dict(analyze_file(matrix_dir / "smp-stress-500kHz.sr"))
+    d = to_dict(analyze_device(matrix_dir / "smp-stress-500kHz.sr"))
     assert int(r["transfers"]) == d["summary"]["transfers"]
     assert float(r["sclk_hz"]) == d["summary"]["sclk_hz"]
     assert float(r["context_switch_p99_s"]) == d["gaps"]["context_switch"]["p99_s"]
@@ -633,7 +633,7 @@ def test_batch_over_a_folder_makes_one_row_of_a_scopes_channel_files(tmp_path, c
     assert r["analysis"]["capture"]["channels"] == ["Ch1", "Ch2"]
     assert r["analysis"]["capture"]["format"] == "Tektronix ISF, 2 files"
     # the same analysis as `spigap analyze` of the two files
-    alone = to_dict(analyze_file(ISF_PAIR, capture_option_parser_config(*ISF_OPTIONS)))
+    alone = to_dict(analyze_device(ISF_PAIR, capture_option_parser_config(*ISF_OPTIONS)))
     assert r["analysis"]["summary"] == alone["summary"] and r["transfers"] > 0
     names = [pathlib.Path(x["path"]).name for x in rows if "files" not in x]
     assert {"tek0002NRM.isf", "scope_7_1.csv", "scope_7_2.csv", "RTC.sr"} <= set(names)

@@ -16,14 +16,14 @@ import pytest
 
 from spigap.batch import execute, worker
 from spigap.cli import main
-from spigap.core import pipeline
+from spigap.core import run as core_run
 from spigap.errors import OutputError
 from spigap.outfile import write_output
 from spigap.synth import scenario, write
 
 FORK = pytest.mark.skipif(multiprocessing.get_start_method() != "fork",
                           reason="the patched analysis reaches the pool only through fork")
-_RUN = pipeline.analyze
+_RUN = core_run.analyze
 
 
 def _captures(tmp_path, n=3) -> list[pathlib.Path]:
@@ -51,7 +51,7 @@ def _stuck_run(ignore_alarm: bool):
 def test_a_stuck_capture_becomes_an_error_row(tmp_path, monkeypatch, ignore_alarm):
     """The worker's alarm stops a stuck capture after its limit; should the alarm not
     reach it, the pool kills the stuck worker and pins the capture. Other captures finish."""
-    monkeypatch.setattr(pipeline, "analyze", _stuck_run(ignore_alarm))
+    monkeypatch.setattr(core_run, "analyze", _stuck_run(ignore_alarm))
     monkeypatch.setattr(execute, "GRACE_S", 0.5)
     jobs = [worker.Job(i, str(p), str(p), timeout_s=1.0) for i, p in enumerate(_captures(tmp_path))]
     rows = []
@@ -65,7 +65,7 @@ def test_a_stuck_capture_becomes_an_error_row(tmp_path, monkeypatch, ignore_alar
 
 
 def test_inline_run_has_the_time_limit_too(tmp_path, monkeypatch):
-    monkeypatch.setattr(pipeline, "analyze", _stuck_run(False))
+    monkeypatch.setattr(core_run, "analyze", _stuck_run(False))
     p = _captures(tmp_path, 2)[1]
     row = worker.analyze_job(worker.Job(0, str(p), str(p), timeout_s=0.5))
     assert row["status"] == "error" and "time limit" in row["error"]
@@ -102,11 +102,11 @@ def test_ctrl_c_stops_the_pool_promptly_and_writes_nothing(tmp_path):
     ready.mkdir()
     script = textwrap.dedent(f"""
         import os, sys, time
-        from spigap.core import pipeline
+        from spigap.core import run as core_run
         def run(reader, cfg, **kw):
             open(os.path.join({str(ready)!r}, str(os.getpid())), "w").close()   # this worker is stuck now
             time.sleep(600)
-        pipeline.analyze = run
+        core_run.analyze = run
         from spigap.cli import main
         sys.exit(main(["batch", "-j", "2", "--quiet", "--timeout", "0", "-o", {str(out)!r},
                        *{[str(c) for c in caps]!r}]))

@@ -1,6 +1,6 @@
 """``spigap analyze`` in bounded memory (core/collect.py) gives today's figures.
 
-Oracle: ``pipeline.analyze(keep="all")`` on the same capture, the path that keeps every
+Oracle: ``core/run.analyze(keep="all")`` on the same capture, the path that keeps every
 transfer's arrays (itself checked against sigrok-cli, the captures' README and
 the synthesizer's truth elsewhere). The bounded path is forced on small
 captures by a retention bound of 1 transfer; with the decisions (message
@@ -21,7 +21,7 @@ import pytest
 from conftest import REAL_CAPTURES, ROOT, real
 
 from spigap.cli import main
-from spigap.core import collect, pipeline
+from spigap.core import collect, run
 from spigap.core.config import SpiConfig
 from spigap.core.quantile import median, percentiles
 from spigap.core.stalls import StallRule, find_stalls
@@ -35,7 +35,7 @@ SYNTH = sorted(p for p in (ROOT / "captures").glob("*.sr") if not p.stem.startsw
 
 
 def _doc(a) -> dict:
-    return json.loads(json.dumps(to_dict(a, stalls=find_stalls(a, StallRule()))))
+    return json.loads(json.dumps(to_dict(a)))
 
 
 def _same(x, y, path=""):
@@ -56,14 +56,14 @@ def _same(x, y, path=""):
 
 def _both(path, cfg: SpiConfig, samplerate=None, **kw):
     with open_capture(path, samplerate=samplerate) as r:
-        full = pipeline.analyze(r, cfg)
+        full = run.analyze(r, cfg).device
     rows: list = []
 
     def sink(a, k0, k1, index0, message0):
         rows.extend(json_rows(a, transfer_rows(a, k0, index0, message0, stop=k1)))
 
     with open_capture(path, samplerate=samplerate) as r:
-        b = pipeline.analyze(r, cfg, keep="bounded", rows=sink, **kw)
+        b = run.analyze(r, cfg, keep="bounded", rows=sink, **kw).device
     return full, b, rows
 
 

@@ -7,7 +7,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.synth import analog_bus, load, write
 from conftest import CAPTURES
 
@@ -49,10 +49,10 @@ def p50(a, kind):
 
 
 def test_seed000_rpi3_mcp3008():
-    b1 = analyze_file(CAPTURES / "mcp3008-rpi3-k4.4-b1.sr")
-    b10 = analyze_file(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr")
-    b100 = analyze_file(CAPTURES / "mcp3008-rpi3-k4.4-b100.sr")
-    fast = analyze_file(CAPTURES / "mcp3008-rpi3-k4.4-nodelay-b100.sr")
+    b1 = analyze_device(CAPTURES / "mcp3008-rpi3-k4.4-b1.sr")
+    b10 = analyze_device(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr")
+    b100 = analyze_device(CAPTURES / "mcp3008-rpi3-k4.4-b100.sr")
+    fast = analyze_device(CAPTURES / "mcp3008-rpi3-k4.4-nodelay-b100.sr")
     for a in (b1, b10, b100, fast):
         assert p50(a, "cs_setup") == pytest.approx(1.6 * US, abs=0.04 * US)
         assert p50(a, "cs_hold") == pytest.approx(0.4 * US, abs=0.04 * US)
@@ -72,8 +72,8 @@ def test_seed000_rpi3_mcp3008():
 
 
 def test_seed003_pi5_ad7606_loop_times():
-    old = analyze_file(CAPTURES / "ad7606-pi5-k6.6.31.sr")
-    new = analyze_file(CAPTURES / "ad7606-pi5-k6.12.25.sr")
+    old = analyze_device(CAPTURES / "ad7606-pi5-k6.6.31.sr")
+    new = analyze_device(CAPTURES / "ad7606-pi5-k6.12.25.sr")
     assert p50(old, "transfer_period") == pytest.approx(21.6 * US, abs=0.1 * US)
     assert p50(new, "transfer_period") == pytest.approx(24.3 * US, abs=0.1 * US)
     assert np.nanstd(new.period()) > np.nanstd(old.period())                     # more jitter on 6.12
@@ -82,13 +82,13 @@ def test_seed003_pi5_ad7606_loop_times():
 def test_seed001_imx8mp_mcp2518fd_kernels():
     want = {"A": (10, 25), "B": (9.8, 30), "C": (2.6, 5)}
     for k, (setup, cs_high) in want.items():
-        a = analyze_file(CAPTURES / f"mcp2518fd-imx8mp-k5.18-{k}-rx.sr", SpiConfig(transfers_per_message=1))
+        a = analyze_device(CAPTURES / f"mcp2518fd-imx8mp-k5.18-{k}-rx.sr", SpiConfig(transfers_per_message=1))
         assert p50(a, "cs_setup") == pytest.approx(setup * US, abs=0.15 * US)
         gaps = a.gap_values("context_switch") * a.tick_s
         within_frame = gaps[gaps < 200 * US]
         assert np.median(within_frame) == pytest.approx(cs_high * US, abs=0.5 * US)
         bits = sorted(set((a.n_bits[:8]).tolist()))
         assert bits == [72, 104, 200]
-    tx = analyze_file(CAPTURES / "mcp2518fd-imx8mp-k5.18-tx.sr")
+    tx = analyze_device(CAPTURES / "mcp2518fd-imx8mp-k5.18-tx.sr")
     assert tx.grouping.transfers_per_message == 2
     assert sorted(set(tx.n_bits.tolist())) == [48, 168]

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from spigap.api import analyze_file
+from spigap.api import analyze_device
 from spigap.timing.check import FAIL, MARGINAL, PASS, SKIP, check_analysis, config_for_profile, judge
 from spigap.timing.extra_channels import read_events
 from spigap.timing.profiles import load_profile
@@ -34,7 +34,7 @@ def spigap(*args):
 
 def check_file(path, profile, device=None, **kw):
     prof = load_profile(profile)
-    a = analyze_file(path, config_for_profile(prof))
+    a = analyze_device(path, config_for_profile(prof))
     return check_analysis(a, prof, device, **kw)
 
 
@@ -353,7 +353,7 @@ def test_ad7606_busy_and_convst_checks(tmp_path):
 
     bad, tl = _ad7606_with_events(tmp_path, busy_in_window=17, extra_convst=30)
     prof = load_profile("pi5-k6.6.31-ad7606")
-    a = analyze_file(bad, config_for_profile(prof))
+    a = analyze_device(bad, config_for_profile(prof))
     ev = read_events(bad, {"convst": "CONVST", "busy": "BUSY"})
     res = check_analysis(a, prof, "ad7606", events=ev)
     busy, cyc = by_id(res)["device.BUSY-read"], by_id(res)["device.tCYCLE"]

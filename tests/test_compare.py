@@ -16,7 +16,7 @@ import pytest
 from scipy.signal import lfilter
 from scipy.stats import mannwhitneyu
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.cli import main
 from spigap.stats import compare as C
 from spigap.stats import resample
@@ -47,7 +47,7 @@ def synth(tmp_path_factory):
                 w = sc.windows()
                 hook(w, np.random.default_rng(seed + 7))
                 write(sc, p, tl=build(w, sc.shape, sc.tail))
-            cache[key] = C.Capture(str(p), analyze_file(p))
+            cache[key] = C.Capture(str(p), analyze_device(p))
         return cache[key]
 
     return make
@@ -200,7 +200,7 @@ def test_several_captures_per_side(synth):
 @pytest.mark.parametrize("name", ["mcp3008-rpi3-k4.4-b10.sr", "ad7606-pi5-k6.12.25.sr",
                                   "mcp3008-rpi3-mcp320x-iio.sr", "mcp2518fd-imx8mp-k5.18-A-rx.sr"])
 def test_period_parts_add_up_exactly(name):
-    a = analyze_file(CAPTURES / name)
+    a = analyze_device(CAPTURES / name)
     parts = C.period_parts(a)
     per = a.period()
     per = per[~np.isnan(per)] * a.tick_s
@@ -300,8 +300,8 @@ def test_ambiguous_groupings_compare_their_classes_by_length(tmp_path):
     sides): the shorter class is compared with the shorter one. A 1 µs longer cs_change
     (class A) is a regression there, and class B does not move. The two classes were
     left out of the comparison before (only the period showed the change)."""
-    before = C.Capture("b", analyze_file(_ambiguous_capture(tmp_path, "b.sr", 2000)))
-    after = C.Capture("a", analyze_file(_ambiguous_capture(tmp_path, "a.sr", 2001, cs_change=11e-6)))
+    before = C.Capture("b", analyze_device(_ambiguous_capture(tmp_path, "b.sr", 2000)))
+    after = C.Capture("a", analyze_device(_ambiguous_capture(tmp_path, "a.sr", 2001, cs_change=11e-6)))
     assert before.analysis.grouping.ambiguous and after.analysis.grouping.ambiguous
     cmp = C.compare([before], [after], C.Settings())
     v = {m.name: m for m in cmp.metrics}
@@ -309,15 +309,15 @@ def test_ambiguous_groupings_compare_their_classes_by_length(tmp_path):
     assert v["class_a"].deltas["p50"]["delta"] == pytest.approx(1e-6, abs=0.2e-6)
     assert v["class_b"].verdict == "no significant change"
     assert any(n.startswith("cs_chg|ctx A/B: the grouping is ambiguous") for n in cmp.notes)
-    same = C.compare([before], [C.Capture("s", analyze_file(_ambiguous_capture(tmp_path, "s.sr", 2003)))],
+    same = C.compare([before], [C.Capture("s", analyze_device(_ambiguous_capture(tmp_path, "s.sr", 2003)))],
                      C.Settings())
     assert {m.name: m.verdict for m in same.metrics}["class_a"] == "no significant change"
 
 
 def test_ambiguous_on_one_side_only_says_how_to_settle_it(tmp_path):
     path = _ambiguous_capture(tmp_path, "b.sr", 2000)
-    before = C.Capture("b", analyze_file(path))
-    after = C.Capture("a", analyze_file(path, SpiConfig(transfers_per_message=4, context_switch="longer")))
+    before = C.Capture("b", analyze_device(path))
+    after = C.Capture("a", analyze_device(path, SpiConfig(transfers_per_message=4, context_switch="longer")))
     assert not after.analysis.grouping.ambiguous
     cmp = C.compare([before], [after], C.Settings())
     m = {m.name: m for m in cmp.metrics}["class_a"]

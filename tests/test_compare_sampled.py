@@ -1,7 +1,7 @@
 """compare and report on long captures: a systematic sample of blocks of transfers
 (core/collect.py Sampler), so memory does not grow with the capture.
 
-Oracle: the whole analysis of the same capture (pipeline.analyze, itself checked against
+Oracle: the whole analysis of the same capture (core/run.analyze, itself checked against
 synthesized truth and sigrok-cli elsewhere): every sampled transfer's figures equal
 the whole analysis's for the same transfer; the totals are the whole capture's; and
 compare finds the same change on the sample as on every transfer.
@@ -16,7 +16,7 @@ import pytest
 
 from spigap.api import SpiConfig
 from spigap.cli import main
-from spigap.core import analysis, collect, pipeline
+from spigap.core import analysis, collect, run
 from spigap.io import open_capture
 from util import synth
 
@@ -32,12 +32,12 @@ def capture(tmp_path_factory):
 
 def _sampled(path, retain, block):
     with open_capture(path) as r:
-        return pipeline.analyze(r, SpiConfig(), keep="sample", retain=retain, learn=1, block=block)
+        return run.analyze(r, SpiConfig(), keep="sample", retain=retain, learn=1, block=block).device
 
 
 def test_sample_equals_the_whole_analysis_transfer_by_transfer(capture):
     with open_capture(capture) as r:
-        full = pipeline.analyze(r, SpiConfig())
+        full = run.analyze(r, SpiConfig()).device
     s = _sampled(capture, 2000, 250)
     assert full.n == 12000 and s.sample is not None
     assert s.n <= 2000 + 250 and s.sample["transfers"] == full.n

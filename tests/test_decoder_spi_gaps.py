@@ -1,5 +1,5 @@
 """The spi_gaps sigrok decoder, run by the real sigrok-cli (libsigrokdecode 0.5.3):
-its numbers must be the analyzer's (spigap.api.analyze_file) to the sample,
+its numbers must be the analyzer's (spigap.api.analyze_device) to the sample,
 on synthesized captures (every mode, CS polarity, word size, partial windows,
 same-sample edges) and on the real captures in captures/real.
 
@@ -18,7 +18,7 @@ import re
 import numpy as np
 import pytest
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.resources import load_decoder_module
 from conftest import CAPTURES, ROOT, real, run_sigrok
 
@@ -117,7 +117,7 @@ def got(anns, *classes) -> list[tuple[int, int]]:
 def assert_agrees(path, cfg: SpiConfig, *, clk, cs, **reader):
     """Decoder == analyzer: every CS setup/hold, word gap and CS-inactive gap,
     to the sample, with the labels (options from the analysis)."""
-    a = analyze_file(path, cfg, **reader)
+    a = analyze_device(path, cfg, **reader)
     anns = decode(path, pd_options(a, clk=clk, cs=cs))
     exp = expected(a)
     for cls, spans in exp.items():
@@ -309,7 +309,7 @@ def test_auto_threshold_settles_on_the_analyzers_labels():
     """Without the threshold option the decoder judges each word gap by the
     gaps seen so far; only the first windows may be labelled differently."""
     path = CAPTURES / "mcp3008-rpi3-mcp320x-iio.sr"
-    a = analyze_file(path, SpiConfig())
+    a = analyze_device(path, SpiConfig())
     anns = decode(path, "clk=SCLK:cs=CE0")
     exp = expected(a)
     want = sorted([(s, e, "inter-transfer") for s, e in exp["inter-transfer"]] +
@@ -334,7 +334,7 @@ def test_without_transfers_per_message_gaps_are_plain_cs_high():
 
 def test_message_phase_option_moves_the_context_switches():
     path = CAPTURES / "mcp3008-rpi3-k4.4-b10.sr"
-    a = analyze_file(path, SpiConfig())
+    a = analyze_device(path, SpiConfig())
     assert a.grouping.transfers_per_message == 10
     shifted = decode(path, "clk=SCLK:cs=CE0:transfers_per_message=10:first_message_start=3")
     ctx = got(shifted, "context-switch")
@@ -412,8 +412,8 @@ def test_message_lengths_option_follows_the_analysis():
     # the decoder's message_lengths and first_message_start options give the analyzer's
     # cs_change/context-switch labels
     path = CAPTURES / "mcp2518fd-imx8mp-k5.18-A-rx.sr"
-    assert analyze_file(path, SpiConfig(message_lengths=(1, 2))).grouping.ambiguous
-    a = analyze_file(path, SpiConfig(message_lengths=(1, 2), context_switch="shorter"))
+    assert analyze_device(path, SpiConfig(message_lengths=(1, 2))).grouping.ambiguous
+    a = analyze_device(path, SpiConfig(message_lengths=(1, 2), context_switch="shorter"))
     assert a.grouping.lengths == [1, 1, 2] and a.grouping.method == "user"
     opts = pd_options(a, clk="SCK", cs="nCS")
     assert "message_lengths=1+1+2" in opts and "transfers_per_message" not in opts
@@ -422,7 +422,7 @@ def test_message_lengths_option_follows_the_analysis():
     for cls in ("cs-change", "context-switch"):
         assert got(anns, cls) == sorted(exp[cls]) and exp[cls], cls
     # ambiguous without the device: both options unset, plain CS-inactive gaps
-    b = analyze_file(path, SpiConfig())
+    b = analyze_device(path, SpiConfig())
     assert b.grouping.ambiguous
     assert "message_lengths" not in pd_options(b, clk="SCK", cs="nCS")
     assert len(exp["cs-change"]) + len(exp["context-switch"]) == len(expected(b)["cs-inactive"])

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.io.base import EdgeBlock
 from spigap.io.deglitch import Deglitch
 
@@ -112,9 +112,9 @@ def test_deglitch_removes_injected_glitches_from_a_capture(tmp_path):
             t = Track(t.name, s[o], lv[o], t.initial)
         dirty.append(t)
     dirty_path = write_capture(tmp_path / "dirty.vcd", "vcd", dirty, sc.samplerate, n)
-    ref = analyze_file(clean_path, SpiConfig())
-    bad = analyze_file(dirty_path, SpiConfig())
-    fixed = analyze_file(dirty_path, SpiConfig(), deglitch=50)
+    ref = analyze_device(clean_path, SpiConfig())
+    bad = analyze_device(dirty_path, SpiConfig())
+    fixed = analyze_device(dirty_path, SpiConfig(), deglitch=50)
     assert bad.n != ref.n or not np.array_equal(bad.mosi, ref.mosi), "the glitches should disturb the analysis"
     assert fixed.n == ref.n
     assert np.array_equal(fixed.mosi, ref.mosi) and np.array_equal(fixed.miso, ref.miso)
@@ -129,8 +129,8 @@ def test_deglitch_shorter_than_resolution_warns(tmp_path):
     tl = sc.timeline()
     n = int(round(tl.end_time * sc.samplerate))
     p = write_capture(tmp_path / "c.sr", "sr", tracks(tl, sc.channels, sc.samplerate), sc.samplerate, n)
-    a = analyze_file(p, SpiConfig(), deglitch=50)
+    a = analyze_device(p, SpiConfig(), deglitch=50)
     assert any("--deglitch" in w and "resolution" in w for w in a.warnings)
     with pytest.raises(Exception) as e:
-        analyze_file(p, SpiConfig(), deglitch=-1)
+        analyze_device(p, SpiConfig(), deglitch=-1)
     assert "deglitch" in str(e.value)

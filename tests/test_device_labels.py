@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from spigap import labels
-from spigap.api import analyze_file
+from spigap.core import labels
+from spigap.api import analyze_device
 from spigap.cli import main
 from spigap.errors import UsageError
 from spigap.synth import Scenario
@@ -18,7 +18,7 @@ from conftest import CAPTURES
 def test_mcp3008_labels_match_generator_truth():
     recipe = CAPTURES / "mcp3008-patterns.toml"
     truth = Scenario.from_toml(recipe).timeline().device_truth
-    a = analyze_file(recipe.with_suffix(".sr"))
+    a = analyze_device(recipe.with_suffix(".sr"))
     got = labels.label_transfers(a, "mcp3008:vref=3.3")
     assert len(got) == a.n == len(truth)
     for lab, t in zip(got, truth):
@@ -26,7 +26,7 @@ def test_mcp3008_labels_match_generator_truth():
 
 
 def test_mcp2518fd_labels_name_registers_and_crc():
-    a = analyze_file(CAPTURES / "mcp2518fd-rx.sr")
+    a = analyze_device(CAPTURES / "mcp2518fd-rx.sr")
     got = labels.label_transfers(a, "mcp2518fd")
     assert len(got) == a.n
     assert got[0].startswith("READ_CRC C1INT") and got[0].endswith("crc ok")

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from spigap.api import analyze_file
+from spigap.api import analyze_device
 from spigap.cli import main
 from spigap.core import events
 from spigap.errors import UsageError
@@ -66,7 +66,7 @@ def make_capture(path, seed=3, messages=300, drop_busy=(), tconv=4e-6, sigma_tco
 
 
 def _measure(path, specs):
-    a = analyze_file(path)
+    a = analyze_device(path)
     with open_capture(path) as r:
         return a, events.measure(r, a, [events.parse_event(s) for s in specs])
 
@@ -137,7 +137,7 @@ def test_ad7606_generator_truth(tmp_path):
     p = tmp_path / "ad.sr"
     tl = sc.timeline()
     write(sc, p, tl=tl)
-    a = analyze_file(p, _mode2())
+    a = analyze_device(p, _mode2())
     with open_capture(p) as r:
         rep = events.measure(r, a, [events.parse_event("CONVST:rise"), events.parse_event("BUSY:fall")])
     truth = tl.device_truth

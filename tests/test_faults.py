@@ -301,11 +301,11 @@ def _stuck_batch(tmp_path, caps, out):
     ready.mkdir()
     script = textwrap.dedent(f"""
         import os, sys, time
-        from spigap.core import pipeline
+        from spigap.core import run as core_run
         def run(reader, cfg, **kw):
             open(os.path.join({str(ready)!r}, str(os.getpid())), "w").close()
             time.sleep(600)
-        pipeline.analyze = run
+        core_run.analyze = run
         from spigap.cli import main
         sys.exit(main(["batch", "-j", "2", "--quiet", "--timeout", "0", "-o", {str(out)!r},
                        *{[str(c) for c in caps]!r}]))

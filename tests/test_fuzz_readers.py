@@ -36,7 +36,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from spigap.core import pipeline
+from spigap.core import run
 from spigap.core.config import SpiConfig
 from spigap.errors import CaptureTruncated, SpigapError
 from spigap.io import check_stream, open_capture
@@ -93,7 +93,7 @@ def exercise(path, fmt, *, analyze: bool = True, **opts):
                 if analyze and len(chans) >= 2:
                     cfg = SpiConfig(clk=chans[0], cs=chans[1], mosi=chans[2] if len(chans) > 2 else None,
                                     miso=chans[3] if len(chans) > 3 else None)
-                    pipeline.analyze(r, cfg)
+                    run.analyze(r, cfg)
             return "ok"
         except SpigapError as e:
             text = str(e)

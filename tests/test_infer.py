@@ -21,7 +21,7 @@ from conftest import REAL_CAPTURES, real
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.cli import main
 from spigap.core.config import INFERABLE
 from spigap.synth import Scenario, tracks
@@ -36,7 +36,7 @@ def words(a):
 
 def documented(name):
     file, cfg, _, rate = REAL_CAPTURES[name]
-    return analyze_file(real(file), SpiConfig(**cfg), samplerate=rate)
+    return analyze_device(real(file), SpiConfig(**cfg), samplerate=rate)
 
 
 # ------------------------------------------------------------ real captures
@@ -44,7 +44,7 @@ def documented(name):
 def test_real_capture_with_no_options_decodes_like_its_documented_map(name):
     file, cfg, _, rate = REAL_CAPTURES[name]
     want = documented(name)
-    got = analyze_file(real(file), samplerate=rate)
+    got = analyze_device(real(file), samplerate=rate)
     for role in ("clk", "cs", "mosi", "miso"):
         assert getattr(got.cfg, role) == getattr(want.cfg, role), (name, role, got.sources)
     assert got.n == want.n
@@ -53,11 +53,11 @@ def test_real_capture_with_no_options_decodes_like_its_documented_map(name):
 
 def test_second_bus_is_reported_and_selected_by_one_name():
     file, _, _, _ = REAL_CAPTURES["nrf24l01-uc"]
-    first = analyze_file(real(file))
+    first = analyze_device(real(file))
     assert first.cfg.clk == "rpi_CLK"
     other = [w for w in first.warnings if "another SPI bus" in w]
     assert other and "--clk uc_CLK" in other[0] and "--cs uc_CSN" in other[0]
-    uc = analyze_file(real(file), SpiConfig(clk="uc_CLK", infer=INFERABLE))
+    uc = analyze_device(real(file), SpiConfig(clk="uc_CLK", infer=INFERABLE))
     assert (uc.cfg.cs, uc.cfg.mosi, uc.cfg.miso) == ("uc_CSN", "uc_MOSI", "uc_MISO")
     assert words(uc) == words(documented("nrf24l01-uc"))
 
@@ -72,7 +72,7 @@ def test_real_capture_with_names_stripped(name, tmp_path):
     with open_capture(real(file)) as r:
         chans = r.info.channels
     mapping = ",".join(f"{c}={i}" for i, c in enumerate(chans))
-    got = analyze_file(real(file), samplerate=rate, channel_map=[mapping])
+    got = analyze_device(real(file), samplerate=rate, channel_map=[mapping])
     pos = {c: str(i) for i, c in enumerate(chans)}
     for role in ("clk", "cs", "mosi", "miso"):
         name_ = getattr(want.cfg, role)
@@ -82,12 +82,12 @@ def test_real_capture_with_names_stripped(name, tmp_path):
 
 def test_mode_from_the_signals_where_the_readme_and_the_wires_differ():
     # adxl345: SCLK idles high and the data switch on the falling (leading) edge: mode 3
-    a = analyze_file(real(REAL_CAPTURES["adxl345"][0]))
+    a = analyze_device(real(REAL_CAPTURES["adxl345"][0]))
     assert (a.cfg.cpol, a.cfg.cpha) == (1, 1)
     assert a.sources["mode"].how == "inferred" and a.sources["mode"].confidence > 0.9
     # st25r3916 and ade7758 are mode 1 per their READMEs
     for name in ("st25r3916", "ade7758"):
-        a = analyze_file(real(REAL_CAPTURES[name][0]))
+        a = analyze_device(real(REAL_CAPTURES[name][0]))
         assert (a.cfg.cpol, a.cfg.cpha) == (0, 1), name
 
 
@@ -157,9 +157,9 @@ GRID = [dict(mode=m, cs_polarity=p, wordsize=w)
 @pytest.mark.parametrize("case", GRID, ids=lambda c: f"mode{c['mode']}-cs{c['cs_polarity']}-w{c['wordsize']}")
 def test_synthesized_grid(case, tmp_path):
     path, names, sc = synth_capture(tmp_path / "c.sr", **case, shuffle_seed=case["wordsize"] + case["mode"])
-    want = analyze_file(path, SpiConfig(cpol=sc.cpol, cpha=sc.cpha, cs_active_low=sc.cs_active_low,
+    want = analyze_device(path, SpiConfig(cpol=sc.cpol, cpha=sc.cpha, cs_active_low=sc.cs_active_low,
                                         wordsize=sc.wordsize, **names))
-    got = analyze_file(path)
+    got = analyze_device(path)
     assert {r: getattr(got.cfg, r) for r in ("clk", "cs", "mosi", "miso")} == \
         {r: names.get(r) for r in ("clk", "cs", "mosi", "miso")}, got.sources
     assert (got.cfg.cpol, got.cfg.cpha, got.cfg.cs_active_low, got.cfg.wordsize) == \
@@ -169,7 +169,7 @@ def test_synthesized_grid(case, tmp_path):
 
 def test_cs_less_bus_with_noise(tmp_path):
     path, names, sc = synth_capture(tmp_path / "c.sr", mode=1, cs=False, idle_clocks=1.0)
-    got = analyze_file(path)
+    got = analyze_device(path)
     assert got.cfg.cs is None and got.cfg.clk == names["clk"]
     assert got.sources["cs"].how == "inferred" and "no channel brackets" in got.sources["cs"].note
     assert (got.cfg.cpol, got.cfg.cpha) == (0, 1)
@@ -178,9 +178,9 @@ def test_cs_less_bus_with_noise(tmp_path):
 def test_lsb_first_is_not_guessed(tmp_path):
     """Bit order cannot be seen on the wires: MSB is taken and said to be a default."""
     path, names, sc = synth_capture(tmp_path / "c.sr", bitorder="lsb")
-    got = analyze_file(path)
+    got = analyze_device(path)
     assert got.cfg.lsb_first is False and got.sources["bitorder"].how == "default"
-    want = analyze_file(path, SpiConfig(lsb_first=True, **names))
+    want = analyze_device(path, SpiConfig(lsb_first=True, **names))
     assert words(got) != words(want)
 
 
@@ -188,18 +188,18 @@ def test_word_size_without_pauses_is_a_stated_choice(tmp_path):
     """3 x 12 bits back to back could be 4 x 9: the choice is reported with low confidence;
     transfers of several lengths settle it."""
     path, names, sc = synth_capture(tmp_path / "c.sr", wordsize=12, idle_clocks=0.0, words_per_transfer=3)
-    got = analyze_file(path)
+    got = analyze_device(path)
     assert got.sources["wordsize"].confidence < 0.75
     assert any("wordsize" in w and "--wordsize" in w for w in got.warnings)
     path, names, sc = synth_capture(tmp_path / "d.sr", wordsize=12, idle_clocks=0.0, window_words=[1, 2, 3])
-    got = analyze_file(path)
+    got = analyze_device(path)
     assert got.cfg.wordsize == 12
 
 
 def test_cpha_on_lines_that_never_change_is_the_stated_default(tmp_path):
     path, names, sc = synth_capture(tmp_path / "c.sr", mode=2, mosi=[0], miso=(0,), noise=False)
     # constant data lines are not data lines to the signals: they are named
-    got = analyze_file(path, SpiConfig(mosi=names["mosi"], miso=names["miso"], infer=INFERABLE))
+    got = analyze_device(path, SpiConfig(mosi=names["mosi"], miso=names["miso"], infer=INFERABLE))
     assert got.cfg.cpol == 1
     assert "default" in got.sources["mode"].note and got.sources["mode"].confidence < 0.75
     assert any(w.startswith("mode ") and "--mode" in w for w in got.warnings)
@@ -207,7 +207,7 @@ def test_cpha_on_lines_that_never_change_is_the_stated_default(tmp_path):
 
 def test_given_settings_are_kept_and_reported_as_given(tmp_path):
     path, names, sc = synth_capture(tmp_path / "c.sr", mode=3)
-    a = analyze_file(path, SpiConfig(cpol=0, cpha=0, **names))      # wrong on purpose
+    a = analyze_device(path, SpiConfig(cpol=0, cpha=0, **names))      # wrong on purpose
     assert (a.cfg.cpol, a.cfg.cpha) == (0, 0)
     assert a.sources["mode"].how == "given" and a.sources["clk"].how == "given"
     assert a.setting_warnings and "--mode 3" in a.setting_warnings[0]
@@ -244,7 +244,7 @@ def test_detect_prints_settings_and_command_lines_that_sigrok_accepts(tmp_path, 
                          capture_output=True, text=True, check=True, timeout=120)
     assert "srd:" not in out.stderr
     sig = [int(line.split()[-1], 16) for line in out.stdout.splitlines() if line.strip()]
-    assert sig == analyze_file(file).mosi.tolist()
+    assert sig == analyze_device(file).mosi.tolist()
     # and the spigap line reproduces the inferred analysis with every setting given
     argv = d["commands"]["spigap"].split()[1:]
     assert main(argv + ["--format", "json"]) == 0
@@ -309,7 +309,7 @@ def test_any_signals_give_an_analysis_or_one_clear_error(tmp_path_factory, case)
     p = tmp_path_factory.mktemp("any") / "c.sr"
     write_sr(p, trs, 1e6, n)
     try:
-        a = analyze_file(p)
+        a = analyze_device(p)
     except SpigapError as e:
         assert "\n" not in str(e)
         return

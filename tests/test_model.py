@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from spigap.api import analyze_file
+from spigap.api import analyze_device
 from spigap.timing.profiles import ProfileError, list_devices, list_profiles, load_device, load_profile
 from spigap.timing.model import TimingModel, delay_semantics
 from conftest import CAPTURES, ROOT
@@ -96,7 +96,7 @@ def test_formula_terms():
 def test_capture_convention_matches_synthesized_seed_captures(name):
     """captures/*.toml set CS setup/hold to the edge-to-edge figures: the bus rate is
     the model's with T/2 less per transfer; the slot convention is off by ~1.5 %."""
-    a = analyze_file(CAPTURES / f"{name}.sr")
+    a = analyze_device(CAPTURES / f"{name}.sr")
     m = load_profile("rpi3-k4.4-nodelay").model()
     n = a.grouping.transfers_per_message
     measured = a.transfer_rate_hz()
@@ -109,7 +109,7 @@ def test_segments_model_matches_the_mcp320x_capture():
     window with a 4 µs boundary gap, setup 1.6 µs, hold 0.4 µs."""
     m = TimingModel(sclk_hz=1e6, idle_clocks=1, cs_setup=1.6e-6, cs_hold=0.4e-6, inter_transfer=4e-6,
                     segments=2)
-    a = analyze_file(CAPTURES / "mcp3008-rpi3-mcp320x-iio.sr")
+    a = analyze_device(CAPTURES / "mcp3008-rpi3-mcp320x-iio.sr")
     measured = float(np.nanmedian(a.duration)) * a.tick_s
     assert abs(measured - m.capture_transfer_time(3)) <= 2 * a.tick_s
     with pytest.raises(ValueError):        # a boundary gap shorter than a byte gap is not one
@@ -339,7 +339,7 @@ def test_cli_model_synth_writes_a_capture_with_the_profiles_gaps(tmp_path):
     out = tmp_path / "p.sr"
     spigap("model", "--profile", "rpi3-k4.4-vanilla", "--synth", out, "--synth-transfers-per-message",
            "10", "--messages", "30", check=True)
-    a = analyze_file(out)
+    a = analyze_device(out)
     r = a.tick_s
     assert a.grouping.transfers_per_message == 10
     for kind, want in (("cs_setup", 1.6e-6), ("cs_hold", 0.4e-6), ("cs_change", 10e-6),

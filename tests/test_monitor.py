@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from spigap import native
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.core.monitor import Monitor, TickHistogram, parse_alert
 from spigap.core.quantile import percentiles
 from spigap.errors import UsageError
@@ -60,7 +60,7 @@ def test_seed_004_per_second_counts(soak):
     assert [iv["transfers"] for iv in ivs] == SEED_004
     assert [iv["t_s"] for iv in ivs] == pytest.approx(list(range(20)))
     assert [iv["rate_hz"] for iv in ivs[:19]] == pytest.approx(SEED_004[:19])
-    a = analyze_file(soak, SpiConfig())
+    a = analyze_device(soak, SpiConfig())
     assert summary["transfers"] == sum(iv["transfers"] for iv in ivs) == a.n == sum(SEED_004)
     # the one late cycle: a stall in second 13 only, against the baseline of second 0
     assert [iv["stalls"] for iv in ivs] == [0] * 13 + [1] + [0] * 6
@@ -94,7 +94,7 @@ def test_text_lines_when_not_a_terminal(soak):
 
 
 def test_summary_equals_analyze_and_pipe_equals_file(sigrok_cli):
-    a = analyze_file(SHOP, SpiConfig())
+    a = analyze_device(SHOP, SpiConfig())
     proc, ivs, summary = monitor(SHOP, "--interval", "1ms")
     assert proc.returncode == 0
     assert sum(iv["transfers"] for iv in ivs) == summary["transfers"] == a.n

@@ -151,7 +151,7 @@ def _cli(*args) -> int:
 
 
 def test_pvs_command_gaps_carries_the_analysis(tmp_path, capsys):
-    from spigap.api import SpiConfig, analyze_file
+    from spigap.api import SpiConfig, analyze_device
 
     cap = tmp_path / "b10.sr"
     shutil.copy(B10, cap)
@@ -160,7 +160,7 @@ def test_pvs_command_gaps_carries_the_analysis(tmp_path, capsys):
     assert "10 transfers per message" in capsys.readouterr().out
     setup = pvs.read((tmp_path / "b10.pvs").read_text())
     gaps, mcp = setup.decode_signals
-    a = analyze_file(B10, SpiConfig())
+    a = analyze_device(B10, SpiConfig())
     # one population of word gaps: the threshold sits above the longest one
     assert a.inter_transfer_threshold is None
     thr = float(a.pair_gap.max())
@@ -188,7 +188,7 @@ def test_pvs_command_gaps_carries_the_analysis(tmp_path, capsys):
 def test_pvs_options_make_the_decoder_match_the_analyzer(tmp_path):
     """The spi_gaps options a .pvs carries (run here through sigrok-cli) give
     the analyzer's inter-byte/inter-transfer and cs_change/context-switch labels."""
-    from spigap.api import SpiConfig, analyze_file
+    from spigap.api import SpiConfig, analyze_device
 
     cap = CAPTURES / "mcp3008-rpi3-mcp320x-iio.sr"
     out = tmp_path / "x.pvs"
@@ -200,7 +200,7 @@ def test_pvs_options_make_the_decoder_match_the_analyzer(tmp_path):
                        "spi_gaps=inter-byte:inter-transfer:context-switch:cs-change",
                        "--protocol-decoder-samplenum"])
     kinds = [line.split(": ", 1)[1].split(":")[0] for line in text.splitlines()]
-    a = analyze_file(cap, SpiConfig(transfers_per_message=1))
+    a = analyze_device(cap, SpiConfig(transfers_per_message=1))
     n_it = int(a.pair_inter_transfer.sum())
     assert n_it > 0
     assert kinds.count("Inter-transfer gap") == n_it

@@ -27,7 +27,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_fuzz_readers import RUNS, _check_stream, _inputs, _rezip, exercise, fuzz, mutated, zip_field_patch
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.errors import CaptureTruncated
 from spigap.io import open_capture
 from spigap.io import dsl as dslmod
@@ -69,7 +69,7 @@ def demo_sr(tmp_path_factory):
 
 
 def test_demo_words_equal_sigrok_cli(sigrok_cli, demo_sr):
-    a = analyze_file(real(DEMO), SpiConfig())
+    a = analyze_device(real(DEMO), SpiConfig())
     assert a.cfg.clk == "clk" and a.cfg.mosi == "mosi" and a.cfg.miso == "miso" and a.cfg.cs == "cs"
     for line, ours in (("mosi", a.mosi), ("miso", a.miso)):
         out = run_sigrok(["-i", str(demo_sr), "-P", "spi:clk=clk:mosi=mosi:miso=miso:cs=cs",
@@ -158,10 +158,10 @@ def test_decoders_member_gives_the_channel_map(tmp_path):
     dec = [{"id": "1:spi", "channel": [{"cs": 0}, {"mosi": 1}, {"clk": 2}], "options": {"cpol": 0}}]
     p = tmp_path / "m.dsl"
     p.write_bytes(write_dsl(samples, ["P0", "P1", "P2"], block_bytes=100, decoders=dec))
-    a = analyze_file(p, SpiConfig())
+    a = analyze_device(p, SpiConfig())
     assert (a.cfg.clk, a.cfg.mosi, a.cfg.cs) == ("P2", "P1", "P0")
     # the user's own choice wins over the file's
-    b = analyze_file(p, SpiConfig(clk="P2", mosi="P0", cs="P1"))
+    b = analyze_device(p, SpiConfig(clk="P2", mosi="P0", cs="P1"))
     assert (b.cfg.mosi, b.cfg.cs) == ("P0", "P1")
 
 

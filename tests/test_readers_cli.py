@@ -9,7 +9,7 @@ import pytest
 
 from spigap.cli import build_parser, main
 from spigap.cli.common import reader_options
-from spigap.core import pipeline
+from spigap.core import run
 from spigap.io import open_capture
 from spigap.synth import Scenario, tracks
 from spigap.synth.writers import write_capture
@@ -66,12 +66,12 @@ def test_capture_options_reach_the_reader(cap):
                                       "--channel-map", "2=MISO,3=CS", "--deglitch", "30"])
     with open_capture(args.capture, **reader_options(args)) as r:
         assert r.info.channels == ["SCLK", "MOSI", "MISO", "CS"]
-        a = pipeline.analyze(r, __import__("spigap.cli.common", fromlist=["x"]).config_from_args(args))
+        a = run.analyze(r, __import__("spigap.cli.common", fromlist=["x"]).config_from_args(args)).device
     assert a.n == 12 and a.info.deglitch_ns == 30
     args = build_parser().parse_args(["analyze", cap["sr-analog"], "--threshold", "SCLK=1.5,0.3",
                                       "--threshold", "1.6"])
     with open_capture(args.capture, **reader_options(args)) as r:
-        a = pipeline.analyze(r, __import__("spigap.cli.common", fromlist=["x"]).config_from_args(args))
+        a = run.analyze(r, __import__("spigap.cli.common", fromlist=["x"]).config_from_args(args)).device
     assert a.n == 12 and a.info.thresholds["SCLK"] == (1.5, 0.3)
     assert a.info.thresholds["CS"][0] == 1.6
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.synth import Scenario, tracks
 from spigap.synth.writers import FORMATS, write_capture
 from spigap.synth.writers.scope_csv import native_names
@@ -61,7 +61,7 @@ def captures(tmp_path_factory):
     for name in SCENARIOS:
         sc, trs, n = _build(name)
         cfg = SpiConfig(cpol=sc.cpol, cpha=sc.cpha)
-        ref = analyze_file(write_capture(d / f"{name}.sr", "sr", trs, sc.samplerate, n), cfg)
+        ref = analyze_device(write_capture(d / f"{name}.sr", "sr", trs, sc.samplerate, n), cfg)
         out[name] = (d, sc, trs, n, cfg, ref)
     return out
 
@@ -71,7 +71,7 @@ def captures(tmp_path_factory):
 def test_same_analysis_in_every_format(captures, fmt, scenario):
     d, sc, trs, n, cfg, ref = captures[scenario]
     path = write_capture(d / f"{scenario}-{fmt}{_ext(fmt)}", fmt, trs, sc.samplerate, n)
-    a = analyze_file(path, cfg, **_options(fmt, trs))
+    a = analyze_device(path, cfg, **_options(fmt, trs))
     assert a.truncated is None, a.truncated
     assert ref.n > 40
     assert a.n == ref.n, f"{fmt}: {a.n} transfers, reference {ref.n}"
@@ -99,11 +99,11 @@ def test_resolution_is_reported_per_format(captures):
               "scope-keysight": 20e-9, "scope-rigol": 20e-9, "scope-pico": 20e-9, "scope-rs": 40e-9}
     for fmt, tick in expect.items():
         path = write_capture(d / f"res-{fmt}{_ext(fmt)}", fmt, trs, sc.samplerate, n)
-        a = analyze_file(path, cfg, **_options(fmt, trs))
+        a = analyze_device(path, cfg, **_options(fmt, trs))
         assert a.tick_s == pytest.approx(tick, rel=1e-6), fmt
     # v0 files carry no rate: the inferred grid must hold every sample time (divide 20 ns)
     path = write_capture(d / "res-saleae-v0", "saleae-v0", trs, sc.samplerate, n)
-    a = analyze_file(path, cfg, **_options("saleae-v0", trs))
+    a = analyze_device(path, cfg, **_options("saleae-v0", trs))
     k = 20e-9 / a.tick_s
     assert abs(k - round(k)) < 1e-6 and a.tick_s <= 20e-9
     assert any("inferred from the transition times" in w for w in a.warnings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.errors import CaptureTruncated, InputError
 from spigap.io import open_capture
 from spigap.synth import Scenario, tracks
@@ -59,8 +59,8 @@ def test_change_csv_cut_mid_row_and_backwards_time(tmp_path, cap):
     cut = data.index(b"\n", len(data) // 2) + 6
     p = tmp_path / "cut.csv"
     p.write_bytes(data[:cut])
-    ref = analyze_file(full, SpiConfig())
-    a = analyze_file(p, SpiConfig())
+    ref = analyze_device(full, SpiConfig())
+    a = analyze_device(p, SpiConfig())
     assert a.truncated and "the last row is incomplete" in a.truncated and str(p) in a.truncated
     assert 0 < a.n < ref.n
     p2 = tmp_path / "back.csv"
@@ -180,7 +180,7 @@ def test_scope_csv_malformed_row_is_damage(tmp_path, cap):
     lines[k] = "1.0e-3,garbage,1,2,3"
     p = tmp_path / "bad.csv"
     p.write_text("\n".join(lines))
-    a = analyze_file(p, SpiConfig(), channel_map="1=SCLK,2=MOSI,3=MISO,4=CS")
+    a = analyze_device(p, SpiConfig(), channel_map="1=SCLK,2=MOSI,3=MISO,4=CS")
     assert a.truncated and "malformed row" in a.truncated
     assert a.n > 0
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.io import open_capture
 from spigap.synth.srwriter import Track
 from spigap.synth.writers import write_capture
@@ -23,10 +23,10 @@ def _config(name):
 @pytest.mark.parametrize("name", sorted(CAPTURES))
 def test_every_real_capture_analyzes_without_error(name):
     path, cfg, rate = _config(name)
-    a = analyze_file(path, cfg, samplerate=rate)
+    a = analyze_device(path, cfg, samplerate=rate)
     assert a.truncated is None and a.n > 0
     # a glitch filter shorter than one sample changes nothing
-    b = analyze_file(path, cfg, samplerate=rate, deglitch=a.tick_s * 1e9 * 0.9)
+    b = analyze_device(path, cfg, samplerate=rate, deglitch=a.tick_s * 1e9 * 0.9)
     assert b.n == a.n and np.array_equal(b.mosi, a.mosi) and np.array_equal(b.start, a.start)
 
 
@@ -55,7 +55,7 @@ def _tracks_of(path, cfg: SpiConfig, rate):
 @pytest.mark.parametrize("name", sorted(CAPTURES))
 def test_real_edges_in_other_formats_give_the_same_analysis(name, tmp_path):
     path, cfg, rate = _config(name)
-    ref = analyze_file(path, cfg, samplerate=rate)
+    ref = analyze_device(path, cfg, samplerate=rate)
     trs, names, n, sr = _tracks_of(path, cfg, rate)
     edges = sum(len(t.samples) for t in trs)
     # the text/analog writers are test tools at ~1 µs per row: keep the big captures to the fast ones
@@ -67,7 +67,7 @@ def test_real_edges_in_other_formats_give_the_same_analysis(name, tmp_path):
         kw = {"samplerate": sr} if fmt == "csv-saleae" else {}
         if fmt == "saleae-v1":
             kw["channel_map"] = {str(j): nm for j, nm in enumerate(names)}
-        a = analyze_file(p, cfg, **kw)
+        a = analyze_device(p, cfg, **kw)
         assert a.truncated is None, (fmt, a.truncated)
         assert a.n == ref.n, (fmt, a.n, ref.n)
         assert np.array_equal(a.mosi, ref.mosi) and np.array_equal(a.miso, ref.miso), fmt

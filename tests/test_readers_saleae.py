@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.errors import CaptureTruncated, InputError, UsageError
 from spigap.io import open_capture
 from spigap.synth import Scenario, tracks
@@ -33,7 +33,7 @@ def _write(tmp_path, cap, fmt, name=None, **kw):
 
 def _ref(tmp_path, cap):
     sc, trs, n = cap
-    return analyze_file(write_capture(tmp_path / "ref.sr", "sr", trs, sc.samplerate, n), SpiConfig())
+    return analyze_device(write_capture(tmp_path / "ref.sr", "sr", trs, sc.samplerate, n), SpiConfig())
 
 
 def test_folder_or_one_file_and_channel_names(tmp_path, cap):
@@ -45,7 +45,7 @@ def test_folder_or_one_file_and_channel_names(tmp_path, cap):
         assert r.info.channels == ["D0", "D1", "D2", "D3"]
     ref = _ref(tmp_path, cap)
     for key in (MAP, "D0=SCLK,D1=MOSI,D2=MISO,D3=CS", "digital_0=SCLK,digital_1=MOSI,digital_2=MISO,digital_3=CS"):
-        a = analyze_file(d, SpiConfig(), channel_map=key)
+        a = analyze_device(d, SpiConfig(), channel_map=key)
         assert a.n == ref.n and np.array_equal(a.mosi, ref.mosi)
 
 
@@ -62,14 +62,14 @@ def test_v0_rate_is_inferred_from_transition_times(tmp_path, cap):
 def test_v1_gaps_are_reported_and_held(tmp_path, cap):
     sc, trs, n = cap
     d = _write(tmp_path, cap, "saleae-v1", gaps=[(n // 2, n // 2 + 3)])
-    a = analyze_file(d, SpiConfig(), channel_map=MAP)
+    a = analyze_device(d, SpiConfig(), channel_map=MAP)
     assert any("gap(s) without data" in w for w in a.warnings)
     assert a.n == _ref(tmp_path, cap).n
 
 
 def test_implausible_v1_rate_falls_back_to_the_times(tmp_path, cap):
     d = _write(tmp_path, cap, "saleae-v1", name="slow", chunk_rate=5.0)
-    a = analyze_file(d, SpiConfig(), channel_map=MAP)
+    a = analyze_device(d, SpiConfig(), channel_map=MAP)
     w = " ".join(a.warnings)
     assert "5 Hz is implausible" in w and "--samplerate" in w
     assert a.tick_s == pytest.approx(1e-8)
@@ -80,17 +80,17 @@ def test_implausible_v1_rate_falls_back_to_the_times(tmp_path, cap):
 def test_analog_channels_with_explicit_thresholds(tmp_path, cap):
     d = _write(tmp_path, cap, "saleae-analog", v_high=1.8, noise=0.01)
     ref = _ref(tmp_path, cap)
-    a = analyze_file(d, SpiConfig(), channel_map="A0=SCLK,A1=MOSI,A2=MISO,A3=CS", threshold=["0.9,0.1"])
+    a = analyze_device(d, SpiConfig(), channel_map="A0=SCLK,A1=MOSI,A2=MISO,A3=CS", threshold=["0.9,0.1"])
     assert a.n == ref.n and np.array_equal(a.miso, ref.miso)
     # a threshold can name a channel by its mapped name
-    a = analyze_file(d, SpiConfig(), channel_map="A0=SCLK,A1=MOSI,A2=MISO,A3=CS",
+    a = analyze_device(d, SpiConfig(), channel_map="A0=SCLK,A1=MOSI,A2=MISO,A3=CS",
                      threshold=["SCLK=0.9,0.1", "CS=0.9", "MOSI=0.9", "MISO=0.9"])
     assert a.n == ref.n
     # a threshold above the signal: every line reads low, so CS is active throughout and no SCLK edge
-    a = analyze_file(d, SpiConfig(), channel_map="A0=SCLK,A1=MOSI,A2=MISO,A3=CS", threshold="5")
+    a = analyze_device(d, SpiConfig(), channel_map="A0=SCLK,A1=MOSI,A2=MISO,A3=CS", threshold="5")
     assert a.n == 1 and a.n_words.sum() == 0
     with pytest.raises(UsageError) as e:
-        analyze_file(d, SpiConfig(), channel_map="A0=SCLK,A1=MOSI,A2=MISO,A3=CS", threshold="NOPE=1")
+        analyze_device(d, SpiConfig(), channel_map="A0=SCLK,A1=MOSI,A2=MISO,A3=CS", threshold="NOPE=1")
     assert "NOPE" in str(e.value)
 
 
@@ -100,7 +100,7 @@ def test_cut_file_analyzes_what_is_there(tmp_path, cap):
     size = os.path.getsize(f)
     os.truncate(f, 44 + ((size - 44) // 8) * 6 // 10 * 8 + 3)
     ref = _ref(tmp_path, cap)
-    a = analyze_file(d, SpiConfig(), channel_map=MAP)
+    a = analyze_device(d, SpiConfig(), channel_map=MAP)
     assert a.truncated and "digital_0.bin" in a.truncated and "results cover up to" in a.truncated
     assert 0 < a.n < ref.n
     k = a.n - 1

@@ -21,7 +21,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from conftest import REAL_CAPTURES, real
 
 SLOW_VCD = {"enc28j60"}
@@ -63,15 +63,15 @@ def _cfg(name):
 def test_sigrok_vcd_export_analyzes_like_the_sr(sigrok_cli, tmp_path_factory, name):
     f = REAL_CAPTURES[name][0]
     vcd = export(tmp_path_factory, name, "vcd")
-    _same(name, analyze_file(real(f), _cfg(name)), analyze_file(vcd, _cfg(name)))
+    _same(name, analyze_device(real(f), _cfg(name)), analyze_device(vcd, _cfg(name)))
 
 
 @pytest.mark.parametrize("name", sorted(CSV_OK))
 def test_sigrok_csv_export_analyzes_like_the_sr(sigrok_cli, tmp_path_factory, name):
     f = REAL_CAPTURES[name][0]
     csv = export(tmp_path_factory, name, "csv")
-    b = analyze_file(csv, _cfg(name))
+    b = analyze_device(csv, _cfg(name))
     assert b.info.format == "sigrok CSV"
-    a = analyze_file(real(f), _cfg(name))
+    a = analyze_device(real(f), _cfg(name))
     assert b.tick_s == a.tick_s and b.end_tick == a.end_tick
     _same(name, a, b)

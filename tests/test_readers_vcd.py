@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.errors import CaptureTruncated, InputError
 from spigap.io import open_capture
 from spigap.io import vcd as vcd_mod
@@ -136,8 +136,8 @@ def test_cut_mid_line_analyzes_what_is_there_and_says_where(tmp_path):
     cut_at = data.index(b"\n", cut_at) - 2          # inside a line
     p = tmp_path / "cut.vcd"
     p.write_bytes(data[:cut_at])
-    ref = analyze_file(full, SpiConfig())
-    a = analyze_file(p, SpiConfig())
+    ref = analyze_device(full, SpiConfig())
+    a = analyze_device(p, SpiConfig())
     assert a.truncated and "middle of a token" in a.truncated and f"byte {cut_at - 1}" in a.truncated \
         or "line" in a.truncated
     assert str(p) in a.truncated
@@ -241,7 +241,7 @@ def test_sigrok_exported_vcd_has_the_capture_resolution(tmp_path):
                    capture_output=True, timeout=120)
     head = out.read_text(errors="replace")[:400]
     assert "$timescale 10 ns" in head and "at 50 MHz" in head    # what makes this case
-    a_vcd, a_sr = analyze_file(out), analyze_file(sr)
+    a_vcd, a_sr = analyze_device(out), analyze_device(sr)
     assert a_vcd.tick_s == pytest.approx(20e-9) and a_vcd.info.samplerate_hz == pytest.approx(50e6)
     for kind in ("cs_setup", "cs_hold", "inter_byte"):
         assert np.array_equal(a_vcd.gap_values(kind), a_sr.gap_values(kind)), kind

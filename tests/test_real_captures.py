@@ -16,7 +16,7 @@ import re
 import numpy as np
 import pytest
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from conftest import REAL_CAPTURES as CAPTURES
 from conftest import REAL, real, run_sigrok
 
@@ -50,7 +50,7 @@ _cache = {}
 def analysis(name):
     if name not in _cache:
         f, cfg, _, rate = CAPTURES[name]
-        _cache[name] = analyze_file(real(f), SpiConfig(**cfg), samplerate=rate)
+        _cache[name] = analyze_device(real(f), SpiConfig(**cfg), samplerate=rate)
     return _cache[name]
 
 
@@ -163,6 +163,6 @@ def test_unnamed_channels_without_inference_need_explicit_mapping():
     """A SpiConfig built in code infers no setting, but roles no name settles still come
     from the signals; the old error remains for a capture whose signals show no clock
     (tests/test_infer.py)."""
-    a = analyze_file(real("spi__ad7920__ad7920_fast_read.sr"), SpiConfig(), samplerate=5e6)
+    a = analyze_device(real("spi__ad7920__ad7920_fast_read.sr"), SpiConfig(), samplerate=5e6)
     assert (a.cfg.clk, a.cfg.miso, a.cfg.cs) == ("0", "1", "2")
     assert a.sources["clk"].how == "inferred" and a.sources["mode"].how == "given"

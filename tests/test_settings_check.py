@@ -11,7 +11,7 @@ import pytest
 from conftest import CAPTURES, REAL, REAL_CAPTURES, real
 from util import analyze, synth
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.cli import main
 
 B10 = CAPTURES / "mcp3008-rpi3-k4.4-b10.sr"        # mode 0, CE0 active low, 3 bytes per transfer
@@ -57,7 +57,7 @@ def test_called_out_first_in_text_and_json(capsys):
 @pytest.mark.parametrize("name", sorted(REAL_CAPTURES))
 def test_real_captures_with_their_documented_settings_are_not_called_out(name):
     f, kw, _, rate = REAL_CAPTURES[name]
-    a = analyze_file(real(f), SpiConfig(**kw), **({"samplerate": rate} if rate else {}))
+    a = analyze_device(real(f), SpiConfig(**kw), **({"samplerate": rate} if rate else {}))
     assert a.setting_warnings == []
 
 
@@ -65,7 +65,7 @@ def test_dsview_demo_data_switch_at_the_configured_sampling_edge():
     """DSView's demo says mode 0 (its decoder settings), but its data lines
     switch at the rising edge, in the very sample: mode 1 samples where they are
     stable. Reported as a better fit with the evidence, not as an error."""
-    a = analyze_file(real("dsview__demo_spi.dsl"), SpiConfig())
+    a = analyze_device(real("dsview__demo_spi.dsl"), SpiConfig())
     assert len(a.setting_warnings) == 1
     w = a.setting_warnings[0]
     assert "--mode 1 (CPOL=0 CPHA=1) fits them better" in w and "very sample of the edge" in w

@@ -20,13 +20,12 @@ import pytest
 from conftest import CAPTURES
 
 from spigap.cli import main
-from spigap.core import analysis, bus, collect, pipeline
-from spigap.core import shared as core_shared
+from spigap.core import analysis, bus, collect, run
 from spigap.core.analysis import KIND_NAMES
 from spigap.core.config import INFERABLE, SpiConfig
 from spigap.io import open_capture
 from spigap import native
-from spigap.output import shared as shared_out
+from spigap.output import csvout, jsonout
 from spigap.output.rows import Output
 from spigap.synth import Bus, TraceOptions, write
 
@@ -49,7 +48,7 @@ def built(tmp_path_factory):
 def _analyze(path, cs=None, **kw):
     cfg = SpiConfig(cs=cs, infer=INFERABLE)
     with open_capture(path) as r:
-        return pipeline.analyze(r, cfg, **kw)
+        return run.analyze(r, cfg, **kw)
 
 
 def _check_device(a, tr: dict, rate: float, grouped: bool = False) -> None:
@@ -101,7 +100,7 @@ def test_bus_figures_equal_the_truth(built, key):
     s = sa.tick_s
     # the other devices' CS time inside each gap, and how many of their windows
     for name, tr in truth["devices"].items():
-        cols = sa.columns[name]
+        cols = sa.devices[name].bus.columns
         busy = np.asarray([np.nan if x is None else x for x in tr["other_busy_s"]])
         n_other = np.asarray(tr["other_windows"])
         have = cols["other_busy"][1:] * s
@@ -114,7 +113,7 @@ def test_bus_figures_equal_the_truth(built, key):
         want.setdefault((frm, to), []).append(v)
     have_pairs = {}
     for name in names:
-        cols = sa.columns[name]
+        cols = sa.devices[name].bus.columns
         m = cols["handover_from"] >= 0
         for frm in np.unique(cols["handover_from"][m]).tolist():
             have_pairs[(names[frm], name)] = cols["handover"][cols["handover_from"] == frm] * s
@@ -156,7 +155,7 @@ def test_the_engines_agree(built):
     for engine in ("c", "numpy"):
         with native.use_engine(engine):
             sa = _analyze(cap, "CS0,CS1,CS2")
-            d = shared_out.to_dict(sa, transfers=True)
+            d = jsonout.document(sa, transfers=True)
             d.pop("engine")
             docs.append(json.dumps(d, sort_keys=True))
     assert docs[0] == docs[1]
@@ -217,8 +216,7 @@ def test_bounded_path_writes_the_in_memory_output(built, fmt):
         o = Output(fmt, buf, transfers=True)
         kw = dict(retain=1, learn=10 ** 9) if keep == "bounded" else {}
         sa = _analyze(cap, "CE0,CE1", keep=keep, rows=o.rows, **kw)
-        stalls = {n: [] for n in sa.devices}
-        o.finish(sa, stalls=stalls, stall_rule=None, events=None)
+        o.finish(sa)
         texts.append(buf.getvalue())
     if fmt == "json":
         a, b = (json.loads(x) for x in texts)
@@ -245,7 +243,7 @@ def test_bounded_path_writes_the_in_memory_output(built, fmt):
 def test_rows_carry_the_device_in_time_order(built):
     cap, truth, _ = built["rpi"]
     sa = _analyze(cap, "CE0,CE1")
-    text = shared_out.render_csv(sa)
+    text = csvout.render(sa)
     lines = text.splitlines()
     head = lines[0].split(",")
     assert head[-5:] == ["cs", "handover_from", "handover_s", "other_busy_s", "other_windows"]
@@ -275,13 +273,13 @@ def test_queueing_the_bus_alone_shows(built):
     or not): the counts docs/shared-bus.md quotes."""
     cap, truth, _ = built["rpi"]
     sa = _analyze(cap, "CE0,CE1")
-    q = {(x["from"], x["to"]): x for x in shared_out.queueing(sa)}
+    q = {(x["from"], x["to"]): x for x in sa.bus.queueing(sa.tick_s)}
     # truth: the first window of each queued message, per device
     queued_first = {}
     for m in truth["messages"]:
         queued_first.setdefault(m["device"], {})[round(m["first_assert_s"] * truth["samplerate_hz"])] = m["queued"]
     for name in ("CE0", "CE1"):
-        a, cols = sa.devices[name], sa.columns[name]
+        a, cols = sa.devices[name], sa.devices[name].bus.columns
         frm = cols["handover_from"]
         hand = frm >= 0
         starts = a.start[hand]
@@ -319,8 +317,9 @@ def test_one_device_named_alone_is_one_device(built):
     """--cs CE0 analyzes CE0 alone, as before shared buses (the other CS line's clock
     edges are SCLK outside CE0)."""
     cap, truth, _ = built["rpi"]
-    a = _analyze(cap, "CE0")
-    assert not getattr(a, "shared", False)
+    r = _analyze(cap, "CE0")
+    assert r.bus is None
+    a = r.device
     assert a.n == truth["devices"]["CE0"]["transfers"]
     assert a.clk_outside_cs > 0
 
@@ -334,9 +333,9 @@ def test_sampled_bus_columns_follow_the_sample(built):
     cap, _, _ = built["rpi"]
     whole = _analyze(cap, "CE0,CE1", keep="all")
     for name, a in whole.devices.items():
-        cols = whole.columns[name]
+        cols = a.bus.columns
         sampler = collect.Sampler(40, 5)
-        sampled = core_shared.SampledColumns(sampler)
+        sampled = bus.SampledColumns(sampler)
         for k0 in range(0, a.n, 16):
             k1 = min(k0 + 16, a.n)
             sampler.add(analysis.take(a, k0, k1, 0), 0, k0, 0)

@@ -170,7 +170,7 @@ def test_check_frames_each_device_with_its_profile(mixed_bus, tmp_path, capsys):
     three bytes (24 bits, no gap between the words); its profile's mode and word size frame it
     (the SPI core sets them per device), an explicit --wordsize wins over the profile, and the
     words are the truth's (which sigrok's spi decoder reads too: test_shared_synth.py)."""
-    from spigap.core import pipeline
+    from spigap.core import run
     from spigap.core.config import INFERABLE, SpiConfig
     from spigap.io import open_capture
 
@@ -201,7 +201,7 @@ def test_check_frames_each_device_with_its_profile(mixed_bus, tmp_path, capsys):
     # the words framed with the profile's settings are the truth's, and the other devices keep theirs
     own = SpiConfig(cpha=1, wordsize=12, infer=INFERABLE - {"mode", "wordsize"})
     with open_capture(cap) as r:
-        sa = pipeline.analyze(r, SpiConfig(infer=INFERABLE, device_cfgs={"CE1": (own, "profile x")}))
+        sa = run.analyze(r, SpiConfig(infer=INFERABLE, device_cfgs={"CE1": (own, "profile x")}))
     for name in ("CE0", "CE1"):
         want = [w for win in tr["devices"][name]["mosi"] for w in win]
         assert sa.devices[name].mosi.tolist() == want, name

@@ -14,7 +14,7 @@ import pytest
 from conftest import CAPTURES, run_sigrok
 
 from spigap.cli import main
-from spigap.core import pipeline
+from spigap.core import run
 from spigap.core.config import INFERABLE, SpiConfig
 from spigap.io import open_capture
 from spigap.sigrok import pvs
@@ -24,7 +24,7 @@ CASES = {"shared-rpi-mcp3008-mcp2518fd.sr": ("SCLK", "", ["CE0", "CE1"]),
 
 def _sa(path):
     with open_capture(path) as r:
-        return pipeline.analyze(r, SpiConfig(infer=INFERABLE))
+        return run.analyze(r, SpiConfig(infer=INFERABLE))
 
 
 def _ann(out: str, text: str) -> list[int]:
@@ -60,7 +60,7 @@ def test_every_other_line_gives_the_analyzers_handovers(name, mixed_bus):
                                                      else "active-high")
         out = run_sigrok(["-i", str(cap), "-P", f"spi_gaps:clk={clk}:cs={me}{opts}",
                           "-A", "spi_gaps=handover:warning"])
-        cols = sa.columns[me]
+        cols = sa.devices[me].bus.columns
         m = cols["handover_from"] >= 0
         want = list(zip(cols["handover_from"][m].tolist(), cols["handover"][m].tolist()))
         got = [(others[line - 1], n) for line, n in _ho(out)]
@@ -86,7 +86,7 @@ def test_one_other_line_gives_the_pairs_handovers(name):
             out = run_sigrok(["-i", str(cap), "-P", f"spi_gaps:clk={clk}:cs={me}:cs_other1={other}{opts}",
                               "-A", "spi_gaps=handover:warning"])
             if len(names) == 2:
-                cols = sa.columns[me]
+                cols = sa.devices[me].bus.columns
                 want = cols["handover"][cols["handover_from"] == j].tolist()
             else:
                 want = _pair_handovers(sa.devices[me], sa.devices[other])

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from conftest import CAPTURES, capture_channels, run_sigrok
 
-from spigap.api import analyze_file
+from spigap.api import analyze_device
 from spigap.cli import main
 from spigap.errors import UsageError
 from spigap.synth import Bus, write
@@ -118,7 +118,7 @@ def test_one_device_is_a_bus_of_one(tmp_path):
     out = run_sigrok(["-i", str(cap), "-P", "spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CE0", "-A", "spi=mosi-data"])
     assert [int(line.split()[-1], 16) for line in out.splitlines() if line.strip()] == [
         w for win in dev["mosi"] for w in win]
-    a = analyze_file(cap)
+    a = analyze_device(cap)
     assert a.n == dev["transfers"]
     half = 0.5 / tr["samplerate_hz"] + 1e-12
     assert np.all(np.abs(a.start * a.tick_s - np.asarray(dev["cs_assert_s"])) <= half)

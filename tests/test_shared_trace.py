@@ -1,4 +1,4 @@
-"""A shared bus and its kernel trace (analyzer/spigap/trace/shared.py): each traced device on its
+"""A shared bus and its kernel trace (analyzer/spigap/trace/pair.py, load_bus): each traced device on its
 CS line, and who waited for whom.
 
 Oracle: the synthesizer's truth (analyzer/spigap/synth/bus.py): which message waited behind
@@ -15,13 +15,13 @@ import pytest
 from conftest import CAPTURES
 
 from spigap.cli import main
-from spigap.core import pipeline
+from spigap.core import run
 from spigap.core.analysis import KIND_NAMES
 from spigap.core.config import INFERABLE, SpiConfig
 from spigap.errors import InputError, UsageError
 from spigap.io import open_capture
 from spigap.synth import Bus, TraceOptions, write
-from spigap.trace import shared as trace_shared
+from spigap.trace import pair as trace_shared
 
 RECIPE = CAPTURES / "shared-rpi-mcp3008-mcp2518fd.toml"
 
@@ -35,8 +35,8 @@ def _write(tmp_path, text: str, **kw):
 
 def _load(cap, trace, **kw):
     with open_capture(cap) as r:
-        sa = pipeline.analyze(r, SpiConfig(infer=INFERABLE))
-    return sa, trace_shared.load(trace, sa, **kw)
+        sa = run.analyze(r, SpiConfig(infer=INFERABLE))
+    return sa, trace_shared.load_bus(trace, sa, **kw)
 
 
 def _check(sa, st, truth, tol):

@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from spigap.api import analyze_file
+from spigap.api import analyze_device
 from spigap.core import stalls
 from spigap.errors import UsageError
 from spigap.synth import scenario, write
@@ -49,7 +49,7 @@ def test_injected_stalls_found_exactly(tmp_path):
     w.cs_setup[setup_idx] += 9e-6
     p = tmp_path / "stalls.sr"
     tl = _write(sc, w, p)
-    a = analyze_file(p)
+    a = analyze_device(p)
     found = stalls.find_stalls(a)
     got = sorted((s.kind, s.transfer) for s in found)
     want = sorted([("context_switch", i) for i in cs_idx] + [("cs_hold", i) for i in hold_idx]
@@ -90,7 +90,7 @@ def test_cs_change_stall_in_batched_messages(tmp_path):
     w.gap_before[target] += 40e-6
     p = tmp_path / "b10.sr"
     _write(sc, w, p)
-    a = analyze_file(p)
+    a = analyze_device(p)
     found = stalls.find_stalls(a)
     assert [(s.kind, s.transfer) for s in found] == [("cs_change", target)]
 
@@ -101,7 +101,7 @@ def test_no_stalls_in_plain_jitter(tmp_path, seed):
     sc = _ad7606(seed, messages=1500)
     p = tmp_path / f"clean{seed}.sr"
     write(sc, p)
-    a = analyze_file(p)
+    a = analyze_device(p)
     assert stalls.find_stalls(a) == []
     # quantized inter-byte gaps (3 or 4 samples, MAD = 0) are not stalls either
     ib = a.gap_values("inter_byte")
@@ -145,7 +145,7 @@ def test_gap_series_times_match_truth(tmp_path):
     p = tmp_path / "g.sr"
     tl = sc.timeline()
     write(sc, p, tl=tl)
-    a = analyze_file(p)
+    a = analyze_device(p)
     s = stalls.gap_series(a, "context_switch")
     assert np.array_equal(s.at, _q(tl.cs_deassert[s.transfer - 1]))
     s = stalls.gap_series(a, "cs_setup")
@@ -168,7 +168,7 @@ def test_seed004_uart_flush_gaps(tmp_path):
     p = tmp_path / "s004.sr"
     tl = sc.timeline()
     write(sc, p, tl=tl)
-    a = analyze_file(p)
+    a = analyze_device(p)
     found = stalls.find_stalls(a)
     assert [s.transfer for s in found] == [1000, 2000]
     assert {s.kind for s in found} == {"context_switch"}

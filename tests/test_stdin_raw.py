@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 
 CAPTURE = pathlib.Path(__file__).resolve().parent.parent / "captures" / "mcp3008-rpi3-k4.4-b10.sr"
 CMAP = "0=SCLK,1=MOSI,2=MISO,3=CE0"
@@ -72,11 +72,11 @@ def test_raw_files_any_unitsize(sigrok_cli, tmp_path, reference):
     data = np.frombuffer(sigrok("binary"), np.uint8)
     one = tmp_path / "cap.bin"
     one.write_bytes(data.tobytes())
-    a = analyze_file(one, SpiConfig(clk="0", mosi="1", miso="2", cs="3"), input_format="raw", samplerate=50e6)
+    a = analyze_device(one, SpiConfig(clk="0", mosi="1", miso="2", cs="3"), input_format="raw", samplerate=50e6)
     # the same levels in the high byte of 16-bit words, channels 8..11, plus one stray trailing byte
     two = tmp_path / "cap2.bin"
     two.write_bytes((data.astype("<u2") << 8).tobytes() + b"\x00")
-    b = analyze_file(two, SpiConfig(), input_format="raw", samplerate=50e6, unitsize=2,
+    b = analyze_device(two, SpiConfig(), input_format="raw", samplerate=50e6, unitsize=2,
                      channel_map="8=SCLK,9=MOSI,10=MISO,11=CS")
     assert a.n == b.n == reference["summary"]["transfers"]
     for f in ("start", "end", "mosi", "miso", "word_first", "word_last", "pair_gap"):

@@ -42,8 +42,9 @@ def test_threshold_option_reaches_the_reader_via_the_cli():
     args = build_parser().parse_args(["analyze", "x.csv", "--threshold", "SCLK=1.65,0.2", "--threshold", "1.4",
                                       "--channel-map", "0=SCLK,1=MOSI", "--deglitch", "0.5us"])
     opts = reader_options(args)
-    assert opts["threshold"] == ["SCLK=1.65,0.2", "1.4"]
-    assert opts["channel_map"] == ["0=SCLK,1=MOSI"]
+    # the parsed values (cli/common's converters return them)
+    assert opts["threshold"] == [parse_threshold("SCLK=1.65,0.2"), parse_threshold("1.4")]
+    assert opts["channel_map"] == {"0": "SCLK", "1": "MOSI"}
     assert opts["deglitch"] == pytest.approx(500.0)
 
 

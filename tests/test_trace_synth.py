@@ -78,7 +78,7 @@ def test_phases_add_up_to_the_gaps(tmp_path):
     ... -> bus:cs_assert, in the model's order; the phases of every gap add up to that gap as
     the analysis measured it, which is the synthesized gap within a sample; and every
     phase median is the model's within 0.3 us (docs/trace.md, with --cs-latency given)."""
-    from spigap.api import SpiConfig, analyze_file
+    from spigap.api import SpiConfig, analyze_device
     from spigap.core.analysis import KIND_NAMES
     from spigap.synth import write
     from spigap.trace import align, phases
@@ -91,7 +91,7 @@ def test_phases_add_up_to_the_gaps(tmp_path):
     tl = write(sc, tmp_path / "c.sr").timeline
     km = kernel.KernelLatencies()
     truth = kernel.write(tl, tmp_path / "t.txt", km)
-    a = analyze_file(tmp_path / "c.sr", SpiConfig())
+    a = analyze_device(tmp_path / "c.sr", SpiConfig())
     tr = ftrace.parse(tmp_path / "t.txt")
     al = align.align_spi(tr, a, cs_latency=km.gpio_cs_latency)
     assert al.matched == a.n == len(tl.cs_assert)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spigap.api import SpiConfig, analyze_file
+from spigap.api import SpiConfig, analyze_device
 from spigap.synth import Scenario, write
 
 
@@ -28,4 +28,4 @@ def assert_within_one_sample(measured_ticks, truth_s, tick_s, what):
 
 def analyze(path, **cfg):
     samplerate = cfg.pop("samplerate", None)
-    return analyze_file(path, SpiConfig(**cfg), samplerate=samplerate)
+    return analyze_device(path, SpiConfig(**cfg), samplerate=samplerate)

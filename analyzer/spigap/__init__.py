@@ -9,12 +9,13 @@ The public API (``spigap.api``, loaded on first use so that ``import spigap``
 stays cheap for the command line)::
 
     import spigap
-    a = spigap.analyze_file("capture.sr")
+    r = spigap.analyze_file("capture.sr")     # a Result: every device on the bus, and the bus
+    a = r.device                              # the one device (spigap.analyze_device: the same)
 """
 
 __version__ = "0.2.0"
 
-_API = ("analyze_file", "Analysis", "SpiConfig", "GAP_KINDS", "describe", "open_capture")
+_API = ("analyze_file", "analyze_device", "Analysis", "Result", "SpiConfig", "GAP_KINDS", "describe", "open_capture")
 __all__ = ["__version__", *_API]
 
 

@@ -283,9 +283,9 @@ def trace_case(events: float = 1e6, log=print) -> TraceRow:
     capture's analysis (imports excluded: each step is warm-up free numpy work)."""
     cap, txt = trace_pair(events, log)
     log(f"bench: {txt.name}: parse, align, phases ...")
-    code = ("import sys, time, json; from spigap.api import analyze_file; "
+    code = ("import sys, time, json; from spigap.api import analyze_device; "
             "from spigap.trace import ftrace, align, phases\n"
-            "t = time.perf_counter(); a = analyze_file(sys.argv[1]); ta = time.perf_counter() - t\n"
+            "t = time.perf_counter(); a = analyze_device(sys.argv[1]); ta = time.perf_counter() - t\n"
             "t = time.perf_counter(); tr = ftrace.parse(sys.argv[2]); tp = time.perf_counter() - t\n"
             "t = time.perf_counter(); al = align.align_spi(tr, a); tl = time.perf_counter() - t\n"
             "t = time.perf_counter(); ph = phases.run(tr, al, a); tph = time.perf_counter() - t\n"

@@ -128,10 +128,11 @@ def analyze_job(job: Job) -> dict:
 
         try:
             with _time_limit(job.timeout_s):
-                a = analyze_file(job.file, job.cfg or SpiConfig(), **job.reader)
-            if getattr(a, "shared", False):
-                return _shared_result(job, a, time.perf_counter() - t0)
-            d = to_dict(a, stall_rule=job.stall_rule)
+                r = analyze_file(job.file, job.cfg or SpiConfig(), stall_rule=job.stall_rule, **job.reader)
+            if r.bus is not None:
+                return _shared_result(job, r, time.perf_counter() - t0)
+            a = r.device
+            d = to_dict(a)
         except JobTimeout:
             return result(job, ERROR, error=timeout_message(job), elapsed_s=time.perf_counter() - t0)
         except SpigapError as e:
@@ -156,7 +157,7 @@ def _shared_result(job: Job, sa, elapsed_s: float) -> dict:
 
     docs = {}
     for name, a in sa.devices.items():
-        d = to_dict(a, stall_rule=job.stall_rule)
+        d = to_dict(a)
         d["warnings"] = list(sa.warnings) + d["warnings"]
         docs[name] = d
     first = next(iter(docs.values()))

@@ -12,8 +12,10 @@ from spigap.cli.common import (
     add_output_options,
     add_pin_options,
     add_stall_options,
-    analyze_path,
+    analysis_options,
     check_output_path,
+    config_from_args,
+    per_device,
     pin_options,
     pin_requested,
     stall_rule_from_args,
@@ -52,16 +54,15 @@ def run(args) -> int:
     if args.event and args.capture == "-":
         raise UsageError("--event reads the capture a second time, which a pipe cannot give",
                          path="<stdin>", hint="save the stream to a file and analyze that")
-    from spigap.cli.common import per_device
-
     for spec in [args.device] + list(per_device(args, "device").values()):
         if not spec:
             continue
-        from spigap import labels
+        from spigap.core import labels
+        from spigap.timing.check import device_limits
 
         labels.parse(spec)          # a bad device name fails before the capture is read
         if labels.parse_spec(spec).variant:
-            labels.limits(spec)     # and so does a variant that does not exist
+            device_limits(spec)     # and so does a variant that does not exist
     from spigap.output.rows import Output
 
     transfers = args.transfers or bool(args.device) or bool(per_device(args, "device"))
@@ -73,24 +74,20 @@ def run(args) -> int:
         # --event need every transfer (labels per transfer, latencies to each start)
         pins = None
         if pin_requested(args):       # the device's input levels from its file, when it has them
-            from spigap import labels
+            from spigap.core import labels
+            from spigap.timing.check import device_limits
 
             spec = args.device if args.device and labels.parse_spec(args.device).variant else None
-            pins = pin_options(args, labels.limits(spec) if spec else _device_default(args.device))
-        a = analyze_path(args.capture, args, keep="bounded", rows=o.rows if o.streams else None, label=True,
-                         pins=pins)
-        from spigap.core.stalls import find_stalls
+            pins = pin_options(args, device_limits(spec) if spec else _device_default(args.device))
+        from spigap.api import analyze_file
 
-        rule = stall_rule_from_args(args)
-        stalls: object
-        if getattr(a, "shared", False):        # several devices on one bus: stalls per device
-            stalls = {name: find_stalls(d, rule) for name, d in a.devices.items()}
-        else:
-            stalls = find_stalls(a, rule)
-        o.finish(a, stalls=stalls, stall_rule=rule, events=getattr(a, "events", None))
-    if a.truncated:
+        r = analyze_file(args.capture, config_from_args(args), keep="bounded", rows=o.rows if o.streams else None,
+                         device=per_device(args, "device") or args.device, stall_rule=stall_rule_from_args(args),
+                         pins=pins, **analysis_options(args))
+        o.finish(r)
+    if r.truncated:
         # the partial results are out; now say what went wrong, as an error
-        print(f"spigap: error: {a.truncated}", file=sys.stderr)
+        print(f"spigap: error: {r.truncated}", file=sys.stderr)
         return 2
     return 0
 
@@ -99,10 +96,10 @@ def _device_default(spec):
     """The device file of --device NAME (its default variant), when spigap ships one."""
     if not spec:
         return None
-    from spigap import labels
     from spigap.errors import SpigapError
+    from spigap.timing.check import device_limits
 
     try:
-        return labels.limits(spec)
+        return device_limits(spec)
     except SpigapError:
         return None           # a decoder-only name (mcp3204 ...): no levels

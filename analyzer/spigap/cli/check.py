@@ -13,13 +13,12 @@ from spigap.cli.common import (
     add_output_options,
     add_pin_options,
     add_stall_options,
-    analyze_path,
+    analysis_options,
     check_output_path,
     config_from_args,
     device_profile_configs,
     pin_options,
     pin_requested,
-    reader_options,
     rx_requirement,
     stall_rule_from_args,
     write_output,
@@ -58,12 +57,10 @@ def add_subparser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def stall_summary(a, rule) -> dict:
-    """Stalls next to the verdicts (the same rule and numbers as 'spigap analyze'):
-    a p99 inside its bound can hide a few long gaps."""
-    from spigap.core import stalls
-
-    d = stalls.to_dict(a, stalls.find_stalls(a, rule), rule, limit=0)
+def stall_summary(a) -> dict:
+    """Stalls next to the verdicts (the same rule and numbers as 'spigap analyze', the
+    analysis's own): a p99 inside its bound can hide a few long gaps."""
+    d = a.stalls.to_dict(a, limit=0)
     return {k: d[k] for k in ("rule", "count", "excess_s", "excess_fraction")}
 
 
@@ -73,10 +70,11 @@ def _no_bus_summary(e) -> dict:
 
 
 def run(args) -> int:
-    from spigap import labels
+    from spigap.timing.check import device_limits
+    from spigap.api import analyze_file
     from spigap.core.infer.report import NoSpiBus
     from spigap.timing.check import DEFAULT_HEADROOM, CheckResult, check_analysis, results_to_dict
-    from spigap.timing.extra_channels import events_for_check
+    from spigap.timing.extra_channels import tracks
     from spigap.timing.profiles import list_text, load_profile
 
     check_output_path(args.output)
@@ -93,7 +91,7 @@ def run(args) -> int:
         raise UsageError("give at least one capture file")
     prof = load_profile(args.profile) if args.profile else None
     spec = args.device if args.device is not None else (prof.device if prof else None)
-    dev = labels.limits(spec)
+    dev = device_limits(spec)
     if prof is None and dev is None and not per_prof and not per_dev:
         raise UsageError("--device none without --profile leaves nothing to check")
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
@@ -112,24 +110,25 @@ def run(args) -> int:
     for group in group_acquisitions([str(c) for c in args.captures]):
         path = group if len(group) > 1 else group[0]
         try:
-            a = analyze_path(path, args, cfg, pins=pins)
+            r = analyze_file(path, cfg, stall_rule=rule, pins=pins, **analysis_options(args))
         except NoSpiBus as e:           # no SPI here: NO DATA, like a capture with too few transfers
             results.append(CheckResult(str(path), prof, dev, None, headroom, [], [], _no_bus_summary(e), []))
             continue
-        if getattr(a, "shared", False):
+        if r.bus is not None:
             # a shared bus: each device against its own profile and limits
-            results += _check_shared(path, a, args, prof, dev, headroom, rule, per_prof, per_dev)
-            if a.truncated:
-                truncated.append(a.truncated)
+            results += _check_shared(path, r, args, prof, dev, headroom, per_prof, per_dev)
+            if r.truncated:
+                truncated.append(r.truncated)
             continue
+        a = r.device.kept()
         if per_prof or per_dev:
             raise UsageError("--profile/--device CS=...: the capture was analyzed as one device "
                              f"({a.cfg.cs or 'no CS line'}); give --profile NAME / --device SPEC",
                              path=str(path))
-        events = events_for_check(path, args.event, **reader_options(args))
-        res = check_analysis(a, prof, dev, headroom=headroom, events=events, rx=rx_requirement(args),
-                             margin=args.pin_margin)
-        res.summary["stalls"] = stall_summary(a, rule)
+        # the --event channels' edges, from the analysis's own pass
+        res = check_analysis(a, prof, dev, headroom=headroom, events=tracks(r.edges, args.event),
+                             rx=rx_requirement(args), margin=args.pin_margin)
+        res.summary["stalls"] = stall_summary(a)
         if a.truncated:
             truncated.append(a.truncated)
         results.append(res)
@@ -152,11 +151,11 @@ def run(args) -> int:
         print(f"spigap: error: {t}", file=sys.stderr)
     if truncated:
         return 2
-    for r in results:
-        if r.no_data:
-            print(f"spigap: {'note' if args.allow_empty else 'error'}: {r.capture}: NO DATA: {r.no_data}",
+    for res in results:
+        if res.no_data:
+            print(f"spigap: {'note' if args.allow_empty else 'error'}: {res.capture}: NO DATA: {res.no_data}",
                   file=sys.stderr)
-    return 1 if any(r.failed(args.strict, args.allow_empty) for r in results) else 0
+    return 1 if any(res.failed(args.strict, args.allow_empty) for res in results) else 0
 
 
 def _pin_limits(dev) -> bool:
@@ -177,11 +176,11 @@ def _spi_settings(a) -> dict:
                         if k in a.sources}}
 
 
-def _check_shared(path, sa, args, prof, dev, headroom, rule, per_prof, per_dev) -> list:
+def _check_shared(path, sa, args, prof, dev, headroom, per_prof, per_dev) -> list:
     """Every device of a shared bus against its profile (``--profile CE0=NAME``) and device
     limits (``--device CE0=SPEC``, else its profile's device); a bare --profile/--device
     is for a capture of one device. Each device is one result, named CAPTURE [CS]."""
-    from spigap import labels
+    from spigap.timing.check import device_limits
     from spigap.timing.check import check_analysis
     from spigap.timing.profiles import load_profile
 
@@ -200,12 +199,12 @@ def _check_shared(path, sa, args, prof, dev, headroom, rule, per_prof, per_dev) 
     for name, a in sa.devices.items():
         p = load_profile(per_prof[name]) if name in per_prof else None
         spec = per_dev.get(name, p.device if p is not None else None)
-        d = labels.limits(spec)
+        d = device_limits(spec)
         if p is None and d is None:
             continue
         res = check_analysis(a, p, d, headroom=headroom)
         res.capture = f"{res.capture} [{name}]"
-        res.summary["stalls"] = stall_summary(a, rule)
+        res.summary["stalls"] = stall_summary(a)
         res.summary["cs"] = name
         res.summary["spi"] = _spi_settings(a)
         out.append(res)

@@ -10,16 +10,17 @@ SPI options (``add_capture_options``), ``--device NAME[@VARIANT][:KEY=VALUE,...]
 ``--format`` + ``-o`` (``add_output_options``). Adding an option to a concept is
 one line in its group here; a subcommand adds a whole concept with one call.
 
-Also the helpers the subcommands share (so no subcommand imports another):
-``config_from_args``, ``reader_options``, ``analyze_path`` (the CLI's way into
-spigap.api.analyze_file, the one entry point), ``load_captures``,
-``stall_rule_from_args``, ``settings_from_args``, ``attach_traces``, ``write_output``.
+Every converter returns the parsed value (``--event``: an EventSpec, ``--threshold``:
+a (channel, Threshold), ``--channel-map``: a dict, times and frequencies: numbers).
+Also what the subcommands share of turning options into values (so no subcommand
+imports another): ``config_from_args``, ``reader_options``, ``analysis_options``,
+``stall_rule_from_args``, ``settings_from_args``; the services they call (analyze,
+load captures, pair traces, a profile per device) are spigap/api.py's.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import re
 
@@ -158,25 +159,25 @@ def _wordsize(text):
 
 
 def _threshold(text):
+    """``[CH=]V[,HYST]`` -> (channel or None, io.threshold.Threshold)."""
     from spigap.errors import SpigapError
     from spigap.io.threshold import parse_threshold
 
     try:
-        parse_threshold(text)
+        return parse_threshold(text)
     except SpigapError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-    return text
 
 
 def _channel_map(text):
+    """``CH=NAME[,...]`` -> {channel key: name}."""
     from spigap.errors import SpigapError
     from spigap.io import parse_channel_map
 
     try:
-        parse_channel_map(text)
+        return parse_channel_map(text)
     except SpigapError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-    return text
 
 
 def _deglitch_ns(text):
@@ -194,14 +195,14 @@ def _deglitch_ns(text):
 
 
 def _event(text):
+    """``[DEVICE=]CHANNEL:EDGE`` -> core.events.EventSpec."""
     from spigap.core.events import parse_event
     from spigap.errors import SpigapError
 
     try:
-        parse_event(text)
+        return parse_event(text)
     except SpigapError as e:
         raise argparse.ArgumentTypeError(e.problem.split(": ", 1)[-1]) from None
-    return text
 
 
 def cs_prefixed(text: str) -> tuple[str | None, str]:
@@ -213,7 +214,7 @@ def cs_prefixed(text: str) -> tuple[str | None, str]:
 
 
 def _device(text):
-    from spigap.labels import parse_spec
+    from spigap.core.labels import parse_spec
     from spigap.errors import SpigapError
 
     spec = cs_prefixed(text)[1]
@@ -310,7 +311,7 @@ DEVICE_METAVAR = "NAME[@VARIANT][:KEY=VALUE,...]"
 
 
 def add_device_option(p, *, use: str) -> None:
-    """``--device``: one spelling everywhere (spigap.labels.parse_spec);
+    """``--device``: one spelling everywhere (spigap.core.labels.parse_spec);
     ``use`` says what this subcommand does with it."""
     p.add_argument("--device", type=_device, metavar=DEVICE_METAVAR, action=_PerDevice,
                    help=f"the SPI device: {use}. NAME: mcp3008 (also mcp3004/3204/3208), ad7606, "
@@ -497,21 +498,6 @@ def add_trace_options(p, *, ftrace: str | None = None, pairs: bool = False) -> a
     return t
 
 
-def attach_traces(caps, traces, args, *, option: str, captures: str) -> None:
-    """Align ``traces`` (paths) with ``caps`` (stats.compare.Capture, same order) and split
-    their gaps into phases (``capture.traced``). ``option``/``captures`` name the options in
-    the error when the counts differ."""
-    if not traces:
-        return
-    if len(traces) != len(caps):
-        raise UsageError(f"{option} gives {len(traces)} trace(s) for {len(caps)} {captures} capture(s): "
-                         f"give one trace per capture, in the same order")
-    from spigap.trace import pair
-
-    for c, path in zip(caps, traces):
-        c.traced = pair.load(path, c.analysis, device=args.spi_device, cs_latency=args.cs_latency)
-
-
 def add_output_options(p, formats=("text", "json"), *, output_help: str = "write here instead of stdout"):
     o = p.add_argument_group("output")
     o.add_argument("--format", choices=formats, default=formats[0],
@@ -549,7 +535,7 @@ def config_from_args(args, profile=None) -> SpiConfig:
                     context_switch=getattr(args, "context_switch", None), infer=frozenset(infer),
                     assumed=frozenset(assumed))
     if getattr(args, "device", None):
-        from spigap import labels
+        from spigap.core import labels
 
         # the driver's message shapes: evidence for the message grouping (docs/gaps.md)
         cfg.message_lengths = labels.message_lengths(args.device)
@@ -572,68 +558,28 @@ def _with_profile(args, profile, cfg: SpiConfig) -> SpiConfig:
 
 
 def device_profile_configs(args, cfg: SpiConfig, per_prof: dict) -> dict:
-    """A shared bus's ``--profile CE0=NAME``: each device's settings from its profile (the
-    SPI core sets them per device), as ``SpiConfig.device_cfgs``: what the command line
-    gives wins, then the profile (timing.check.config_for_profile), then the signals."""
-    from spigap.timing.profiles import load_profile
+    """A shared bus's ``--profile CE0=NAME``: each device's settings (api.device_configs)."""
+    from spigap.api import device_configs
 
-    out = {}
-    for name, spec in per_prof.items():
-        p = load_profile(spec)
-        out[name] = (_with_profile(args, p, dataclasses.replace(cfg, device_cfgs={})), f"profile {p.name}")
-    return out
+    return device_configs(cfg, per_prof, mode_given=_mode_given(args),
+                          tpm_given=args.transfers_per_message is not None)
 
 
 def reader_options(args) -> dict:
-    """Keyword options for ``spigap.io.open_capture`` (pass them all: ``open_capture(path, **opts)``)."""
+    """Keyword options for ``spigap.io.open_capture`` (pass them all: ``open_capture(path, **opts)``):
+    the parsed values of the reader options (several --channel-map: one map, the later wins)."""
+    maps = getattr(args, "channel_map", None)
     return {"samplerate": args.samplerate, "input_format": args.input_format,
-            "threshold": getattr(args, "threshold", None), "channel_map": getattr(args, "channel_map", None),
+            "threshold": getattr(args, "threshold", None),
+            "channel_map": {k: v for m in maps for k, v in m.items()} if maps else None,
             "deglitch": getattr(args, "deglitch", None), "unitsize": getattr(args, "unitsize", None)}
 
 
-def analyze_path(path, args, cfg=None, *, keep: str = "all", rows=None, label: bool = False, pins=None):
-    """Open and analyze one capture with the CLI's options (spigap.api.analyze_file, the
-    one entry point): the capture options, ``--event`` (a second pass pairs the extra
-    channels: ``.events``) and, with ``label``, ``--device`` as each transfer's meaning
-    (``.labels``; check and report read --device as datasheet limits instead).
-    ``keep``: "all", "bounded" (spigap analyze: rows to ``rows`` past 100 000 transfers)
-    or "sample" (compare, report), core/pipeline.analyze. ``pins``: the pin measurement's
-    options (``pin_options``), its result in ``.pins``."""
-    from spigap.api import analyze_file
-
-    cfg = cfg if cfg is not None else config_from_args(args)
-    device = (per_device(args, "device") or getattr(args, "device", None)) if label else None
-    return analyze_file(path, cfg, keep=keep, rows=rows, device=device, events=event_specs(args), pins=pins,
-                        **reader_options(args))
-
-
-def event_specs(args) -> list:
-    from spigap.core.events import parse_event
-
-    return [parse_event(e) for e in getattr(args, "event", None) or []]
-
-
-def load_captures(paths, args, *, cfg=None, traces: bool = False, pins=None):
-    """Analyze each path (and measure --event channels); returns stats.compare.Capture objects.
-
-    ``cfg``: the SpiConfig to use (default: from the capture options). Long captures are
-    a systematic sample of their transfers (bounded memory, docs/compare-and-report.md),
-    except with --event or kernel traces (``traces``), which pair every transfer. A scope's
-    files of one acquisition (tek0000CH1.isf ... CH4.isf) are one capture. ``pins``: the pin
-    measurement's options (``pin_options``)."""
-    from spigap.io.combine import group_acquisitions
-    from spigap.stats.compare import Capture
-
-    cfg = cfg if cfg is not None else config_from_args(args)
-    keep = "all" if traces else "sample"
-    out = []
-    flat = [str(x) for p in paths for x in (p if isinstance(p, (list, tuple)) else [p])]
-    for group in group_acquisitions(flat):
-        path = group if len(group) > 1 else group[0]
-        a = analyze_path(path, args, cfg, keep=keep, pins=pins)
-        # a shared bus (several devices on one SCLK): its SharedAnalysis (stats/shared.py)
-        out.append(Capture(" + ".join(group), a, getattr(a, "events", None)))
-    return out
+def analysis_options(args) -> dict:
+    """What the command line gives spigap.api.analyze_file besides the settings: the parsed
+    ``--event`` specs (their channels read in the analysis's one pass) and the reader
+    options (``analyze_file(path, cfg, **analysis_options(args))``)."""
+    return {"events": list(getattr(args, "event", None) or []), **reader_options(args)}
 
 
 def stall_rule_from_args(args):

@@ -14,11 +14,10 @@ from spigap.cli.common import (
     add_stall_options,
     add_stats_options,
     add_trace_options,
-    attach_traces,
     _time,
+    analysis_options,
     check_output_path,
     config_from_args,
-    load_captures,
     no_per_device,
     pin_options,
     pin_requested,
@@ -65,7 +64,7 @@ def add_subparser(sub) -> None:
 
 
 def run(args) -> int:
-    from spigap.stats.compare import compare
+    from spigap.stats.compare import compare_all
 
     from spigap.errors import UsageError
 
@@ -88,47 +87,53 @@ def run(args) -> int:
     if pin_requested(args) or args.before_rx_sample_delay or args.after_rx_sample_delay:
         import dataclasses
 
-        from spigap import labels
+        from spigap.timing.check import device_limits
 
-        opts = pin_options(args, labels.limits(args.pin_device) if args.pin_device else None)
-        pins_b = dataclasses.replace(opts, rx_sample_delay=args.before_rx_sample_delay)
-        pins_a = dataclasses.replace(opts, rx_sample_delay=args.after_rx_sample_delay)
-    before = load_captures(args.before, args, cfg=cfg, traces=traced, pins=pins_b)
-    after = load_captures(args.after, args, cfg=cfg, traces=traced, pins=pins_a)
-    attach_traces(before, args.before_ftrace, args, option="--before-ftrace", captures="--before")
-    attach_traces(after, args.after_ftrace, args, option="--after-ftrace", captures="--after")
-    if any(getattr(c.analysis, "shared", False) for c in before + after):
-        return _shared(args, before, after, settings)
-    cmp = compare(before, after, settings)
-    pb = [c.analysis.pins for c in before if c.analysis.pins is not None]
-    pa = [c.analysis.pins for c in after if c.analysis.pins is not None]
+        popts = pin_options(args, device_limits(args.pin_device) if args.pin_device else None)
+        pins_b = dataclasses.replace(popts, rx_sample_delay=args.before_rx_sample_delay)
+        pins_a = dataclasses.replace(popts, rx_sample_delay=args.after_rx_sample_delay)
+    from spigap.api import attach_traces, load_captures
+
+    opts = dict(analysis_options(args), stall_rule=settings.stall_rule)
+    before = load_captures(args.before, cfg, traces=traced, pins=pins_b, **opts)
+    after = load_captures(args.after, cfg, traces=traced, pins=pins_a, **opts)
+    if (args.before_ftrace or args.event) and any(c.result.bus is not None for c in before + after):
+        raise UsageError("--before-ftrace/--after-ftrace and --event take one device: the captures hold several "
+                         "devices on one bus; give --cs NAME")
+    tr = dict(spi_device=args.spi_device, cs_latency=args.cs_latency)
+    attach_traces(before, args.before_ftrace, **tr, option="--before-ftrace", captures="--before")
+    attach_traces(after, args.after_ftrace, **tr, option="--after-ftrace", captures="--after")
+    cmp = compare_all(before, after, settings)
+    from spigap.stats.output import render_text, to_dict
+
     if args.format == "json":
-        from spigap.stats.output import to_dict
-
         doc = to_dict(cmp)
         if pins_b is not None:
             from spigap.pins import compare as pin_compare
 
-            doc["pins"] = pin_compare.to_dict(pb, pa)
+            doc["pins"] = pin_compare.to_dict(_pins(before), _pins(after))
         text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
     else:
-        from spigap.stats.output import render_text
-
         text = render_text(cmp)
         if pins_b is not None:
             from spigap.pins import compare as pin_compare
 
-            text += "\n" + pin_compare.render_text(pb, pa)
+            text += "\n" + pin_compare.render_text(_pins(before), _pins(after))
     write_output(text, args.output)
     return _exit_code(args, before + after, cmp)
+
+
+def _pins(side: list) -> list:
+    """The pin measurements of one side's captures (--pins: each capture's measured device)."""
+    return [a.pins for c in side for a in c.result.devices.values() if a.pins is not None]
 
 
 def _exit_code(args, captures, cmp) -> int:
     """2 when a capture was cut short (each says where), 1 when ``--fail-on`` is met by the
     comparison's regressions/improvements (one device's or a shared bus's), else 0."""
-    broken = [c for c in captures if c.analysis.truncated]
+    broken = [c for c in captures if c.result.truncated]
     for c in broken:
-        print(f"spigap: error: {c.analysis.truncated}", file=sys.stderr)
+        print(f"spigap: error: {c.result.truncated}", file=sys.stderr)
     if broken:
         return 2
     if args.fail_on == "regression" and cmp.regressions:
@@ -136,17 +141,3 @@ def _exit_code(args, captures, cmp) -> int:
     if args.fail_on == "change" and (cmp.regressions or cmp.improvements):
         return 1
     return 0
-
-
-def _shared(args, before, after, settings) -> int:
-    """A shared bus: every device, and who held the bus (stats/shared.py)."""
-    from spigap.errors import UsageError
-    from spigap.stats.shared import compare_shared, render_text, to_dict
-
-    if args.before_ftrace or args.event:
-        raise UsageError("--before-ftrace/--after-ftrace and --event take one device: the captures hold several "
-                         "devices on one bus; give --cs NAME")
-    sc = compare_shared(before, after, settings)
-    text = json.dumps(to_dict(sc), indent=1, allow_nan=False) + "\n" if args.format == "json" else render_text(sc)
-    write_output(text, args.output)
-    return _exit_code(args, before + after, sc)

@@ -258,14 +258,16 @@ def auto_assign(pd_channel_name: str, capture_channels: list[str]) -> str | None
 
 def gaps_signal(args):
     """An spi_gaps decode signal with what 'spigap analyze' finds in the capture."""
-    from spigap.cli.common import analyze_path
+    from spigap.api import analyze_file
+    from spigap.cli.common import analysis_options, config_from_args
     from spigap.sigrok import pdinfo, pvs
 
     if args.no_cs:
         raise UsageError("spi_gaps needs a CS line (--no-cs cannot be used with --gaps)")
-    a = analyze_path(args.capture, args)
-    if getattr(a, "shared", False):
-        return shared_signals(a), a
+    r = analyze_file(args.capture, config_from_args(args), **analysis_options(args))
+    if r.bus is not None:
+        return shared_signals(r), r
+    a = r.device
     cfg = a.cfg
     if cfg.cs is None:
         raise UsageError("no CS channel found for spi_gaps", path=args.capture, hint="name it with --cs")
@@ -279,7 +281,7 @@ def gaps_signal(args):
             opts[o.id] = (o.gvariant_type, type(o.default)(values[o.id]))
     roles = {"clk": cfg.clk, "cs": cfg.cs, "mosi": cfg.mosi, "miso": cfg.miso}
     channels = [pvs.DecodeChannel(c.name, roles.get(c.id)) for c in info.channels]
-    return pvs.DecodeSignal(info.name, [pvs.StackedDecoder(info.id, opts)], channels), a
+    return pvs.DecodeSignal(info.name, [pvs.StackedDecoder(info.id, opts)], channels), r
 
 
 def shared_signals(sa) -> list:
@@ -361,13 +363,13 @@ def run_pvs(args) -> int:
     signals = []
     note = None
     if args.gaps:
-        sig, a = gaps_signal(args)
-        if isinstance(sig, list):        # a shared bus: an spi and an spi_gaps signal per device
+        sig, r = gaps_signal(args)
+        if r.bus is not None:        # a shared bus: an spi and an spi_gaps signal per device
             signals += sig
-            note = "; ".join(f"{n}: {d.grouping.note}" for n, d in a.devices.items())
+            note = "; ".join(f"{n}: {d.grouping.note}" for n, d in r.devices.items())
         else:
             signals.append(sig)
-            note = a.grouping.note
+            note = r.device.grouping.note
     signals += [parse_stack(s, channels) for s in args.stack]
     used = {d.id for s in signals for d in s.decoders}
     unknown = [h for h in args.hide if h not in used]

@@ -55,19 +55,11 @@ def spigap_options(cfg) -> list[str]:
 
 
 def detect(path: str, args) -> dict:
-    from spigap.core import infer
-    from spigap.io import open_capture
+    from spigap.api import detect_file
 
-    cfg = config_from_args(args)
-    with open_capture(path, **reader_options(args)) as reader:
-        settled = infer.settle(reader, cfg)
-        out = settled.cfg
-        info = reader.info
-        # the prefix settle read, when it was of every channel; else a second bounded read
-        buses = infer.buses_seen(settled, list(info.channels))
-    if buses is None:
-        with open_capture(path, **reader_options(args)) as reader:
-            buses = infer.all_buses(reader)
+    # the settings and every bus, from one pass over the capture's start
+    settled, info, buses = detect_file(path, config_from_args(args), **reader_options(args))
+    out = settled.cfg
     sources = settled.sources_dict()
     values = {"clk": out.clk, "mosi": out.mosi, "miso": out.miso, "cs": out.cs, "mode": out.mode,
               "cpol": out.cpol, "cpha": out.cpha, "cs_polarity": "low" if out.cs_active_low else "high",

@@ -57,24 +57,14 @@ def run(args) -> int:
     alerts = [parse_alert(a) for a in args.alert]
     cfg = config_from_args(args)
     out = sys.stdout
-    printer: Any = _Jsonl(out) if args.format == "jsonl" else _Text(out, out.isatty())
-    m: Any
     with open_capture(args.capture, **reader_options(args)) as reader:
-        from spigap.core import infer
         from spigap.core.pipeline import Pipeline
 
-        settled = infer.settle(reader, cfg)
-        if settled.cfg.more_cs:
-            # a shared bus: every device, one line per interval with each device's figures
-            from spigap.core.shared_monitor import SharedMonitor
-
-            printer = _SharedJsonl(out) if args.format == "jsonl" else _SharedText(out)
-            m = SharedMonitor(reader, settled, args.interval, rule=stall_rule_from_args(args), alerts=alerts,
-                              on_interval=printer.interval, on_baseline=printer.baseline)
-        else:
-            m = Monitor(reader, cfg, args.interval, rule=stall_rule_from_args(args), alerts=alerts,
-                        on_interval=printer.interval, on_baseline=printer.baseline,
-                        pipe=Pipeline(reader, cfg, settled))
+        pipe = Pipeline(reader, cfg)
+        # one line per interval; a shared bus's with each device's figures (a section per device)
+        printer: Any = _Jsonl(out) if args.format == "jsonl" else _Text(out, out.isatty(), bus=len(pipe.lanes) > 1)
+        m = Monitor(reader, cfg, args.interval, rule=stall_rule_from_args(args), alerts=alerts,
+                    on_interval=printer.interval, on_baseline=printer.baseline, pipe=pipe)
         summary = m.run()
         for w in reader.info.warnings:
             print(f"spigap: warning: {w}", file=sys.stderr)
@@ -97,6 +87,9 @@ def run(args) -> int:
 
 
 class _Jsonl:
+    """One JSON object per interval (a shared bus: ``devices: {CE0: {...}, CE1: {...}}``),
+    then ``{"summary": ...}``."""
+
     def __init__(self, out):
         self.out = out
 
@@ -113,95 +106,58 @@ class _Jsonl:
 
 
 class _Text:
-    """Columns: interval start, transfers, rate, then p50/p99 of each gap kind the baseline
-    had (jsonl carries every kind), stalls."""
+    """Columns: interval start, then per device its transfers, rate, p50/p99 of gap kinds
+    and stalls. One device: every gap kind its baseline had (jsonl carries every kind), the
+    header repeated on a terminal; a shared bus (``bus``): per device its context-switch
+    (or the first CS-inactive kind its baseline had) p50/p99."""
 
-    def __init__(self, out, tty: bool):
+    def __init__(self, out, tty: bool, *, bus: bool = False):
         self.out = out
         self.tty = tty
-        self.kinds: list[str] = []
+        self.bus = bus
+        self.kinds: dict = {}       # device (its CS line) -> the gap kinds of its columns
         self.rows = 0
-
-    def baseline(self, m) -> None:
-        self.kinds = m.baseline_kinds or m.kinds[:1]
-        g = f"; {m.grouping.note}" if m.grouping is not None else ""
-        from spigap.units import fmt_time
-
-        self._line(f"# {m.info.path}: one line per {fmt_time(m.iv_ticks * m.tick_s)} of capture time, "
-                   f"resolution {fmt_time(m.tick_s)} (one sample){g}")
-
-    def _header(self) -> str:
-        cells = "".join(f" {k + ' p50/p99':>23s}" for k in self.kinds)
-        return f"{'t_s':>10s} {'transfers':>9s} {'rate':>10s}{cells} {'stalls':>6s}"
-
-    def interval(self, iv: dict) -> None:
-        from spigap.units import fmt_rate, fmt_time
-
-        if self.rows == 0 or (self.tty and self.rows % HEADER_EVERY == 0):
-            self._line(self._header())
-        cells = ""
-        for k in self.kinds:
-            g = iv["gaps"][k]
-            cell = f"{fmt_time(g['p50_s'], 3)}/{fmt_time(g['p99_s'], 3)}" if g["n"] else "–"
-            cells += f" {cell:>23s}"
-        self._line(f"{iv['t_s']:>10.6g} {iv['transfers']:>9d} {fmt_rate(iv['rate_hz']):>10s}{cells} "
-                   f"{iv['stalls']:>6d}")
-        self.rows += 1
-
-    def summary(self, s: dict) -> None:
-        from spigap.units import fmt_rate, fmt_time
-
-        state = " (interrupted)" if s["interrupted"] else ""
-        state += " (stopped by the alert)" if s["alert"] else ""
-        self._line("")
-        self._line(f"summary{state}: {s['intervals']} interval(s), {s['duration_s']:.6g} s of capture, "
-                   f"{s['transfers']} transfers ({fmt_rate(s['rate_hz'])}), {s['stalls']} stall(s); "
-                   f"resolution {fmt_time(s['resolution_s'])}")
-        self._line(f"{'gap':16s} {'n':>9s} {'p50':>10s} {'p99':>10s} {'max':>10s}")
-        for k, g in s["gaps"].items():
-            self._line(f"{k:16s} {g['n']:>9d} {fmt_time(g['p50_s']):>10s} {fmt_time(g['p99_s']):>10s} "
-                       f"{fmt_time(g['max_s']):>10s}")
-
-    def _line(self, text: str) -> None:
-        self.out.write(text + "\n")
-        self.out.flush()
-
-
-class _SharedJsonl(_Jsonl):
-    """A shared bus: one line per interval, ``devices: {CE0: {...}, CE1: {...}}``."""
-
-
-class _SharedText:
-    """A shared bus: per interval and device its transfers, rate, context-switch (or the
-    first CS-inactive kind its baseline had) p50/p99 and stalls."""
-
-    def __init__(self, out):
-        self.out = out
-        self.rows = 0
-        self.kind: dict[str, str] = {}
 
     def baseline(self, m) -> None:
         from spigap.units import fmt_time
 
         cs = m.cfg.cs
-        kinds = [k for k in ("context_switch", "cs_change") if k in m.baseline_kinds] or m.baseline_kinds or m.kinds[:1]
-        self.kind[cs] = kinds[0]
+        if self.bus:
+            kinds = [k for k in ("context_switch", "cs_change") if k in m.baseline_kinds] or m.baseline_kinds or m.kinds[:1]
+            self.kinds[cs] = kinds[:1]
+        else:
+            self.kinds[cs] = m.baseline_kinds or m.kinds[:1]
         g = f"; {m.grouping.note}" if m.grouping is not None else ""
-        self._line(f"# {m.info.path} [{cs}]: one line per {fmt_time(m.iv_ticks * m.tick_s)} of capture time, "
+        where = f"{m.info.path} [{cs}]" if self.bus else m.info.path
+        self._line(f"# {where}: one line per {fmt_time(m.iv_ticks * m.tick_s)} of capture time, "
                    f"resolution {fmt_time(m.tick_s)} (one sample){g}")
+
+    def _header(self, devices: list[str]) -> str:
+        if self.bus:
+            cells = "".join(f" | {cs + ' n':>8s} {'rate':>10s} {self.kinds.get(cs, ['?'])[0][:14] + ' p50/p99':>23s} "
+                            f"{'stalls':>6s}" for cs in devices)
+            return f"{'t_s':>10s}{cells}"
+        cells = "".join(f" {k + ' p50/p99':>23s}" for k in next(iter(self.kinds.values()), []))
+        return f"{'t_s':>10s} {'transfers':>9s} {'rate':>10s}{cells} {'stalls':>6s}"
 
     def interval(self, iv: dict) -> None:
         from spigap.units import fmt_rate, fmt_time
 
-        if self.rows == 0:
-            cells = "".join(f" | {cs + ' n':>8s} {'rate':>10s} {self.kind.get(cs, '?')[:14] + ' p50/p99':>23s} "
-                            f"{'stalls':>6s}" for cs in iv["devices"])
-            self._line(f"{'t_s':>10s}{cells}")
+        devices: dict = iv["devices"] if self.bus else {None: iv}
+        if self.rows == 0 or (not self.bus and self.tty and self.rows % HEADER_EVERY == 0):
+            self._line(self._header(list(devices)))
         cells = ""
-        for cs, d in iv["devices"].items():
-            g = d["gaps"].get(self.kind.get(cs, ""), {"n": 0})
-            cell = f"{fmt_time(g['p50_s'], 3)}/{fmt_time(g['p99_s'], 3)}" if g["n"] else "–"
-            cells += f" | {d['transfers']:>8d} {fmt_rate(d['rate_hz']):>10s} {cell:>23s} {d['stalls']:>6d}"
+        for cs, d in devices.items():
+            kinds = self.kinds.get(cs, [""]) if self.bus else next(iter(self.kinds.values()), [])
+            gaps = ""
+            for k in kinds:
+                g = d["gaps"].get(k, {"n": 0})
+                cell = f"{fmt_time(g['p50_s'], 3)}/{fmt_time(g['p99_s'], 3)}" if g["n"] else "–"
+                gaps += f" {cell:>23s}"
+            if self.bus:
+                cells += f" | {d['transfers']:>8d} {fmt_rate(d['rate_hz']):>10s}{gaps} {d['stalls']:>6d}"
+            else:
+                cells += f" {d['transfers']:>9d} {fmt_rate(d['rate_hz']):>10s}{gaps} {d['stalls']:>6d}"
         self._line(f"{iv['t_s']:>10.6g}{cells}")
         self.rows += 1
 
@@ -211,6 +167,15 @@ class _SharedText:
         state = " (interrupted)" if s["interrupted"] else ""
         state += " (stopped by the alert)" if s["alert"] else ""
         self._line("")
+        if not self.bus:
+            self._line(f"summary{state}: {s['intervals']} interval(s), {s['duration_s']:.6g} s of capture, "
+                       f"{s['transfers']} transfers ({fmt_rate(s['rate_hz'])}), {s['stalls']} stall(s); "
+                       f"resolution {fmt_time(s['resolution_s'])}")
+            self._line(f"{'gap':16s} {'n':>9s} {'p50':>10s} {'p99':>10s} {'max':>10s}")
+            for k, g in s["gaps"].items():
+                self._line(f"{k:16s} {g['n']:>9d} {fmt_time(g['p50_s']):>10s} {fmt_time(g['p99_s']):>10s} "
+                           f"{fmt_time(g['max_s']):>10s}")
+            return
         self._line(f"summary{state}: {s['intervals']} interval(s), {s['duration_s']:.6g} s of capture; "
                    f"resolution {fmt_time(s['resolution_s'])}")
         for cs, d in s["devices"].items():

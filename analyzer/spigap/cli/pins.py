@@ -13,8 +13,9 @@ from spigap.cli.common import (
     add_device_option,
     add_output_options,
     add_pin_options,
-    analyze_path,
+    analysis_options,
     check_output_path,
+    config_from_args,
     pin_options,
     rx_requirement,
     write_output,
@@ -48,9 +49,10 @@ def add_subparser(sub) -> None:
 
 
 def run(args) -> int:
-    from spigap import labels
+    from spigap.api import analyze_file
     from spigap.io.combine import group_acquisitions
     from spigap.pins.advice import period_s
+    from spigap.timing.check import device_limits
     from spigap.timing.checks import pins as pin_checks
 
     check_output_path(args.output)
@@ -58,7 +60,7 @@ def run(args) -> int:
         check_output_path(args.png)
     if getattr(args, "device_for", None):
         raise UsageError("--device CE0=...: spigap pins measures one device's bus; give --device SPEC and --cs")
-    dev = labels.limits(args.device) if args.device else None
+    dev = device_limits(args.device) if args.device else None
     opts = pin_options(args, dev)
     rx = rx_requirement(args)
     docs: list[dict] = []
@@ -67,10 +69,10 @@ def run(args) -> int:
     first = None
     for group in group_acquisitions([str(c) for c in args.captures]):
         path = group if len(group) > 1 else group[0]
-        a = analyze_path(path, args, pins=opts)
-        if getattr(a, "shared", False):
+        result = analyze_file(path, config_from_args(args), pins=opts, **analysis_options(args))
+        if result.bus is not None:
             raise UsageError("several devices on one bus: measure one with --cs NAME", path=str(path))
-        res = a.pins
+        res = result.device.pins
         if first is None:
             first = res
         T = period_s(res)

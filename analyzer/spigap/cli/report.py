@@ -13,15 +13,13 @@ from spigap.cli.common import (
     add_stall_options,
     add_stats_options,
     add_trace_options,
-    attach_traces,
+    analysis_options,
     check_output_path,
     config_from_args,
-    load_captures,
     pin_options,
     pin_requested,
     rx_requirement,
     no_per_device,
-    reader_options,
     settings_from_args,
     stall_rule_from_args,
     write_output,
@@ -63,7 +61,7 @@ def add_subparser(sub) -> None:
 
 def _checker(args):
     """(check function or None, analysis config) for --profile/--device."""
-    from spigap import labels
+    from spigap.timing.check import device_limits
 
     prof = None
     if args.profile:
@@ -72,18 +70,19 @@ def _checker(args):
         prof = load_profile(args.profile)
     cfg = config_from_args(args, prof)
     spec = args.device if args.device is not None else (prof.device if prof else None)
-    dev = labels.limits(spec)
+    dev = device_limits(spec)
     args.pin_dev = dev               # the device's input levels and pin limits (run: the pin measurement)
     if prof is None and dev is None:
         return None, cfg
     from spigap.timing import check as timing_check
-    from spigap.timing.extra_channels import events_for_check
+    from spigap.timing.extra_channels import tracks
 
     headroom = timing_check.DEFAULT_HEADROOM if args.headroom is None else args.headroom
 
-    def check(path, a):
-        events = events_for_check(path, args.event, **reader_options(args))
-        return timing_check.check_analysis(a, prof, dev, headroom=headroom, events=events, rx=rx_requirement(args),
+    def check(r):
+        # the --event channels' edges, from the analysis's own pass
+        return timing_check.check_analysis(r.device.kept(), prof, dev, headroom=headroom,
+                                           events=tracks(r.edges, args.event), rx=rx_requirement(args),
                                            margin=args.pin_margin)
 
     return check, cfg
@@ -116,46 +115,39 @@ def run(args) -> int:
     dev = getattr(args, "pin_dev", None)
     pins = pin_options(args, dev) if pin_requested(args) or (dev is not None and dev.electrical) else None
     # analyze every capture once, with the profile's settings when --profile is given
-    caps = {c.path: c for c in load_captures([groups[p] for p in paths], args, cfg=cfg,
-                                             traces=bool(args.ftrace or args.before_ftrace), pins=pins)}
+    from spigap.api import attach_traces, load_captures
+
+    caps = {c.path: c for c in load_captures([groups[p] for p in paths], cfg,
+                                             traces=bool(args.ftrace or args.before_ftrace),
+                                             stall_rule=stall_rule_from_args(args), pins=pins,
+                                             **analysis_options(args))}
     if bool(args.before_ftrace) != bool(args.after_ftrace):
         raise UsageError("--before-ftrace and --after-ftrace go together")
     if (args.spi_device or args.cs_latency is not None) and not (args.ftrace or args.before_ftrace):
         raise UsageError("--spi-device and --cs-latency apply to the traces: give --ftrace or "
                          "--before-ftrace/--after-ftrace")
-    attach_traces([caps[str(p)] for p in args.captures], args.ftrace, args, option="--ftrace",
-                  captures="positional")
-    attach_traces([caps[str(p)] for p in args.before], args.before_ftrace, args, option="--before-ftrace",
-                  captures="--before")
-    attach_traces([caps[str(p)] for p in args.after], args.after_ftrace, args, option="--after-ftrace",
-                  captures="--after")
-    title = args.title or ("spigap report: " + ", ".join(paths[:3]) + (" …" if len(paths) > 3 else ""))
-    rep = Report(title, stall_rule=stall_rule_from_args(args))
-    shared = [c for c in caps.values() if getattr(c.analysis, "shared", False)]
+    shared = [c for c in caps.values() if c.result.bus is not None]
     if shared and (check is not None or args.ftrace or args.before_ftrace or args.event):
         raise UsageError(f"{shared[0].path} holds several devices on one bus: --profile/--device, traces and "
                          "--event take one device here: give --cs NAME (spigap check --profile CE0=... and spigap "
                          "trace take every device)")
+    tr = dict(spi_device=args.spi_device, cs_latency=args.cs_latency)
+    attach_traces([caps[str(p)] for p in args.captures], args.ftrace, **tr, option="--ftrace", captures="positional")
+    attach_traces([caps[str(p)] for p in args.before], args.before_ftrace, **tr, option="--before-ftrace",
+                  captures="--before")
+    attach_traces([caps[str(p)] for p in args.after], args.after_ftrace, **tr, option="--after-ftrace",
+                  captures="--after")
+    title = args.title or ("spigap report: " + ", ".join(paths[:3]) + (" …" if len(paths) > 3 else ""))
+    rep = Report(title, stall_rule=stall_rule_from_args(args))
     for p in paths:
         c = caps[str(p)]
-        if getattr(c.analysis, "shared", False):
-            from spigap.report.shared import add_shared
-
-            add_shared(rep, c)          # the bus, then each device
-            continue
-        res = check(p, c.analysis) if check is not None else None
-        rep.add_capture(c, res)
+        # a shared bus: its section, then each device as a capture of its own
+        rep.add(c, check(c.result) if check is not None and c.result.bus is None else None)
     if args.before:
+        from spigap.stats.compare import compare_all
+
         before, after = [caps[str(p)] for p in args.before], [caps[str(p)] for p in args.after]
-        if any(getattr(c.analysis, "shared", False) for c in before + after):
-            from spigap.report.shared import add_shared_comparison
-            from spigap.stats.shared import compare_shared
-
-            add_shared_comparison(rep, compare_shared(before, after, settings_from_args(args)))
-        else:
-            from spigap.stats.compare import compare
-
-            rep.add_comparison(compare(before, after, settings_from_args(args)))
+        rep.add_comparison(compare_all(before, after, settings_from_args(args)))
     if args.output:
         write_output(rep.html(), args.output)      # whole or not at all (outfile.py)
     if args.png:
@@ -165,7 +157,7 @@ def run(args) -> int:
     if rep.missing_glyphs:
         print(f"spigap: warning: the plots' font has no glyph for {printable(' '.join(sorted(rep.missing_glyphs)))} "
               "(drawn as boxes in the plots; the HTML text shows them)", file=sys.stderr)
-    broken = [c for c in caps.values() if c.analysis.truncated]
+    broken = [c for c in caps.values() if c.result.truncated]
     for c in broken:
-        print(f"spigap: error: {c.analysis.truncated}", file=sys.stderr)
+        print(f"spigap: error: {c.result.truncated}", file=sys.stderr)
     return 2 if broken else 0

@@ -15,8 +15,9 @@ from spigap.cli.common import (
     add_capture_options,
     add_output_options,
     add_trace_options,
-    analyze_path,
+    analysis_options,
     check_output_path,
+    config_from_args,
     write_output,
 )
 
@@ -98,31 +99,36 @@ def compute(args) -> dict:
     """Analyze the capture, read and align the trace(s), split the gaps."""
     from spigap.trace import align, phases
 
-    a = analyze_path(args.capture, args)
-    out: dict = {"capture": str(args.capture), "analysis": a, "trace": None, "alignment": None, "phases": None,
+    # a --sync-channel's edges are read in the analysis's own pass
+    from spigap.api import analyze_file
+
+    r = analyze_file(args.capture, config_from_args(args), **analysis_options(args),
+                     channels={args.sync_channel: "--sync-channel NAME"} if args.sync_channel else None)
+    out: dict = {"capture": str(args.capture), "analysis": r, "trace": None, "alignment": None, "phases": None,
                  "userlog": None, "userlog_path": None, "grouping_note": None, "sync": None, "shared": None}
-    if getattr(a, "shared", False):
-        # a shared bus: every traced device on its CS line, and who waited for whom (trace/shared.py)
+    if r.bus is not None:
+        # a shared bus: every traced device on its CS line, and who waited for whom (trace/pair.py)
         from spigap.errors import UsageError
-        from spigap.trace import shared
+        from spigap.trace import pair
 
         for opt, given in (("--userlog", args.userlog), ("--sync-channel", args.sync_channel),
                            ("--perfetto", args.perfetto)):
             if given:
-                raise UsageError(f"{opt} takes one device: the capture holds {len(a.devices)} on one bus "
-                                 f"({', '.join(a.devices)}); give --cs NAME for {opt}")
+                raise UsageError(f"{opt} takes one device: the capture holds {len(r.devices)} on one bus "
+                                 f"({', '.join(r.devices)}); give --cs NAME for {opt}")
         if not args.ftrace:
             raise UsageError("give the kernel trace: --ftrace FILE")
-        out["shared"] = shared.load(args.ftrace, a, spi_device=args.spi_device, cs_latency=args.cs_latency)
+        out["shared"] = pair.load_bus(args.ftrace, r, spi_device=args.spi_device, cs_latency=args.cs_latency)
         out["trace"] = out["shared"].trace
         return out
+    a = out["analysis"] = r.device.kept()
     if args.ftrace:
         from spigap.trace import ftrace
 
         tr = ftrace.parse(args.ftrace)
         out["trace"] = tr
         if args.sync_channel:
-            al = _align_sync(args, tr, a)
+            al = align.align_sync(tr, a, r.edges[args.sync_channel], args.sync_channel)
         else:
             al = align.align_spi(tr, a, args.spi_device, cs_latency=args.cs_latency)
         out["alignment"] = al
@@ -139,18 +145,6 @@ def compute(args) -> dict:
         out["userlog"] = align.align_userlog(log, a)
         out["userlog_path"] = str(args.userlog)
     return out
-
-
-def _align_sync(args, tr, a):
-    from spigap.cli.common import reader_options
-    from spigap.core.events import read_channel_edges
-    from spigap.io import open_capture
-    from spigap.trace import align
-
-    with open_capture(args.capture, **reader_options(args)) as reader:
-        reader.channel_index(args.sync_channel, option="--sync-channel NAME")
-        edges, _ = read_channel_edges(reader, [args.sync_channel])
-    return align.align_sync(tr, a, edges[args.sync_channel], args.sync_channel)
 
 
 # ------------------------------------------------------------------ output
@@ -261,10 +255,10 @@ def render_text(result: dict, *, transfers: bool = False) -> str:
             lines.append(f"({hidden} phase(s) seen in fewer than {RARE * 100:g} % of their gaps not shown: "
                          "lost events, stray events; --format json lists them)")
     if ph is not None:
-        from spigap.output.text import render
+        from spigap.output.text import render_device
 
         # spigap analyze's report, its message grouping from the trace's boundaries
-        report = render(a).splitlines()
+        report = render_device(a).splitlines()
         if "warnings" in report:
             report = report[:report.index("warnings")]
         lines += ["", "analysis with the trace's message boundaries (spigap analyze's report):"] + report

@@ -18,6 +18,7 @@ from spigap.core import grouping as grouping_mod
 from spigap.core.config import SpiConfig
 from spigap.core.gaprules import defs as gapdefs
 from spigap.core.quantile import median, percentiles
+from spigap.errors import UsageError
 from spigap.io.base import CaptureInfo
 
 GAP_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
@@ -44,13 +45,52 @@ def describe(values: np.ndarray, tick_s: float) -> dict:
             "max_s": float(v.max()) * tick_s, "std_s": float(v.std()) * tick_s}
 
 
-class CaptureFigures:
-    """What an Analysis and core/collect.py's BoundedAnalysis both derive from their
-    settings (``cfg``) and clock period (``period_ticks``, ``tick_s``)."""
+@dataclasses.dataclass(frozen=True)
+class GapSeries:
+    """One gap kind in time order: where each gap starts, its length, its transfer (all ticks)."""
 
+    kind: str
+    at: np.ndarray          # int64 ticks, start of each gap
+    values: np.ndarray      # float ticks
+    transfer: np.ndarray    # int64 transfer index
+
+
+class DeviceFigures:
+    """The typed interface of one device's analysis, whichever way it was kept: ``Analysis``
+    (every transfer in arrays) and core/collect.py's ``BoundedAnalysis`` (histograms past
+    100 000 transfers) both implement it, and every output, command and the stall search
+    (core/stalls.py) read a device through it alone.
+
+    What the analysis finished in core adds (core/run.py): ``stalls`` (core/stalls.py's
+    ``StallReport``), ``events`` (--event: core/events.EventReport), ``labels`` and
+    ``device`` (--device, spigap/api.py), on a shared bus ``bus`` (core/bus.BusColumns:
+    the bus columns of its transfers, when they are kept), and ``pins`` (--pins: timing at
+    the pins measured in the same pass, spigap.pins.result.PinResult; spigap/api.py)."""
+
+    info: CaptureInfo
     cfg: SpiConfig
     tick_s: float
+    end_tick: int
+    truncated: str | None
     period_ticks: float | None
+    inter_transfer_threshold: float | None
+    word_gaps_note: str
+    grouping: grouping_mod.Grouping
+    idle_timeout_ticks: int | None
+    engine: str
+    clk_outside_cs: int
+    min_high: int | None
+    min_low: int | None
+    warnings: list[str]
+    setting_warnings: list[str]
+    sources: dict
+    buses: list
+    device: str | None
+    labels: list[str] | None
+    events: Any
+    stalls: Any
+    bus: Any
+    pins: Any
 
     @property
     def has_cs(self) -> bool:
@@ -65,9 +105,58 @@ class CaptureFigures:
             return self.has_cs
         return True
 
+    # ------------------------------------------------------------ what both keep
+    @property
+    def n(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def in_memory(self) -> bool:
+        """Every transfer's figures are in arrays (an ``Analysis``)."""
+        raise NotImplementedError
+
+    def n_partial(self) -> int:
+        raise NotImplementedError
+
+    def n_words_total(self) -> int:
+        raise NotImplementedError
+
+    def n_messages(self) -> int | None:
+        raise NotImplementedError
+
+    def transfer_rate_hz(self) -> float | None:
+        raise NotImplementedError
+
+    def describe_kind(self, kind: str) -> dict:
+        raise NotImplementedError
+
+    def idle_clocks_p50(self) -> float | None:
+        raise NotImplementedError
+
+    def kept(self) -> "Analysis":
+        """The ``Analysis`` with every transfer's figures (``in_memory``); a bounded one's
+        transfers were not kept (their rows went out as they were measured)."""
+        raise ValueError("the transfers of a long capture were not kept: its rows went out as they were measured")
+
+    # ------------------------------------------------------------ the stall search (core/stalls.py)
+    def gap_center(self, kind: str) -> tuple[int, float | None, float | None]:
+        """(gaps of ``kind``, their median, their median absolute deviation) in ticks;
+        (0, None, None) without any."""
+        raise NotImplementedError
+
+    def gaps_above(self, kind: str, threshold: float) -> GapSeries:
+        """The gaps of ``kind`` longer than ``threshold`` ticks, in time order (a bounded
+        analysis keeps the longest ones only: ``stalls_beyond_list``)."""
+        raise NotImplementedError
+
+    def stalls_beyond_list(self, kind: str, med: float, threshold: float) -> tuple[int, float, float] | None:
+        """When ``gaps_above`` could not keep every gap above ``threshold``: (their count,
+        their summed excess over ``med`` and the longest, ticks), else None."""
+        return None
+
 
 @dataclasses.dataclass
-class Analysis(CaptureFigures):
+class Analysis(DeviceFigures):
     info: CaptureInfo
     cfg: SpiConfig
     tick_s: float
@@ -112,7 +201,7 @@ class Analysis(CaptureFigures):
     min_low: int | None
     warnings: list[str]
     device: str | None = None            # --device spec, when transfers were labelled
-    labels: list[str] | None = None      # device meaning of each transfer (labels.py)
+    labels: list[str] | None = None      # device meaning of each transfer (core/labels.py)
     events: Any = None                   # --event: core/events.EventReport
     pins: Any = None                     # --pins: spigap.pins.result.PinResult (timing at the pins)
     # given settings the signals contradict (also first in ``warnings``), core/settings_check.py
@@ -126,11 +215,22 @@ class Analysis(CaptureFigures):
     # totals (transfers, messages, rate) and how it was sampled. None: every transfer.
     breaks: np.ndarray | None = None
     sample: dict | None = None
+    # the analysis finished (core/run.py): its stalls (core/stalls.StallReport) and, on a
+    # shared bus, its transfers' bus columns (core/bus.BusColumns; None when not kept)
+    stalls: Any = None
+    bus: Any = None
 
     # -------------------------------------------------------------- helpers
     @property
     def n(self) -> int:
         return len(self.start)
+
+    @property
+    def in_memory(self) -> bool:
+        return True
+
+    def kept(self) -> "Analysis":
+        return self
 
     def seconds(self, ticks) -> float | None:
         if ticks is None or (isinstance(ticks, float) and math.isnan(ticks)):
@@ -213,6 +313,20 @@ class Analysis(CaptureFigures):
             return self.sample["messages"]
         return int(self.message[-1]) + 1
 
+    # -------------------------------------------------------------- the stall search
+    def gap_center(self, kind: str) -> tuple[int, float | None, float | None]:
+        v = self.gap_values(kind)
+        v = v[~np.isnan(v)]
+        if not len(v):
+            return 0, None, None
+        med = float(median(v))
+        return len(v), med, float(median(np.abs(v - med)))
+
+    def gaps_above(self, kind: str, threshold: float) -> GapSeries:
+        s = gap_series(self, kind)
+        m = s.values > threshold
+        return GapSeries(kind, s.at[m], s.values[m], s.transfer[m])
+
 
 PER_TRANSFER = ("start", "end", "partial_start", "partial_end", "n_bits", "n_words", "first_edge", "last_edge",
                 "clk_ok", "min_half", "cs_setup", "cs_hold", "duration", "gap_before", "gap_kind", "message")
@@ -230,7 +344,7 @@ def take(a: Analysis, k0: int, k1: int, message_offset: int = 0) -> Analysis:
     cut.update({f: getattr(a, f)[w0:w1] for f in PER_WORD})
     cut.update({f: getattr(a, f)[p0:p1] for f in PER_PAIR})
     return dataclasses.replace(a, **cut, word_off=a.word_off[k0:k1 + 1] - w0, pair_off=a.pair_off[k0:k1 + 1] - p0,
-                               labels=None, warnings=list(a.warnings))
+                               labels=None, warnings=list(a.warnings), stalls=None, bus=None)
 
 
 def join(parts: list[Analysis]) -> Analysis:
@@ -265,3 +379,53 @@ def regroup(a: Analysis, grp: grouping_mod.Grouping) -> Analysis:
     boundary = grp.boundary_mask(len(grp.kinds))
     a.message = np.concatenate([[0], np.cumsum(boundary)]).astype(np.int64)[:a.n]
     return a
+
+
+def gap_series_of(a: Analysis, kinds) -> dict[str, GapSeries]:
+    """``gap_series`` of several kinds of one analysis (what they share computed once)."""
+    shared: dict = {}
+    return {kind: gap_series(a, kind, shared) for kind in kinds}
+
+
+def gap_series(a: Analysis, kind: str, shared: dict | None = None) -> GapSeries:
+    """Values of ``kind`` (as ``Analysis.gap_values``, without NaN) with their start ticks.
+
+    cs_setup starts at the CS assert, cs_hold at the last SCLK edge, word gaps
+    at the last edge of the earlier word, CS-inactive gaps at the previous CS
+    deassert; transfer_duration/period start at the CS assert.
+    """
+    n = a.n
+    shared = {} if shared is None else shared
+    idx = shared.get("idx")
+    if idx is None:
+        idx = shared["idx"] = np.arange(n, dtype=np.int64)
+    if kind in ("cs_setup", "cs_hold", "transfer_duration"):
+        v = a.gap_values(kind)
+        at = (a.last_edge if kind == "cs_hold" else a.start).astype(np.int64)
+        tr = idx
+    elif kind == "transfer_period":
+        v = a.period()
+        at, tr = a.start[:-1].astype(np.int64), idx[:-1]
+    elif kind in ("cs_change", "context_switch", "idle") + AMBIGUOUS_KINDS:
+        code = {"cs_change": KIND_CS_CHANGE, "context_switch": KIND_CONTEXT_SWITCH, "idle": KIND_IDLE,
+                "class_a": KIND_CLASS_A, "class_b": KIND_CLASS_B}[kind]
+        sel = np.flatnonzero(a.gap_kind == code)
+        sel = sel[sel > 0]
+        v = a.gap_before[sel]
+        at = a.end[sel - 1].astype(np.int64)
+        tr = sel.astype(np.int64)
+    elif kind in ("inter_byte", "inter_transfer"):
+        if "owner" not in shared:
+            owner = np.repeat(idx, np.diff(a.pair_off))
+            shared["owner"] = owner
+            shared["word"] = a.word_off[owner] + (np.arange(len(owner)) - a.pair_off[owner])
+        owner, word = shared["owner"], shared["word"]
+        sel = a.pair_inter_transfer if kind == "inter_transfer" else ~a.pair_inter_transfer
+        v = a.pair_gap[sel].astype(float)
+        at = a.word_last[word[sel]].astype(np.int64)
+        tr = owner[sel]
+    else:
+        raise UsageError(f"unknown gap kind {kind!r}")
+    v = np.asarray(v, dtype=float)
+    ok = ~np.isnan(v)
+    return GapSeries(kind, np.asarray(at)[ok], v[ok], np.asarray(tr)[ok])

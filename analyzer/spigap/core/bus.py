@@ -1,8 +1,10 @@
-"""A shared bus: bus-level figures of several devices (CS lines) on one SCLK.
+"""A shared bus: what is bus-level about several devices (CS lines) on one SCLK, in one
+room (docs/shared-bus.md). Everything else about a device of a shared bus is the
+single-device code, run once per device (core/pipeline.py, core/run.py).
 
 ``BusTracker`` works on the entries of the edge stream where a CS line changes (two
 per transfer), which the first device's framer writes out as it frames the block
-(core/shared.py; compiled core or numpy): no pass of its own over the stream, a cost
+(core/pipeline.py; compiled core or numpy): no pass of its own over the stream, a cost
 and memory that do not grow with the samples, and past the histograms' bound not
 with the transfers either. The SCLK edges while no CS is asserted are counted by that
 framer too. docs/shared-bus.md defines the figures:
@@ -19,7 +21,15 @@ framer too. docs/shared-bus.md defines the figures:
 * **two CS lines asserted at once**: each such interval with its devices (a bus
   fault: only one device may own the shared data lines);
 * **SCLK with no CS asserted**: count and first tick (an edge in the very sample a
-  CS changes is judged with the CS levels after it, as docs/gaps.md's same-sample rule).
+  CS changes is judged with the CS levels after it, as docs/gaps.md's same-sample rule);
+* **queueing**: what the bus alone shows of a message waiting in the controller's
+  queue behind another device's (``BusTracker.queueing``), and with a kernel trace who
+  waited for whom (``queued_behind``).
+
+Per device (``DeviceBus``): the **interleaving** of its CS-inactive gaps with the
+other devices' transfers (``Interleave``), its transfers' bus columns beside its
+analysis, and the message grouping that knows which gaps held other devices'
+transfers (``BusGrouper``).
 """
 
 from __future__ import annotations
@@ -32,10 +42,20 @@ from typing import Any
 import numpy as np
 
 from spigap import native
+from spigap.core import grouping as grouping_mod
+from spigap.core.analysis import KIND_NAMES
+from spigap.core.gaprules import split
+from spigap.core.quantile import median, percentiles
 from spigap.core.tickhist import TickHistogram
 
 OVERLAP_LIST = 1000          # intervals with two CS asserted kept with their times (all are counted)
 BUS_ROWS = 1 << 14           # the compiled tracker's output rows per device and call
+
+# gap kinds whose gaps the interleaving is counted for (docs/shared-bus.md)
+GAP_KINDS = ("cs_change", "context_switch", "class_a", "class_b")
+SETTLE_SHARE = 0.9      # of the known message ends in one class of an ambiguous grouping: it is the context switch
+SURE = 0.9              # a pattern answer this confident is kept as it is (the grouping's "busy" level)
+QUEUED_MIN_FACTOR = 1.25    # one population of handovers: within 1.25 x the shortest (+ 2 samples) is "near it"
 
 # DeviceColumns: -1 = none (the first window has no gap before it; no handover into a window
 # whose previous bus deassert was its own)
@@ -143,7 +163,7 @@ class BusTracker:
 
     def feed_events(self, events: np.ndarray) -> None:
         """The entries where a CS line changed, in order: rows (tick, state) (the first
-        device's framer writes them: core/shared.py). On the compiled core (spigap_bus in
+        device's framer writes them: core/pipeline.py). On the compiled core (spigap_bus in
         analyzer/spigap/native/spigap_core.c) when it is installed, else in numpy (``_events``,
         the oracle tests/test_shared_bus.py compares it with): the same figures."""
         if not len(events):
@@ -371,8 +391,332 @@ class BusTracker:
             "sclk_without_cs": {"edges": int(self.stray[0]), "first_s": s(self.stray[1])},
         }
 
+    def queueing(self, tick_s: float) -> list[dict]:
+        """Per pair A -> B, what the bus alone shows: handovers near the shortest one were
+        likely queued (B's message waited in the controller's queue for A's to finish).
+        The handovers are split into two populations where there are two (docs/gaps.md's
+        rule); else "near" is within 1.25 x the shortest + 2 samples. A kernel trace
+        (spigap trace) tells for sure."""
+        out = []
+        for (i, j), h in self.handover.items():
+            if not h.n:
+                continue
+            values, counts = h.table()
+            scale = max(1, int(np.ceil(h.n / (1 << 16))))
+            v = np.repeat(values, np.maximum(counts // scale, 1)).astype(float)
+            sp = split(v, "log", 1.0) if len(v) >= 20 else None
+            if sp is not None and sp.verdict == "two" and sp.threshold is not None:
+                thr, how = float(sp.threshold), "the shorter of two populations of handover gaps"
+            else:
+                thr, how = QUEUED_MIN_FACTOR * float(h.min or 0) + 2, "within 1.25 x the shortest handover"
+            near = int(counts[values <= thr].sum())
+            out.append({"from": self.names[i], "to": self.names[j], "handovers": h.n, "likely_queued": near,
+                        "share": near / h.n, "threshold_s": thr * tick_s, "rule": how,
+                        "note": f"{near} of {h.n} transfers of {self.names[j]} started right after one of "
+                                f"{self.names[i]} ({how}): likely queued behind it; a kernel trace (spigap trace) "
+                                "tells for sure"})
+        return out
+
+    def warnings(self, tick_s: float) -> list[str]:
+        """The bus's findings as warnings: two CS lines at once (error), SCLK with no CS."""
+        t = tick_s
+        out = []
+        if self.n_overlaps:
+            first = self.overlaps[0]
+            out.append(f"ERROR: {self.n_overlaps} time(s) two CS lines were asserted at once "
+                       f"({sum(1 for _ in self.overlaps)} listed; first at {first.start * t * 1e6:.6g} µs, "
+                       f"{'+'.join(self.names[d] for d in first.devices)}): only one device may drive the "
+                       "shared MISO line")
+        if self.stray[0]:
+            out.append(f"{int(self.stray[0])} SCLK edge(s) while no CS was asserted (first at "
+                       f"{(self.stray[1] or 0) * t * 1e6:.6g} µs)")
+        return out
+
 
 def _cols(frm, gap, busy, count, overlap) -> dict[str, np.ndarray]:
     return {"handover_from": np.asarray(frm, np.int8), "handover": np.asarray(gap, np.int64),
             "other_busy": np.asarray(busy, np.int64), "others": np.asarray(count, np.int64),
             "overlap": np.asarray(overlap, bool)}
+
+
+# ------------------------------------------------------------------ interleaving
+class Interleave:
+    """One device's CS-inactive gaps against the other devices' traffic, per gap kind:
+    how many gaps, how many held another device's windows, and in those the other
+    devices' CS-active time and the rest (the device's own time)."""
+
+    def __init__(self):
+        self.gaps = {k: 0 for k in GAP_KINDS}
+        self.with_others = {k: 0 for k in GAP_KINDS}
+        self.other_busy = {k: TickHistogram() for k in GAP_KINDS}
+        self.own = {k: TickHistogram() for k in GAP_KINDS}
+        self.other_total = {k: 0 for k in GAP_KINDS}
+        self.seen = 0
+
+    def add(self, kinds: np.ndarray, gaps: np.ndarray, cols: dict[str, np.ndarray]) -> None:
+        self.seen += len(kinds)
+        busy, count = cols["other_busy"], cols["others"]
+        valid = ~np.isnan(gaps) & (busy >= 0)
+        for code, name in KIND_NAMES.items():
+            if name not in self.gaps:
+                continue
+            m = (kinds == code) & valid
+            if not m.any():
+                continue
+            self.gaps[name] += int(m.sum())
+            w = m & (count > 0)
+            if w.any():
+                self.with_others[name] += int(w.sum())
+                self.other_busy[name].add(busy[w])
+                self.own[name].add(np.maximum(gaps[w].astype(np.int64) - busy[w], 0))
+                self.other_total[name] += int(busy[w].sum())
+
+    def to_dict(self, tick_s: float) -> dict:
+        out = {}
+        for k in GAP_KINDS:
+            if not self.gaps[k]:
+                continue
+            out[k] = {"gaps": self.gaps[k], "with_other_devices": self.with_others[k],
+                      "share": self.with_others[k] / self.gaps[k],
+                      "other_busy": self.other_busy[k].describe(tick_s),
+                      "own": self.own[k].describe(tick_s),
+                      "other_busy_total_s": self.other_total[k] * tick_s}
+        return out
+
+
+class SampledColumns:
+    """A device's bus columns (core/bus.DeviceColumns) of the transfers a systematic sample
+    (collect.Sampler) holds, as the rows go by: bounded as the sample is, and at the end
+    in the sample's order, so they sit beside the sampled Analysis."""
+
+    def __init__(self, sampler):
+        self.sampler = sampler
+        self.parts: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []     # (capture indices, columns)
+        self.stride = sampler.stride
+
+    def add(self, g_first: int, cols: dict[str, np.ndarray]) -> None:
+        g = g_first + np.arange(len(cols["handover"]), dtype=np.int64)
+        keep = self.sampler.keeps(g)
+        if keep.any():
+            self.parts.append((g[keep], {c: v[keep] for c, v in cols.items()}))
+        if self.sampler.stride != self.stride:      # the sample dropped every other block
+            self.stride = self.sampler.stride
+            self.parts = [(i[m], {c: v[m] for c, v in cols.items()}) for i, cols in self.parts
+                          for m in [self.sampler.keeps(i)] if m.any()]
+
+    def result(self) -> dict[str, np.ndarray] | None:
+        want = self.sampler.indices()
+        if not self.parts:
+            return None
+        g = np.concatenate([p[0] for p in self.parts])
+        i = np.searchsorted(g, want)
+        if len(g) == 0 or (i >= len(g)).any() or (g[np.minimum(i, len(g) - 1)] != want).any():
+            return None                  # a transfer of the sample without its columns: none rather than wrong
+        return {c: np.concatenate([p[1][c] for p in self.parts])[i] for c in self.parts[0][1]}
+
+
+# ------------------------------------------------------------------ message grouping
+class BusGrouper:
+    """Message grouping for one device of a shared bus (core/measurer.Measurer's ``grouper``).
+
+    The Linux SPI core runs one message at a time per controller, so a CS-inactive
+    gap that holds another device's transfers ends a message (a known context
+    switch), and its length is the other devices' time as much as this device's:
+    it tells nothing of this device's own gaps. Such gaps take, for the population
+    split and the pattern search, the length of one of the device's own gap
+    populations, or their own when that gives a repeating pattern (each is tried;
+    the one under which the known gaps end messages, and which is answered with
+    more confidence, is kept); an answer that cannot say which population is the
+    context switch is settled by the known gaps (they are context switches).
+    docs/shared-bus.md."""
+
+    def __init__(self, columns: DeviceColumns):
+        self.columns = columns
+        self.level: float | None = None     # the length the known gaps stand in with
+
+    def known(self, g0: int, n: int) -> np.ndarray:
+        """Of the gaps after transfer g0 (gap i before transfer g0 + 1 + i): which hold
+        another device's windows."""
+        if n <= 0:
+            return np.zeros(0, bool)
+        return self.columns.take(g0 + 1, g0 + 1 + n)["others"] > 0
+
+    def view(self, gaps: np.ndarray, g0: int) -> np.ndarray:
+        known = self.known(g0, len(gaps))
+        if self.level is None or not known.any():
+            return gaps
+        out = np.asarray(gaps, float).copy()
+        out[known] = self.level
+        return out
+
+    def infer(self, gaps: np.ndarray, *, g0: int, **kw) -> grouping_mod.Grouping:
+        grp, self.level = infer_grouping(np.asarray(gaps, float), self.known(g0, len(gaps)), **kw)
+        return grp
+
+
+def infer_grouping(g: np.ndarray, known: np.ndarray, **kw) -> tuple[grouping_mod.Grouping, float | None]:
+    """(grouping, the length the known gaps stood in with) of gaps ``g`` of which ``known``
+    hold another device's transfers; ``kw``: grouping.infer's keywords."""
+    n_known = int(known.sum())
+    if not n_known or kw.get("transfers_per_message") == 1:
+        return grouping_mod.infer(g, **kw), None
+    free = g[~known]
+    if len(free) >= 2 * grouping_mod.MIN_PERIODS:
+        sp = split(free[:grouping_mod.WINDOW], "log", kw.get("resolution", 1.0))
+        levels = sorted(float(np.expm1(m)) for _, m, _ in sp.comps) if sp.verdict == "two" else [median(free)]
+    else:
+        levels = [median(free) if len(free) else float(median(g))]
+    # The known gaps stand in with the longest of the device's own populations they are
+    # not shorter than: the controller's queue only ever delays a message, so a gap that
+    # held another device's message is at least as long as it would have been, and the
+    # context switch is the own population such a gap can hide.
+    floor = float(percentiles(g[known], [10])[0]) * 1.05 + 2 * kw.get("resolution", 1.0)
+    lvl = max([x for x in levels if x <= floor] or [min(levels)])
+    g2 = g.copy()
+    g2[known] = _stand_in(g[known], free, lvl)
+    grp = _settle_by_known(grouping_mod.infer(g2, **kw), g2, known, kw)
+    if not (grp.structure == "pattern" and grp.confidence >= SURE) and _periodic(known):
+        # The known gaps at their own length: when that gives a repeating pattern, the
+        # other devices' transfers fall at every Nth gap of this one (a spidev loop of
+        # messages with cs_change whose every context switch holds another device's
+        # message). Another reading fits as well: this device's own gaps are all context
+        # switches and the other device runs in step with it; so no more than "ambiguous".
+        g3 = g.copy()
+        g3[known] = float(median(g[known]))
+        alt = _settle_by_known(grouping_mod.infer(g3, **kw), g3, known, kw)
+        if (alt.structure == "pattern" and not alt.ambiguous
+                and bool((alt.kinds[known] == grouping_mod.CONTEXT_SWITCH).all())):
+            other = ("; or each transfer is its own message and the other devices' transfers fall in step "
+                     "at every " + str(int(sum(alt.lengths))) + "th gap (a kernel trace settles it)") if alt.lengths else ""
+            grp = dataclasses.replace(alt, note=alt.note + other,
+                                      confidence=min(alt.confidence, grouping_mod.CONFIDENCE["ambiguous"]))
+            lvl = g3[known][0]
+    said = (f"{n_known} of the {len(g)} gaps hold another device's transfers (a message holds the "
+            "controller, so they end messages)")
+    wrong = int((grp.kinds[known] == grouping_mod.CS_CHANGE).sum())
+    if wrong:
+        said += (f"; the grouping calls {wrong} of them cs_change, which the Linux SPI core never does "
+                 "inside a message: check the grouping (--transfers-per-message, --context-switch)")
+    if said not in grp.note:
+        grp = dataclasses.replace(grp, note=f"{grp.note}; {said}")
+    return grp, lvl
+
+
+def _stand_in(held: np.ndarray, free: np.ndarray, lvl: float) -> np.ndarray:
+    """Values for the gaps that held other devices' transfers: the device's own gaps of the
+    population around ``lvl`` (within a factor 1.6), in the held gaps' order, so the stand-ins
+    keep that population's spread (a constant would look like a second, perfectly tight kind
+    of gap to the grouping's spread tests); ``lvl`` itself when that population is empty."""
+    pool = free[(free > 0) & (np.abs(np.log(np.maximum(free, 1e-300) / lvl)) < 0.5)] if lvl > 0 else free[:0]
+    if not len(pool):
+        return np.full(len(held), lvl)
+    out = np.empty(len(held))
+    out[np.argsort(held, kind="stable")] = np.sort(np.resize(pool, len(held)))
+    return out
+
+
+def _periodic(known: np.ndarray) -> bool:
+    """The known gaps recur at one spacing (most of them): worth a pattern search."""
+    sp = np.diff(np.flatnonzero(known[:grouping_mod.WINDOW]))
+    if len(sp) < grouping_mod.MIN_PERIODS:
+        return False
+    return int(np.bincount(sp).max()) >= 0.8 * len(sp)
+
+
+def _settle_by_known(grp: grouping_mod.Grouping, g2: np.ndarray, known: np.ndarray, kw: dict) -> grouping_mod.Grouping:
+    """An ambiguous grouping whose known message ends fall (nearly) all in one class:
+    that class is the context switch."""
+    if not grp.ambiguous:
+        return grp
+    k = grp.kinds[known]
+    a, b = int((k == grouping_mod.CLASS_A).sum()), int((k == grouping_mod.CLASS_B).sum())
+    if max(a, b) < grouping_mod.MIN_PERIODS or max(a, b) < SETTLE_SHARE * len(k):
+        return grp
+    rel = "longer" if b > a else "shorter"
+    settled = grouping_mod.infer(g2, **dict(kw, context_switch=rel))
+    text = (f"the {rel} gaps are context switches: {max(a, b)} of them hold another device's transfers "
+            "(shared bus)")
+    note = settled.note.replace(f"--context-switch {rel}", text).replace(", given)", f"; {text})")
+    return dataclasses.replace(settled, method="shared bus", evidence=[text], note=note,
+                               confidence=min(settled.confidence, grouping_mod.CONFIDENCE["device"]))
+
+
+# ------------------------------------------------------------------ one device of the bus
+@dataclasses.dataclass
+class DeviceBus:
+    """What one device of a shared bus has of the bus, beside its analysis: the bus's CS
+    lines (``names``), its interleaving, and its transfers' bus columns from transfer
+    ``first`` of the analysis on (``columns``; None when they were not kept: rows of a
+    long capture go out as they are measured, with their columns)."""
+
+    names: list[str]
+    interleave: Interleave
+    columns: dict[str, np.ndarray] | None = None
+    first: int = 0
+
+    def rows(self, k0: int, k1: int) -> dict[str, np.ndarray]:
+        """The columns of the analysis's transfers k0..k1-1."""
+        assert self.columns is not None
+        return {c: v[k0 - self.first:k1 - self.first] for c, v in self.columns.items()}
+
+
+class DeviceFeed:
+    """One device's consumer side of the bus (core/run.py): each group of transfers its
+    collector measures (collect.Collector's ``measured`` hook) takes that device's bus
+    columns once, counts the interleaving and, for a systematic sample, keeps the columns
+    of the sampled transfers; the group's analysis carries them to the rows it hands out."""
+
+    def __init__(self, names: list[str], columns: DeviceColumns, sampler=None):
+        self.names = names
+        self.source = columns
+        self.interleave = Interleave()
+        self.sampled = SampledColumns(sampler) if sampler is not None else None
+
+    def measured(self, a, skip: int, g0: int) -> None:
+        # one group's transfers at once (not per handed-out chunk of rows): the same
+        # counts and histograms in fewer, larger numpy calls
+        cols = self.source.take(g0 + skip, g0 + a.n)
+        self.interleave.add(a.gap_kind[skip:], a.gap_before[skip:], cols)
+        if self.sampled is not None:
+            self.sampled.add(g0 + skip, cols)
+        a.bus = DeviceBus(self.names, self.interleave, cols, skip)
+        self.source.release(g0 + a.n - 1)       # the last one is the next batch's context
+
+    def finish(self, a) -> DeviceBus:
+        """The device's bus beside its final analysis: an analysis measured at once (the
+        capture fits) gets its columns and interleaving now; a sample, its sample's columns."""
+        cols = None
+        if not self.interleave.seen and a.in_memory and a.sample is None:
+            # measured at once at the end (the capture fits): the rows were not handed out
+            cols = self.source.take(0, a.n)
+            self.interleave.add(a.gap_kind, a.gap_before, cols)
+        elif a.in_memory and a.sample is not None and self.sampled is not None:
+            cols = self.sampled.result()
+        return DeviceBus(self.names, self.interleave, cols, 0)
+
+
+def queued_behind(cs: np.ndarray, index: np.ndarray, submit: np.ndarray, start: np.ndarray,
+                  done: np.ndarray) -> tuple[np.ndarray, list]:
+    """Messages of several devices on one controller (columns in start order, on one
+    clock): for each, the time another device's message held the controller between its
+    submit and its start (the SPI core runs one message at a time per controller), and
+    the messages it waited behind [(device, message index), ...]."""
+    queued = np.zeros(len(cs))
+    behind: list = [[] for _ in range(len(cs))]
+    for k in np.unique(cs).tolist():
+        mine = np.flatnonzero(cs == k)
+        other = np.flatnonzero(cs != k)
+        if not len(other):
+            continue
+        os_, od = start[other], done[other]            # in start order: the controller runs one at a time
+        lo = np.searchsorted(od, submit[mine], side="right")       # the first other message done after the submit
+        hi = np.searchsorted(os_, start[mine], side="left")       # ... up to those started before this one
+        for i, a, b in zip(mine.tolist(), lo.tolist(), hi.tolist()):
+            if a >= b:
+                continue
+            idx = other[a:b]
+            ov = np.minimum(done[idx], start[i]) - np.maximum(start[idx], submit[i])
+            ov = np.clip(ov, 0, None)
+            queued[i] = float(ov.sum())
+            behind[i] = [(int(cs[j]), int(index[j])) for j, v in zip(idx.tolist(), ov.tolist()) if v > 0]
+    return queued, behind

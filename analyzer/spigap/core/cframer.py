@@ -44,7 +44,7 @@ from spigap.io.base import EdgeBlock
 WIN_CAP = 1 << 14
 WORD_CAP = 1 << 16
 OVF_CAP = 1 << 16
-EV_CAP = 1 << 15           # CS changes per call (a shared bus's first device: core/shared.py)
+EV_CAP = 1 << 15           # CS changes per call (a shared bus's first device: core/pipeline.py)
 HIST = 1 << 12
 BIG = np.iinfo(np.int64).max
 PAR_MIN = 1 << 15          # edges in a block before its middle is framed in a worker thread
@@ -169,7 +169,7 @@ class CFramer:
         f.active_level = 0 if cfg.cs_active_low else 1
         f.lsb_first = int(cfg.lsb_first)
         f.has_cs = int(self.has_cs)
-        # a shared bus (core/shared.py): (every CS line's bits, the other devices' bits, their
+        # a shared bus (core/pipeline.py): (every CS line's bits, the other devices' bits, their
         # inactive pattern); the CS changes come out with each take (``last_events``)
         f.ev_mask, f.others_mask, f.others_idle = bus
         self.last_events = np.empty((0, 2), np.int64)
@@ -423,7 +423,7 @@ def _frame_bus_all(lib, fs, os_, outs: list[_Out], t: np.ndarray, s: np.ndarray)
 
 
 class CBusFramer:
-    """Every device's framer of a shared bus (core/shared.py) fed in one pass over each block
+    """Every device's framer of a shared bus (core/pipeline.py) fed in one pass over each block
     (spigap_frame_bus in analyzer/spigap/native/spigap_core.c): each CFramer gets the windows, words
     and figures it gets when fed the whole stream on its own, and hands them out as before
     (``take``, ``finish``). The first framer writes the CS changes and counts the SCLK

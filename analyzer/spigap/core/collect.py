@@ -42,10 +42,9 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import dataclasses
-import functools
 import math
 import threading
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -55,12 +54,11 @@ from spigap.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS
 from spigap.core.config import SpiConfig
 from spigap.core.framed import Batch, Framed, FramerFigures
 from spigap.core.gaprules import defs as gapdefs
-from spigap.core.measure import WarnCounts, measure, ticks_per_sample, warning_lines, word_gap_split
+from spigap.core.measure import WarnCounts, warning_lines
+from spigap.core.measurer import Measurer
+from spigap.core.pipeline import Lane
 from spigap.core.tickhist import TickHistogram
-
-if TYPE_CHECKING:
-    from spigap.core.pipeline import Pipeline
-    from spigap.core.shared import DevicePipe
+from spigap.io.base import CaptureInfo
 
 RETAIN_TRANSFERS = 100_000     # up to this many transfers: the whole Analysis, with its arrays
 LEARN_TRANSFERS = RETAIN_TRANSFERS   # decisions (message structure, word-gap split) on this many
@@ -85,6 +83,10 @@ RowSink = Callable[[analysis.Analysis, int, int, int, int], "bool | None"]
 MeasuredSink = Callable[[analysis.Analysis, int, int], None]
 SAMPLE_BLOCK = 1000            # consecutive transfers per block of a sampled capture (compare, report)
 KEEP = ("all", "bounded", "sample")
+# the figures of a bounded analysis that are the whole capture's (an Analysis of a sample takes them)
+WHOLE_CAPTURE = ("info", "cfg", "tick_s", "end_tick", "truncated", "grouping", "period_ticks",
+                 "inter_transfer_threshold", "word_gaps_note", "idle_timeout_ticks", "engine", "clk_outside_cs",
+                 "min_high", "min_low", "setting_warnings", "sources", "buses")
 
 
 class Sampler:
@@ -142,28 +144,22 @@ class Sampler:
         return np.concatenate([np.arange(p[3], p[3] + p[2].n, dtype=np.int64) for p in self.pieces])
 
     def analysis(self, b: "BoundedAnalysis") -> analysis.Analysis:
-        """The sample as one Analysis, with the whole capture's figures from ``b``."""
+        """The sample as one Analysis: its blocks' arrays, the whole capture's figures from
+        ``b`` (made once, not patched afterwards)."""
         a = analysis.join([p[2] for p in self.pieces])
         breaks = np.zeros(a.n, bool)
         at = np.cumsum([0] + [p[2].n for p in self.pieces[:-1]])
         breaks[at[[p[1] for p in self.pieces]]] = True
-        a.gap_before = a.gap_before.copy()
-        a.gap_kind = a.gap_kind.copy()
-        a.gap_before[breaks] = np.nan
-        a.gap_kind[breaks] = analysis.KIND_NONE
-        a.breaks = breaks
-        a.sample = {"transfers": b.n, "sampled": a.n, "block": self.block, "stride": self.stride,
-                    "messages": b.n_messages(), "transfer_rate_hz": b.transfer_rate_hz(),
-                    "method": f"systematic sample: blocks of {self.block} consecutive transfers, one in "
-                              f"every {self.stride}"}
-        for f in ("info", "cfg", "tick_s", "end_tick", "truncated", "grouping", "period_ticks",
-                  "inter_transfer_threshold", "word_gaps_note", "idle_timeout_ticks", "engine",
-                  "clk_outside_cs", "min_high", "min_low", "warnings", "setting_warnings", "sources", "buses"):
-            setattr(a, f, getattr(b, f))
-        a.warnings = list(b.warnings) + [
+        sample = {"transfers": b.n, "sampled": a.n, "block": self.block, "stride": self.stride,
+                  "messages": b.n_messages(), "transfer_rate_hz": b.transfer_rate_hz(),
+                  "method": f"systematic sample: blocks of {self.block} consecutive transfers, one in "
+                            f"every {self.stride}"}
+        warnings = list(b.warnings) + [
             f"statistics from a systematic sample of {a.n} of the capture's {b.n} transfers (blocks of "
             f"{self.block} consecutive transfers, one in every {self.stride}; docs/compare-and-report.md)"]
-        return a
+        return dataclasses.replace(a, **b.capture_figures(), gap_before=np.where(breaks, np.nan, a.gap_before),
+                                   gap_kind=np.where(breaks, analysis.KIND_NONE, a.gap_kind).astype(a.gap_kind.dtype),
+                                   breaks=breaks, sample=sample, warnings=warnings)
 
 
 # ------------------------------------------------------------------ stalls
@@ -202,12 +198,12 @@ class _StallStore:
 
 # ------------------------------------------------------------------ result
 @dataclasses.dataclass
-class BoundedAnalysis(analysis.CaptureFigures):
+class BoundedAnalysis(analysis.DeviceFigures):
     """An analysis without per-transfer arrays: what ``--format json`` and the text
     report show, from histograms and counts (the output modules call the same methods
     on an ``Analysis``)."""
 
-    info: object
+    info: CaptureInfo
     cfg: SpiConfig
     tick_s: float
     end_tick: int
@@ -233,12 +229,23 @@ class BoundedAnalysis(analysis.CaptureFigures):
     buses: list = dataclasses.field(default_factory=list)
     device: str | None = None
     labels: None = None
-    pins: object = None     # --pins: spigap.pins.result.PinResult, as in Analysis
-    bounded = True
+    events: None = None
+    stalls: object = None          # core/stalls.StallReport (core/run.py)
+    bus: None = None               # a bounded device's bus columns went out with its rows
+    pins: object = None            # --pins: spigap.pins.result.PinResult, as in Analysis
 
     @property
     def n(self) -> int:
         return self.counts.n
+
+    @property
+    def in_memory(self) -> bool:
+        return False
+
+    def capture_figures(self) -> dict:
+        """The whole capture's figures that an ``Analysis`` of a sample of its transfers
+        carries as they are (collect.Sampler.analysis)."""
+        return {f: getattr(self, f) for f in WHOLE_CAPTURE}
 
     def n_partial(self) -> int:
         return self.counts.partial
@@ -278,64 +285,53 @@ class BoundedAnalysis(analysis.CaptureFigures):
         return None if math.isnan(x) else x
 
     # ---------------------------------------------------------- stalls
-    def stall_count_threshold(self, kind: str, rule: stalls_mod.StallRule):
+    def gap_center(self, kind: str) -> tuple[int, float | None, float | None]:
         h = self.hists.get(kind)
         if h is None or h.n == 0:
-            return 0, None
-        if h.n < rule.min_count:
-            return h.n, None
+            return 0, None, None
         med = h.median()
-        return h.n, stalls_mod.limit(med, h.mad(med), rule)
+        return h.n, med, h.mad(med)
 
-    def stall_candidates(self, kind: str, rule: stalls_mod.StallRule):
-        _, th = self.stall_count_threshold(kind, rule)
+    def gaps_above(self, kind: str, threshold: float) -> analysis.GapSeries:
         store = self.stores.get(kind)
-        at, v, tr = store.arrays() if store is not None else (np.empty(0, np.int64), np.empty(0),
-                                                               np.empty(0, np.int64))
-        return stalls_mod.GapSeries(kind, at, v, tr), th
+        if store is None:
+            return analysis.GapSeries(kind, np.empty(0, np.int64), np.empty(0), np.empty(0, np.int64))
+        at, v, tr = store.arrays()
+        m = v > threshold
+        return analysis.GapSeries(kind, at[m], v[m], tr[m])
 
-    def stall_list_complete(self, kind: str, th) -> bool:
-        """Every gap above the threshold is in the store."""
-        store = self.stores.get(kind)
-        return store is None or th is None or th[1] >= store.cutoff
-
-    def complete_stall_summary(self, kind: str, th, d: dict) -> None:
+    def stalls_beyond_list(self, kind: str, med: float, threshold: float) -> tuple[int, float, float] | None:
         """A kind with more stalls than the store holds: counts, time lost and the longest
         from the histogram (the list has the longest ones)."""
-        if self.stall_list_complete(kind, th):
-            return
-        med, thr = th
+        store = self.stores.get(kind)
+        if store is None or threshold >= store.cutoff:
+            return None
         h = self.hists[kind]
-        k, total = h.sum_above(thr)
-        d["stalls"] = k
-        d["rate"] = k / h.n
-        d["excess_s"] = (total - k * med) * self.tick_s
-        d["longest_s"] = float(h.max) * self.tick_s if k else None
+        k, total = h.sum_above(threshold)
+        return k, total - k * med, float(h.max)
 
 
 # ------------------------------------------------------------------ the run
 
 
 class Collector:
-    """Takes the pipeline's batches (``add``) and makes the capture's result (``result``).
+    """Takes one device's batches of the pipeline (``add``) and makes its result (``result``).
 
     ``keep``: "all" (every transfer, one measurement at the end), "bounded" (the same up
     to ``retain`` transfers, else a BoundedAnalysis, rows to ``rows`` as measured) or
     "sample" (a systematic sample past ``retain``: ``Sampler``). Defaults: the module's
     ``RETAIN_TRANSFERS``, ``LEARN_TRANSFERS`` (at least ``retain``), ``STALL_KEEP``,
-    ``SAMPLE_BLOCK``."""
+    ``SAMPLE_BLOCK``. Past the bound the batches are measured by core/measurer.py's
+    incremental measurer in the statistics thread."""
 
-    def __init__(self, pipe: "Pipeline | DevicePipe", *, keep: str = "bounded", rows: RowSink | None = None,
+    def __init__(self, lane: Lane, *, keep: str = "bounded", rows: RowSink | None = None,
                  retain: int | None = None, learn: int | None = None, stall_keep: int | None = None,
                  block: int | None = None, grouper=None, measured: MeasuredSink | None = None):
         if keep not in KEEP:
             raise ValueError(f"keep must be one of {KEEP}, not {keep!r}")
-        self.pipe, self.rows = pipe, rows
-        # a device of a shared bus groups its gaps knowing the other devices' transfers in them
-        # (core/shared.SharedGrouper: infer(gaps, g0=, **kw) and view(gaps, g0)); None: grouping.infer
-        self.grouper = grouper
+        self.lane, self.rows = lane, rows
         # called once per measured group (before its rows go to ``rows``): a shared bus's
-        # per-transfer bus columns and interleaving, over the whole group at once
+        # per-transfer bus columns and interleaving, over the whole group at once (core/bus.DeviceFeed)
         self.measured = measured
         # held while a group is measured: a shared bus's collectors take turns (their
         # decisions do not), so their statistics threads do not contend for the GIL
@@ -348,10 +344,12 @@ class Collector:
         self.sampler: Sampler | None = None
         if keep == "sample":
             self.sampler = Sampler(int(self.retain), SAMPLE_BLOCK if block is None else block)
-        self.info = pipe.info
+        self.info = lane.info
         self.tick_s = self.info.tick_s
-        self.cfg = pipe.cfg
-        self.mcfg = self.cfg
+        self.cfg = lane.cfg
+        # the incremental measurer: a device of a shared bus groups its gaps knowing the other
+        # devices' transfers in them (core/bus.BusGrouper); None: grouping.infer
+        self.measurer = Measurer(self.info, self.cfg, grouper)
         self.parts: list[Framed] | None = []
         self.learn_n = 0
         self.result_: analysis.Analysis | None = None
@@ -363,15 +361,7 @@ class Collector:
         self.evidence = settings_check.Evidence()
         self.n_words = 0
         self.starts: list = [0, None, None]
-        self.context: Framed | None = None
-        self.n_done = 0
         self.last_message = 0
-        self.grouping: grouping_mod.Grouping | None = None
-        self.thr: float | None = None
-        self.split_fixed = False          # the word-gap split is decided (threshold or none)
-        self.wg_note = "no word gaps"
-        self.wg_warning: str | None = None
-        self.fallback_note: str | None = None
         # framer batches not grouped for measuring yet: (batch, transfers, rows)
         self.pending: list[tuple[Framed, int, int]] = []
         self.n_pending = 0
@@ -392,7 +382,7 @@ class Collector:
         self._wait(0)
         if self.result_ is not None:
             return self.result_
-        end_tick = self.pipe.end_tick
+        end_tick = self.lane.end_tick
         assert end_tick is not None, "result() before the last batch"
         return self._result(end_tick)
 
@@ -400,7 +390,7 @@ class Collector:
     def add(self, batch: Batch) -> None:
         """One batch of the pipeline (the last one closes the capture)."""
         framed, self.figures = batch.framed, batch.figures
-        end_tick = self.pipe.end_tick if batch.final else None
+        end_tick = self.lane.end_tick if batch.final else None
         n = framed.n
         if self.parts is not None:
             if n or not self.parts:
@@ -412,9 +402,8 @@ class Collector:
             self.parts = None
             if end_tick is not None and self.learn_n <= self.retain:
                 # a capture that fits: every transfer, measured at once
-                a = measure(self.info, self.cfg, batch.figures, whole, end_tick, self.pipe.truncated,
-                            infer=self._infer(0))
-                self.result_ = settings_check.settings_first(a, self.pipe.settled, self.pipe.prefix)
+                a = self.measurer.whole(whole, batch.figures, end_tick, self.lane.truncated)
+                self.result_ = settings_check.settings_first(a, self.lane.settled, self.lane.prefix)
                 return
             # decisions and measurements run in the statistics thread, in order, while this
             # thread feeds the framer; each reads the framer's running figures as they
@@ -458,48 +447,7 @@ class Collector:
 
     def _decide(self, framed: Framed, figures: FramerFigures) -> None:
         """Measure the first batch and fix what needs a population: grouping, word-gap split."""
-        a = measure(self.info, self.cfg, figures, framed, self._end_guess(framed), None, infer=self._infer(0))
-        self.grouping = a.grouping
-        self.thr, self.wg_note, self.wg_warning = word_gap_split(self.info, self.cfg, a.pair_gap)
-        if self.thr is not None and self.cfg.inter_transfer_gap_s is None:
-            self.mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=self.thr * self.tick_s)
-        # decided on these word gaps, as a whole capture is decided once: one population
-        # (no threshold) stays one for the later batches
-        self.split_fixed = len(a.pair_gap) > 0
-        self._take(a, 0, 0, 0)
-        if a.n:
-            self.context = framed.tail()
-        self.n_done = a.n
-
-    def _end_guess(self, framed: Framed) -> int:
-        e = framed.windows.end
-        return int(e[-1]) + 1 if len(e) else 0
-
-    def _kinds(self, gaps: np.ndarray, g0: int) -> grouping_mod.Grouping:
-        g = self.grouping
-        assert g is not None
-        # the structure of the capture's start carried on (its last stretch's pattern, or by
-        # length); on a shared bus the gaps as this device's grouping sees them (grouper.view)
-        kinds = g.kinds_for(self._view(gaps, g0), g0)
-        if kinds is None and len(g.kinds) == 0:
-            kinds = np.full(len(gaps), grouping_mod.CONTEXT_SWITCH, np.int8)
-        elif kinds is None:
-            # not seen: every structure analyze infers is periodic or by length
-            self.fallback_note = ("the message structure of the capture's start does not repeat: later "
-                                  "batches were grouped on their own gaps")
-            return self._infer(g0)(gaps, resolution=ticks_per_sample(self.info),
-                                      context_switch=self.cfg.context_switch,
-                                      device_lengths=self.cfg.message_lengths, tick_s=self.tick_s)
-        return dataclasses.replace(g, kinds=np.asarray(kinds, np.int8))
-
-    def _infer(self, g0: int):
-        """The grouping's inference for gaps from the one after transfer ``g0`` on."""
-        if self.grouper is None:
-            return grouping_mod.infer
-        return functools.partial(self.grouper.infer, g0=g0)
-
-    def _view(self, gaps: np.ndarray, g0: int) -> np.ndarray:
-        return gaps if self.grouper is None else self.grouper.view(gaps, g0)
+        self._take(self.measurer.first(framed, figures), 0, 0, 0)
 
     def _measure(self, parts: list[Framed], figures: FramerFigures) -> None:
         """Measure consecutive framer batches as one, after the last window measured
@@ -511,32 +459,8 @@ class Collector:
                 self._measure_parts(parts, figures)
 
     def _measure_parts(self, parts: list[Framed], figures: FramerFigures) -> None:
-        ctx = self.context
-        batch = Framed.concat(([ctx] if ctx is not None else []) + parts)      # one copy
-        skip = 1 if ctx is not None else 0
-        g0 = self.n_done - skip                     # capture index of the batch's transfer 0
-        grp = None
-        if self.cfg.cs is not None:
-            w = batch.windows
-            grp = self._kinds((w.start[1:] - w.end[:-1]).astype(float), g0)
-        mcfg = self.mcfg
-        if self.thr is None and self.split_fixed:
-            mcfg = dataclasses.replace(mcfg, inter_transfer_gap_s=math.inf)     # no second population
-        a = measure(self.info, mcfg, figures, batch, self._end_guess(batch), None, grouping=grp)
-        if self.thr is None and self.split_fixed:
-            a.inter_transfer_threshold = None
-        elif self.thr is not None:
-            # the threshold itself (through seconds and back it may not give the same ticks)
-            a.inter_transfer_threshold = self.thr
-            a.pair_inter_transfer = a.pair_gap > self.thr
-        elif a.inter_transfer_threshold is not None:
-            # the first batches had no word gaps: the first that has some splits them
-            _, self.wg_note, self.wg_warning = word_gap_split(self.info, self.cfg, a.pair_gap)
-            self.thr = a.inter_transfer_threshold       # the same split measure() just made on these gaps
-            self.mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=a.inter_transfer_threshold * self.tick_s)
-        self._take(a, skip, g0, self.last_message if ctx is not None else 0)
-        self.context = parts[-1].tail()
-        self.n_done += sum(p.n for p in parts)
+        a, skip, g0 = self.measurer.next(parts, figures)
+        self._take(a, skip, g0, self.last_message if skip else 0)
 
     def _take(self, a: analysis.Analysis, skip: int, g0: int, msg0: int) -> None:
         """Add transfers ``skip``.. of ``a`` (capture index ``g0`` + k) to the histograms,
@@ -576,26 +500,24 @@ class Collector:
     def _result(self, end_tick: int) -> "BoundedAnalysis | analysis.Analysis":
         f = self.figures
         assert f is not None
-        grp = self.grouping
-        if grp is None:      # cannot happen: a bounded run measured a first batch
+        m = self.measurer
+        if m.grouping is None:      # cannot happen: a bounded run measured a first batch
             raise AssertionError("no grouping")
-        if self.fallback_note:
-            grp = dataclasses.replace(grp, note=grp.note + "; " + self.fallback_note)
         b = BoundedAnalysis(
-            info=self.info, cfg=self.cfg, tick_s=self.tick_s, end_tick=end_tick, truncated=self.pipe.truncated,
-            grouping=grp, period_ticks=f.period_ticks, inter_transfer_threshold=self.thr,
-            word_gaps_note=self.wg_note, idle_timeout_ticks=f.idle_timeout, engine=f.engine,
+            info=self.info, cfg=self.cfg, tick_s=self.tick_s, end_tick=end_tick, truncated=self.lane.truncated,
+            grouping=m.noted(m.grouping), period_ticks=f.period_ticks, inter_transfer_threshold=m.thr,
+            word_gaps_note=m.wg_note, idle_timeout_ticks=f.idle_timeout, engine=f.engine,
             clk_outside_cs=f.clk_outside_cs, min_high=f.min_high, min_low=f.min_low, hists=self.hists,
             stores=self.stores, counts=self.counts, n_words=self.n_words, starts=tuple(self.starts),
             last_message=self.last_message)
         w = list(self.info.warnings)
-        if self.wg_warning:
-            w.append(self.wg_warning)
+        if m.wg_warning:
+            w.append(m.wg_warning)
         w += warning_lines(b, self.counts, f.first_clk_outside)
         for kind, h in self.hists.items():
             if not h.exact:
                 w.append(f"{kind}: {h.n} gaps spread over more than {h.max_distinct} distinct values; their "
                          f"p50/p99/std are from bins of {1 << h.shift} samples (docs/gaps.md, 'Long captures')")
         b.warnings = w
-        b = settings_check.settings_first(b, self.pipe.settled, self.pipe.prefix, self.evidence)
+        b = settings_check.settings_first(b, self.lane.settled, self.lane.prefix, self.evidence)
         return self.sampler.analysis(b) if self.sampler is not None else b

@@ -18,9 +18,10 @@ events of the given edge (for ``both``: toggle to toggle, i.e. the cycle time
 of a pin toggled once per cycle, as in seed 004), the rise-to-rise period, and
 the high and low pulse widths.
 
-Edges come from the reader's edge stream (``reader.edges([names])``), so the
-extra channels are read the same streaming, vectorized way as the SPI lines:
-one numpy pass per block, nothing per edge in Python. Everything is in ticks;
+Edges come from the analysis's one pass over the edge stream: the extra channels
+ride in it beside the SPI lines and ``EdgeCollector`` takes their edges from each
+block before the SPI lines are framed (core/infer/settle.py, core/run.py): one numpy
+pass per block, nothing per edge in Python, no second read. Everything is in ticks;
 a latency between two sampled edges is ±1 sample.
 """
 
@@ -33,6 +34,7 @@ import numpy as np
 
 from spigap.core.analysis import Analysis, describe
 from spigap.errors import CaptureTruncated, UsageError
+from spigap.io.base import EdgeBlock
 
 _EDGE_WORDS = {
     "rise": "rise", "rising": "rise", "r": "rise", "posedge": "rise", "up": "rise", "high": "rise",
@@ -105,12 +107,13 @@ def for_devices(specs: list[EventSpec], devices: list[str]) -> dict[str, list[Ev
 class ChannelEdges:
     """Rising and falling edge ticks of one channel (the initial level is not an edge)."""
 
-    name: str
+    name: str                 # as the option named it
     rise: np.ndarray          # int64 ticks
     fall: np.ndarray
     initial: int
     end_tick: int
     tick_s: float
+    channel: str = ""         # the capture's channel it names
 
     def ticks(self, edge: str) -> np.ndarray:
         if edge == "rise":
@@ -134,8 +137,65 @@ def _widths(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return first[ok], (second[j[ok]] - first[ok]).astype(np.int64)
 
 
+class EdgeCollector:
+    """The edges of extra channels (``names``), collected from the blocks of an edge stream
+    as they go by: the analysis's one pass over the capture hands it each block before the
+    SPI lines are framed (core/infer/settle.py), so ``--event`` and ``--sync-channel``
+    channels cost no second read. Vectorized per block: nothing per edge in Python."""
+
+    def __init__(self, names: list[str], options: dict[str, str] | None = None):
+        self.names = list(dict.fromkeys(names))
+        # the option that named each (an unknown name's error says it)
+        self.options = options or {}
+        k = len(self.names)
+        self.bits = np.arange(k, dtype=np.uint32)
+        self._rises: list[list[np.ndarray]] = [[] for _ in range(k)]
+        self._falls: list[list[np.ndarray]] = [[] for _ in range(k)]
+        self._prev: np.ndarray | None = None
+        self._initial = np.zeros(k, np.int8)
+        self.last_tick = 0
+        self.canonical: dict[str, str] = {}
+
+    def bind(self, stream: list[str], canonical: dict[str, str] | None = None) -> None:
+        """The stream's channel order (``names`` are bits of its states; ``canonical``: a
+        name as given -> the capture's channel name, as the stream names it)."""
+        self.canonical = canonical or {}
+        self.bits = np.asarray([stream.index(self.canonical.get(n, n)) for n in self.names], np.uint32)
+
+    def resolve(self, reader) -> dict[str, str]:
+        """Each name as given -> the capture's channel (an unknown name: a UsageError naming
+        the option)."""
+        chans = reader.info.channels
+        return {n: chans[reader.channel_index(n, option=self.options.get(n, "--event CHANNEL:EDGE"))]
+                for n in self.names}
+
+    def add(self, block: EdgeBlock) -> None:
+        if len(block) == 0:
+            return
+        lv = ((block.states[:, None] >> self.bits[None, :]) & 1).astype(np.int8)   # (n, k)
+        ticks = block.ticks
+        if self._prev is None:        # first entry: tick 0 with the initial levels, not an edge
+            self._initial, self._prev = lv[0].copy(), lv[0].copy()
+            lv, ticks = lv[1:], ticks[1:]
+        if len(lv):
+            d = np.diff(np.concatenate([self._prev[None, :], lv]), axis=0)
+            for j in range(len(self.names)):                                   # per channel, not per edge
+                self._rises[j].append(ticks[d[:, j] > 0])
+                self._falls[j].append(ticks[d[:, j] < 0])
+            self._prev = lv[-1].copy()
+        self.last_tick = int(block.ticks[-1])
+
+    def edges(self, end_tick: int, tick_s: float) -> dict[str, "ChannelEdges"]:
+        cat = lambda parts: np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)  # noqa: E731
+        return {name: ChannelEdges(name=name, rise=cat(self._rises[j]), fall=cat(self._falls[j]),
+                                   initial=int(self._initial[j]), end_tick=int(end_tick), tick_s=tick_s,
+                                   channel=self.canonical.get(name, name))
+                for j, name in enumerate(self.names)}
+
+
 def read_channel_edges(reader, names: list[str]) -> tuple[dict[str, ChannelEdges], str | None]:
-    """Stream the named channels once and collect their edges (vectorized per block).
+    """Stream the named channels of a reader of their own and collect their edges
+    (``EdgeCollector``); the analysis collects them in its own pass instead.
 
     Returns (edges by name, truncation message or None). An unknown channel
     name raises ``UsageError`` (from the reader); a damaged capture yields
@@ -146,39 +206,16 @@ def read_channel_edges(reader, names: list[str]) -> tuple[dict[str, ChannelEdges
         return {}, None
     for name in uniq:                 # an unknown name: say which option named it
         reader.channel_index(name, option="--event CHANNEL:EDGE")
-    k = len(uniq)
-    bits = np.arange(k, dtype=np.uint32)
-    rises: list[list[np.ndarray]] = [[] for _ in range(k)]
-    falls: list[list[np.ndarray]] = [[] for _ in range(k)]
-    prev = None
-    initial = np.zeros(k, np.int8)
-    last_tick = 0
+    c = EdgeCollector(uniq)
+    c.bind(uniq)
     truncated = None
     try:
         for block in reader.edges(uniq):
-            if len(block) == 0:
-                continue
-            lv = ((block.states[:, None] >> bits[None, :]) & 1).astype(np.int8)   # (n, k)
-            ticks = block.ticks
-            if prev is None:          # first entry: tick 0 with the initial levels, not an edge
-                initial, prev = lv[0].copy(), lv[0].copy()
-                lv, ticks = lv[1:], ticks[1:]
-            if len(lv):
-                d = np.diff(np.concatenate([prev[None, :], lv]), axis=0)
-                for j in range(k):                                            # per channel, not per edge
-                    rises[j].append(ticks[d[:, j] > 0])
-                    falls[j].append(ticks[d[:, j] < 0])
-                prev = lv[-1].copy()
-            last_tick = int(block.ticks[-1])
+            c.add(block)
     except CaptureTruncated as e:
         truncated = str(e)
-    end = reader.end_tick if reader.end_tick is not None else last_tick + 1
-    tick_s = reader.info.tick_s
-    cat = lambda parts: np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)  # noqa: E731
-    out = {name: ChannelEdges(name=name, rise=cat(rises[j]), fall=cat(falls[j]), initial=int(initial[j]),
-                              end_tick=int(end), tick_s=tick_s)
-           for j, name in enumerate(uniq)}
-    return out, truncated
+    end = reader.end_tick if reader.end_tick is not None else c.last_tick + 1
+    return c.edges(end, reader.info.tick_s), truncated
 
 
 @dataclasses.dataclass
@@ -306,11 +343,18 @@ def build_chain(specs: list[EventSpec], a: Analysis) -> list[EventSpec]:
 
 
 def measure(reader, a: Analysis, specs: list[EventSpec]) -> EventReport:
-    """Read the extra channels of ``specs`` from an opened reader and pair them."""
+    """Read the extra channels of ``specs`` from an opened reader of their own and pair them
+    (the analysis pairs the edges of its own pass instead: ``chains``)."""
     if not specs:
         raise UsageError("no --event given")
-    names = [s.channel for s in specs if not s.is_spi]
-    edges, truncated = read_channel_edges(reader, names)
+    edges, truncated = read_channel_edges(reader, [s.channel for s in specs if not s.is_spi])
+    return chains(a, specs, edges, truncated)
+
+
+def chains(a: Analysis, specs: list[EventSpec], edges: dict[str, ChannelEdges],
+           truncated: str | None = None) -> EventReport:
+    """The chain of ``specs`` (ending at the next transfer of ``a``, unless it names a
+    transfer edge itself) and each extra channel's statistics, from the channels' edges."""
     chain = build_chain(specs, a)
     series = []
     for s in chain:

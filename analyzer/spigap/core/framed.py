@@ -114,7 +114,7 @@ class Framer(Protocol):
 
     @property
     def last_events(self) -> np.ndarray:
-        """A shared bus's first device (core/shared.py): rows (tick, state) of the entries
+        """A shared bus's first device (core/pipeline.py): rows (tick, state) of the entries
         where a CS line changed, handed out with the last ``take`` (empty otherwise)."""
 
     def feed(self, block: EdgeBlock) -> None:

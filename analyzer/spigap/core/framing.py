@@ -63,7 +63,7 @@ class NumpyFramer:
                  bus: tuple[int, int, int] = (0, 0, 0)):
         self.cfg = cfg
         self.tick_s = tick_s
-        # a shared bus (core/shared.py): (every CS line's bits, the other devices' bits, their
+        # a shared bus (core/pipeline.py): (every CS line's bits, the other devices' bits, their
         # inactive pattern); the CS changes come out with each take (``last_events``)
         self.ev_mask, self.others_mask, self.others_idle = bus
         self._ev: list[np.ndarray] = []
@@ -391,7 +391,7 @@ def make_framer(cfg: SpiConfig, bits: dict[str, int], tick_s: float,
     """The compiled framer when the core is available, else this numpy one.
 
     Words above 64 bits are framed as chunk words and joined (core/bigwords.py),
-    the same way on both engines. ``bus``: a shared bus's first device (core/shared.py;
+    the same way on both engines. ``bus``: a shared bus's first device (core/pipeline.py;
     on the compiled core a shared bus's framers are fed together, cframer.CBusFramer)."""
     from spigap import native
     from spigap.core import bigwords

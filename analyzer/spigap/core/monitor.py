@@ -1,24 +1,26 @@
 """``spigap monitor``: a capture (or a live stream) summarized interval by interval.
 
 The edges go through the analysis pipeline (core/pipeline.py) block by block;
-the windows the framer closes come out at once as batches and are measured with
-the same code as ``spigap analyze`` (``measure.measure`` on each batch, ``stalls.gap_series``
-for the gap values of each kind with their transfer), so every figure follows
-docs/gaps.md. Memory is bounded by one interval's gap values plus exact
+the windows each device's framer closes come out at once as batches and are
+measured by the same incremental measurer as a long ``spigap analyze``
+(core/measurer.py; ``stalls.gap_series`` for the gap values of each kind with their
+transfer), so every figure follows docs/gaps.md. A shared bus: one ``DeviceMonitor``
+per device, fed by the one pass, their intervals merged (``Monitor``). Memory is bounded by one interval's gap values plus exact
 whole-capture histograms (one count per distinct tick value and kind), not by
 the capture length.
 
-What needs more than one batch is fixed from the *baseline*: the transfers up
-to the end of the first interval, at least ``MIN_BASELINE`` of them, at most
-``grouping.WINDOW`` + 1 (``analyze`` compares its candidates on the same first
-16 384 gaps):
+What needs more than one batch is fixed from the *baseline* (the measurer's first
+batch): the transfers up to the end of the first interval, at least ``MIN_BASELINE``
+of them, at most ``grouping.WINDOW`` + 1 (``analyze`` compares its candidates on the
+same first 16 384 gaps):
 
 * the message structure that tells cs_change gaps from context switches
-  (``grouping.infer``, or ``--transfers-per-message``): its phase is carried
-  on by the global gap index, so every later gap is classified as
-  ``analyze`` would with that structure (``analyze`` also re-checks the
-  winner on four samples spread over the capture, which a stream cannot);
-* the inter-transfer threshold inside CS windows (unless given);
+  (``grouping.infer``, or ``--transfers-per-message``): carried on by the global gap
+  index (``Measurer.carry``), so every later gap is classified as ``analyze`` would
+  with that structure (``analyze`` also re-checks the winner on four samples spread
+  over the capture, which a stream cannot);
+* the inter-transfer threshold inside CS windows (unless given; the first batch
+  with word gaps sets it when the baseline had none);
 * the stall thresholds (median + max(k σ, rel × median, 5 samples) per kind,
   ``core/stalls.py``): a stall in an interval is a gap far above the
   baseline's median, so a run that degrades shows more stalls.
@@ -33,7 +35,6 @@ still open), or at the end of the input.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import operator
 import re
@@ -44,7 +45,7 @@ import numpy as np
 from spigap.core import analysis, grouping as grouping_mod, stalls as stalls_mod
 from spigap.core.config import SpiConfig
 from spigap.core.framed import Batch, Framed
-from spigap.core.measure import measure, ticks_per_sample
+from spigap.core.measurer import Measurer
 from spigap.core.pipeline import Pipeline
 from spigap.core.quantile import percentiles
 from spigap.core.tickhist import TickHistogram
@@ -124,17 +125,17 @@ class AlertTriggered(Exception):
         self.alert, self.value, self.interval = alert, value, interval
 
 
-class Monitor:
-    """Run with ``run()``; ``on_interval(dict)`` is called for every interval in order."""
+class DeviceMonitor:
+    """One device's intervals (its transfers, rates, gaps and stalls, its own baseline and
+    stall thresholds, as for a capture of that one device), from its batches (``batch``,
+    then ``finish``); ``on_interval(dict)`` is called for every interval in order."""
 
-    def __init__(self, reader: CaptureReader, cfg: SpiConfig, interval_s: float, *,
-                 rule: stalls_mod.StallRule = stalls_mod.StallRule(), alerts: list[Alert] | None = None,
-                 on_interval: Callable[[dict], None] | None = None, on_baseline: Callable[["Monitor"], None] | None = None,
-                 pipe=None, grouper=None):
-        self.reader = reader
-        self.info = reader.info
-        self.tick_s = reader.info.tick_s
-        self._resolution = ticks_per_sample(reader.info)   # ticks per sample, for the gap split
+    def __init__(self, lane, interval_s: float, *, rule: stalls_mod.StallRule = stalls_mod.StallRule(),
+                 alerts: list[Alert] | None = None, on_interval: Callable[[dict], None] | None = None,
+                 on_baseline: Callable[["DeviceMonitor"], None] | None = None, grouper=None):
+        self.lane = lane
+        self.info = lane.info
+        self.tick_s = self.info.tick_s
         if not interval_s > 0:
             raise UsageError(f"--interval must be positive, not {interval_s!r}")
         self.interval_s = interval_s
@@ -143,14 +144,14 @@ class Monitor:
         self.alerts = alerts or []
         self.on_interval = on_interval or (lambda iv: None)
         self.on_baseline = on_baseline or (lambda m: None)
-        # ``pipe``: a device of a shared bus (core/shared.DevicePipe: core/shared_monitor.py
-        # feeds its batches to ``batch``), else this capture's own pipeline
-        self.pipe = pipe if pipe is not None else Pipeline(reader, cfg)
-        self.framer = self.pipe.framer
-        self.grouper = grouper           # a shared bus's device: core/shared.SharedGrouper
-        self.cfg, self.names = self.pipe.cfg, self.pipe.settled.names
+        self.framer = lane.framer
+        self.grouper = grouper           # a shared bus's device: core/bus.BusGrouper
+        self.cfg, self.names = lane.cfg, lane.settled.names
         self.kinds = (["cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch"]
                       if self.cfg.cs is not None else ["inter_byte", "inter_transfer", "idle"])
+        # the incremental measurer (core/measurer.py): the baseline fixes the grouping and the
+        # word-gap split, later batches carry them on
+        self.measurer = Measurer(self.info, self.cfg, grouper)
         # baseline
         self._learn: list[Framed] | None = []
         self._learn_n = 0
@@ -158,9 +159,6 @@ class Monitor:
         self.thresholds: dict[str, tuple[float, float]] = {}
         self.baseline_kinds: list[str] = []
         self.warnings: list[str] = []      # the baseline analysis's own warnings (framing, settings)
-        self._mcfg = self.cfg
-        self._context: Framed | None = None
-        self._n_done = 0                 # transfers measured so far (global index of the next one)
         # intervals
         self._next = 0                   # next interval to report
         self._open: dict[int, dict] = {}
@@ -174,28 +172,11 @@ class Monitor:
         self.alert: AlertTriggered | None = None
 
     # ------------------------------------------------------------ driving
-    def run(self) -> dict:
-        try:
-            self.pipe.run(self._batch, interruptible=True)
-            self._flush_until(self.end_tick or 0, final=True)
-        except AlertTriggered as a:
-            self.alert = a
-        self.truncated, self.interrupted = self.pipe.truncated, self.pipe.interrupted
-        return self.summary()
-
     def batch(self, batch: Batch) -> None:
-        """One batch of a shared bus's device (core/shared_monitor.py drives the pipeline)."""
-        self._batch(batch)
-
-    def finish(self) -> None:
-        """The capture ended (a shared bus's device: after the pipeline ran)."""
-        self.end_tick = self.pipe.end_tick
-        self._flush_until(self.end_tick or 0, final=True)
-
-    def _batch(self, batch: Batch) -> None:
+        """One batch of this device's framer (core/pipeline.py), in capture order."""
         framed, last_tick = batch.framed, batch.fed_to
         if batch.final:
-            self.end_tick = self.pipe.end_tick
+            self.end_tick = self.lane.end_tick
         n = framed.n
         if self._learn is not None:
             if n:
@@ -212,6 +193,11 @@ class Monitor:
         if last_tick is not None:
             self._flush_until(self._frontier(last_tick))
 
+    def finish(self) -> None:
+        """The capture ended (after the pipeline ran)."""
+        self.end_tick = self.lane.end_tick
+        self._flush_until(self.end_tick or 0, final=True)
+
     def _frontier(self, last_tick: int | None) -> float:
         """Ticks before this hold no transfer start still to come."""
         if last_tick is None:
@@ -224,12 +210,9 @@ class Monitor:
         if raw is None:
             self.on_baseline(self)
             return
-        infer = grouping_mod.infer if self.grouper is None else functools.partial(self.grouper.infer, g0=0)
-        a = measure(self.info, self.cfg, batch.figures, raw, self._end_guess(raw), None, infer=infer)
+        a = self.measurer.first(raw, batch.figures)
         self.warnings = [w for w in a.warnings if w not in self.info.warnings]
         self.grouping = a.grouping if self.cfg.cs is not None else None
-        if self.cfg.inter_transfer_gap_s is None and a.inter_transfer_threshold is not None:
-            self._mcfg = dataclasses.replace(self.cfg, inter_transfer_gap_s=a.inter_transfer_threshold * self.tick_s)
         for kind in self.kinds:
             v = stalls_mod.gap_series(a, kind).values
             th = stalls_mod.threshold(v, self.rule)
@@ -239,40 +222,16 @@ class Monitor:
                 self.baseline_kinds.append(kind)
         self.on_baseline(self)
         self._distribute(a, 0)
-        self._context = raw.tail()
-        self._n_done = a.n
-        if self.grouper is not None:
-            self.grouper.columns.release(self._n_done - 1)
-
-    def _end_guess(self, raw: Framed) -> int:
-        return int(raw.windows.end[-1]) + 1
+        self._released()
 
     def _measure(self, raw: Framed, taken: Batch) -> None:
-        ctx = self._context
-        batch = Framed.concat([ctx, raw]) if ctx is not None else raw
-        g0 = self._n_done - (1 if ctx is not None else 0)        # global index of the batch's first transfer
-        grp = None
-        if self.cfg.cs is not None:
-            w = batch.windows
-            gaps = (w.start[1:] - w.end[:-1]).astype(float)   # CS-inactive gaps of the batch, in ticks
-            if self.grouper is not None:
-                gaps = self.grouper.view(gaps, g0)
-            if self.grouping is not None:
-                grp = grouping_mod.extend(self.grouping, len(gaps), g0, gaps, resolution=self._resolution,
-                                          context_switch=self.cfg.context_switch,
-                                          device_lengths=self.cfg.message_lengths, tick_s=self.info.tick_s)
-            else:
-                grp = grouping_mod.infer(gaps, resolution=self._resolution, context_switch=self.cfg.context_switch,
-                                         device_lengths=self.cfg.message_lengths, tick_s=self.info.tick_s)
-        a = measure(self.info, self._mcfg, taken.figures, batch, self._end_guess(batch), None, grouping=grp)
-        if self._mcfg.inter_transfer_gap_s is None and a.inter_transfer_threshold is not None:
-            # the baseline had no word pairs: the first batch that has some sets the threshold
-            self._mcfg = dataclasses.replace(self._mcfg, inter_transfer_gap_s=a.inter_transfer_threshold * self.tick_s)
-        self._distribute(a, 1 if ctx is not None else 0)
-        self._context = raw.tail()
-        self._n_done += raw.n
+        a, skip, _ = self.measurer.next([raw], taken.figures)
+        self._distribute(a, skip)
+        self._released()
+
+    def _released(self) -> None:
         if self.grouper is not None:
-            self.grouper.columns.release(self._n_done - 1)      # the last one is the next context
+            self.grouper.columns.release(self.measurer.n_done - 1)      # the last one is the next context
 
     def _distribute(self, a: analysis.Analysis, skip: int) -> None:
         """Add the transfers of ``a`` (from index ``skip``) and their gaps to their intervals."""
@@ -362,3 +321,93 @@ class Monitor:
             "alert": (None if self.alert is None else
                       {"rule": self.alert.alert.text, "value": self.alert.value, "t_s": self.alert.interval["t_s"]}),
         }
+
+
+class Monitor:
+    """``spigap monitor`` of a capture: one ``DeviceMonitor`` per device, fed by one pass
+    over the capture (core/pipeline.py). Run with ``run()``; ``on_interval(dict)`` is
+    called for every interval in order: one device's interval as it is; on a shared bus
+    an interval is handed on once every device has reported it, as ``{"t_s",
+    "interval_s", "devices": {CE0: interval, CE1: interval}}`` (docs/live.md).
+    ``on_baseline(DeviceMonitor)`` once per device, when its baseline is set."""
+
+    def __init__(self, reader: CaptureReader, cfg: SpiConfig, interval_s: float, *,
+                 rule: stalls_mod.StallRule = stalls_mod.StallRule(), alerts: list[Alert] | None = None,
+                 on_interval: Callable[[dict], None] | None = None,
+                 on_baseline: Callable[[DeviceMonitor], None] | None = None, pipe: Pipeline | None = None):
+        self.pipe = pipe if pipe is not None else Pipeline(reader, cfg)
+        self.info = reader.info
+        self.names = self.pipe.names
+        self.on_interval = on_interval or (lambda iv: None)
+        self._pending: dict[int, dict] = {}
+        self._seen = [0] * len(self.names)
+        tracker = self.pipe.tracker
+        if tracker is not None:
+            from spigap.core.bus import BusGrouper
+        self.devices = [DeviceMonitor(lane, interval_s, rule=rule, alerts=alerts, on_baseline=on_baseline,
+                                      on_interval=self.on_interval if tracker is None else self._device_interval(k),
+                                      grouper=None if tracker is None else BusGrouper(tracker.columns[k]))
+                        for k, lane in enumerate(self.pipe.lanes)]
+        self.alert: AlertTriggered | None = None
+        self.truncated: str | None = None
+        self.interrupted = False
+
+    @property
+    def shared(self) -> bool:
+        return len(self.devices) > 1
+
+    @property
+    def warnings(self) -> list[str]:
+        """The baseline's own warnings (framing, settings): one device's as they are, a shared
+        bus's settings warnings and each device's named."""
+        if not self.shared:
+            return self.devices[0].warnings
+        out = list(self.pipe.settled.warnings)
+        for name, m in zip(self.names, self.devices):
+            out += [f"{name}: {w}" for w in m.warnings]
+        return out
+
+    def _device_interval(self, k: int):
+        def on(iv: dict) -> None:
+            j = self._seen[k]
+            self._seen[k] += 1
+            slot = self._pending.setdefault(j, {"t_s": iv["t_s"], "interval_s": iv["interval_s"], "devices": {}})
+            slot["devices"][self.names[k]] = iv
+            self._emit()
+        return on
+
+    def _emit(self) -> None:
+        while self._pending:
+            j = min(self._pending)
+            slot = self._pending[j]
+            if len(slot["devices"]) < len(self.names):
+                return
+            del self._pending[j]
+            slot["devices"] = {n: slot["devices"][n] for n in self.names}
+            self.on_interval(slot)
+
+    def run(self) -> dict:
+        try:
+            self.pipe.run(lambda k, b: self.devices[k].batch(b), interruptible=True)
+            for m in self.devices:
+                m.finish()
+        except AlertTriggered as a:
+            self.alert = a
+        self.truncated, self.interrupted = self.pipe.truncated, self.pipe.interrupted
+        for m in self.devices:
+            m.truncated, m.interrupted = self.truncated, self.interrupted
+            if self.alert is not None:
+                m.alert = self.alert
+        return self.summary()
+
+    def summary(self) -> dict:
+        """One device's summary as it is; a shared bus's with every device's."""
+        if not self.shared:
+            return self.devices[0].summary()
+        devices = {n: m.summary() for n, m in zip(self.names, self.devices)}
+        first = next(iter(devices.values()))
+        return {"capture": self.info.path, "resolution_s": first["resolution_s"], "interval_s": first["interval_s"],
+                "intervals": max(d["intervals"] for d in devices.values()), "duration_s": first["duration_s"],
+                "transfers": sum(d["transfers"] for d in devices.values()),
+                "stalls": sum(d["stalls"] for d in devices.values()), "devices": devices,
+                "interrupted": self.interrupted, "truncated": self.truncated, "alert": first["alert"]}

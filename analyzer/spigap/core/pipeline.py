@@ -1,25 +1,32 @@
-"""The analysis pipeline: a reader's edges -> the framer -> batches of framed windows
--> measurement. Every analysis of a capture runs through here.
+"""The analysis pipeline: a reader's edges -> a framer per device -> batches of framed
+windows. Every analysis of a capture runs through here, of one device or of a shared
+bus (several CS lines on one SCLK: a bus of one device is the same pipeline with one).
 
 1. ``infer.settle`` resolves the settings the user did not give (names, then a
    bounded prefix of the edge stream) and hands back the edge stream to frame;
-2. ``Pipeline.run`` feeds the stream block by block to the framer (the compiled
-   core, or the numpy engine) and hands each batch of windows it closed to a
-   consumer, with the framer's running figures (``framed.Batch``); the last
-   batch closes the capture at its end (or where it was cut short);
-3. the consumer measures the batches (``measure.measure``):
-   ``collect.Collector`` for ``spigap analyze`` and everything built on its
-   result (check, compare, report, trace, batch: ``analyze`` below), and
-   ``monitor.Monitor`` for ``spigap monitor``, interval by interval.
+2. ``Pipeline.run`` feeds the stream block by block (the one loop over it,
+   ``feed_stream``) to each device's framer (the compiled core, or the numpy
+   engine; on the compiled core a shared bus's framers are fed together in one pass
+   over the block, cframer.CBusFramer) and, on a shared bus, the bus tracker
+   (core/bus.py) with the CS changes the first framer writes out; it hands each
+   device's batches of windows to a consumer, with the framer's running figures
+   (``framed.Batch``); the last batch closes the capture at its end (or where it
+   was cut short);
+3. the consumers measure the batches (core/measurer.py): core/run.py's collectors
+   for ``spigap analyze`` and everything built on its result, core/monitor.py for
+   ``spigap monitor``.
 
 docs/architecture.md draws it; docs/gaps.md defines what is measured.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+import dataclasses
+from typing import TYPE_CHECKING, Any, Callable
 
-from spigap.core import collect, infer
+import numpy as np
+
+from spigap.core import infer
 from spigap.core.config import SpiConfig
 from spigap.core.framed import Batch, FramerFigures
 from spigap.core.framing import make_framer
@@ -27,14 +34,16 @@ from spigap.core.settings_check import Prefix
 from spigap.errors import CaptureTruncated, InputError
 from spigap.io.base import CaptureReader, EdgeBlock
 
+if TYPE_CHECKING:
+    from spigap.core.bus import BusTracker
+
 
 def feed_stream(blocks, reader: CaptureReader, step: Callable[[EdgeBlock, int], None], *,
                 interruptible: bool = False) -> tuple[int, str | None, bool]:
     """The one loop over a capture's edge stream: ``step(block, last tick fed)`` for every
     block, in capture order. Returns (the end tick, the reader's error when the capture is
     damaged — it ends where the reader could read no further —, whether Ctrl-C ended it:
-    ``interruptible``, else Ctrl-C raises). ``Pipeline.run`` and core/shared.py's pipeline
-    of several framers feed through it."""
+    ``interruptible``, else Ctrl-C raises)."""
     last = 0
     truncated: str | None = None
     interrupted = False
@@ -60,8 +69,43 @@ def feed_stream(blocks, reader: CaptureReader, step: Callable[[EdgeBlock, int], 
     return end, truncated, interrupted
 
 
+@dataclasses.dataclass
+class Lane:
+    """One device's part of the pipeline: what its consumer reads (its settings, the
+    settled inference, its framer, a bounded start of its stream for the settings
+    check) and, through ``pipeline``, how the feeding ended."""
+
+    pipeline: "Pipeline"
+    k: int                      # the device's place on the bus
+    cfg: SpiConfig
+    settled: infer.Settled
+    framer: Any
+    prefix: Prefix
+    repack: list[int] | None = None     # a shared bus: the stream's bits of the device's own layout
+
+    @property
+    def name(self) -> str:
+        return self.cfg.cs or ""
+
+    @property
+    def info(self):
+        return self.pipeline.info
+
+    @property
+    def truncated(self) -> str | None:
+        return self.pipeline.truncated
+
+    @property
+    def end_tick(self) -> int | None:
+        return self.pipeline.end_tick
+
+    @property
+    def interrupted(self) -> bool:
+        return self.pipeline.interrupted
+
+
 class Pipeline:
-    """One opened capture on its way through the framer."""
+    """One opened capture on its way through its devices' framers."""
 
     def __init__(self, reader: CaptureReader, cfg: SpiConfig, settled: infer.Settled | None = None):
         self.reader = reader
@@ -70,15 +114,69 @@ class Pipeline:
         self.settled = settled if settled is not None else infer.settle(reader, cfg)
         self.cfg = self.settled.cfg
         reader.settled(self.cfg)                   # a measuring wrapper (pins/tap.py) starts from here
-        self.framer = make_framer(self.cfg, self.cfg.stream_bits(), self.info.tick_s)
-        self.prefix = Prefix()                     # a bounded start of the stream, for the settings check
         self.truncated: str | None = None          # the reader's error when the capture is damaged
         self.interrupted = False                   # Ctrl-C ended the feeding (interruptible runs)
         self.end_tick: int | None = None
+        self.tracker: BusTracker | None = None     # a shared bus's tracker (core/bus.py)
+        self.group: Any = None                     # the compiled core's framer of every device (CBusFramer)
+        self.lanes: list[Lane] = (self._bus_lanes() if self.cfg.more_cs else
+                                  [Lane(self, 0, self.cfg, self.settled,
+                                        make_framer(self.cfg, self.cfg.stream_bits(), self.info.tick_s), Prefix())])
 
-    def run(self, on_batch: Callable[[Batch], None], *, take: bool = True, lag: bool = False,
+    @property
+    def names(self) -> list[str]:
+        return [lane.name for lane in self.lanes]
+
+    def _bus_lanes(self) -> list[Lane]:
+        """A shared bus: a framer per device, each with its own CS bit and settings (mode,
+        word size, polarity: the SPI core sets them per device), and the bus tracker."""
+        settled, cfg = self.settled, self.cfg
+        names = cfg.devices
+        full = {n: j for j, n in enumerate(settled.names)}
+        assert cfg.clk is not None
+        by_cs = {d.cs: d for d in settled.devices}
+        cs_bits = [full[n] for n in names]
+        actives = [0 if (by_cs[n].cfg if n in by_cs else cfg).cs_active_low else 1 for n in names]
+        ev_mask = sum(1 << b for b in cs_bits)
+        lanes = []
+        for k, name in enumerate(names):
+            d = by_cs.get(name)
+            dcfg = d.cfg if d is not None else dataclasses.replace(cfg, cs=name, more_cs=())
+            sources = d.sources if d is not None else dict(settled.sources)
+            dsettled = dataclasses.replace(settled, cfg=dcfg, names=dcfg.stream_names(), sources=sources,
+                                           warnings=[], devices=[])
+            bits = {role: full[n] for role, n in (("clk", dcfg.clk), ("cs", name), ("mosi", dcfg.mosi),
+                                                   ("miso", dcfg.miso)) if n is not None}
+            # the first device's framer also writes every CS change (the bus tracker's input) and
+            # counts the SCLK edges while no CS line is asserted
+            bus = (ev_mask, ev_mask & ~(1 << full[name]),
+                   sum((1 - a) << b for a, b, n in zip(actives, cs_bits, names) if n != name)) if k == 0 else (0, 0, 0)
+            lanes.append(Lane(self, k, dcfg, dsettled, make_framer(dcfg, bits, self.info.tick_s, bus=bus), Prefix(),
+                              [full[n] for n in dcfg.stream_names()]))
+        from spigap.core.bus import BusTracker       # (imported for a shared bus only: start-up)
+
+        self.tracker = BusTracker(list(names), cs_bits, actives, full[cfg.clk])
+        # the compiled core frames every device in one pass (cframer.CBusFramer); the numpy
+        # engine feeds each framer the block
+        from spigap.core.cframer import CBusFramer, CFramer
+
+        inner = [getattr(lane.framer, "inner", lane.framer) for lane in lanes]    # a BigWordFramer's chunk framer
+        compiled = [f for f in inner if isinstance(f, CFramer)]
+        self.group = CBusFramer(compiled) if len(compiled) == len(inner) else None
+        return lanes
+
+    def figures(self, lane: Lane) -> FramerFigures:
+        f = FramerFigures.of(lane.framer)
+        if self.tracker is None:
+            return f
+        # a device's framer counts the other devices' clock edges as outside its CS: the
+        # bus's SCLK edges with no CS asserted are the tracker's
+        return dataclasses.replace(f, clk_outside_cs=0, first_clk_outside=None)
+
+    def run(self, on_batch: Callable[[int, Batch], None], *, take: bool = True, lag: bool = False,
             interruptible: bool = False) -> None:
-        """Feed the whole edge stream to the framer and hand the batches to ``on_batch``.
+        """Feed the whole edge stream to the framers (and the bus tracker) and hand each
+        device's batches to ``on_batch(device index, batch)``.
 
         ``take``: a batch after every block (memory bounded by a block's windows), else
         one batch at the end; ``lag``: each batch holds the windows of the blocks before
@@ -86,43 +184,69 @@ class Pipeline:
         ``interruptible``: Ctrl-C while feeding or consuming ends the capture there (the
         last batch is still handed out), instead of raising. A damaged capture ends
         where the reader could read no further (``truncated``)."""
-        def step(block: EdgeBlock, last: int) -> None:
-            self.framer.feed(block)
-            self.prefix.add(block.ticks, block.states)
-            if take:
-                on_batch(Batch(self.framer.take(lag=lag), FramerFigures.of(self.framer), last))
-
+        step = self._step_one(on_batch, take, lag) if self.tracker is None else self._step_bus(on_batch, take, lag)
+        # the one loop over the stream (feed_stream), every device's framer fed from it
         self.end_tick, self.truncated, self.interrupted = feed_stream(self.settled.blocks, self.reader, step,
                                                                       interruptible=interruptible)
         end = self.end_tick
-        on_batch(Batch(self.framer.finish(end), FramerFigures.of(self.framer), None))
+        tracker = self.tracker
+        if tracker is None:
+            lane = self.lanes[0]
+            on_batch(0, Batch(lane.framer.finish(end), FramerFigures.of(lane.framer), None))
+            return
+        if tracker.prev is None:
+            tracker.begin(0, 0)
+        finals = [Batch(lane.framer.finish(end), self.figures(lane), None) for lane in self.lanes]
+        if self.group is not None:
+            self.group.close()
+        first = self.lanes[0].framer
+        tracker.feed_events(first.last_events)
+        tracker.stray = (int(first.clk_outside_cs), first.first_clk_outside)
+        tracker.finish(end)
+        for k, b in enumerate(finals):
+            on_batch(k, b)
+
+    def _step_one(self, on_batch, take: bool, lag: bool) -> Callable[[EdgeBlock, int], None]:
+        lane = self.lanes[0]
+        framer, prefix = lane.framer, lane.prefix
+
+        def step(block: EdgeBlock, last: int) -> None:
+            framer.feed(block)
+            prefix.add(block.ticks, block.states)
+            if take:
+                on_batch(0, Batch(framer.take(lag=lag), FramerFigures.of(framer), last))
+        return step
+
+    def _step_bus(self, on_batch, take: bool, lag: bool) -> Callable[[EdgeBlock, int], None]:
+        tracker = self.tracker
+        assert tracker is not None
+        lanes, group = self.lanes, self.group
+
+        def step(block: EdgeBlock, last: int) -> None:
+            if tracker.prev is None:
+                tracker.begin(int(block.ticks[0]), int(block.states[0]))
+            if group is not None:
+                group.feed(block)
+            for lane in lanes:
+                if group is None:
+                    lane.framer.feed(block)
+                p = lane.prefix
+                if p.n < p.limit:
+                    assert lane.repack is not None
+                    p.add(block.ticks, _repack(block.states[:p.limit - p.n], lane.repack))
+            if take:
+                batches = [Batch(lane.framer.take(lag=lag), self.figures(lane), last) for lane in lanes]
+                # the CS changes the batches' windows start and end at (the first framer's):
+                # the bus columns of every window handed out exist before it is measured
+                tracker.feed_events(lanes[0].framer.last_events)
+                for k, b in enumerate(batches):
+                    on_batch(k, b)
+        return step
 
 
-def analyze(reader: CaptureReader, cfg: SpiConfig, *, keep: str = "all", rows=None, **limits):
-    """Analyze one opened capture. ``keep``:
-
-    * ``"all"``: an ``Analysis`` holding every transfer (what --device, --event,
-      check and trace need);
-    * ``"bounded"``: the same ``Analysis`` up to ``collect.RETAIN_TRANSFERS``
-      transfers, else a ``collect.BoundedAnalysis`` (histograms and counts) whose
-      transfer rows went to ``rows`` as they were measured (``spigap analyze``);
-    * ``"sample"``: past that bound an ``Analysis`` of a systematic sample of the
-      transfers with the whole capture's totals (compare, report).
-
-    ``limits``: ``retain``, ``learn``, ``stall_keep``, ``block`` (collect.Collector).
-
-    Several CS lines on the clock (``--cs CE0,CE1``, or found in the signals): a
-    ``shared.SharedAnalysis`` of every device and the bus (core/shared.py; ``rows``
-    then takes the device's bus columns too)."""
-    settled = infer.settle(reader, cfg)
-    if settled.cfg.more_cs:
-        from spigap.core import shared
-
-        return shared.analyze(reader, settled, keep=keep, rows=rows, **limits)
-    pipe = Pipeline(reader, cfg, settled)
-    col = collect.Collector(pipe, keep=keep, rows=rows, **limits)
-    try:
-        pipe.run(col.add, take=keep != "all", lag=True)
-        return col.result()
-    finally:
-        col.close()             # after an error or Ctrl-C: what is still queued is dropped
+def _repack(states: np.ndarray, src: list[int]) -> np.ndarray:
+    """States re-packed with bit j = bit ``src[j]`` of the stream (a device's own layout)."""
+    out = np.zeros(len(states), np.uint32)
+    for j, b in enumerate(src):
+        out |= ((states >> np.uint32(b)) & np.uint32(1)) << np.uint32(j)
+    return out

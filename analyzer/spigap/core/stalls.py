@@ -35,8 +35,8 @@ import dataclasses
 
 import numpy as np
 
-from spigap.core.analysis import (AMBIGUOUS_KINDS, KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWITCH,
-                                    KIND_CS_CHANGE, KIND_IDLE, Analysis)
+from spigap.core.analysis import (AMBIGUOUS_KINDS, DeviceFigures, GapSeries, gap_series,  # noqa: F401 (re-exported)
+                                    gap_series_of)
 from spigap.core.quantile import median
 from spigap.errors import UsageError
 
@@ -80,66 +80,6 @@ class Stall:
         return dataclasses.asdict(self)
 
 
-@dataclasses.dataclass(frozen=True)
-class GapSeries:
-    """One gap kind in time order: where each gap starts, its length, its transfer (all ticks)."""
-
-    kind: str
-    at: np.ndarray          # int64 ticks, start of each gap
-    values: np.ndarray      # float ticks
-    transfer: np.ndarray    # int64 transfer index
-
-
-def gap_series_of(a: Analysis, kinds) -> dict[str, GapSeries]:
-    """``gap_series`` of several kinds of one analysis (what they share computed once)."""
-    shared: dict = {}
-    return {kind: gap_series(a, kind, shared) for kind in kinds}
-
-
-def gap_series(a: Analysis, kind: str, shared: dict | None = None) -> GapSeries:
-    """Values of ``kind`` (as ``Analysis.gap_values``, without NaN) with their start ticks.
-
-    cs_setup starts at the CS assert, cs_hold at the last SCLK edge, word gaps
-    at the last edge of the earlier word, CS-inactive gaps at the previous CS
-    deassert; transfer_duration/period start at the CS assert.
-    """
-    n = a.n
-    shared = {} if shared is None else shared
-    idx = shared.get("idx")
-    if idx is None:
-        idx = shared["idx"] = np.arange(n, dtype=np.int64)
-    if kind in ("cs_setup", "cs_hold", "transfer_duration"):
-        v = a.gap_values(kind)
-        at = (a.last_edge if kind == "cs_hold" else a.start).astype(np.int64)
-        tr = idx
-    elif kind == "transfer_period":
-        v = a.period()
-        at, tr = a.start[:-1].astype(np.int64), idx[:-1]
-    elif kind in ("cs_change", "context_switch", "idle") + AMBIGUOUS_KINDS:
-        code = {"cs_change": KIND_CS_CHANGE, "context_switch": KIND_CONTEXT_SWITCH, "idle": KIND_IDLE,
-                "class_a": KIND_CLASS_A, "class_b": KIND_CLASS_B}[kind]
-        sel = np.flatnonzero(a.gap_kind == code)
-        sel = sel[sel > 0]
-        v = a.gap_before[sel]
-        at = a.end[sel - 1].astype(np.int64)
-        tr = sel.astype(np.int64)
-    elif kind in ("inter_byte", "inter_transfer"):
-        if "owner" not in shared:
-            owner = np.repeat(idx, np.diff(a.pair_off))
-            shared["owner"] = owner
-            shared["word"] = a.word_off[owner] + (np.arange(len(owner)) - a.pair_off[owner])
-        owner, word = shared["owner"], shared["word"]
-        sel = a.pair_inter_transfer if kind == "inter_transfer" else ~a.pair_inter_transfer
-        v = a.pair_gap[sel].astype(float)
-        at = a.word_last[word[sel]].astype(np.int64)
-        tr = owner[sel]
-    else:
-        raise UsageError(f"unknown gap kind {kind!r}")
-    v = np.asarray(v, dtype=float)
-    ok = ~np.isnan(v)
-    return GapSeries(kind, np.asarray(at)[ok], v[ok], np.asarray(tr)[ok])
-
-
 def threshold(values: np.ndarray, rule: StallRule) -> tuple[float, float] | None:
     """(median, stall threshold) of tick values, or None when there are too few."""
     v = np.asarray(values, float)
@@ -156,22 +96,12 @@ def limit(med: float, mad: float, rule: StallRule) -> tuple[float, float]:
     return med, med + max(rule.k * sigma, rule.rel * abs(med), rule.min_samples)
 
 
-def candidates(a, kind: str, rule: StallRule) -> tuple[GapSeries, tuple[float, float] | None]:
-    """The gaps of ``kind`` that may be stalls, and (median, threshold) or None: every gap of
-    an Analysis; a bounded analysis (core/collect.py) keeps only the longest ones."""
-    if getattr(a, "bounded", False):
-        return a.stall_candidates(kind, rule)
-    s = gap_series(a, kind)
-    return s, threshold(s.values, rule)
-
-
-def count_threshold(a, kind: str, rule: StallRule) -> tuple[int, tuple[float, float] | None]:
-    """(gaps of ``kind``, (median, threshold) or None)."""
-    if getattr(a, "bounded", False):
-        return a.stall_count_threshold(kind, rule)
-    v = a.gap_values(kind)
-    v = v[~np.isnan(v)]
-    return len(v), (threshold(v, rule) if len(v) else None)
+def count_threshold(a: DeviceFigures, kind: str, rule: StallRule) -> tuple[int, tuple[float, float] | None]:
+    """(gaps of ``kind``, (median, threshold) or None when there are too few)."""
+    n, med, mad = a.gap_center(kind)
+    if med is None or mad is None or n < rule.min_count:
+        return n, None
+    return n, limit(med, mad, rule)
 
 
 def stall_mask(values: np.ndarray, rule: StallRule = StallRule()) -> tuple[np.ndarray, float | None, float | None]:
@@ -185,35 +115,67 @@ def stall_mask(values: np.ndarray, rule: StallRule = StallRule()) -> tuple[np.nd
         return v > thr, med, thr
 
 
-def stall_kinds(a: Analysis) -> tuple:
+def stall_kinds(a: DeviceFigures) -> tuple:
     """The gap kinds searched for stalls: with an ambiguous grouping, the two classes too."""
     return STALL_KINDS + AMBIGUOUS_KINDS if a.grouping.ambiguous else STALL_KINDS
 
 
-def find_stalls(a, rule: StallRule = StallRule(), kinds=None) -> list[Stall]:
-    """Every stall in the capture, in time order (see the module doc for the rule)."""
+@dataclasses.dataclass
+class StallReport:
+    """The stall search of one device's analysis, done once (core/run.py finishes every
+    analysis with it): the stalls in time order and, per kind searched, the gaps and
+    (median, threshold); the summary and the JSON block are read from it."""
+
+    rule: StallRule
+    stalls: list[Stall]
+    kinds: dict[str, tuple[int, tuple[float, float] | None]]    # kind -> (gaps, (median, threshold) or None)
+    beyond: dict[str, tuple[int, float, float]]     # kind -> (stalls, excess, longest) in ticks, where the
+    #                                                 list could not hold them all (a bounded analysis)
+
+    def summary(self, a: DeviceFigures) -> dict:
+        """Per kind: gaps searched, stalls, rate, median/threshold, time lost; plus totals (seconds)."""
+        return _summary(a, self.stalls, self.rule, self.kinds, self.beyond)
+
+    def to_dict(self, a: DeviceFigures, *, limit: int | None = None) -> dict:
+        """JSON block: the summary plus the stalls (the first ``limit`` if given)."""
+        d = self.summary(a)
+        shown = self.stalls if limit is None else self.stalls[:limit]
+        d["stalls"] = [s.to_dict() for s in shown]
+        d["stalls_omitted"] = d["count"] - len(shown)
+        return d
+
+
+def report(a: DeviceFigures, rule: StallRule = StallRule(), kinds=None) -> StallReport:
+    """Every stall in the capture, in time order (see the module doc for the rule), with the
+    thresholds of every kind searched, each computed once."""
     t = a.tick_s
     kinds = stall_kinds(a) if kinds is None else kinds
     out_at, out_kind, out_tr, out_v, out_med, out_thr = [], [], [], [], [], []
+    per: dict[str, tuple[int, tuple[float, float] | None]] = {}
+    beyond: dict[str, tuple[int, float, float]] = {}
     for kind in kinds:
         if not a.available(kind):
             continue
-        s, th = candidates(a, kind, rule)
+        n, th = count_threshold(a, kind, rule)
+        per[kind] = (n, th)
         if th is None:
             continue
         med, thr = th
-        mask = s.values > thr
-        if not mask.any():
+        more = a.stalls_beyond_list(kind, med, thr)
+        if more is not None:
+            beyond[kind] = more
+        s = a.gaps_above(kind, thr)
+        k = len(s.values)
+        if not k:
             continue
-        k = int(mask.sum())
-        out_at.append(s.at[mask])
-        out_v.append(s.values[mask])
-        out_tr.append(s.transfer[mask])
+        out_at.append(s.at)
+        out_v.append(s.values)
+        out_tr.append(s.transfer)
         out_kind += [kind] * k
         out_med.append(np.full(k, med))
         out_thr.append(np.full(k, thr))
     if not out_at:
-        return []
+        return StallReport(rule, [], per, beyond)
     at = np.concatenate(out_at)
     order = np.argsort(at, kind="stable")
     v = np.concatenate(out_v)[order]
@@ -222,22 +184,30 @@ def find_stalls(a, rule: StallRule = StallRule(), kinds=None) -> list[Stall]:
     tr = np.concatenate(out_tr)[order]
     kinds_sorted = [out_kind[i] for i in order.tolist()]
     at = at[order]
-    return [Stall(kind=kd, transfer=int(x), at_s=float(s0) * t, duration_s=float(val) * t,
-                  excess_s=float(val - m) * t, median_s=float(m) * t, threshold_s=float(th) * t,
-                  resolution_s=t)
-            for kd, x, s0, val, m, th in zip(kinds_sorted, tr.tolist(), at.tolist(), v.tolist(),
-                                             meds.tolist(), thrs.tolist())]
+    found = [Stall(kind=kd, transfer=int(x), at_s=float(s0) * t, duration_s=float(val) * t,
+                   excess_s=float(val - m) * t, median_s=float(m) * t, threshold_s=float(th) * t,
+                   resolution_s=t)
+             for kd, x, s0, val, m, th in zip(kinds_sorted, tr.tolist(), at.tolist(), v.tolist(),
+                                              meds.tolist(), thrs.tolist())]
+    return StallReport(rule, found, per, beyond)
 
 
-def summary(a, stalls: list[Stall], rule: StallRule = StallRule(), kinds=None) -> dict:
-    """Per kind: gaps searched, stalls, rate, median/threshold, time lost; plus totals (seconds)."""
+def find_stalls(a: DeviceFigures, rule: StallRule = StallRule(), kinds=None) -> list[Stall]:
+    """Every stall in the capture, in time order (see the module doc for the rule)."""
+    return report(a, rule, kinds).stalls
+
+
+def summary(a: DeviceFigures, stalls: list[Stall], rule: StallRule = StallRule(), kinds=None) -> dict:
+    """Per kind: gaps searched, stalls, rate, median/threshold, time lost; plus totals (seconds),
+    of ``stalls`` (found with ``rule``)."""
+    r = report(a, rule, kinds)
+    return _summary(a, stalls, rule, r.kinds, r.beyond)
+
+
+def _summary(a: DeviceFigures, stalls: list[Stall], rule: StallRule, kinds: dict, beyond: dict) -> dict:
     t = a.tick_s
-    kinds = stall_kinds(a) if kinds is None else kinds
     per: dict[str, dict] = {}
-    for kind in kinds:
-        if not a.available(kind):
-            continue
-        n, th = count_threshold(a, kind, rule)
+    for kind, (n, th) in kinds.items():
         if n == 0:
             continue
         mine = [s for s in stalls if s.kind == kind]
@@ -251,11 +221,16 @@ def summary(a, stalls: list[Stall], rule: StallRule = StallRule(), kinds=None) -
             "excess_s": float(sum(s.excess_s for s in mine)),
             "longest_s": max((s.duration_s for s in mine), default=None),
         }
-        if getattr(a, "bounded", False) and th is not None:
-            a.complete_stall_summary(kind, th, d)   # more stalls than it kept: from its histogram
+        if kind in beyond:
+            # more stalls than the list holds (a bounded analysis): from its histogram
+            k, total, longest = beyond[kind]
+            d["stalls"] = k
+            d["rate"] = k / n
+            d["excess_s"] = total * t
+            d["longest_s"] = float(longest) * t if k else None
     total = float(sum(s.excess_s for s in stalls))
     count = len(stalls)
-    if getattr(a, "bounded", False) and sum(int(p["stalls"]) for p in per.values()) != count:
+    if sum(int(p["stalls"]) for p in per.values()) != count:
         count = sum(int(p["stalls"]) for p in per.values())
         total = float(sum(float(p["excess_s"]) for p in per.values()))
     span = a.end_tick * t
@@ -269,7 +244,7 @@ def summary(a, stalls: list[Stall], rule: StallRule = StallRule(), kinds=None) -
     }
 
 
-def to_dict(a, stalls: list[Stall], rule: StallRule = StallRule(), *, limit: int | None = None) -> dict:
+def to_dict(a: DeviceFigures, stalls: list[Stall], rule: StallRule = StallRule(), *, limit: int | None = None) -> dict:
     """JSON block: the summary plus the stalls (the first ``limit`` if given)."""
     d = summary(a, stalls, rule)
     shown = stalls if limit is None else stalls[:limit]

@@ -277,48 +277,64 @@ void spigap_frame_init(framer_t *f, int64_t initial_state)
         open_window(f, 0, ((initial_state >> f->b_clk) & 1) == f->cpol, 1);
 }
 
-/* Consume entries until the outputs could overflow; returns entries consumed. */
-int64_t spigap_frame(framer_t *fp, out_t *op, const int64_t *ticks, const uint32_t *states, int64_t n)
+/* How many entries can be framed from here without a check of the outputs' room: an entry
+   writes at most one window row, one word row (a window closes, or a clock edge ends a word:
+   never both, the window's clock edges come before its close), one CS-change row (ev) and
+   NSPACE + 1 spacing overflow values; the same margins as a check before each entry. */
+HOT int64_t room(const out_t *o, int64_t ev_need)
 {
-    /* work on local copies: their addresses do not escape, so the compiler can keep
-       the fields in registers (the output rows are int64_t too and could alias them) */
-    framer_t fl = *fp;
-    out_t ol = *op;
-    framer_t *f = &fl;
-    out_t *o = &ol;
-    int64_t i = 0;
-    const int64_t ev_need = f->ev_mask != 0;       /* a shared bus's first device also writes CS changes */
-    for (; i < n; i++) {
-        if (o->win_cap - o->n_win < 2 || o->word_cap - o->n_word < 2 || o->ovf_cap - o->n_ovf < 2 * NSPACE
-            || o->ev_cap - o->n_ev < ev_need)
-            break;
-        int64_t t = ticks[i], s = states[i];
-        int64_t ch = s ^ f->prev;
-        f->prev = s;
-        if (ch & f->ev_mask) {
+    int64_t k = o->win_cap - o->n_win - 1;
+    const int64_t kw = o->word_cap - o->n_word - 1;
+    const int64_t ko = (o->ovf_cap - o->n_ovf) / (2 * NSPACE);
+    if (kw < k) k = kw;
+    if (ko < k) k = ko;
+    if (ev_need) {
+        const int64_t ke = o->ev_cap - o->n_ev;
+        if (ke < k) k = ke;
+    }
+    return k > 0 ? k : 0;
+}
+
+/* The entries i..end-1, with room for their outputs. ``has_cs`` and ``bus`` (the framer
+   writes CS changes: a shared bus's first device) are constants at each call, so each
+   combination is a loop of its own without the tests the others need (one device: no
+   CS-change rows, no other CS lines). */
+HOT void frame_run(framer_t *f, out_t *o, const int64_t *ticks, const uint32_t *states, int64_t i, int64_t end,
+                   const int has_cs, const int bus)
+{
+    int64_t prev = f->prev;
+    const int64_t b_cs = f->b_cs, b_clk = f->b_clk, act = f->active_level;
+    for (; i < end; i++) {
+        const int64_t s = states[i];
+        const int64_t ch = s ^ prev;
+        prev = s;
+        if (!ch)
+            continue;
+        const int64_t t = ticks[i];
+        if (bus && (ch & f->ev_mask)) {
             int64_t *r = o->ev + 2 * o->n_ev++;
             r[0] = t;
             r[1] = s;
         }
-        if (f->has_cs) {
-            int64_t active = ((s >> f->b_cs) & 1) == f->active_level;
-            int64_t cs_ev = (ch >> f->b_cs) & 1;
+        if (has_cs) {
+            const int64_t active = ((s >> b_cs) & 1) == act;
+            const int64_t cs_ev = (ch >> b_cs) & 1;
             if (cs_ev) {
                 if (active)
-                    open_window(f, t, ((s >> f->b_clk) & 1) == f->cpol, 0);
+                    open_window(f, t, ((s >> b_clk) & 1) == f->cpol, 0);
                 else if (f->open)
                     close_window(f, o, t, 0);
             }
-            if ((ch >> f->b_clk) & 1) {
+            if ((ch >> b_clk) & 1) {
                 if (active) {
                     clock_edge(f, o, t, s);
-                } else if (!cs_ev && (s & f->others_mask) == f->others_idle && !(ch & f->others_mask)) {
+                } else if (!cs_ev && (!bus || ((s & f->others_mask) == f->others_idle && !(ch & f->others_mask)))) {
                     if (f->first_clk_outside < 0)
                         f->first_clk_outside = t;
                     f->clk_outside++;
                 }
             }
-        } else if ((ch >> f->b_clk) & 1) {
+        } else if ((ch >> b_clk) & 1) {
             if (!f->started || t - f->last_clk > f->idle_timeout) {
                 if (f->open)
                     close_window(f, o, f->last_clk, 0);
@@ -328,6 +344,37 @@ int64_t spigap_frame(framer_t *fp, out_t *op, const int64_t *ticks, const uint32
             clock_edge(f, o, t, s);
             f->last_clk = t;
         }
+    }
+    f->prev = prev;
+}
+
+/* Consume entries until the outputs could overflow; returns entries consumed. */
+int64_t spigap_frame(framer_t *fp, out_t *op, const int64_t *ticks, const uint32_t *states, int64_t n)
+{
+    /* work on local copies: their addresses do not escape, so the compiler can keep
+       the fields in registers (the output rows are int64_t too and could alias them) */
+    framer_t fl = *fp;
+    out_t ol = *op;
+    framer_t *f = &fl;
+    out_t *o = &ol;
+    /* a shared bus's first device also writes CS changes and counts SCLK with no CS at all;
+       the others_mask test is then needed too (others_mask is 0 without ev_mask) */
+    const int bus = f->ev_mask != 0 || f->others_mask != 0;
+    int64_t i = 0;
+    while (i < n) {
+        int64_t k = room(o, bus);
+        if (k == 0)
+            break;
+        const int64_t end = n - i < k ? n : i + k;
+        if (f->has_cs) {
+            if (bus)
+                frame_run(f, o, ticks, states, i, end, 1, 1);
+            else
+                frame_run(f, o, ticks, states, i, end, 1, 0);
+        } else {
+            frame_run(f, o, ticks, states, i, end, 0, 0);
+        }
+        i = end;
     }
     *fp = fl;
     *op = ol;

@@ -3,6 +3,17 @@
 Schema version 1. Keys are only ever added, never renamed or removed within a
 major version. All times are seconds; ``resolution_s`` (one sample period) is
 the uncertainty of every edge-to-edge figure.
+
+``document(result)`` is the document of a capture (core/result.Result): of one
+device, that device's (``to_dict``); of a shared bus (README, "Shared bus"), the
+capture and the bus's settings as for one device, then ``devices: {CE0: {...},
+CE1: {...}}`` (each device's ``settings``, ``summary``, ``gaps``, ``stalls``,
+``warnings``, ``events`` with ``--event DEVICE=...``, plus ``interleave``) and
+``bus: {...}`` (core/bus.py's figures and ``queueing``: what the bus alone shows of
+queueing). Transfer rows of a shared bus (``transfers``; CSV and JSON lines, see
+output/rows.py) carry their device's CS line (``cs``) and bus columns
+(``handover_from``, ``handover_s``, ``other_busy_s``, ``other_windows``), every
+device's in the order of their start times.
 """
 
 from __future__ import annotations
@@ -10,10 +21,12 @@ from __future__ import annotations
 import math
 
 from spigap import __version__
-from spigap.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, KIND_NAMES, Analysis
+from spigap.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, KIND_NAMES, Analysis, DeviceFigures
 from spigap.core.gaprules import defs as gapdefs
+from spigap.core.result import Result
 
 SCHEMA = 1
+DEVICE_KEYS = ("settings", "summary", "gaps", "stalls", "warnings")     # a bus's device section
 
 
 def _f(x):
@@ -23,7 +36,7 @@ def _f(x):
     return None if math.isnan(x) else x
 
 
-def gap_stats(a: Analysis) -> dict:
+def gap_stats(a: DeviceFigures) -> dict:
     out = {}
     for kind in GAP_KINDS:
         d = a.describe_kind(kind)
@@ -62,11 +75,9 @@ def grouping_dict(g, n_transfers: int | None = None) -> dict:
             "kinds": list(g.gap_kinds), "basis": g.basis, "agreement": g.agreement}
 
 
-def to_dict(a, *, transfers: bool = False, stalls=None, stall_rule=None, events=None) -> dict:
-    """The JSON document. ``stalls``: a list from core.stalls.find_stalls (found with the
-    default rule when None); ``events``: a core.events.EventReport (--event)."""
-    from spigap.core import stalls as stalls_mod
-
+def to_dict(a: DeviceFigures, *, transfers: bool = False) -> dict:
+    """The JSON document of one device's analysis (its stalls and --event chains as the
+    analysis was finished with them, core/run.py)."""
     info = a.info
     t = a.tick_s
     g = a.grouping
@@ -117,17 +128,80 @@ def to_dict(a, *, transfers: bool = False, stalls=None, stall_rule=None, events=
         },
         "gaps": gap_stats(a),
         "warnings": list(a.warnings),
+        "stalls": a.stalls.to_dict(a, limit=1000),
     }
-    rule = stall_rule or stalls_mod.StallRule()
-    found = stalls_mod.find_stalls(a, rule) if stalls is None else stalls
-    d["stalls"] = stalls_mod.to_dict(a, found, rule, limit=1000)
-    if events is not None:
-        d["events"] = events.to_dict()
-    if getattr(a, "pins", None) is not None:          # --pins: timing at the pins (docs/pin-timing.md)
+    if a.events is not None:
+        d["events"] = a.events.to_dict()
+    if a.pins is not None:          # --pins: timing at the pins (docs/pin-timing.md)
         d["pins"] = a.pins.to_dict()
     if transfers:
-        d["transfers"] = json_rows(a, transfer_rows(a))
+        d["transfers"] = json_rows(a, transfer_rows(a.kept()))
     return d
+
+
+def document(r: Result, *, transfers: bool = False, rows=None) -> dict:
+    """The JSON document of a capture: one device's as ``to_dict``; a shared bus's with a
+    section per device and the bus's (module docstring). ``rows``: a shared bus's transfer
+    rows when the devices do not hold them (output/rows.py, past the in-memory bound)."""
+    if r.bus is None:
+        return to_dict(r.device, transfers=transfers)
+    first = next(iter(r.devices.values()))
+    base = to_dict(first)
+    t = r.tick_s
+    d = {"spigap": __version__, "schema": SCHEMA, "engine": r.engine, "capture": base["capture"],
+         "resolution_s": t}
+    cfg = r.cfg
+    d["settings"] = {"clk": cfg.clk, "mosi": cfg.mosi, "miso": cfg.miso, "cs": list(cfg.devices),
+                     "sources": {k: v.as_dict() for k, v in r.sources.items()},
+                     "buses": [{"clk": b.clk, "cs": b.cs, "data": b.data} for b in r.buses]}
+    devices = {}
+    for name, a in r.devices.items():
+        dd = to_dict(a)
+        dev = {k: dd[k] for k in DEVICE_KEYS + ("events",) if k in dd}
+        dev["interleave"] = a.bus.interleave.to_dict(t)
+        devices[name] = dev
+    d["devices"] = devices
+    bus = r.bus.figures(t)
+    bus["queueing"] = r.bus.queueing(t)
+    d["bus"] = bus
+    d["warnings"] = list(r.warnings)
+    if transfers:
+        d["transfers"] = [json_rows(r.devices[x["cs"]], [x])[0] for x in (all_rows(r) if rows is None else rows)]
+    return d
+
+
+# ------------------------------------------------------------------ transfer rows
+def bus_rows(a: DeviceFigures, rows: list[dict], k0: int) -> list[dict]:
+    """``rows`` (transfers k0.. of ``a``, a device of a shared bus) with its CS line and bus
+    columns."""
+    t = a.tick_s
+    cols = a.bus.rows(k0, k0 + len(rows))
+    names = a.bus.names
+    for j, r in enumerate(rows):
+        frm = int(cols["handover_from"][j])
+        hand = int(cols["handover"][j])
+        busy = int(cols["other_busy"][j])
+        r["cs"] = a.cfg.cs
+        r["handover_from"] = names[frm] if frm >= 0 else None
+        r["handover_s"] = hand * t if hand >= 0 else None
+        r["other_busy_s"] = busy * t if busy >= 0 else None
+        r["other_windows"] = int(cols["others"][j])
+    return rows
+
+
+def all_rows(r: Result) -> list[dict]:
+    """Every transfer row of every device of an in-memory result, by start time (a shared
+    bus's rows with their bus columns)."""
+    if r.bus is None:
+        return transfer_rows(r.device.kept())
+    out = []
+    for k, a in enumerate(r.devices.values()):
+        if a.bus is None or a.bus.columns is None:
+            raise ValueError("the device's transfers were not kept (a long capture): rows went out as measured")
+        for i, x in enumerate(bus_rows(a, transfer_rows(a.kept()), 0)):
+            out.append((x["start_s"], k, i, x))
+    out.sort(key=lambda x: x[:3])
+    return [x for *_, x in out]
 
 
 def json_rows(a, rows: list[dict]) -> list[dict]:

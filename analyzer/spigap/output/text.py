@@ -1,10 +1,18 @@
-"""The default terminal report: a summary block and one line per gap kind."""
+"""The default terminal report: a summary block and one line per gap kind, per device.
+
+``render(result)``: a capture of one device is that device's report
+(``render_device``); a shared bus's starts with the capture and the bus (busy time,
+handovers, queueing, interleaving, faults), then each device's report without the
+capture's lines, then the transfers of every device by start time."""
 
 from __future__ import annotations
 
-from spigap.core.analysis import Analysis
-from spigap.output.jsonout import to_dict
+from spigap.core.analysis import DeviceFigures
+from spigap.core.result import Result
+from spigap.output.jsonout import all_rows, document, to_dict, transfer_rows
 from spigap.units import fmt_freq, fmt_rate, fmt_time
+
+TEXT_ROWS = 50       # --transfers: the first 50 transfers
 
 ROW_LABEL = {
     "cs_setup": "CS setup (CS→1st SCLK)",
@@ -44,11 +52,20 @@ def transfer_line(r: dict, extra: str | None = None) -> str:
             + content + (" partial" if r["partial"] else ""))
 
 
-def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None, stall_rule=None,
-           events=None, rows: list | None = None, header: bool = True) -> str:
-    """``rows``: the first transfer rows, when ``a`` does not hold them (core/collect.py);
-    ``header``: the capture's lines (a device of a shared bus is printed without them)."""
-    d = to_dict(a, stalls=stalls, stall_rule=stall_rule, events=events)
+def render(r: Result, *, transfers: bool = False, rows: list | None = None) -> str:
+    """The report of a capture (module docstring). ``rows``: the first transfer rows, when
+    the devices do not hold them (core/collect.py: past the in-memory bound)."""
+    if r.bus is None:
+        return render_device(r.device, transfers=transfers, rows=rows)
+    return _render_bus(r, transfers=transfers, rows=rows)
+
+
+def render_device(a: DeviceFigures, *, transfers: bool = False, limit: int = TEXT_ROWS, rows: list | None = None,
+                  header: bool = True) -> str:
+    """One device's report. ``rows``: the first transfer rows, when ``a`` does not hold them
+    (core/collect.py); ``header``: the capture's lines (a device of a shared bus is printed
+    without them)."""
+    d = to_dict(a)
     cap, s, st = d["capture"], d["summary"], d["settings"]
     res = d["resolution_s"]
     lines = []
@@ -128,17 +145,89 @@ def render(a: Analysis, *, transfers: bool = False, limit: int = 50, stalls=None
         what = f"{a.device} meaning" if a.labels is not None else "mosi / miso"
         lines.append(f"{'#':>6s} {'start':>12s} {'bits':>5s} {'setup':>9s} {'hold':>9s} "
                      f"{'gap before':>11s} {'kind':14s} {what}")
-        from spigap.output.jsonout import transfer_rows
-
-        for r in (rows if rows is not None else transfer_rows(a))[:limit]:
+        for r in (rows if rows is not None else transfer_rows(a.kept()))[:limit]:
             lines.append(transfer_line(r))
-        if a.n > limit:
-            lines.append(f"       … {a.n - limit} more (use --format json --transfers or --format csv)")
-    if getattr(a, "pins", None) is not None:         # --pins: timing at the pins (docs/pin-timing.md)
+    # --pins: timing at the pins (docs/pin-timing.md), after the table
+    pins = ["", a.pins.text().rstrip("\n")] if a.pins is not None else []
+    return _end(lines, a.n if transfers else 0, limit, "warnings", d["warnings"], between=pins)
+
+
+def _end(lines: list[str], n: int, limit: int, title: str, warnings: list[str],
+         between: list[str] | None = None) -> str:
+    """The report's end: how many transfers the table left out (of ``n``), ``between``,
+    the warnings."""
+    if n > limit:
+        lines.append(f"       … {n - limit} more (use --format json --transfers or --format csv)")
+    lines += between or []
+    if warnings:
         lines.append("")
-        lines.append(a.pins.text().rstrip("\n"))
-    if d["warnings"]:
-        lines.append("")
-        lines.append("warnings")
-        lines += [f"  - {w}" for w in d["warnings"]]
+        lines.append(title)
+        lines += [f"  - {w}" for w in warnings]
     return "\n".join(lines) + "\n"
+
+
+def _render_bus(r: Result, *, transfers: bool, rows: list | None) -> str:
+    d = document(r)
+    cap, st, bus = d["capture"], d["settings"], d["bus"]
+    rate = f"{fmt_freq(cap['samplerate_hz'])}, " if cap["samplerate_hz"] else ""
+    samples = f"{cap['samples']:,} samples = " if cap["samples"] is not None else ""
+    lines = [f"capture     {cap['path']}", f"            {cap['format']}, {rate}{samples}{fmt_time(cap['duration_s'])}"]
+    pol = {n: ("low" if a.cfg.cs_active_low else "high") for n, a in r.devices.items()}
+    lines.append(f"channels    clk={st['clk']} mosi={st['mosi'] or '–'} miso={st['miso'] or '–'}; "
+                 f"{len(r.devices)} devices on this bus: "
+                 + ", ".join(f"{n} (active {pol[n]})" for n in r.devices))
+    lines.append(f"resolution  {fmt_time(d['resolution_s'])} (one sample): every time below is ±1 sample")
+    lines.append("")
+    share = bus["busy_share"]
+    lines.append(f"bus         busy {100 * share:.1f} % ({fmt_time(bus['busy_s'])} of {fmt_time(bus['duration_s'])})"
+                 if share is not None else "bus         –")
+    lines.append("            " + ", ".join(f"{n} {100 * s:.1f} %" for n, s in bus["device_busy_share"].items()
+                                          if s is not None)
+                 + f"; idle gaps p50 {fmt_time(bus['idle_gaps']['p50_s'])}")
+    for h in bus["handover"]:
+        lines.append(f"handover    {h['from']}→{h['to']:6s} n={h['n']:<6d} min {fmt_time(h['min_s']):>9s}  "
+                     f"p50 {fmt_time(h['p50_s']):>9s}  p99 {fmt_time(h['p99_s']):>9s}  max {fmt_time(h['max_s']):>9s}")
+    for q in bus["queueing"]:
+        lines.append(f"queued?     {q['to']} after {q['from']}: {q['likely_queued']} of {q['handovers']} handovers "
+                     f"≤ {fmt_time(q['threshold_s'])} ({q['rule']}): likely queued behind it (bus alone; a "
+                     "kernel trace tells for sure)")
+    for name, dev in d["devices"].items():
+        for kind, iv in dev["interleave"].items():
+            if not iv["with_other_devices"]:
+                continue
+            lines.append(f"interleave  {name}: {iv['with_other_devices']} of {iv['gaps']} {kind} gaps hold other "
+                         f"devices' transfers; in those, the others' CS time p50 "
+                         f"{fmt_time(iv['other_busy']['p50_s'])}, the rest p50 {fmt_time(iv['own']['p50_s'])}")
+    ov = bus["cs_overlaps"]
+    for o in ov["intervals"][:10]:
+        lines.append(f"ERROR       two CS lines asserted at once: {'+'.join(o['devices'])} from "
+                     f"{fmt_time(o['start_s'], 7)} to {fmt_time(o['end_s'], 7) if o['end_s'] is not None else 'the end'}")
+    if ov["count"] > 10:
+        lines.append(f"            … {ov['count'] - 10} more (JSON lists {ov['listed']})")
+    sw = bus["sclk_without_cs"]
+    if sw["edges"]:
+        lines.append(f"SCLK        {sw['edges']} edge(s) with no CS asserted (first at {fmt_time(sw['first_s'], 7)})")
+    for name, a in r.devices.items():
+        lines.append("")
+        lines.append(f"=== {name} " + "=" * 60)
+        lines.append(render_device(a, header=False).rstrip("\n"))
+        st = a.stalls.stalls
+        cols = a.bus.columns
+        if st and cols is not None:
+            held = [x for x in st if 0 <= x.transfer < len(cols["others"]) and cols["others"][x.transfer] > 0]
+            if held:
+                lines.append(f"            {len(held)} of these {len(st)} stalls are gaps that held other devices' "
+                             f"transfers ({fmt_time(sum(cols['other_busy'][x.transfer] for x in held) * r.tick_s)} "
+                             "of their CS time): the bus, not this device (docs/shared-bus.md)")
+    if transfers:
+        lines.append("")
+        labelled = any(a.labels is not None for a in r.devices.values())
+        lines.append(f"{'cs':>6s} {'#':>6s} {'start':>12s} {'bits':>5s} {'setup':>9s} {'hold':>9s} "
+                     f"{'gap before':>11s} {'kind':14s} {'others in gap':>13s} "
+                     + ("device meaning (mosi / miso)" if labelled else "mosi / miso"))
+        shown = rows if rows is not None else all_rows(r)
+        for x in shown[:TEXT_ROWS]:
+            others = fmt_time(x["other_busy_s"]) if x["other_windows"] else ""
+            lines.append(f"{x['cs']:>6s} " + transfer_line(x, extra=others))
+    total = sum(a.n for a in r.devices.values()) if transfers else 0
+    return _end(lines, total, TEXT_ROWS, "bus warnings", d["warnings"])

@@ -150,7 +150,8 @@ class Report:
         t = a.tick_s
         stem = f"{n:02d}-{_slug(os.path.splitext(os.path.basename(cap.path))[0])}"
         sid = f"capture-{n}"
-        st = cap.stalls(self.rule)
+        found = cap.stall_report(self.rule)
+        st = found.stalls
         H = []
         # summary
         rate = a.transfer_rate_hz()
@@ -201,7 +202,7 @@ class Report:
                  f"({_e(fmt_time(t))}). Definitions: docs/gaps.md.</p>")
         # stalls
         H.append(f'<h3 id="{sid}-stalls">Stalls</h3>')
-        summ = stalls_mod.summary(a, st, self.rule)
+        summ = found.summary(a)
         rows = [[k.replace("_", " "), v["gaps"], v["stalls"], f"{v['rate'] * 1000:.3g} ‰",
                  fmt_time(v["median_s"]), fmt_time(v["threshold_s"]), fmt_time(v["excess_s"]),
                  fmt_time(v["longest_s"])] for k, v in summ["kinds"].items()]
@@ -376,10 +377,94 @@ class Report:
             H.append(f"<p class='note'>{_e(n)}</p>")
         return "\n".join(H)
 
+    # ------------------------------------------------------------ a shared bus
+    def add(self, cap, check=None) -> None:
+        """One capture file (``spigap.stats.compare.Loaded``): a capture of one device as
+        ``add_capture``; a shared bus's section (busy time, handovers, queueing, faults and a
+        bus timeline picture), then each device as a capture of its own."""
+        r = cap.result
+        if r.bus is None:
+            self.add_capture(cap.capture, check)
+            return
+        self._n += 1
+        stem = f"{self._n:02d}-{_slug(os.path.splitext(os.path.basename(cap.path))[0])}"
+        self.sections.append((f"capture-{self._n}", f"{cap.path}: the bus", self._bus_html(r, stem)))
+        for c in cap.devices.values():
+            self.add_capture(c)
+
+    def _bus_html(self, r, stem: str) -> str:
+        from spigap.report import plots
+
+        fig_d = r.bus.figures(r.tick_s)
+        H = ["<h3>The bus</h3>"]
+        share = fig_d["busy_share"]
+        rows = [["devices", ", ".join(r.devices)],
+                ["busy", f"{100 * share:.1f} % ({fmt_time(fig_d['busy_s'])} of {fmt_time(fig_d['duration_s'])})"
+                 if share is not None else "–"],
+                ["per device", ", ".join(f"{n} {100 * s:.1f} %" for n, s in fig_d["device_busy_share"].items()
+                                         if s is not None)],
+                ["idle gaps p50", fmt_time(fig_d["idle_gaps"]["p50_s"])],
+                ["two CS lines at once", f"{fig_d['cs_overlaps']['count']} (ERROR)" if fig_d["cs_overlaps"]["count"]
+                 else "none"],
+                ["SCLK with no CS", f"{fig_d['sclk_without_cs']['edges']} edge(s)"]]
+        H.append(_table(["", ""], rows, left=2))
+        hand = [[f"{h['from']} → {h['to']}", h["n"]] + [fmt_time(h[k]) for k in ("min_s", "p50_s", "p99_s", "max_s")]
+                for h in fig_d["handover"]]
+        if hand:
+            H.append("<p>Handover gaps (one device's CS deassert → another's CS assert):</p>")
+            H.append(_table(["pair", "n", "min", "p50", "p99", "max"], hand, left=1))
+        q = r.bus.queueing(r.tick_s)
+        if q:
+            H.append("<ul>" + "".join(f"<li>{_e(x['note'])}</li>" for x in q) + "</ul>")
+        inter = []
+        for name, a in r.devices.items():
+            for kind, d in a.bus.interleave.to_dict(r.tick_s).items():
+                if d["with_other_devices"]:
+                    inter.append([name, kind, d["gaps"], d["with_other_devices"], fmt_time(d["other_busy"]["p50_s"]),
+                                  fmt_time(d["own"]["p50_s"])])
+        if inter:
+            H.append("<p>Interleaving: a device's CS-inactive gaps that held other devices' transfers, and in those the "
+                     "others' CS time and the rest:</p>")
+            H.append(_table(["device", "gap kind", "gaps", "with others", "others' CS time p50", "the rest p50"], inter,
+                            left=2))
+        fig = plots.bus_timeline(r, "the bus: each device's CS windows, handover gaps, one gap split")
+        H.append(self._img(fig, f"{stem}-bus-timeline.png", "bus timeline"))
+        if r.warnings:
+            H.append("<ul class='warn'>" + "".join(f"<li>{_e(w)}</li>" for w in r.warnings) + "</ul>")
+        return "\n".join(H)
+
+    def _add_bus_comparison(self, sc) -> None:
+        """A shared bus before vs after: who held the bus, then each device's comparison."""
+        H = []
+        if sc.splits:
+            H.append("<p>Each CS-inactive gap = the other devices' CS time in it + the rest; the change of the mean "
+                     "splits the same way (each part judged by its block-bootstrap interval, Bonferroni over them).</p>")
+            rows = []
+            for s in sc.splits:
+                g, o, w = s.mean_deltas()
+                rows.append([s.device, s.kind, fmt_time(g), fmt_time(o), fmt_time(w),
+                             f"{s.gap.verdict} / {s.others.verdict} / {s.own.verdict}"])
+            H.append(_table(["device", "gap kind", "Δ mean gap", "Δ others", "Δ own", "verdicts"], rows, left=2))
+            H.append("<ul>" + "".join(f"<li>{_e(s.sentence())}</li>" for s in sc.splits if s.sentence()) + "</ul>")
+        H.append("<ul class='note'>" + "".join(f"<li>{_e(n)}</li>" for n in sc.notes) + "</ul>")
+        self.sections.append(("compare-bus", "Comparison: who held the bus", "\n".join(H)))
+        for name, c in sc.devices.items():
+            n0 = len(self.sections)
+            self.add_comparison(c)
+            sid, title, body = self.sections[n0]
+            self.sections[n0] = (f"{sid}-{name}", f"{title} [{name}]", body)
+
     # ------------------------------------------------------------ comparison
     def add_comparison(self, cmp) -> None:
+        """A comparison (stats.compare.compare_all): one device's, or a shared bus's (who held
+        the bus, then each device's comparison)."""
         from spigap.report import plots
+        from spigap.stats.compare import BusComparison
         from spigap.stats.output import fmt_ci, fmt_p, fmt_signed_time
+
+        if isinstance(cmp, BusComparison):
+            self._add_bus_comparison(cmp)
+            return
 
         H = []
         conf = f"{cmp.settings.confidence * 100:g} %"

@@ -516,3 +516,93 @@ def _phase_frame(fig, ax, colors: dict, keys: list, title: str, fontsize: float)
               fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_title(title, fontsize=10)
     return fig
+
+
+# ------------------------------------------------------------------ a shared bus
+BUS_COLORS = ("#2c7fb8", "#e6550d", "#31a354", "#756bb1", "#636363", "#de2d26")
+BUS_WINDOWS = 8                 # CS windows shown in the timeline
+
+
+def _merged(r):
+    """Every window of every device in time order: (start, end, device index) in ticks."""
+    parts = []
+    for k, a in enumerate(r.devices.values()):
+        parts.append(np.stack([a.start, a.end, np.full(a.n, k)], axis=1))
+    w = np.concatenate(parts) if parts else np.zeros((0, 3), np.int64)
+    return w[np.argsort(w[:, 0], kind="stable")]
+
+
+def window_of(r, n: int = BUS_WINDOWS) -> tuple[int, int] | None:
+    """(first, last) tick of a stretch of ``n`` windows where the devices take turns (the
+    first place with the most handovers among ``n`` consecutive windows)."""
+    w = _merged(r)
+    if len(w) < 2:
+        return None
+    n = min(n, len(w))
+    turn = np.concatenate([[0], (w[1:, 2] != w[:-1, 2]).astype(int)])
+    score = np.convolve(turn, np.ones(n, int), mode="valid")
+    i = int(np.argmax(score))
+    return int(w[i, 0]), int(w[i + n - 1, 1])
+
+
+def bus_timeline(r, title: str):
+    """A shared bus's timeline: each device's CS windows on its own row over a short stretch
+    of the capture where the devices take turns, the handover gaps marked (A's CS deassert
+    → B's CS assert) and one device's CS-inactive gap split into the other devices' CS
+    time in it and the rest."""
+    from spigap.units import fmt_time
+
+    names = list(r.devices)
+    t = r.tick_s
+    span = window_of(r)
+    fig = figure(10, 1.4 + 0.75 * len(names))
+    ax = fig.subplots()
+    if span is None:
+        ax.set_title(title + ": too few transfers", fontsize=10)
+        return fig
+    t0, t1 = span
+    pad = max(1, (t1 - t0) // 25)
+    lo, hi = t0 - pad, t1 + pad
+    unit, sc = time_unit((hi - lo) * t)
+    x = lambda ticks: (np.asarray(ticks, float) - lo) * t / sc  # noqa: E731
+    w = _merged(r)
+    sel = (w[:, 1] >= lo) & (w[:, 0] <= hi)
+    rows = {k: len(names) - 1 - k for k in range(len(names))}
+    for s, e, k in w[sel]:
+        row = rows[int(k)]
+        ax.broken_barh([(x(s), x(e) - x(s))], (row - 0.3, 0.6), facecolors=BUS_COLORS[int(k) % len(BUS_COLORS)], alpha=0.85)
+    # handovers: A's deassert -> B's assert
+    ws = w[sel]
+    for (s0, e0, k0), (s1, e1, k1) in zip(ws[:-1], ws[1:]):
+        if k0 != k1 and s1 >= e0:
+            ym = (rows[int(k0)] + rows[int(k1)]) / 2
+            ax.annotate("", (x(s1), ym), (x(e0), ym), arrowprops=dict(arrowstyle="<->", color="#444", lw=0.8))
+            ax.text((x(e0) + x(s1)) / 2, ym + 0.08, fmt_time((s1 - e0) * t, 3), ha="center", va="bottom", fontsize=7,
+                    color="#444")
+    # one device's CS-inactive gap that held another device's windows, split
+    done = False
+    for k, a in enumerate(r.devices.values()):
+        cols = a.bus.columns
+        if cols is None or done:
+            continue
+        inside = np.flatnonzero((a.start > lo) & (a.start <= hi) & (cols["others"] > 0) & (cols["other_busy"] > 0))
+        for i in inside:
+            g0, g1 = a.end[i - 1], a.start[i]
+            if g0 < lo or (a.breaks is not None and a.breaks[i]):
+                continue            # (a sampled capture: transfer i - 1 is not the one before i)
+            yb = rows[k] + 0.42
+            ax.annotate("", (x(g1), yb), (x(g0), yb), arrowprops=dict(arrowstyle="|-|", color=BUS_COLORS[k % len(BUS_COLORS)],
+                                                                    lw=0.8, mutation_scale=2))
+            ob = cols["other_busy"][i] * t
+            ax.text((x(g0) + x(g1)) / 2, yb + 0.05, f"{names[k]} gap {fmt_time((g1 - g0) * t, 3)}: others' CS time "
+                    f"{fmt_time(ob, 3)} + the rest {fmt_time((g1 - g0) * t - ob, 3)}", ha="center", va="bottom",
+                    fontsize=7, color=BUS_COLORS[k % len(BUS_COLORS)])
+            done = True
+            break
+    ax.set_yticks([rows[k] for k in range(len(names))], names)
+    ax.set_ylim(-0.7, len(names) - 0.2)
+    ax.set_xlim(0, x(hi))
+    ax.set_xlabel(f"time from {fmt_time(lo * t, 7)} ({unit})")
+    ax.grid(alpha=0.25, axis="x")
+    ax.set_title(title, fontsize=10)
+    return fig

@@ -38,7 +38,8 @@ import numpy as np
 
 from spigap.core.analysis import (AMBIGUOUS_KINDS, KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWITCH,
                                     KIND_CS_CHANGE, KIND_IDLE, Analysis)
-from spigap.core.stalls import STALL_KINDS, StallRule, find_stalls, stall_mask
+from spigap.core.result import Result
+from spigap.core.stalls import STALL_KINDS, StallReport, StallRule, report as stall_report, stall_mask
 from spigap.errors import UsageError
 from spigap.stats import resample
 
@@ -113,18 +114,45 @@ class Settings:
 
 @dataclasses.dataclass
 class Capture:
-    """One capture of a side: its analysis, optional extra-channel events, stalls (lazy)."""
+    """One device of a capture of a side: its analysis, optional extra-channel events, stalls."""
 
     path: str
     analysis: Analysis
     events: EventReport | None = None
-    _stalls: list | None = None
+    _stalls: StallReport | None = None
     traced: TracedCapture | None = None     # its kernel trace, aligned and split into phases
 
-    def stalls(self, rule: StallRule) -> list:
-        if self._stalls is None:
-            self._stalls = find_stalls(self.analysis, rule)
+    def stall_report(self, rule: StallRule) -> StallReport:
+        """The stall search with ``rule``: the one the analysis was finished with (core/run.py)."""
+        if self._stalls is None or self._stalls.rule != rule:
+            done = self.analysis.stalls
+            self._stalls = done if done is not None and done.rule == rule else stall_report(self.analysis, rule)
         return self._stalls
+
+    def stalls(self, rule: StallRule) -> list:
+        return self.stall_report(rule).stalls
+
+
+@dataclasses.dataclass
+class Loaded:
+    """One capture file of a side, analyzed: its result (every device on the bus, and the
+    bus) and each device as a ``Capture`` (named ``PATH [CS]`` on a shared bus)."""
+
+    path: str
+    result: Result
+    devices: dict[str, Capture] = dataclasses.field(init=False)
+
+    def __post_init__(self):
+        bus = self.result.bus is not None
+        self.devices = {n: Capture(f"{self.path} [{n}]", a, None) if bus else Capture(self.path, a, a.events)
+                        for n, a in self.result.devices.items()}
+
+    @property
+    def capture(self) -> Capture:
+        """The capture of one device."""
+        if len(self.devices) != 1:
+            raise UsageError(f"{self.path} holds {len(self.devices)} devices on one bus: give --cs NAME")
+        return next(iter(self.devices.values()))
 
 
 @dataclasses.dataclass
@@ -651,3 +679,176 @@ def _phase_metrics(before: list[Capture], after: list[Capture], st: Settings, rn
                         series(after, key), keys[key][1], st, rng)
         out.append(PhaseResult(gap, frm, to, m))
     return out
+
+
+# ------------------------------------------------------------------ a shared bus
+SPLIT_KINDS = {"cs_change": KIND_CS_CHANGE, "context_switch": KIND_CONTEXT_SWITCH, "class_a": KIND_CLASS_A,
+               "class_b": KIND_CLASS_B}
+
+
+@dataclasses.dataclass
+class Split:
+    """One device's gap kind: the gap, the other devices' time in it, the rest."""
+
+    device: str
+    kind: str
+    gap: MetricResult
+    others: MetricResult
+    own: MetricResult
+
+    def mean_deltas(self) -> tuple[float | None, float | None, float | None]:
+        def d(m):
+            x = m.deltas.get("mean") if m.deltas else None
+            return None if x is None else x["delta"]
+        return d(self.gap), d(self.others), d(self.own)
+
+    def sentence(self) -> str | None:
+        from spigap.units import fmt_time
+
+        g, o, w = self.mean_deltas()
+        if g is None or o is None or w is None:
+            return None
+        verb = "grew" if g > 0 else "shrank"
+        part = "all" if abs(w) <= 0.1 * abs(g) else ("most" if abs(o) >= 0.5 * abs(g) and o * g > 0 else "some")
+        if o * g <= 0:
+            return (f"{self.device}'s {self.kind} {verb} by {fmt_time(abs(g))} (mean), none of it while other devices "
+                    f"held the bus: its own part changed by {fmt_time(w)}")
+        return (f"{self.device}'s {self.kind} {verb} by {fmt_time(abs(g))} (mean), {part} of it while other devices "
+                f"held the bus ({fmt_time(o)} of their CS time in the gap, {fmt_time(w)} its own)")
+
+
+@dataclasses.dataclass
+class BusComparison:
+    devices: dict               # cs -> Comparison
+    splits: list[Split]
+    bus: list                   # MetricResult (handover gaps per pair)
+    busy: dict                  # side -> [busy share per capture, None for an empty one]
+    notes: list[str]
+
+    @property
+    def regressions(self) -> list:
+        return [m for c in self.devices.values() for m in c.regressions]
+
+    @property
+    def improvements(self) -> list:
+        return [m for c in self.devices.values() for m in c.improvements]
+
+
+def compare_all(before: list[Loaded], after: list[Loaded], settings: Settings = Settings()) -> "Comparison | BusComparison":
+    """Captures of one device (``compare``), or of a shared bus: every device compared as a
+    capture of that one device (one Holm family per device), then what of each device's
+    CS-inactive gaps happened while other devices held the bus, and the bus's handovers
+    (docs/shared-bus.md, "compare")."""
+    if not any(x.result.bus is not None for x in before + after):
+        return compare([x.capture for x in before], [x.capture for x in after], settings)
+    return compare_bus(before, after, settings)
+
+
+def compare_bus(before: list[Loaded], after: list[Loaded], settings: Settings) -> BusComparison:
+    """``before``/``after``: captures of a shared bus."""
+    shared: list[Result] = [x.result for x in before + after]
+    if not all(x.bus is not None for x in shared):
+        raise UsageError("compare: a shared bus on one side and one device on the other: analyze the same "
+                         "CS line(s) on both sides (--cs CE0,CE1, or --cs NAME for one device)")
+    names = [n for n in shared[0].devices if all(n in x.devices for x in shared)]
+    notes = []
+    every = {n for x in shared for n in x.devices}
+    if set(names) != every:
+        notes.append(f"devices on one side only, not compared: {', '.join(sorted(every - set(names)))}")
+    if not names:
+        raise UsageError("compare: no CS line is on both sides")
+    devices = {n: compare([c.devices[n] for c in before], [c.devices[n] for c in after], settings) for n in names}
+    rng = np.random.default_rng(settings.seed)
+    res = max(c.result.tick_s for c in before + after)
+    found: list[tuple[str, str, dict]] = []
+    sampled = False                 # a device's columns missing (not expected: left out, said)
+    on_sample: set[str] = set()     # devices compared on a systematic sample (past 100 000 transfers)
+    for n in names:
+        for kind, code in SPLIT_KINDS.items():
+            series: dict = {"gap": ([], []), "others": ([], []), "own": ([], [])}
+            for side, caps in ((0, before), (1, after)):
+                for c in caps:
+                    dev = c.result.devices[n]
+                    cols = dev.bus.columns
+                    if cols is None:
+                        sampled = True
+                        continue
+                    a = dev.kept()
+                    if a.sample is not None:
+                        on_sample.add(n)
+                    m = (a.gap_kind == code) & (cols["other_busy"] >= 0) & ~np.isnan(a.gap_before)
+                    g = a.gap_before[m] * a.tick_s
+                    o = cols["other_busy"][m] * a.tick_s
+                    series["gap"][side].append(g)
+                    series["others"][side].append(o)
+                    series["own"][side].append(g - o)
+            b, a_ = series["others"]
+            if not any(len(x) for x in b) or not any(len(x) for x in a_):
+                continue
+            if not any((x > 0).any() for x in b + a_):
+                continue                 # no other device's transfer in any of these gaps
+            found.append((n, kind, series))
+    # the means add up (gap = others + own): each part's change of the mean, with its block
+    # bootstrap interval at a Bonferroni level over every part compared
+    adj = dataclasses.replace(settings, alpha=settings.alpha / max(1, 3 * len(found)))
+    splits: list[Split] = []
+    for n, kind, series in found:
+        ms = [time_metric(f"{n}:{kind}:{part}", f"{n} {kind} ({part})", series[part][0], series[part][1], res,
+                          adj, rng) for part in ("gap", "others", "own")]
+        for m in ms:
+            _mean_verdict(m, settings)
+        splits.append(Split(n, kind, *ms))
+    if sampled:
+        notes.append("the split by who held the bus needs each transfer's bus columns: a capture without them is "
+                     "left out of it")
+    if on_sample:
+        notes.append(f"who held the bus ({', '.join(sorted(on_sample))}): past 100 000 transfers per device, on the "
+                     "same systematic sample as the device's own figures (blocks of consecutive transfers; the gap "
+                     "before each block is left out)")
+    # the bus: handover gaps per pair
+    bus = []
+    pairs = sorted({(a, b) for x in shared for (a, b), h in x.bus.handover.items() if h.n})
+    for i, j in pairs:
+        def series_of(caps):
+            out = []
+            for c in caps:
+                r = c.result
+                h = r.bus.handover.get((i, j))
+                if h is None or not h.n:
+                    out.append(np.empty(0))
+                    continue
+                v, cnt = h.table()
+                out.append(np.repeat(v, cnt).astype(float) * r.tick_s)    # order lost: histogram
+            return out
+        ni, nj = shared[0].bus.names[i], shared[0].bus.names[j]
+        bus.append(time_metric(f"handover:{ni}->{nj}", f"handover {ni}→{nj}", series_of(before), series_of(after),
+                               res, settings, rng))
+    tests = [t for m in bus for t in m.tests if t.p is not None]
+    for t, p in zip(tests, _holm([float(t.p) for t in tests if t.p is not None])):
+        t.p_holm = p
+    for m in bus:
+        if m.verdict not in ("not comparable", "insufficient data"):
+            _decide(m, settings)
+    if bus:
+        notes.append("handover gaps: compared as histograms (their time order is not kept), so the block bootstrap "
+                     "sees them as independent; read their intervals as too narrow where handovers come in runs")
+    busy = {side: [x.bus.figures(x.tick_s)["busy_share"] for x in xs]
+            for side, xs in (("before", shared[:len(before)]), ("after", shared[len(before):]))}
+    return BusComparison(devices, splits, bus, busy, notes)
+
+
+def _mean_verdict(m, st: Settings) -> None:
+    """The mean's change: counts when its interval excludes 0 and it is at least the minimum
+    effect (as compare's level test, on the mean: the part of a sum)."""
+    if m.verdict in ("not comparable", "insufficient data") or not m.deltas:
+        return
+    d = m.deltas["mean"]
+    thr = max(st.min_effect_s, st.min_rel_effect * abs(m.before.get("mean") or 0.0), 2 * (m.resolution_s or 0.0))
+    t = Test("level", "mean", d["delta"], d["ci"], thr, None)
+    excl = t.ci is not None and (t.ci[0] > 0 or t.ci[1] < 0)
+    if excl and t.delta is not None and abs(t.delta) >= thr:
+        t.verdict = "regression" if t.delta > 0 else "improvement"
+    elif excl:
+        t.note = "the interval excludes 0 but the change is below the minimum effect"
+    m.tests = [t]
+    m.verdict = t.verdict

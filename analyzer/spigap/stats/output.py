@@ -1,12 +1,15 @@
-"""Rendering of a ``Comparison``: terminal text and the JSON document (``spigap compare``)."""
+"""Rendering of a comparison: terminal text and the JSON document (``spigap compare``).
+
+A comparison of one device's captures (``Comparison``) is rendered as it is; a shared
+bus's (``BusComparison``) starts with who held the bus and the bus's handovers, then
+each device's comparison as a section of its own."""
 
 from __future__ import annotations
 
 import math
 
 from spigap import __version__
-from spigap.core import stalls as stalls_mod
-from spigap.stats.compare import Comparison, MetricResult
+from spigap.stats.compare import BusComparison, Comparison, MetricResult
 from spigap.units import fmt_rate
 from spigap.units import fmt_time as _fmt_time
 
@@ -30,13 +33,14 @@ def _capture_row(c) -> dict:
             "sample": None if a.sample is None else {k: a.sample[k] for k in ("sampled", "block", "stride", "method")}}
 
 
-def to_dict(cmp: Comparison, *, stall_limit: int = 50) -> dict:
+def to_dict(cmp: "Comparison | BusComparison", *, stall_limit: int = 50) -> dict:
+    if isinstance(cmp, BusComparison):
+        return _bus_dict(cmp)
     st = cmp.settings
     res = max(c.analysis.tick_s for c in cmp.before + cmp.after)
 
     def stall_block(c):
-        s = c.stalls(st.stall_rule)
-        return {"path": c.path, **stalls_mod.to_dict(c.analysis, s, st.stall_rule, limit=stall_limit)}
+        return {"path": c.path, **c.stall_report(st.stall_rule).to_dict(c.analysis, limit=stall_limit)}
 
     def events_block(c):
         return {"path": c.path, **c.events.to_dict()} if c.events is not None else None
@@ -134,7 +138,9 @@ def _signed_rate(x, digits=4):
     return ("+" if x > 0 else "−") + fmt_rate(abs(x))
 
 
-def render_text(cmp: Comparison) -> str:
+def render_text(cmp: "Comparison | BusComparison") -> str:
+    if isinstance(cmp, BusComparison):
+        return _bus_text(cmp)
     st = cmp.settings
     L = []
     res = max(c.analysis.tick_s for c in cmp.before + cmp.after)
@@ -324,3 +330,46 @@ def _why(m: MetricResult) -> str:
 
 
 __all__ = ["to_dict", "render_text"]
+
+
+# ------------------------------------------------------------------ a shared bus
+def _bus_dict(sc: BusComparison) -> dict:
+    return {"devices": {n: to_dict(c) for n, c in sc.devices.items()},
+            "who_held_the_bus": [{"device": s.device, "kind": s.kind, "sentence": s.sentence(),
+                                  "gap": s.gap.to_dict(), "others": s.others.to_dict(), "own": s.own.to_dict()}
+                                 for s in sc.splits],
+            "bus": {"busy_share": sc.busy, "handover": [m.to_dict() for m in sc.bus]},
+            "verdict": ("regression" if sc.regressions else "improvement" if sc.improvements
+                        else "no significant change"),
+            "notes": sc.notes}
+
+
+def _bus_text(sc: BusComparison) -> str:
+    lines = ["shared bus: " + ", ".join(sc.devices) + " compared device by device (one Holm family each), then "
+             "what of each CS-inactive gap kind happened while other devices held the bus", ""]
+    if sc.splits:
+        lines.append("who held the bus (mean gap = the other devices' CS time in it + the rest; each Δ mean judged by "
+                     "its block-bootstrap interval, Bonferroni over these)")
+        lines.append(f"  {'device':8s} {'gap kind':15s} {'Δ mean gap':>12s} {'Δ others':>12s} {'Δ own':>12s}  verdicts "
+                     "(gap / others / own)")
+        for s in sc.splits:
+            g, o, w = s.mean_deltas()
+            lines.append(f"  {s.device:8s} {s.kind:15s} {_fmt_time(g):>12s} {_fmt_time(o):>12s} {_fmt_time(w):>12s}  "
+                         f"{s.gap.verdict} / {s.others.verdict} / {s.own.verdict}")
+        for s in sc.splits:
+            text = s.sentence()
+            if text and (s.gap.verdict in ("regression", "improvement")):
+                lines.append(f"  → {text}")
+        lines.append("")
+    b, a = sc.busy["before"], sc.busy["after"]
+    lines.append("bus busy share: before " + ", ".join(f"{100 * x:.1f} %" for x in b if x is not None)
+                 + "; after " + ", ".join(f"{100 * x:.1f} %" for x in a if x is not None))
+    for m in sc.bus:
+        d = m.deltas.get("p50") if m.deltas else None
+        lines.append(f"  {m.label}: p50 {_fmt_time(m.before.get('p50'))} → {_fmt_time(m.after.get('p50'))}"
+                     + (f" (Δ {_fmt_time(d['delta'])})" if d else "") + f": {m.verdict}")
+    for n in sc.notes:
+        lines.append(f"note: {n}")
+    for name, c in sc.devices.items():
+        lines += ["", f"=== {name} " + "=" * 60, render_text(c).rstrip("\n")]
+    return "\n".join(lines) + "\n"

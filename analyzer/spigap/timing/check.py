@@ -154,3 +154,22 @@ def results_to_dict(results: list) -> dict:
     verdict = overall_verdict(results)
     return {"spigap": __version__, "check_schema": CHECK_SCHEMA, "verdict": verdict,
             "results": [r.to_dict() for r in results]}
+
+
+def device_limits(spec):
+    """The datasheet limits (spigap.timing.profiles.Device) of ``spec``, or None for 'none'."""
+    from spigap.core.labels import parse_spec
+    from spigap.errors import UsageError
+    from spigap.timing.profiles import load_device
+
+    if spec is None or str(spec).strip().lower() == "none":
+        return None
+    d = parse_spec(spec)
+    if not d.is_file:
+        from spigap.timing.profiles import list_devices
+
+        shipped = sorted({x.name for x in list_devices()})
+        if d.name not in shipped:
+            raise UsageError(f"no datasheet limits shipped for {d.name!r} (spigap has them for "
+                             f"{', '.join(shipped)})", hint="give a device .toml file, or --device none")
+    return load_device(d.limits_spec)

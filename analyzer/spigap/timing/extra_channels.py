@@ -23,18 +23,33 @@ class EventTrack:
     fall: np.ndarray     # ticks of falling edges
 
 
-def events_for_check(path, events, **reader_opts) -> dict:
-    """``--event CHANNEL:EDGE`` texts -> lower-case channel name -> EventTrack; the
-    device checks use the channels named CONVST and BUSY (case-insensitive,
-    after --channel-map). Every channel named must exist."""
+def _named(events) -> dict[str, str]:
+    """``--event CHANNEL:EDGE`` texts (or parsed specs) -> lower-case channel name -> the
+    channel as named."""
     from spigap.core.events import parse_event
 
     channels = {}
-    for text in events or []:
-        spec = parse_event(text)
+    for e in events or []:
+        spec = parse_event(e) if isinstance(e, str) else e
         if not spec.is_spi:
             channels[spec.channel.strip().lower()] = spec.channel
-    return read_events(path, channels, **reader_opts)
+    return channels
+
+
+def events_for_check(path, events, **reader_opts) -> dict:
+    """``--event CHANNEL:EDGE`` texts -> lower-case channel name -> EventTrack; the
+    device checks use the channels named CONVST and BUSY (case-insensitive,
+    after --channel-map). Every channel named must exist. Reads the capture; the
+    commands take the edges of their analysis's own pass instead (``tracks``)."""
+    return read_events(path, _named(events), **reader_opts)
+
+
+def tracks(edges: dict, events) -> dict:
+    """As ``events_for_check``, from the extra channels' edges the analysis collected in
+    its pass over the capture (core/result.Result.edges)."""
+    return {role: EventTrack(role, edges[name].channel or name, edges[name].initial, edges[name].rise,
+                             edges[name].fall)
+            for role, name in _named(events).items() if name}
 
 
 def read_events(path, channels: dict, **reader_opts) -> dict:

@@ -15,6 +15,7 @@ import numpy as np
 
 from spigap.core import analysis as an
 from spigap.core import grouping as grouping_mod
+from spigap.core import stalls
 from spigap.core.analysis import Analysis
 from spigap.trace import columns as tm
 from spigap.trace.align import Alignment, bus_edges
@@ -63,6 +64,8 @@ def regroup_from_trace(trace: tm.Trace, al: Alignment, a: Analysis) -> str | Non
         g.method = "trace+auto"
     g.note = f"{g.note}; the trace covers {cov}"
     an.regroup(a, g)
+    # the stall search follows the new gap kinds (its thresholds are per kind)
+    a.stalls = stalls.report(a, a.stalls.rule if a.stalls is not None else stalls.StallRule())
     # the capture's own doubt about its grouping is settled: its warning goes
     a.warnings = [w for w in a.warnings if not w.startswith(AMBIGUOUS_WARNING)]
     if own.ambiguous:

@@ -3,7 +3,8 @@
 docs/gaps.md, "CS-inactive gaps", is the reference. One room per step: kinds.py
 (populations and their spread), pattern.py (repeating structure and where it
 changes), readings.py (which kinds end messages, and the evidence), infer.py
-(the entry), model.py (the result: Grouping, from_boundaries, extend).
+(the entry), model.py (the result: Grouping, from_boundaries). Carrying a grouping
+onto later batches of a long capture or a stream: core/measurer.Measurer.carry.
 """
 
 from spigap.core.grouping.infer import BASIS_CONFIDENCE, LEVELS, WINDOW, infer, level
@@ -16,9 +17,8 @@ from spigap.core.grouping.model import (
     CS_CHANGE,
     Grouping,
     Segment,
-    extend,
     from_boundaries,
 )
 
 __all__ = ["BASIS_CONFIDENCE", "LEVELS", "MIN_PERIODS", "level", "CLASS_A", "CLASS_B", "CONFIDENCE", "CONTEXT_SWITCH", "CS_CHANGE", "Grouping",
-           "Segment", "WINDOW", "extend", "from_boundaries", "infer"]
+           "Segment", "WINDOW", "from_boundaries", "infer"]

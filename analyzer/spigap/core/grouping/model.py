@@ -123,24 +123,6 @@ def periodic(kinds: np.ndarray, period: int) -> Continuation:
     return Continuation(period=period, codes=codes)
 
 
-def extend(g: Grouping, n_gaps: int, first: int, gaps_ticks: np.ndarray | None = None, **infer_kw) -> Grouping:
-    """The grouping of gaps ``first`` .. ``first + n_gaps - 1`` of the capture
-    whose first gaps gave ``g`` (spigap monitor measures a stream batch by
-    batch with the structure of its start). A repeating structure (its last
-    stretch's pattern, periodic in the gap index), a split by length, or one
-    population carries over; anything else is inferred anew on the batch's own
-    gaps (``gaps_ticks``, with ``infer``'s keywords)."""
-    from spigap.core.grouping.infer import infer
-
-    ticks = gaps_ticks if gaps_ticks is not None else np.zeros(n_gaps)
-    kinds = g.kinds_for(np.asarray(ticks, float)[:n_gaps], first)
-    if kinds is None:
-        if gaps_ticks is not None:
-            return infer(gaps_ticks, **infer_kw)
-        kinds = all_of(n_gaps, CONTEXT_SWITCH)
-    return dataclasses.replace(g, kinds=np.asarray(kinds, np.int8))
-
-
 def from_boundaries(n_gaps: int, boundaries) -> Grouping:
     """Ground truth from outside the bus (e.g. the spi_message_submit/done
     events of a kernel trace): ``boundaries`` holds the indices of the

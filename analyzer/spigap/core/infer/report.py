@@ -60,6 +60,7 @@ class Settled:
     warnings: list[str]
     evidence: Evidence | None = None    # the prefix the signals were read from (None: names sufficed)
     devices: list = dataclasses.field(default_factory=list)    # a shared bus: infer/shared.Device per CS line
+    survey: Evidence | None = None      # the prefix of every channel (the first 32), read in the same pass (detect)
 
     def sources_dict(self) -> dict:
         return {k: v.as_dict() for k, v in self.sources.items()}

@@ -37,11 +37,19 @@ SETTING_OPTION = {"mode": "--mode", "cs_polarity": "--cs-polarity", "wordsize": 
                   "bitorder": "--bitorder"}
 
 
-def settle(reader, cfg: SpiConfig) -> Settled:
+def settle(reader, cfg: SpiConfig, *, tap=None, survey: bool = False) -> Settled:
     """Resolve ``cfg`` against the capture: the user's settings, then names, then
-    the signals. Returns the stream to frame (it starts with the prefix read here)."""
+    the signals. Returns the stream to frame (it starts with the prefix read here).
+
+    ``tap`` (core/events.EdgeCollector): extra channels (--event, --sync-channel) that ride
+    in the same stream; each block goes to it before its SPI lines go on. ``survey``: the
+    prefix of every channel (the first 32) is read in the same pass too
+    (``Settled.survey``: spigap detect's buses). The inference sees exactly what it sees
+    without them (its own channels' entries)."""
     info = reader.info
     channels = list(info.channels)
+    tapped = tap.resolve(reader) if tap is not None else {}
+    also = list(dict.fromkeys(tapped.values()))
     named = cfg.resolve(channels, path=info.path, defaults=info.spi_channels, partial=True)
     warnings: list[str] = []
     prefix_of: dict[str, str] = {}
@@ -72,7 +80,19 @@ def settle(reader, cfg: SpiConfig) -> Settled:
     if not need_roles and not cfg.infer and not extra:
         out = _finish_roles(named, sources, info)
         names = out.stream_names()
-        return Settled(out, names, reader.edges(names), sources, [], warnings)
+        survey = survey and _fits(names + also, channels)
+        if not also and not survey:
+            return Settled(out, names, reader.edges(names), sources, [], warnings)
+        stream = _with(names, also + (channels[:MAX_CHANNELS] if survey else []), info)
+        it = reader.edges(stream)
+        prefix: list[EdgeBlock] = []
+        pending: BaseException | None = None
+        seen = None
+        if survey:
+            prefix, pending, (seen,) = read_prefix(it, stream, live=info.path == STDIN_PATH,
+                                                   views=[channels[:MAX_CHANNELS]])
+        blocks = _stream(prefix, it, pending, stream, names, tap, tapped)
+        return Settled(out, names, blocks, sources, [], warnings, survey=seen)
 
     if len(extra) > MAX_CHANNELS - 4:
         # more lines named like CS lines than one stream holds with SCLK, MOSI, MISO and CS:
@@ -91,12 +111,33 @@ def settle(reader, cfg: SpiConfig) -> Settled:
         request += [c for c in candidates if c not in request][:MAX_CHANNELS - len(request)]
         warnings.append(f"the capture has {len(channels)} channels; roles were looked for among the "
                         f"first {MAX_CHANNELS} (name the others with --clk/--mosi/--miso/--cs)")
-    it = reader.edges(request)
-    prefix, pending, ev = read_prefix(it, request, live=info.path == STDIN_PATH)
+    survey = survey and _fits(request + also, channels)
+    stream = _with(request, also + (channels[:MAX_CHANNELS] if survey else []), info)
+    it = reader.edges(stream)
+    prefix, pending, views = read_prefix(it, stream, live=info.path == STDIN_PATH,
+                                         views=[request] + ([channels[:MAX_CHANNELS]] if survey else []))
+    ev = views[0]
     out, buses, devices = _infer(named, cfg, sources, ev, need_roles, warnings, info, extra)
     names = out.stream_names()
-    blocks = _stream(prefix, it, pending, request, names)
-    return Settled(out, names, blocks, sources, buses, warnings, ev, devices)
+    blocks = _stream(prefix, it, pending, stream, names, tap, tapped)
+    return Settled(out, names, blocks, sources, buses, warnings, ev, devices, survey=views[1] if survey else None)
+
+
+def _fits(stream: list[str], channels: list[str]) -> bool:
+    """Whether the survey of every channel (the first 32) fits in one stream beside these
+    (else detect reads it in a pass of its own)."""
+    return len(set(stream) | set(channels[:MAX_CHANNELS])) <= MAX_CHANNELS
+
+
+def _with(request: list[str], also: list[str], info) -> list[str]:
+    """The stream's channels: ``request`` (what the inference reads), then the others the
+    one pass carries (extra channels, detect's survey), at most 32 in all."""
+    stream = request + [c for c in dict.fromkeys(also) if c not in request]
+    if len(stream) > MAX_CHANNELS:
+        raise UsageError(f"one pass over the capture reads at most {MAX_CHANNELS} channels; these options and "
+                         f"the roles to infer need {len(stream)}", path=info.path,
+                         hint="name the SPI lines with --clk/--mosi/--miso/--cs")
+    return stream
 
 
 def _candidates(channels: list[str], named: SpiConfig, info) -> list[str]:
@@ -119,24 +160,34 @@ def no_bus(info, ev: Evidence) -> NoSpiBus:
                     hint="if it is SPI, name the lines with --clk/--mosi/--miso/--cs")
 
 
-def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False):
+def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False, views: list[list[str]] | None = None):
     """(blocks, a CaptureTruncated to raise after them or None, Evidence) of the
     first PREFIX_ENTRIES entries of an edge stream (the blocks that hold them; the evidence
     is of those entries only). ``live`` (a
     pipe): also stop after LIVE_PREFIX_S of waiting, so a slow live stream is
-    not held back (spigap monitor prints its first interval soon)."""
+    not held back (spigap monitor prints its first interval soon).
+
+    ``views``: lists of some of the stream's channels: then the third item is an Evidence
+    of each, of the first PREFIX_ENTRIES entries that stream alone would have (the
+    entries where one of its channels changes), all read in this one pass."""
     prefix: list[EdgeBlock] = []
     n = 0
     pending: BaseException | None = None
     t0 = time.monotonic()
+    cut = [_View(names, v) for v in views] if views is not None else []
     try:
         for b in it:
             prefix.append(b)
             n += len(b)
-            if n >= PREFIX_ENTRIES or (live and time.monotonic() - t0 >= LIVE_PREFIX_S):
+            for c in cut:
+                c.add(b)
+            if (min((c.n for c in cut), default=n) >= PREFIX_ENTRIES
+                    or (live and time.monotonic() - t0 >= LIVE_PREFIX_S)):
                 break
     except CaptureTruncated as e:
         pending = e
+    if views is not None:
+        return prefix, pending, [c.evidence() for c in cut]
     if prefix:
         # the evidence is the first PREFIX_ENTRIES entries exactly (the blocks go on whole
         # to the framer): a dense capture's first block alone may hold four times as many
@@ -147,6 +198,48 @@ def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False):
     return prefix, pending, Evidence(t, s, names)
 
 
+class _View:
+    """A stream's entries as a stream of some of its channels alone would have them (the
+    states re-packed in ``names``' order, entries where none of them changes dropped)."""
+
+    def __init__(self, stream: list[str], names: list[str]):
+        self.names = names
+        self.src = None if names == stream else [stream.index(c) for c in names]
+        self.last: int | None = None
+        self.t: list[np.ndarray] = []
+        self.s: list[np.ndarray] = []
+        self.n = 0
+
+    def cut(self, b: EdgeBlock) -> EdgeBlock:
+        if self.src is None:
+            return b
+        ns = np.zeros(len(b), np.uint32)
+        for j, k in enumerate(self.src):
+            ns |= ((b.states >> np.uint32(k)) & np.uint32(1)) << np.uint32(j)
+        keep = np.empty(len(ns), bool)
+        keep[1:] = ns[1:] != ns[:-1]
+        keep[0] = self.last is None or ns[0] != self.last
+        if len(ns):
+            self.last = int(ns[-1])
+        return EdgeBlock(b.ticks[keep], ns[keep])
+
+    def add(self, b: EdgeBlock) -> None:
+        if self.n >= PREFIX_ENTRIES:
+            return
+        v = self.cut(b)
+        self.t.append(v.ticks)
+        self.s.append(v.states)
+        self.n += len(v)
+
+    def evidence(self) -> Evidence:
+        if self.t:
+            t = np.concatenate(self.t)[:PREFIX_ENTRIES]
+            s = np.concatenate(self.s)[:PREFIX_ENTRIES]
+        else:
+            t, s = np.zeros(1, np.int64), np.zeros(1, np.uint32)
+        return Evidence(t, s, self.names)
+
+
 def all_buses(reader) -> list[Bus]:
     """Every SPI bus in a bounded prefix of the capture (``spigap detect``)."""
     names = list(reader.info.channels)[:MAX_CHANNELS]
@@ -155,12 +248,15 @@ def all_buses(reader) -> list[Bus]:
 
 
 def buses_seen(settled: Settled, channels: list[str]) -> list[Bus] | None:
-    """``all_buses`` from the prefix ``settle`` has read, when it holds the same channels
-    (None: names sufficed, or it read fewer channels; ``all_buses`` then reads its own)."""
+    """``all_buses`` from the prefix ``settle`` has read: its own when it holds the same
+    channels, else the survey it read in the same pass (``settle(survey=True)``); None
+    without either (``all_buses`` then reads its own)."""
     ev = settled.evidence
-    if ev is None or list(ev.names) != list(channels)[:MAX_CHANNELS]:
-        return None
-    return find_buses(ev, exclude=set())
+    if ev is not None and list(ev.names) == list(channels)[:MAX_CHANNELS]:
+        return find_buses(ev, exclude=set())
+    if settled.survey is not None:
+        return find_buses(settled.survey, exclude=set())
+    return None
 
 
 def _by_bus_prefix(named: SpiConfig, cfg: SpiConfig, channels: list[str], warnings: list[str],
@@ -209,25 +305,23 @@ def _check_roles(cfg: SpiConfig, info) -> None:
 
 
 def _stream(prefix: list[EdgeBlock], rest: Iterator[EdgeBlock], pending: BaseException | None,
-            request: list[str], names: list[str]) -> Iterator[EdgeBlock]:
+            request: list[str], names: list[str], tap=None, tapped: dict | None = None) -> Iterator[EdgeBlock]:
     """The prefix then the rest of the stream, with the states of ``request``'s
-    channels re-packed as ``names`` (entries where none of them changes dropped)."""
+    channels re-packed as ``names`` (entries where none of them changes dropped); each
+    block whole to ``tap`` first (the extra channels' edges)."""
     blocks = itertools.chain(prefix, _then_raise(rest, pending))
-    if request == names:
+    if tap is not None:
+        tap.bind(request, tapped)
+    if request == names and tap is None:
         yield from blocks
         return
-    src = [request.index(n) for n in names]
-    last = None
+    view = _View(request, names)
     for b in blocks:
-        ns = np.zeros(len(b), np.uint32)
-        for j, k in enumerate(src):
-            ns |= ((b.states >> np.uint32(k)) & np.uint32(1)) << np.uint32(j)
-        keep = np.empty(len(ns), bool)
-        keep[1:] = ns[1:] != ns[:-1]
-        keep[0] = last is None or ns[0] != last
-        last = ns[-1]
-        if keep.any():
-            yield EdgeBlock(b.ticks[keep], ns[keep])
+        if tap is not None:
+            tap.add(b)
+        v = view.cut(b)
+        if len(v):
+            yield v
 
 
 def _then_raise(rest: Iterator[EdgeBlock], pending: BaseException | None) -> Iterator[EdgeBlock]:

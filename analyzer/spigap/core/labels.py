@@ -43,7 +43,7 @@ class DeviceSpec:
 
     @property
     def limits_spec(self) -> str:
-        """The spec ``spigap.timing.profiles.load_device`` takes."""
+        """The spec ``spigap.timing.profiles.load_device`` takes (timing/check.device_limits)."""
         return f"{self.name}@{self.variant}" if self.variant else self.name
 
 
@@ -99,23 +99,6 @@ def message_lengths(spec: str) -> tuple | None:
         return None
     d = parse_spec(spec)
     return None if d.is_file else MESSAGE_LENGTHS.get(d.name)
-
-
-def limits(spec):
-    """The datasheet limits (spigap.timing.profiles.Device) of ``spec``, or None for 'none'."""
-    from spigap.timing.profiles import load_device
-
-    if spec is None or str(spec).strip().lower() == "none":
-        return None
-    d = parse_spec(spec)
-    if not d.is_file:
-        from spigap.timing.profiles import list_devices
-
-        shipped = sorted({x.name for x in list_devices()})
-        if d.name not in shipped:
-            raise UsageError(f"no datasheet limits shipped for {d.name!r} (spigap has them for "
-                             f"{', '.join(shipped)})", hint="give a device .toml file, or --device none")
-    return load_device(d.limits_spec)
 
 
 def label_transfers(analysis, spec: str) -> list[str]:
