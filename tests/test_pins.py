@@ -56,7 +56,7 @@ def measure(paths, mode=None, **opts):
     opts.setdefault("device_levels", LV)
     cfg = None if mode is None else SpiConfig(cpol=mode >> 1, cpha=mode & 1, infer=INFERABLE - {"mode"})
     a = analyze_file(paths, cfg, channel_map=CMAP, pins=PinOptions(record=True, **opts))
-    return a, a.pins
+    return a, a.device.pins
 
 
 def match(recorded: np.ndarray, truth_at: np.ndarray, tick_s: float, window: float):
@@ -199,7 +199,7 @@ def test_other_analog_formats(tmp_path, fmt):
     else:
         path = write_capture(tmp_path / "cap.sr", fmt, srcs, RATE, n)
     a = analyze_file(path, pins=PinOptions(device_levels=LV, record=True))
-    res = a.pins
+    res = a.device.pins
     tr = b.truth("miso", LV.vil, LV.vih)
     assert_edges(res, "miso_setup", tr["setup"], tr["at"])
     assert_edges(res, "miso_tdo", tr["tco"], tr["tco_at"])
@@ -214,7 +214,7 @@ def test_logic_capture_within_one_sample(tmp_path, mode):
                   cpol=mode >> 1, cpha=mode & 1, seed=5, mosi_delay=0.0, miso_delay=0.0, miso_enable=0.0)
     tl = write(sc, tmp_path / "d.sr").timeline
     a = analyze_file(tmp_path / "d.sr", pins=PinOptions(record=True))
-    res = a.pins
+    res = a.device.pins
     assert res.digital and "1 sample" in res.label()
     r = res.tick_s
     T = 1 / sc.sclk
@@ -243,7 +243,7 @@ def test_a_data_line_that_never_changes(tmp_path):
     sc = Scenario(sclk=2e6, samplerate=20e6, messages=10, words_per_transfer=2, idle_clocks=0, seed=5,
                   miso="zero")
     write(sc, tmp_path / "z.sr")
-    res = analyze_file(tmp_path / "z.sr", pins=PinOptions()).pins
+    res = analyze_file(tmp_path / "z.sr", pins=PinOptions()).device.pins
     assert res.figures["miso_setup"].n > 0 and res.figures["miso_tdo"].n == 0
     assert res.figures["mosi_setup"].n > 0
 
@@ -265,6 +265,6 @@ def test_what_is_kept_does_not_grow_with_the_capture(tmp_path, monkeypatch):
 
     monkeypatch.setattr(measure.PinMeasurer, "advance", advance)
     a = analyze_file(tmp_path / "long.sr", pins=PinOptions())
-    res = a.pins
+    res = a.device.pins
     assert res.sampling_edges == 4000 * 3 * 8
     assert len(seen) > 20 and max(seen[:-1]) < 20_000, max(seen)
