@@ -22,8 +22,6 @@ import html
 import importlib.resources
 import re
 
-from markdown_it import MarkdownIt
-
 # a document named in a text: "docs/gaps.md", not the tail of a path ("/home/u/docs/x.md"), with
 # the number of the section cited when there is one ("docs/linux-spi-timing.md §2.3")
 DOC_RE = re.compile(r"(?<![\w/.-])docs/([a-z0-9][a-z0-9-]*)\.md(?:,? ?§(\d+(?:\.\d+)*))?")
@@ -55,7 +53,10 @@ def anchor(doc: str, heading: str | None = None) -> str:
     return base if heading is None else f"{base}--{_slug(heading)}"
 
 
-def _md() -> MarkdownIt:
+def _md():
+    """The Markdown parser and renderer (imported when a report is written, not with the package)."""
+    from markdown_it import MarkdownIt
+
     return MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
