@@ -175,3 +175,18 @@ def test_cited_docs_ship_and_are_embedded(compare_report):
     ids = set(re.findall(r' id="([^"]+)"', html))
     assert "doc-gaps--per-transfer" in links and links <= ids
     assert "<td><code>inter_byte</code></td>" in html          # the definitions table, rendered
+
+
+def test_every_citation_of_the_report_resolves():
+    """Each section the report's code cites (``cited.link(doc, heading)``) is in the installed
+    docs, so a renamed heading fails here, not in a user's report."""
+    import importlib.resources
+
+    from spigap.report import cited
+
+    src = "".join(f.read_text(encoding="utf-8") for f in importlib.resources.files("spigap").joinpath("report")
+                  .iterdir() if f.name.endswith(".py"))
+    calls = re.findall(r"cited\.link\(['\"]([\w.-]+)['\"], ['\"]([^'\"]+)['\"]\)", src)
+    assert len(calls) >= 5, calls
+    for doc, heading in calls:
+        assert cited.section(doc, heading).strip(), (doc, heading)
