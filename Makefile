@@ -57,16 +57,18 @@ compiler:
 	  fi; }
 
 ## the other tools the tests run (Debian bookworm packages): sigrok-cli and PulseView (our oracles),
-## trace-cmd (spigap trace reads trace.dat through it); xvfb, xdotool, imagemagick (PulseView screenshot test)
+## trace-cmd (spigap trace reads trace.dat through it); xvfb, xdotool, imagemagick (PulseView screenshot test);
+## chromium (opens spigap report's HTML headless: tests/test_report_browser.py)
 sigrok-cli:
 	@if ! command -v sigrok-cli >/dev/null 2>&1 || ! command -v pulseview >/dev/null 2>&1 || \
 	    ! command -v trace-cmd >/dev/null 2>&1 || ! command -v xvfb-run >/dev/null 2>&1 || \
-	    ! command -v xdotool >/dev/null 2>&1 || ! command -v import >/dev/null 2>&1; then \
+	    ! command -v xdotool >/dev/null 2>&1 || ! command -v import >/dev/null 2>&1 || \
+	    ! command -v chromium >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "setup: installing sigrok-cli, pulseview, trace-cmd, xvfb, xdotool and imagemagick with apt-get"; \
-	    $(APT_GET) update -qq && $(APT_GET) install -y -qq sigrok-cli pulseview trace-cmd xvfb xdotool imagemagick >/dev/null; \
+	    echo "setup: installing sigrok-cli, pulseview, trace-cmd, xvfb, xdotool, imagemagick and chromium with apt-get"; \
+	    $(APT_GET) update -qq && $(APT_GET) install -y -qq sigrok-cli pulseview trace-cmd xvfb xdotool imagemagick chromium >/dev/null; \
 	  else \
-	    echo "sigrok-cli/pulseview/trace-cmd/xvfb missing: run 'sudo apt-get install sigrok-cli pulseview trace-cmd xvfb xdotool imagemagick' (the tests run them)"; exit 1; \
+	    echo "sigrok-cli/pulseview/trace-cmd/xvfb/chromium missing: run 'sudo apt-get install sigrok-cli pulseview trace-cmd xvfb xdotool imagemagick chromium' (the tests run them)"; exit 1; \
 	  fi; \
 	fi
 
