@@ -320,9 +320,12 @@ class ScopeCsvReader(CaptureReader):
             if "trigger" in name.lower() and j != tcol:
                 skip.add(j)
         if tcol is None and ncols >= 2 and names_row is None:
-            col = np.array([[float(x.replace(",", ".")) if x and "∞" not in x else np.nan
-                             for x in _fields(ln, sep)[:ncols]] for ln in data[:64] if ln.strip()])
-            if len(col) >= 2 and np.all(np.diff(col[:, 0]) >= 0) and col[-1, 0] > col[0, 0]:
+            try:
+                col = np.array([[float(x.replace(",", ".")) if x and "∞" not in x else np.nan
+                                 for x in _fields(ln, sep)[:ncols]] for ln in data[:64] if ln.strip()])
+            except ValueError:      # a cell that is no number: no time column to find here
+                col = np.empty((0, 0))
+            if col.ndim == 2 and len(col) >= 2 and np.all(np.diff(col[:, 0]) >= 0) and col[-1, 0] > col[0, 0]:
                 tcol = 0
         lay.time_col = tcol
         if tcol is not None:
