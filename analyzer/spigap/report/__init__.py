@@ -28,6 +28,7 @@ import re
 import numpy as np
 
 from spigap import __version__
+from spigap import confidence
 from spigap.core import stalls as stalls_mod
 from spigap.core.analysis import describe
 from spigap.units import fmt_freq, fmt_rate
@@ -174,7 +175,8 @@ class Report:
             ["messages", ("ambiguous" if g.ambiguous else
                           f"{a.n_messages()} × {g.transfers_per_message} transfer(s)" if g.transfers_per_message
                           else f"{a.n_messages()} of {'+'.join(map(str, g.lengths))} transfers")
-             + f" [{g.method}, confidence {g.confidence:.2f}] {g.note}"],
+             + f" [{g.method}, {confidence.stated(g.confidence, confidence.of_grouping(g))}] "
+               f"{confidence.grouping_note(g)}"],
             ["transfer rate", fmt_rate(rate)],
             ["idle clocks between words (p50)", f"{float(np.median(ic)):.2f}" if len(ic) else "–"],
             ["stalls", f"{len(st)} ({fmt_time(sum(s.excess_s for s in st))} above their medians)"],

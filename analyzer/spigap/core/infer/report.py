@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from spigap import confidence as confidence_words
 from spigap.core.config import SpiConfig
 from spigap.errors import UsageError
 from spigap.io.base import EdgeBlock
@@ -29,7 +30,8 @@ class Source:
     note: str = ""
 
     def as_dict(self) -> dict:
-        return {"from": self.how, "confidence": round(float(self.confidence), 3), "note": self.note}
+        return {"from": self.how, "confidence": round(float(self.confidence), 3),
+                "confidence_words": confidence_words.of_source(self.how, self.confidence), "note": self.note}
 
 
 @dataclasses.dataclass
