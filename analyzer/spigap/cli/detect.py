@@ -6,7 +6,6 @@ import dataclasses
 import json
 import shlex
 
-from spigap.findings import by_cause
 from spigap.cli.common import (
     CAPTURE_HELP,
     add_capture_options,
@@ -134,7 +133,7 @@ def render_text(d: dict) -> str:
                      f"{dev['wordsize']}-bit words: "
                      + "; ".join(f"{k} {v['from']} {v['confidence']:.2f} ({v.get('confidence_words', '')})"
                                  for k, v in dev["sources"].items()))
-    for w in by_cause(d["warnings"]):
+    for w in d["warnings"]:             # cause first (core/infer: the Settled's warnings)
         lines.append(f"CHECK     {w}")
     lines.append("")
     lines.append(d["commands"]["spigap"])
