@@ -187,7 +187,8 @@ def test_check_frames_each_device_with_its_profile(mixed_bus, tmp_path, capsys):
     s = ce1()
     assert s["words_per_transfer"] == 2 and s["transfers"] == tr["devices"]["CE1"]["transfers"]
     assert (s["spi"]["mode"], s["spi"]["wordsize"], s["spi"]["cs_polarity"]) == (1, 12, "high")
-    assert s["spi"]["sources"]["mode"] == {"from": "given", "confidence": 1.0, "note": "profile ce1-mode1-12bit"}
+    assert s["spi"]["sources"]["mode"] == {"from": "given", "confidence": 1.0, "confidence_words": "given",
+                                           "note": "profile ce1-mode1-12bit"}
     assert s["spi"]["sources"]["wordsize"]["note"] == "profile ce1-mode1-12bit"
     assert s["spi"]["sources"]["cs_polarity"]["from"] == "inferred"
     # an option on the command line wins over the profile

@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from spigap.findings import Cause, Finding
 from spigap.errors import CaptureTruncated, InputError, UsageError
 from spigap.io import inflate
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock
@@ -86,7 +87,7 @@ class DslReader(ZipMembers, CaptureReader):
         if samplerate is not None:
             rate = float(samplerate)
             if stored and abs(stored - rate) > 1e-9 * rate:
-                warnings.append(f"samplerate {rate:g} Hz from --samplerate overrides the header's {rate_text!r}")
+                warnings.append(Finding(f"samplerate {rate:g} Hz from --samplerate overrides the header's {rate_text!r}", Cause.NOTE))
         elif not stored:
             raise InputError("the .dsl header has no samplerate", path=self.path,
                              hint="pass the rate with --samplerate, e.g. --samplerate 100MHz")
@@ -135,7 +136,7 @@ class DslReader(ZipMembers, CaptureReader):
             self._saved = {k: opts[k] for k in ("cpol", "cpha", "cs_polarity", "wordsize", "bitorder")
                            if k in opts and isinstance(opts[k], (int, str)) and not isinstance(opts[k], bool)}
             self._saved["from"] = "the .dsl's DSView SPI decoder"
-            warnings.append(f"default channel map from the file's DSView SPI decoder settings: {shown}")
+            warnings.append(Finding(f"default channel map from the file's DSView SPI decoder settings: {shown}", Cause.NOTE))
             return roles
         return {}
 

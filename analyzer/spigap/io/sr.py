@@ -27,6 +27,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from spigap.limits import PLAUSIBLE_MIN_HZ
+from spigap.findings import Cause, Finding
 from spigap.errors import CaptureTruncated, InputError, SpigapError, UsageError
 from spigap.io import inflate
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock
@@ -152,8 +154,8 @@ class SrReader(ZipMembers, CaptureReader):
         if samplerate is not None:
             rate = float(samplerate)
             if stored and abs(stored - rate) > 1e-9 * rate:
-                warnings.append(f"samplerate {rate:g} Hz from --samplerate overrides the metadata's "
-                                f"{rate_text!r}")
+                warnings.append(Finding(f"samplerate {rate:g} Hz from --samplerate overrides the metadata's "
+                                f"{rate_text!r}", Cause.NOTE))
         elif not stored:
             raise InputError("metadata has no samplerate", path=self.path,
                              hint="pass the logic analyzer's rate with --samplerate, e.g. --samplerate 24MHz")
@@ -174,11 +176,11 @@ class SrReader(ZipMembers, CaptureReader):
             if m.usize % self.unitsize:
                 warnings.append(f"{m.name} holds {m.usize} bytes, not a multiple of unitsize "
                                 f"{self.unitsize}; the last partial sample is ignored")
-        if samplerate is None and n_samples and rate < 1e3:
+        if samplerate is None and n_samples and rate < PLAUSIBLE_MIN_HZ:
             days = n_samples / rate / 86400
-            warnings.append(f"metadata samplerate {rate_text!r} is implausible for an SPI capture "
-                            f"({n_samples} samples would last {days:.3g} days); pass the real rate "
-                            f"with --samplerate (e.g. --samplerate 5MHz)")
+            warnings.append(Finding(f"metadata samplerate {rate_text!r} is implausible for an SPI capture "
+                                    f"({n_samples} samples would last {days:.3g} days); pass the real rate "
+                                    f"with --samplerate (e.g. --samplerate 5MHz)", Cause.TIMEBASE))
         if self._analog_of and self._recovered:
             n_samples = None
         roles, saved = self._recipe(names)

@@ -7,6 +7,7 @@ capture's lines, then the transfers of every device by start time."""
 
 from __future__ import annotations
 
+from spigap.confidence import stated
 from spigap.core.analysis import DeviceFigures
 from spigap.core.result import Result
 from spigap.output.jsonout import all_rows, document, to_dict, transfer_rows
@@ -92,7 +93,8 @@ def render_device(a: DeviceFigures, *, transfers: bool = False, limit: int = TEX
             head = f"{s['messages']} × {s['transfers_per_message']} transfer(s)"
         else:
             head = f"{s['messages']} of {'+'.join(map(str, g['message_lengths']))} transfers"
-        lines.append(f"messages    {head} [{g['method']}, confidence {g['confidence']:.2f}] {g['note']}")
+        lines.append(f"messages    {head} [{g['method']}, {stated(g['confidence'], g['confidence_words'])}] "
+                     f"{g['note']}")
     lines.append(f"rate        {fmt_rate(s['transfer_rate_hz'])} (transfers)"
                  + (f"; idle clocks between words p50 {fmt_clocks(s['idle_clocks_p50'], s['samples_per_sclk_period'])}"
                     if s["idle_clocks_p50"] is not None else ""))

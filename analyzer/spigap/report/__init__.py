@@ -28,6 +28,7 @@ import re
 import numpy as np
 
 from spigap import __version__
+from spigap import confidence
 from spigap.core import stalls as stalls_mod
 from spigap.core.analysis import describe
 from spigap.output.jsonout import idle_clocks
@@ -184,7 +185,8 @@ class Report:
             ["messages", ("ambiguous" if g.ambiguous else
                           f"{a.n_messages()} × {g.transfers_per_message} transfer(s)" if g.transfers_per_message
                           else f"{a.n_messages()} of {'+'.join(map(str, g.lengths))} transfers")
-             + f" [{g.method}, confidence {g.confidence:.2f}] {g.note}"],
+             + f" [{g.method}, {confidence.stated(g.confidence, confidence.of_grouping(g))}] "
+               f"{confidence.grouping_note(g)}"],
             ["transfer rate", fmt_rate(rate)],
             # the figure and its format of the text output and JSON (units.fmt_clocks): on the grid
             # one sample draws, never below 0
