@@ -208,10 +208,13 @@ def _cache_key(args: list[str], decoders_dir: pathlib.Path | None) -> str | None
     return h.hexdigest()
 
 
+# the cache lives in the checkout's build/ folder (ignored by git, removed by `make clean`),
+# never in the user's home: SPIGAP_TEST_CACHE names another folder, or "off"
+TEST_CACHE = ROOT / "build" / "test-cache"
+
+
 def _cache_dir() -> pathlib.Path:
-    base = os.environ.get("SPIGAP_TEST_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "spigap-tests")
-    return pathlib.Path(base) / "sigrok-cli"
+    return pathlib.Path(os.environ.get("SPIGAP_TEST_CACHE") or TEST_CACHE) / "sigrok-cli"
 
 
 def run_sigrok(args: list[str], *, decoders_dir: pathlib.Path | None = DECODERS, timeout: int = 600) -> str:
