@@ -79,6 +79,18 @@ REAL_CAPTURES = {
 REAL_SPI_STACKS = [(f, f"spi:{opts}") for f, _, opts, _ in REAL_CAPTURES.values()]
 
 
+# the real captures sigrok-cli takes 10-30 s of CPU to decode (winbond: 148 565 transfers; enc28j60:
+# 1 G samples); the others take under 2 s each
+SIGROK_SLOW_REAL = {REAL_CAPTURES["winbond"][0], REAL_CAPTURES["enc28j60"][0]}
+
+
+def slow_if_big(stacks):
+    """``stacks`` as pytest parameters, those on SIGROK_SLOW_REAL marked ``slow``: a decoder
+    stacked on every real capture runs on the other ten in make test, on these two in make
+    test-all and CI (their sigrok-cli runs are cached, see run_sigrok)."""
+    return [pytest.param(*st, marks=pytest.mark.slow) if st[0] in SIGROK_SLOW_REAL else st for st in stacks]
+
+
 @pytest.fixture(scope="session")
 def sigrok_cli() -> str:
     exe = shutil.which("sigrok-cli")
