@@ -265,6 +265,8 @@ def test_batch_has_a_row_per_device(pair, capsys):
     assert "2 captures: 2 ok" in capsys.readouterr().out
 
 
+# the report of one shared-bus capture (18 figures, ~20 s of CPU) and the before/after one (53
+# figures, ~30 s): two tests, so that neither runs over 30 s and xdist runs them side by side
 def test_report_has_the_bus_and_each_device(pair, tmp_path):
     b, a, _, _ = pair
     out = tmp_path / "r.html"
@@ -272,5 +274,9 @@ def test_report_has_the_bus_and_each_device(pair, tmp_path):
     html = out.read_text()
     assert "The bus" in html and "bus timeline" in html and f"{b} [CE0]" in html and f"{b} [CE1]" in html
     assert (tmp_path / "png" / "01-before-bus-timeline.png").stat().st_size > 10_000
+
+
+def test_compare_report_says_who_held_the_bus(pair, tmp_path):
+    b, a, _, _ = pair
     assert main(["report", "--before", str(b), "--after", str(a), "-o", str(tmp_path / "c.html")]) == 0
     assert "who held the bus" in (tmp_path / "c.html").read_text()
