@@ -20,25 +20,31 @@ The convention (README.md, "Development", says it in short):
   ``make``, ...) is refused, so a command block cannot go untested by forgetting ``sh``
   (a usage synopsis is a ``text`` fence).
 * HTML comments right above a fence (invisible on GitHub) say how to run it:
-  ``<!-- docs-test: files NAME=PATH ... -->`` puts the repository's PATH (a file or a
-  folder) into the doc's folder as NAME, for examples that name the reader's own
-  file (``capture.sr``); PATH ``synth:FORMAT[:CLK,MOSI,MISO,CS]`` is a small capture
-  spigap's synthesizer writes in that format (``spigap.synth.writers.FORMATS``, with
-  those channel names) for a format no shipped file has; ``<!-- docs-test: not run: REASON -->`` skips the block and
-  ``<!-- docs-test: not run "TEXT": REASON -->`` the commands that contain TEXT (needs
-  hardware, a GUI, a cluster, ...). Every mark needs a reason and must match a command.
 
-A doc's blocks run top to bottom, as a reader follows them, in a fresh folder outside
-the checkout holding links to the repository's ``captures/``, ``tests/`` and the
-decoders the package under test carries (as ``decoders``), with ``spigap`` the
-installed one (the interpreter's ``bin/``) and ``HOME`` inside the folder (a later
-block may use what an earlier one wrote). A command must exit 0; a ``spigap`` command
-may exit 1 (a verdict: FAIL, a regression, an alert); 2 only where its printed block
-shows the ``spigap: error:`` line. Nothing on standard error may be a traceback or a
-libsigrokdecode (``srd:``) error.
+  - ``<!-- docs-test: files NAME=PATH ... -->`` puts the repository's PATH (a file or a
+    folder) into the doc's folder as NAME, for examples that name the reader's own file
+    (``capture.sr``); PATH ``synth:FORMAT[:CLK,MOSI,MISO,CS]`` is a small capture
+    spigap's synthesizer writes in that format (``spigap.synth.writers.FORMATS``, with
+    those channel names), for a format no shipped file has;
+  - ``<!-- docs-test: not run: REASON -->`` skips the block, ``<!-- docs-test: not run
+    "TEXT": REASON -->`` the commands that contain TEXT (hardware, a GUI, a cluster):
+    each mark needs a reason and must match a command, and they stay few (the test
+    counts them);
+  - ``<!-- docs-test: setup for the sections below -->`` marks a block whose files later
+    sections use (a section tested alone, or on another worker, runs it first).
+
+A doc's blocks run top to bottom, as a reader follows them (one test per ``## ``
+section), in a fresh folder outside the checkout holding links to the repository's
+``captures/`` and ``tests/`` and to the decoders the package under test carries (as
+``decoders``), with ``spigap`` the installed one (the interpreter's ``bin/``), ``HOME``
+inside the folder, ``TZ=UTC``, ``LC_ALL=C.UTF-8`` (a later block may use what an earlier
+one wrote). A command must exit 0; a ``spigap`` command may exit 1 (a verdict: FAIL, a
+regression, an alert); 2 only where its printed block shows the ``spigap: error:`` line.
+Nothing on standard error may be a traceback or a libsigrokdecode (``srd:``) error.
 
 Before comparing, only the doc's folder is taken out of the output (``<folder>/``
-becomes nothing: the commands name files relative to it).
+becomes nothing: the commands name files relative to it); nothing else is normalised
+(no printed block shows a date, a version or an absolute path).
 """
 
 from __future__ import annotations
@@ -79,6 +85,8 @@ class Block:
     commands: list[Command]
     files: dict[str, str]           # NAME -> repository path, linked into the block's folder
     skip: str | None = None
+    section: str = ""               # the '## ' heading it is under
+    setup: bool = False             # later sections use what it writes
 
     @property
     def id(self) -> str:
@@ -112,6 +120,8 @@ def _directives(lines: list[str], fence: int, doc: str) -> tuple[dict[str, str],
                 if not sep or not name or not path:
                     raise ValueError(f"{where}: 'files' takes NAME=PATH pairs, not {pair!r}")
                 files[name] = path
+        elif text == "setup for the sections below":
+            files[""] = ""                 # taken out again by parse()
         elif (n := re.match(r'not run(?: "([^"]+)")?:\s*(.*)$', text)):
             if not n.group(2).strip():
                 raise ValueError(f"{where}: a 'not run' mark needs a reason")
@@ -129,10 +139,13 @@ def parse(path: pathlib.Path, root: pathlib.Path) -> list[Block]:
     doc = path.relative_to(root).as_posix()
     lines = path.read_text(encoding="utf-8").splitlines()
     blocks = []
+    section = ""
     i = 0
     while i < len(lines):
         m = FENCE.match(lines[i])
         if not m:
+            if lines[i].startswith("## "):
+                section = lines[i][3:].strip()
             if DIRECTIVE.match(lines[i].strip()) and not any(
                     FENCE.match(x) for x in lines[i + 1:i + 2]) and not DIRECTIVE.match(lines[i + 1].strip()):
                 raise ValueError(f"{doc}:{i + 1}: a docs-test mark must sit right above a fence")
@@ -145,6 +158,7 @@ def parse(path: pathlib.Path, root: pathlib.Path) -> list[Block]:
         body = [x[len(indent):] if x.startswith(indent) else x for x in lines[i + 1:j]]
         start = i + 1                                     # the body's first line, 0-based
         files, skip, skips = _directives(lines, i, doc)
+        setup = files.pop("", None) is not None
         first = next((x for x in body if x.strip()), "")
         if lang == "sh":
             kind, commands = "sh", _sh_commands(body, start)
@@ -153,7 +167,7 @@ def parse(path: pathlib.Path, root: pathlib.Path) -> list[Block]:
         elif lang == "python":
             kind, commands = "python", [Command("\n".join(body), start + 1, None, None)]
         elif lang == "toml" and (named := re.match(r"^# ([\w.-]+\.toml)\s*$", first)):
-            blocks.append(Block(doc, i + 1, "file", body, [], {named.group(1): ""}))
+            blocks.append(Block(doc, i + 1, "file", body, [], {named.group(1): ""}, section=section))
             i = j + 1
             continue
         else:
@@ -170,7 +184,7 @@ def parse(path: pathlib.Path, root: pathlib.Path) -> list[Block]:
                 raise ValueError(f'{doc}:{i + 1}: not run "{text}": no command of the block contains it')
             for c in hit:
                 c.skip = reason
-        blocks.append(Block(doc, i + 1, kind, body, commands, files, skip))
+        blocks.append(Block(doc, i + 1, kind, body, commands, files, skip, section, setup))
         i = j + 1
     return blocks
 

@@ -2,10 +2,10 @@
 is what it prints (the convention, what is compared and how the docs' blocks are
 marked: tests/doccmd.py).
 
-Each fenced block runs in a folder of its own outside the checkout, with the installed
-``spigap`` and links to the repository's captures/ and tests/ (checked unchanged after
-every block). When a change of printed output is meant, rewrite the docs' printed blocks
-with ``SPIGAP_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -n 2 tests/test_docs_commands.py``
+One test per ``## `` section of a doc; a doc's sections run in order in one folder outside
+the checkout, with the installed ``spigap`` and links to the repository's captures/ and
+tests/ (checked unchanged after every section). When a change of printed output is meant, rewrite the docs' printed blocks
+with ``SPIGAP_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -n 2 --dist loadgroup tests/test_docs_commands.py``
 (the trimmed parts stay trimmed) and read the diff before committing it; without it a
 block that differs fails with the diff the rewrite would make.
 """
@@ -80,43 +80,63 @@ def repo_state():
     return _state()
 
 
-DOCS = sorted({b.doc for b in BLOCKS}, key=lambda d: (d != "README.md", d))
+# one test per '## ' section that runs something; a doc's sections share its folder
+SECTIONS = list(dict.fromkeys((b.doc, b.section) for b in BLOCKS if b.kind != "file" and not b.skip))
+_FOLDERS: dict[str, tuple[object, set]] = {}      # doc -> (its folder in this process, the blocks run in it)
 
 
-@pytest.mark.parametrize("doc", DOCS)
-def test_doc_commands(doc, tmp_path, repo_state):
-    """A doc's blocks, top to bottom, in one folder: as a reader follows it (a later block
-    may use what an earlier one wrote)."""
-    blocks = [b for b in BLOCKS if b.doc == doc]
-    where = tmp_path / "doc"
-    where.mkdir()
-    doccmd.prepare(where, ROOT, DECODERS)
-    failures = []
-    for block in blocks:                       # the files a doc shows (a manifest) first
-        if block.kind == "file":
-            doccmd.link_files(block, where, ROOT)
-    for block in blocks:
-        if block.skip or block.kind == "file":
+def _folder(doc, tmp_path_factory):
+    if doc not in _FOLDERS:
+        where = tmp_path_factory.mktemp("doc")
+        doccmd.prepare(where, ROOT, DECODERS)
+        for block in BLOCKS:                       # the files a doc shows (a manifest) first
+            if block.doc == doc and block.kind == "file":
+                doccmd.link_files(block, where, ROOT)
+        _FOLDERS[doc] = (where, set())
+    return _FOLDERS[doc]
+
+
+def _run_block(block, where, failures):
+    doccmd.link_files(block, where, ROOT)
+    for c in block.commands:
+        if c.skip:
             continue
-        doccmd.link_files(block, where, ROOT)
-        for c in block.commands:
-            if c.skip:
-                continue
-            ran = doccmd.run(block, c, where)
-            head = f"{doc}:{c.line}: {c.text if len(c.text) < 200 else c.text[:200] + ' ...'}"
-            failures += [f"{head}\n  {p}\n  output: {' | '.join(ran.output[-5:])} {ran.stderr[-400:]}"
-                         for p in doccmd.problems(block, ran)]
-            if c.expected is None:
-                continue
-            why = doccmd.matches(c.expected, ran.output)
-            if why is None:
-                continue
-            new = doccmd.regenerate(c.expected, ran.output)
-            if UPDATE:
-                doccmd.rewrite(ROOT / doc, c, new)
-            else:
-                failures.append(f"{head}\n  the printed block differs: {why}\n{doccmd.diff(block, c, new)}\n"
-                                f"  (if the new output is right: SPIGAP_UPDATE_GOLDEN=1 pytest {__file__})")
+        ran = doccmd.run(block, c, where)
+        if failures is None:                       # a setup block of an earlier section
+            continue
+        head = f"{block.doc}:{c.line}: {c.text if len(c.text) < 200 else c.text[:200] + ' ...'}"
+        failures += [f"{head}\n  {p}\n  output: {' | '.join(ran.output[-5:])} {ran.stderr[-400:]}"
+                     for p in doccmd.problems(block, ran)]
+        if c.expected is None:
+            continue
+        why = doccmd.matches(c.expected, ran.output)
+        if why is None:
+            continue
+        new = doccmd.regenerate(c.expected, ran.output)
+        if UPDATE:
+            doccmd.rewrite(ROOT / block.doc, c, new)
+        else:
+            failures.append(f"{head}\n  the printed block differs: {why}\n{doccmd.diff(block, c, new)}\n"
+                            f"  (if the new output is right: SPIGAP_UPDATE_GOLDEN=1 pytest {__file__})")
+
+
+@pytest.mark.parametrize("doc,section", [pytest.param(d, s, id=f"{d}#{s[:40]}") for d, s in SECTIONS])
+def test_doc_commands(doc, section, tmp_path_factory, repo_state):
+    """A doc's section, its blocks top to bottom, in the doc's folder, as a reader follows
+    it; the setup blocks of the doc's earlier sections (marked so) first, if this process
+    has not run them (a section tested alone, or on another worker)."""
+    where, done = _folder(doc, tmp_path_factory)
+    failures: list[str] = []
+    for block in BLOCKS:
+        if block.doc != doc or block.kind == "file" or block.skip:
+            continue
+        if block.section == section:
+            _run_block(block, where, failures)
+            done.add(block.line)
+        elif block.setup and block.line not in done and SECTIONS.index((doc, block.section)) < SECTIONS.index(
+                (doc, section)):
+            _run_block(block, where, None)
+            done.add(block.line)
     assert _state() == repo_state, "a command changed a file of the repository"
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
