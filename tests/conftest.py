@@ -79,6 +79,18 @@ REAL_CAPTURES = {
 REAL_SPI_STACKS = [(f, f"spi:{opts}") for f, _, opts, _ in REAL_CAPTURES.values()]
 
 
+# the real captures sigrok-cli takes 10-30 s of CPU to decode (winbond: 148 565 transfers; enc28j60:
+# 1 G samples); the others take under 2 s each
+SIGROK_SLOW_REAL = {REAL_CAPTURES["winbond"][0], REAL_CAPTURES["enc28j60"][0]}
+
+
+def slow_if_big(stacks):
+    """``stacks`` as pytest parameters, those on SIGROK_SLOW_REAL marked ``slow``: a decoder
+    stacked on every real capture runs on the other ten in make test, on these two in make
+    test-all and CI (their sigrok-cli runs are cached, see run_sigrok)."""
+    return [pytest.param(*st, marks=pytest.mark.slow) if st[0] in SIGROK_SLOW_REAL else st for st in stacks]
+
+
 @pytest.fixture(scope="session")
 def sigrok_cli() -> str:
     exe = shutil.which("sigrok-cli")
@@ -208,10 +220,13 @@ def _cache_key(args: list[str], decoders_dir: pathlib.Path | None) -> str | None
     return h.hexdigest()
 
 
+# the cache lives in the checkout's build/ folder (ignored by git, removed by `make clean`),
+# never in the user's home: SPIGAP_TEST_CACHE names another folder, or "off"
+TEST_CACHE = ROOT / "build" / "test-cache"
+
+
 def _cache_dir() -> pathlib.Path:
-    base = os.environ.get("SPIGAP_TEST_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "spigap-tests")
-    return pathlib.Path(base) / "sigrok-cli"
+    return pathlib.Path(os.environ.get("SPIGAP_TEST_CACHE") or TEST_CACHE) / "sigrok-cli"
 
 
 def run_sigrok(args: list[str], *, decoders_dir: pathlib.Path | None = DECODERS, timeout: int = 600) -> str:

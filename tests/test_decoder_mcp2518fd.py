@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from conftest import (CAPTURES, DECODERS, REAL_SPI_STACKS, load_plain_module, real, run_sigrok,
-                      sigrok_annotations)
+                      sigrok_annotations, slow_if_big)
 
 from spigap.synth import scenario
 from spigap.synth.traffic import mcp2518fd as gen
@@ -337,7 +337,7 @@ def test_label_transfer_agrees_with_truth():
 REAL = REAL_SPI_STACKS          # the documented channel maps of every real capture (conftest)
 
 
-@pytest.mark.parametrize("capture,spi", REAL, ids=[f"{c[:40]}|{s[8:20]}" for c, s in REAL])
+@pytest.mark.parametrize("capture,spi", slow_if_big(REAL), ids=[f"{c[:40]}|{s[8:20]}" for c, s in REAL])
 def test_foreign_real_captures_give_warnings_not_exceptions(capture, spi, sigrok_cli):
     path = real(capture)
     # run_sigrok fails on any srd: line, i.e. on any exception in the stack

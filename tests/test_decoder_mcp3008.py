@@ -14,7 +14,7 @@ import re
 import pytest
 
 from conftest import (CAPTURES, DECODERS, assert_sigrok_naming_rules, load_decoder_class, REAL_SPI_STACKS, capture_channels, load_plain_module,
-                      real, run_sigrok, sigrok_annotations)
+                      real, run_sigrok, sigrok_annotations, slow_if_big)
 
 from spigap.synth import scenario, write
 from spigap.synth.traffic import mcp3008 as gen
@@ -225,7 +225,7 @@ def test_any_start_bit_alignment_mode3_synthesized(tmp_path):
 REAL = REAL_SPI_STACKS          # the documented channel maps of every real capture (conftest)
 
 
-@pytest.mark.parametrize("name,spi", REAL, ids=[f"{n.split('__')[1]}-{i}" for i, (n, _) in enumerate(REAL)])
+@pytest.mark.parametrize("name,spi", slow_if_big(REAL), ids=[f"{n.split('__')[1]}-{i}" for i, (n, _) in enumerate(REAL)])
 def test_foreign_real_captures_give_warnings_not_exceptions(name, spi):
     path = real(name)
     out = run_sigrok(["-i", str(path), "-P", f"{spi},mcp3008", "-A", "mcp3008=conversion:warning",

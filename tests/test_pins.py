@@ -36,13 +36,13 @@ def bus(*, sclk=20e6, mode=0, noise=0.01, tau=1e-9, miso_tau=2.5e-9, miso_delay=
         clk_skew=0.0, ring=0.0, messages=12, seed=3):
     sc = Scenario(sclk=sclk, cpol=mode >> 1, cpha=mode & 1, messages=messages, words_per_transfer=3,
                   idle_clocks=0, cs_setup=100e-9, cs_hold=60e-9, context_switch=400e-9, lead=200e-9,
-                  tail=200e-9, seed=seed)
+                  tail=200e-9, seed=seed, mosi_delay=mosi_delay, miso_delay=miso_delay)
     tl = sc.timeline()
     lines = {r: LineModel(tau=tau, noise=noise) for r, _ in ROLES}
     lines["miso"] = LineModel(tau=miso_tau, noise=noise)
     lines["clk"] = LineModel(tau=tau, noise=noise, delay=clk_skew,
                              ring=ring, ring_hz=400e6 if ring else 0.0, ring_tau=3e-9 if ring else 0.0)
-    return AnalogBus(tl, lines, mosi_delay=mosi_delay, miso_delay=miso_delay, seed=seed)
+    return AnalogBus(tl, lines, seed=seed)
 
 
 def write_isf(b: AnalogBus, tmp_path, stem="tek0000", bits=12):
@@ -56,7 +56,7 @@ def measure(paths, mode=None, **opts):
     opts.setdefault("device_levels", LV)
     cfg = None if mode is None else SpiConfig(cpol=mode >> 1, cpha=mode & 1, infer=INFERABLE - {"mode"})
     a = analyze_file(paths, cfg, channel_map=CMAP, pins=PinOptions(record=True, **opts))
-    return a, a.pins
+    return a, a.device.pins
 
 
 def match(recorded: np.ndarray, truth_at: np.ndarray, tick_s: float, window: float):
@@ -199,7 +199,7 @@ def test_other_analog_formats(tmp_path, fmt):
     else:
         path = write_capture(tmp_path / "cap.sr", fmt, srcs, RATE, n)
     a = analyze_file(path, pins=PinOptions(device_levels=LV, record=True))
-    res = a.pins
+    res = a.device.pins
     tr = b.truth("miso", LV.vil, LV.vih)
     assert_edges(res, "miso_setup", tr["setup"], tr["at"])
     assert_edges(res, "miso_tdo", tr["tco"], tr["tco_at"])
@@ -211,10 +211,10 @@ def test_logic_capture_within_one_sample(tmp_path, mode):
     """A logic capture: every figure whole samples, within one sample of the timeline, and a
     change on the clock's own sample is "< 1 sample"."""
     sc = Scenario(sclk=2e6, samplerate=20e6, messages=20, words_per_transfer=2, idle_clocks=0,
-                  cpol=mode >> 1, cpha=mode & 1, seed=5)
+                  cpol=mode >> 1, cpha=mode & 1, seed=5, mosi_delay=0.0, miso_delay=0.0, miso_enable=0.0)
     tl = write(sc, tmp_path / "d.sr").timeline
     a = analyze_file(tmp_path / "d.sr", pins=PinOptions(record=True))
-    res = a.pins
+    res = a.device.pins
     assert res.digital and "1 sample" in res.label()
     r = res.tick_s
     T = 1 / sc.sclk
@@ -223,7 +223,7 @@ def test_logic_capture_within_one_sample(tmp_path, mode):
     samp_k = k[k % 2 == sc.cpha]
     at = (tl.word_first[:, None] + samp_k[None, :] * T / 2).ravel()
     changed = np.concatenate([[True], np.diff(tl.mosi_bits.astype(int)) != 0])
-    # the truth of a changed bit: launched T/2 before its sampling edge
+    # the truth of a changed bit: launched on the edge before its sampling edge, no delay
     want = np.full(len(at), T / 2)
     rec = res.figures["mosi_setup"].recorded()
     kk = match(rec, at, r, T / 4)
@@ -243,7 +243,7 @@ def test_a_data_line_that_never_changes(tmp_path):
     sc = Scenario(sclk=2e6, samplerate=20e6, messages=10, words_per_transfer=2, idle_clocks=0, seed=5,
                   miso="zero")
     write(sc, tmp_path / "z.sr")
-    res = analyze_file(tmp_path / "z.sr", pins=PinOptions()).pins
+    res = analyze_file(tmp_path / "z.sr", pins=PinOptions()).device.pins
     assert res.figures["miso_setup"].n > 0 and res.figures["miso_tdo"].n == 0
     assert res.figures["mosi_setup"].n > 0
 
@@ -265,6 +265,6 @@ def test_what_is_kept_does_not_grow_with_the_capture(tmp_path, monkeypatch):
 
     monkeypatch.setattr(measure.PinMeasurer, "advance", advance)
     a = analyze_file(tmp_path / "long.sr", pins=PinOptions())
-    res = a.pins
+    res = a.device.pins
     assert res.sampling_edges == 4000 * 3 * 8
     assert len(seen) > 20 and max(seen[:-1]) < 20_000, max(seen)

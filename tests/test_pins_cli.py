@@ -167,7 +167,7 @@ def test_decoder_marks_what_the_analyzer_measures(tmp_path, sigrok_cli):
             edge = int(m.group(1)) if "< 1 sample" in m.group(4) else int(m.group(2))
             marked[edge] = "violation" if not m.group(4).endswith("?") else "undecidable"
     a = analyze_file(path, pins=PinOptions(record=True))
-    rec = a.pins.figures["mosi_setup"].recorded()
+    rec = a.device.pins.figures["mosi_setup"].recorded()
     mine = {}
     for v, t, _ in rec:
         code = setuphold.classify(v, 150e-9, 20e6)

@@ -29,7 +29,7 @@ SCOPES = ROOT / "tests" / "data" / "scopes"
 
 def shapes(path, **cfg):
     a = analyze_file(path, SpiConfig(**cfg), pins=PinOptions())
-    p = a.pins
+    p = a.device.pins
     out = {}
     for role, d in p.shapes.items():
         for what in ("rise", "fall"):

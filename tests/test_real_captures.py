@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 
@@ -54,11 +55,18 @@ def analysis(name):
     return _cache[name]
 
 
-def sigrok_words(name, line):
+def sigrok_words(name):
+    """{"mosi": [...], "miso": [...]}: the words of sigrok-cli's spi decoder, both lines from one
+    run (its JSON trace output names each annotation's row, "MOSI data" / "MISO data")."""
     f, _, opts, rate = CAPTURES[name]
     # words do not depend on the samplerate, so the wrong ad7920 metadata is harmless here
-    out = run_sigrok(["-i", str(real(f)), "-P", f"spi:{opts}", "-A", f"spi={line}-data"], decoders_dir=None)
-    return [int(line.split(": ")[1], 16) for line in out.splitlines() if line.strip()]
+    out = run_sigrok(["-i", str(real(f)), "-P", f"spi:{opts}", "-A", "spi=mosi-data:miso-data",
+                      "--protocol-decoder-jsontrace"], decoders_dir=None)
+    words: dict[str, list[int]] = {"mosi": [], "miso": []}
+    for e in json.loads(out)["traceEvents"]:
+        if e["ph"] == "B":
+            words[{"MOSI data": "mosi", "MISO data": "miso"}[e["tid"]]].append(int(e["name"], 16))
+    return words
 
 
 def test_real_captures_are_the_documented_files():
@@ -104,10 +112,11 @@ def test_reference_table_is_the_readme_table():
 @pytest.mark.parametrize("name", sorted(CAPTURES))
 def test_words_equal_sigrok_cli(sigrok_cli, name):
     a = analysis(name)
+    words = sigrok_words(name)
     for line, ours in (("mosi", a.mosi), ("miso", a.miso)):
         if getattr(a.cfg, line) is None:
             continue
-        theirs = sigrok_words(name, line)
+        theirs = words[line]
         assert len(theirs) > 0
         assert len(ours) == len(theirs), f"{name} {line}: {len(ours)} words vs sigrok-cli {len(theirs)}"
         assert np.array_equal(ours, np.array(theirs, dtype=np.uint64)), f"{name} {line} words differ"

@@ -86,25 +86,40 @@ cs_hold = "HOLD"
 """
 
 
-def test_compare_splits_who_held_the_bus_past_100000_transfers(tmp_path, capsys):
-    """Past 100 000 transfers per device compare works on a systematic sample; the split by who
-    held the bus is on that same sample: each side's mean of the other device's CS time in CE0's
-    gaps equals the one computed from the synthesizer's windows for exactly the sampled gaps
-    (±1 sample at each end of each of the other device's windows). After: CE1 holds CS 2 µs
-    longer, so CE0's gaps grow while the other device held the bus."""
+# (capture duration, transfers kept whole: the bound past which compare samples, transfers per
+# sample block): the full size (the real bound, 100 000 transfers; about 2 min of CPU: `slow`, run
+# by make test-all and CI) and the same case scaled by 1/10 with the bound lowered to match
+# (collect's constants, as tests/test_compare_sampled.py does), which make test runs
+SAMPLED_SIZES = [pytest.param(("2.9s", None, None), id="full", marks=pytest.mark.slow),
+                 pytest.param(("0.29s", 10_000, 100), id="scaled")]
+
+
+@pytest.mark.parametrize("size", SAMPLED_SIZES)
+def test_compare_splits_who_held_the_bus_past_100000_transfers(size, tmp_path, capsys, monkeypatch):
+    """Past 100 000 transfers per device (the scaled case: past its lowered bound, 10 000) compare
+    works on a systematic sample; the split by who held the bus is on that same sample: each side's
+    mean of the other device's CS time in CE0's gaps equals the one computed from the synthesizer's
+    windows for exactly the sampled gaps (±1 sample at each end of each of the other device's
+    windows). After: CE1 holds CS 2 µs longer, so CE0's gaps grow while the other device held the bus."""
+    from spigap.core import collect
     from spigap.synth.srwriter import write_sr
 
+    duration, bound, block = size
+    if bound is not None:
+        monkeypatch.setattr(collect, "RETAIN_TRANSFERS", bound)
+        monkeypatch.setattr(collect, "LEARN_TRANSFERS", bound)
+        monkeypatch.setattr(collect, "SAMPLE_BLOCK", block)
     sr = 4e6
     truth = {}
     for side, seed, hold in (("before", 41, "1us"), ("after", 42, "3us")):
-        sh = Bus.from_toml(text=LONG.replace("SEED", str(seed)).replace("HOLD", hold))
+        sh = Bus.from_toml(text=LONG.replace("SEED", str(seed)).replace("HOLD", hold).replace("2.9s", duration))
         b = sh.capture()
         write_sr(tmp_path / f"{side}.sr", b.tracks(), sh.samplerate, b.n_samples)
         dev = np.asarray(b.plan.device)
         q = lambda t: np.rint(np.asarray(t) * sr).astype(np.int64)  # noqa: E731
         a0, e0 = q(b.cs_assert[dev == 0]), q(b.cs_deassert[dev == 0])
         a1, e1 = q(b.cs_assert[dev == 1]), q(b.cs_deassert[dev == 1])
-        assert len(a0) > 100_000 and len(a1) > 100_000
+        assert len(a0) > collect.RETAIN_TRANSFERS and len(a1) > collect.RETAIN_TRANSFERS
         # the other device's CS time inside each of CE0's gaps (e0[i-1] .. a0[i]); its windows
         # never straddle a gap's end here (no overlap faults)
         cum = np.concatenate([[0], np.cumsum(e1 - a1)])
@@ -187,7 +202,8 @@ def test_check_frames_each_device_with_its_profile(mixed_bus, tmp_path, capsys):
     s = ce1()
     assert s["words_per_transfer"] == 2 and s["transfers"] == tr["devices"]["CE1"]["transfers"]
     assert (s["spi"]["mode"], s["spi"]["wordsize"], s["spi"]["cs_polarity"]) == (1, 12, "high")
-    assert s["spi"]["sources"]["mode"] == {"from": "given", "confidence": 1.0, "note": "profile ce1-mode1-12bit"}
+    assert s["spi"]["sources"]["mode"] == {"from": "given", "confidence": 1.0, "confidence_words": "given",
+                                           "note": "profile ce1-mode1-12bit"}
     assert s["spi"]["sources"]["wordsize"]["note"] == "profile ce1-mode1-12bit"
     assert s["spi"]["sources"]["cs_polarity"]["from"] == "inferred"
     # an option on the command line wins over the profile
@@ -250,6 +266,8 @@ def test_batch_has_a_row_per_device(pair, capsys):
     assert "2 captures: 2 ok" in capsys.readouterr().out
 
 
+# the report of one shared-bus capture (18 figures, ~20 s of CPU) and the before/after one (53
+# figures, ~30 s): two tests, so that neither runs over 30 s and xdist runs them side by side
 def test_report_has_the_bus_and_each_device(pair, tmp_path):
     b, a, _, _ = pair
     out = tmp_path / "r.html"
@@ -257,5 +275,9 @@ def test_report_has_the_bus_and_each_device(pair, tmp_path):
     html = out.read_text()
     assert "The bus" in html and "bus timeline" in html and f"{b} [CE0]" in html and f"{b} [CE1]" in html
     assert (tmp_path / "png" / "01-before-bus-timeline.png").stat().st_size > 10_000
+
+
+def test_compare_report_says_who_held_the_bus(pair, tmp_path):
+    b, a, _, _ = pair
     assert main(["report", "--before", str(b), "--after", str(a), "-o", str(tmp_path / "c.html")]) == 0
     assert "who held the bus" in (tmp_path / "c.html").read_text()

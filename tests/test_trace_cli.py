@@ -248,5 +248,5 @@ def test_analysis_with_the_traces_message_boundaries(tmp_path, capsys):
     assert not any(w.startswith("message grouping ambiguous") for w in d["analysis"]["warnings"])
     code, out, err = run(capsys, tmp_path / "c.sr", "--ftrace", tmp_path / "t.txt")
     assert "analysis with the trace's message boundaries" in out
-    assert "messages    200 × 2 transfer(s) [trace, confidence 1.00]" in out
+    assert "messages    200 × 2 transfer(s) [trace, confidence 1.00, settled by the trace]" in out
     assert "context switch (CS high)" in out and "cs_chg|ctx" not in out

@@ -7,12 +7,14 @@ TOML file nested thousands deep, more channels than one edge stream holds.
 Values that are possible but odd for an SPI capture (a 10 Hz sample rate) are
 read, with a warning.
 
-This is a bottom layer: it imports nothing from spigap.
+This is a bottom layer: it imports nothing from spigap but spigap.findings (a warning's cause).
 """
 
 from __future__ import annotations
 
 import math
+
+from spigap.findings import Cause, Finding
 
 # ------------------------------------------------------------------ files
 # A profile, a device file, a scenario, a manifest, a .pvs: small text a person writes. Read whole, so read at most this much (a capture's samples stream instead).
@@ -69,7 +71,7 @@ def tick_problem(tick_s: float) -> str | None:
 def odd_samplerate(hz: float) -> str | None:
     """A warning for a possible but implausible sample rate of a sampled capture (None: plausible)."""
     if hz < PLAUSIBLE_MIN_HZ:
-        return f"a sample rate of {hz:g} Hz is implausibly slow for an SPI capture"
+        return Finding(f"a sample rate of {hz:g} Hz is implausibly slow for an SPI capture", Cause.TIMEBASE)
     if hz > PLAUSIBLE_MAX_HZ:
-        return f"a sample rate of {hz:g} Hz is faster than any instrument samples"
+        return Finding(f"a sample rate of {hz:g} Hz is faster than any instrument samples", Cause.TIMEBASE)
     return None

@@ -21,14 +21,37 @@ def display_unit(seconds: float, smallest: str = "ps") -> tuple[str, float]:
     return "ps", TIME_UNITS["ps"]
 
 
+# below this a time is float noise (the std of identical values, a difference of equal
+# sums), not a measurement: no instrument resolves a femtosecond
+TIME_NOISE_S = 1e-15
+
+
 def fmt_time(seconds: float | None, digits: int = 4) -> str:
-    """Format a duration with a unit that fits (s, ms, µs, ns, ps)."""
+    """Format a duration with a unit that fits (s, ms, µs, ns, ps); float noise below
+    a femtosecond prints as 0. The one formatter of times of every output (text, report,
+    batch, check)."""
     if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
         return "–"
-    if seconds == 0:
+    if abs(seconds) < TIME_NOISE_S:
         return "0"
     unit, scale = display_unit(seconds)
     return f"{seconds / scale:.{digits}g} {unit}"
+
+
+def fmt_clocks(value: float | None, samples_per_period: float | None) -> str:
+    """Clock periods (the idle clocks between words) on the grid one sample draws on them:
+    the digits 1 / samples-per-period allows, and that step beside them, "0.0 (±0.16, one
+    sample)". A count of clocks is never below 0: the median gap a sample short of T/2
+    (estimator noise, back-to-back words) prints as 0, not -0.02. The one formatter of
+    this figure (text, report, check)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    value = max(0.0, float(value))
+    if not samples_per_period:
+        return f"{value:.2f}"
+    res = 1.0 / samples_per_period
+    digits = 2 if res < 0.05 else 1 if res < 0.5 else 0
+    return f"{value:.{digits}f} (±{res:.2g}, one sample)"
 
 
 def fmt_freq(hz: float | None, digits: int = 4) -> str:

@@ -12,7 +12,8 @@ import json
 import os
 import re
 
-from spigap.batch.worker import ERROR, OK, TRUNCATED
+from spigap.batch.worker import ERROR, OK, TRUNCATED, WARN, first_warning, status_of
+from spigap.confidence import READINGS, stated
 from spigap.errors import printable
 from spigap.outfile import csv_cell
 from spigap.units import fmt_freq, fmt_rate, fmt_time, round_rate, round_time
@@ -27,7 +28,8 @@ SUMMARY_METRICS = ("transfers", "partial_transfers", "words", "messages", "trans
 OTHER_METRICS = ("warnings", "duration_s", "samplerate_hz", "resolution_s", "elapsed_s", "stalls",
                  "stall_excess_s")
 FIXED_COLUMNS = ["status", "transfers", "transfer_rate_hz", "sclk_hz",
-                 *[f"{k}_{s}_s" for k in GAP_KINDS for s in ("p50", "p99")], "warnings", "error"]
+                 *[f"{k}_{s}_s" for k in GAP_KINDS for s in ("p50", "p99")], "transfers_per_message",
+                 "grouping_confidence", "grouping_confidence_words", "warnings", "first_warning", "error"]
 
 
 def metric_names() -> list[str]:
@@ -86,6 +88,8 @@ def per_device(results: list[dict]) -> list[dict]:
             row["labels"] = {**r["labels"], "cs": name}
             row["devices_of"] = len(docs)          # a shared bus's row: one of its devices
             row["analysis"] = d
+            if row["status"] in (OK, WARN):
+                row["status"] = status_of(d)        # each device's own warnings
             out.append(row)
     return out
 
@@ -112,7 +116,12 @@ def flatten(res: dict, labels: list[str]) -> dict:
     for k in GAP_KINDS:
         for s in ("p50", "p99"):
             row[f"{k}_{s}_s"] = metric_value(res, f"{k}.{s}_s")
+    g = d["summary"].get("grouping") if d else None
+    row["transfers_per_message"] = d["summary"].get("transfers_per_message") if d else None
+    row["grouping_confidence"] = g.get("confidence") if g else None
+    row["grouping_confidence_words"] = g.get("confidence_words") if g else None
     row["warnings"] = len(d["warnings"]) if d else None
+    row["first_warning"] = first_warning(d)
     row["error"] = res.get("error")
     return row
 
@@ -151,18 +160,21 @@ def render_csv(results) -> str:
 
 
 def counts(results) -> dict:
-    c = {OK: 0, TRUNCATED: 0, ERROR: 0}
-    seen = {}
-    for r in results:
-        seen[r["index"]] = r              # a shared bus's devices are one capture
+    c = {OK: 0, WARN: 0, TRUNCATED: 0, ERROR: 0}
+    seen: dict = {}
+    for r in results:                     # a shared bus's devices are one capture: its worst status
+        if r["index"] not in seen or r["status"] == WARN and seen[r["index"]]["status"] == OK:
+            seen[r["index"]] = r
     for r in seen.values():
         c[r["status"]] += 1
-    return {"captures": len(seen), "ok": c[OK], "truncated": c[TRUNCATED], "failed": c[ERROR]}
+    return {"captures": len(seen), "ok": c[OK], "warn": c[WARN], "truncated": c[TRUNCATED], "failed": c[ERROR]}
 
 
 def summary_line(results) -> str:
     c = counts(results)
     text = f"{c['captures']} capture{'s' if c['captures'] != 1 else ''}: {c['ok']} ok"
+    if c["warn"]:
+        text += f", {c['warn']} with warnings"
     if c["truncated"]:
         text += f", {c['truncated']} truncated (partial results)"
     if c["failed"]:
@@ -281,11 +293,26 @@ def render_text(results) -> str:
         cells = "".join(f" {fmt_metric(m, metric_value(r, m)) if r.get('analysis') else '':>{cw}}"
                         for _, _, cw, m in TEXT_COLUMNS)
         lines.append(f"{name:<{w}}  {r['status']:<9}{cells}".rstrip())
-    problems = [(name, r) for name, r in zip(names, results) if r["status"] != OK]
+    # a grouping the timing cannot settle (the cs_chg/ctxsw columns rest on one of its readings), in
+    # the words every output uses (spigap/confidence.py); the others' words are in CSV and JSON
+    unsure = [(name, r["analysis"]["summary"]) for name, r in zip(short, results)
+              if r.get("analysis") and (r["analysis"]["summary"].get("grouping") or {}).get("confidence_words")
+              in READINGS]
+    if unsure:
+        lines.append("")
+        for name, sm in unsure:
+            g = sm["grouping"]
+            per = (f"{sm['transfers_per_message']} transfer(s) per message" if sm.get("transfers_per_message")
+                   else "messages ambiguous" if g.get("ambiguous") else "messages of changing length")
+            lines.append(f"grouping: {name}: {per}, {stated(g['confidence'], g['confidence_words'])}")
+    problems = [(name, r) for name, r in zip(short, results) if r["status"] != OK]
     if problems:
         lines.append("")
         for name, r in problems:
-            lines.append(f"{r['status']}: {printable(str(r['error']))}")
+            if r["status"] == WARN:      # the warning that explains the most (spigap/findings.py)
+                lines.append(f"warn: {name}: {printable(str(first_warning(r.get('analysis'))))}")
+            else:
+                lines.append(f"{r['status']}: {printable(str(r['error']))}")
     lines.append("")
     lines.append(summary_line(results))
     return "\n".join(lines) + "\n"

@@ -19,7 +19,23 @@ import time
 
 from spigap.core.config import SpiConfig
 
-OK, TRUNCATED, ERROR = "ok", "truncated", "error"
+OK, WARN, TRUNCATED, ERROR = "ok", "warn", "truncated", "error"
+NOT_ANALYZED = (TRUNCATED, ERROR)       # the statuses that fail a batch (exit 2); WARN does not
+
+
+def status_of(d: dict | None) -> str:
+    """An analyzed capture's status: ``warn`` when a warning is more than a note
+    (spigap/findings.py: the one rule of what a warning explains), else ``ok``."""
+    from spigap.findings import first_concern
+
+    return WARN if d is not None and first_concern(d["warnings"]) is not None else OK
+
+
+def first_warning(d: dict | None) -> str | None:
+    """The warning that explains the most (the batch table's), unless all are notes."""
+    from spigap.findings import first_concern
+
+    return first_concern(d["warnings"]) if d is not None else None
 
 # Default per-file time limit: generous for the analysis speed measured in
 # BENCHMARKS.md (tens to hundreds of MB/s), so only a stuck file reaches it.
@@ -140,7 +156,7 @@ def analyze_job(job: Job) -> dict:
         if a.truncated:
             return result(job, TRUNCATED, error=str(a.truncated), analysis=d,
                           elapsed_s=time.perf_counter() - t0)
-        return result(job, OK, analysis=d, elapsed_s=time.perf_counter() - t0)
+        return result(job, status_of(d), analysis=d, elapsed_s=time.perf_counter() - t0)
     except MemoryError:
         return result(job, ERROR, error=f"{job.path}: out of memory while analyzing",
                       elapsed_s=time.perf_counter() - t0)
@@ -153,15 +169,16 @@ def analyze_job(job: Job) -> dict:
 def _shared_result(job: Job, sa, elapsed_s: float) -> dict:
     """A shared bus: one document per device (as one device's ``to_dict``, the bus's warnings
     first) in ``devices``; batch/table.py makes a row of each (label ``cs``)."""
+    from spigap.findings import by_cause
     from spigap.output.jsonout import to_dict
 
     docs = {}
     for name, a in sa.devices.items():
         d = to_dict(a)
-        d["warnings"] = list(sa.warnings) + d["warnings"]
+        d["warnings"] = by_cause(list(sa.warnings) + d["warnings"])
         docs[name] = d
     first = next(iter(docs.values()))
-    status = TRUNCATED if sa.truncated else OK
+    status = TRUNCATED if sa.truncated else status_of(first)
     r = result(job, status, error=str(sa.truncated) if sa.truncated else None, analysis=first, elapsed_s=elapsed_s)
     r["devices"] = docs
     return r

@@ -186,7 +186,7 @@ def _grouping(args, jobs, fields):
 def run(args) -> int:
     from spigap.batch import discover, execute, matrix, table, worker
     from spigap.batch import manifest as manifest_mod
-    from spigap.batch.worker import OK
+    from spigap.batch.worker import NOT_ANALYZED
     from spigap.cli import guard
 
     if args.list_metrics:
@@ -237,7 +237,7 @@ def run(args) -> int:
     def on_result(r: dict) -> None:
         nonlocal failed
         results.append(r)
-        if r["status"] != OK:
+        if r["status"] in NOT_ANALYZED:
             failed += 1
             bar.set_postfix(failed=failed, refresh=False)
         bar.update(1)
@@ -280,7 +280,7 @@ def run(args) -> int:
     if args.matrix_csv:
         write_output(matrix.render_csv(matrices), args.matrix_csv)
 
-    bad = [r for r in {r["index"]: r for r in results}.values() if r["status"] != OK]
+    bad = [r for r in {r["index"]: r for r in results}.values() if r["status"] in NOT_ANALYZED]
     if bad:
         print(f"spigap: error: {len(bad)} of {len(jobs)} captures not fully analyzed "
               "(see the error rows)", file=sys.stderr)

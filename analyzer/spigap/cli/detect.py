@@ -137,14 +137,18 @@ def render_text(d: dict) -> str:
     # columns as wide as their widest cell (a long channel name or the mode keeps them aligned)
     wv = max(12, *(len(v) for _, v, _ in rows))
     wf = max(9, *(len(s["from"]) for _, _, s in rows))
-    lines.append(f"{'setting':<12} {'value':<{wv}} {'from':<{wf}} {'conf':>5}  note")
+    # the confidence in words beside the number (spigap/confidence.py, the one mapping)
+    ww = max(len("reads as"), *(len(s.get("confidence_words", "")) for _, _, s in rows))
+    lines.append(f"{'setting':<12} {'value':<{wv}} {'from':<{wf}} {'conf':>5}  {'reads as':<{ww}}  note")
     for label, v, src in rows:
-        lines.append(f"{label:<12} {v:<{wv}} {src['from']:<{wf}} {src['confidence']:>5.2f}  {src['note']}")
+        lines.append(f"{label:<12} {v:<{wv}} {src['from']:<{wf}} {src['confidence']:>5.2f}  "
+                     f"{src.get('confidence_words', ''):<{ww}}  {src['note']}".rstrip())
     for dev in d["devices"]:
         lines.append(f"device {dev['cs']:<5} mode {dev['mode']}, CS active {dev['cs_polarity']}, "
-                     f"{dev['wordsize']}-bit words: " + "; ".join(f"{k} {v['from']} {v['confidence']:.2f}"
-                                                                 for k, v in dev["sources"].items()))
-    for w in d["warnings"]:
+                     f"{dev['wordsize']}-bit words: "
+                     + "; ".join(f"{k} {v['from']} {v['confidence']:.2f} ({v.get('confidence_words', '')})"
+                                 for k, v in dev["sources"].items()))
+    for w in d["warnings"]:             # cause first (core/infer: the Settled's warnings)
         lines.append(f"CHECK     {w}")
     lines.append("")
     lines.append(d["commands"]["spigap"])

@@ -48,6 +48,7 @@ from typing import Callable
 
 import numpy as np
 
+from spigap.findings import Cause, Finding
 from spigap.core import analysis, grouping as grouping_mod, settings_check
 from spigap.core import stalls as stalls_mod
 from spigap.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS
@@ -516,8 +517,8 @@ class Collector:
         w += warning_lines(b, self.counts, f.first_clk_outside)
         for kind, h in self.hists.items():
             if not h.exact:
-                w.append(f"{kind}: {h.n} gaps spread over more than {h.max_distinct} distinct values; their "
-                         f"p50/p99/std are from bins of {1 << h.shift} samples (docs/gaps.md, 'Long captures')")
+                w.append(Finding(f"{kind}: {h.n} gaps spread over more than {h.max_distinct} distinct values; their "
+                         f"p50/p99/std are from bins of {1 << h.shift} samples (docs/gaps.md, 'Long captures')", Cause.NOTE))
         b.warnings = w
         b = settings_check.settings_first(b, self.lane.settled, self.lane.prefix, self.evidence)
         return self.sampler.analysis(b) if self.sampler is not None else b

@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from spigap.findings import Cause, Finding
 from spigap.core import grouping as grouping_mod
 from spigap.core.analysis import KIND_IDLE, KIND_NONE, Analysis
 from spigap.core.config import SpiConfig
@@ -188,12 +189,13 @@ def warning_lines(a, c: WarnCounts, first_clk_outside) -> list[str]:
     w: list[str] = []
     t = a.tick_s
     if c.n == 0:
-        w.append("no transfers found: check the channel mapping (--clk/--cs), --cs-polarity and --mode")
+        w.append(Finding("no transfers found: check the channel mapping (--clk/--cs), --cs-polarity and --mode",
+                         Cause.ROLES))
     if a.period_ticks is not None and a.period_ticks < MIN_SAMPLES_PER_PERIOD:
         sclk_hz = 1.0 / (a.period_ticks * t)
-        w.append(f"only {a.period_ticks:g} samples per SCLK period (SCLK ≈ {sclk_hz / 1e6:.3g} MHz at "
-                 f"{1 / t / 1e6:.3g} MSa/s): edge times are coarse, gaps are ±1 sample "
-                 f"({t * 1e9:.3g} ns); sample at ≥ {MIN_SAMPLES_PER_PERIOD}× SCLK")
+        w.append(Finding(f"only {a.period_ticks:g} samples per SCLK period (SCLK ≈ {sclk_hz / 1e6:.3g} MHz at "
+                         f"{1 / t / 1e6:.3g} MSa/s): edge times are coarse, gaps are ±1 sample "
+                         f"({t * 1e9:.3g} ns); sample at ≥ {MIN_SAMPLES_PER_PERIOD}× SCLK", Cause.SAMPLING))
     if a.clk_outside_cs:
         w.append(f"{a.clk_outside_cs} SCLK edge(s) while CS was inactive (first at "
                  f"{first_clk_outside * t * 1e6:.6g} µs)")
@@ -204,13 +206,13 @@ def warning_lines(a, c: WarnCounts, first_clk_outside) -> list[str]:
         w.append(f"{c.trailing} transfer(s) end with bits that do not fill a {a.cfg.wordsize}-bit word "
                  "(check --wordsize)")
     if c.partial:
-        w.append(f"{c.partial} partial transfer(s): CS already active at the start or still active at the "
-                 "end of the capture; counted, but without the cut-off figures")
+        w.append(Finding(f"{c.partial} partial transfer(s): CS already active at the start or still active at "
+                         "the end of the capture; counted, but without the cut-off figures", Cause.NOTE))
     if not a.has_cs:
         w += _merged_bursts(a, c)
     g = a.grouping
     if g.ambiguous:
         # the message structure is unknown: every gap-kind figure below is per class, not per role
-        w.append(f"message grouping ambiguous: which CS-inactive gaps end messages cannot be told from the "
-                 f"timing ({len(g.rival_kinds) or 2} readings fit); {g.settle} settles it")
+        w.append(Finding(f"message grouping ambiguous: which CS-inactive gaps end messages cannot be told from "
+                         f"the timing ({len(g.rival_kinds) or 2} readings fit); {g.settle} settles it", Cause.UNSURE))
     return w

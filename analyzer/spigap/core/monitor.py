@@ -42,6 +42,7 @@ from typing import Callable
 
 import numpy as np
 
+from spigap.findings import Finding, by_cause, cause_of
 from spigap.core import analysis, grouping as grouping_mod, stalls as stalls_mod
 from spigap.core.config import SpiConfig
 from spigap.core.framed import Batch, Framed
@@ -364,8 +365,8 @@ class Monitor:
             return self.devices[0].warnings
         out = list(self.pipe.settled.warnings)
         for name, m in zip(self.names, self.devices):
-            out += [f"{name}: {w}" for w in m.warnings]
-        return out
+            out += [Finding(f"{name}: {w}", cause_of(w)) for w in m.warnings]
+        return by_cause(out)
 
     def _device_interval(self, k: int):
         def on(iv: dict) -> None:

@@ -17,6 +17,7 @@ from spigap.core.config import SpiConfig
 from spigap.core.pipeline import Pipeline
 from spigap.core.result import Result
 from spigap.errors import UsageError
+from spigap.findings import by_cause
 from spigap.io.base import CaptureReader
 
 
@@ -101,7 +102,7 @@ def analyze(reader: CaptureReader, cfg: SpiConfig, *, keep: str = "all", rows=No
                       sources=first.sources, buses=first.buses, edges=edges)
     return Result(info=pipe.info, cfg=pipe.cfg, tick_s=pipe.info.tick_s, end_tick=pipe.end_tick or 0,
                   truncated=pipe.truncated, engine=first.engine, devices=devices, bus=tracker,
-                  warnings=list(settled.warnings) + tracker.warnings(pipe.info.tick_s),
+                  warnings=by_cause(list(settled.warnings) + tracker.warnings(pipe.info.tick_s)),
                   sources=settled.sources, buses=settled.buses, edges=edges)
 
 

@@ -16,6 +16,7 @@ import os
 import shlex
 import stat
 
+from spigap.findings import Cause, Finding, cause_of
 from spigap.errors import InputError, UsageError
 from spigap.io.base import (CaptureInfo, CaptureReader, EdgeBlock, ReaderOptions, ReaderSpec, check_stream,
                               resolve_channel, stat_capture)
@@ -109,7 +110,7 @@ def open_capture(path, *, input_format: str | None = None, samplerate: float | N
     reader = _open(paths[0], input_format, opts) if len(paths) == 1 else _open_many(paths, input_format, opts)
     try:
         if threshold is not None and not reader.info.analog_channels:
-            reader.info.warnings.append("--threshold has no effect: the capture has no analog channels")
+            reader.info.warnings.append(Finding("--threshold has no effect: the capture has no analog channels", Cause.NOTE))
         reader.info.analog_asked = threshold is not None
         if cmap:
             reader = RenamedReader(reader, cmap)
@@ -188,7 +189,8 @@ def check_time_base(info: CaptureInfo) -> None:
         odd = odd_samplerate(info.samplerate_hz)
         # the readers that know their format's own words for it have said so already
         if odd is not None and not any("implausib" in w for w in info.warnings):
-            info.warnings.append(f"{odd}; if the file's rate is wrong, give the real one with --samplerate")
+            info.warnings.append(Finding(f"{odd}; if the file's rate is wrong, give the real one with --samplerate",
+                                         cause_of(odd)))
 
 
 def _open_file(path, input_format, opts: ReaderOptions) -> CaptureReader:

@@ -23,6 +23,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from spigap.findings import Finding, cause_of
 from spigap.errors import InputError
 from spigap.io.base import CaptureReader, EdgeBlock
 from spigap.io.scopefile import describe_time_base, same_time_base, unique_names
@@ -59,7 +60,7 @@ class CombinedReader(CaptureReader):
         names = unique_names(names)         # the same file twice: big:Ch2, big:Ch2_2
         warnings: list[str] = []
         for info in infos:
-            warnings += [f"{os.path.basename(info.path)}: {w}" for w in info.warnings]
+            warnings += [Finding(f"{os.path.basename(info.path)}: {w}", cause_of(w)) for w in info.warnings]
         keys: dict[str, str] = {}
         for info in infos:
             keys.update(info.channel_keys)
@@ -97,7 +98,7 @@ class CombinedReader(CaptureReader):
                 self.info.thresholds[self.info.channels[self._owner.index((k, name))]] = v
             new = reader.info.warnings[self._seen[k]:]
             self._seen[k] = len(reader.info.warnings)
-            self.info.warnings.extend(f"{os.path.basename(reader.info.path)}: {w}" for w in new)
+            self.info.warnings.extend(Finding(f"{os.path.basename(reader.info.path)}: {w}", cause_of(w)) for w in new)
 
     def set_volts_tap(self, tap) -> None:
         for k, reader in enumerate(self.readers):

@@ -31,6 +31,8 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from spigap.limits import PLAUSIBLE_MIN_HZ
+from spigap.findings import Cause, Finding
 from spigap.errors import CaptureTruncated, InputError, UsageError, printable
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows, open_errors
 from spigap.units import TIME_UNITS
@@ -398,9 +400,10 @@ class ChangeCsvReader(CaptureReader):
         elif comment_rate:
             tick = 1.0 / comment_rate
             src = "comment"
-            if comment_rate < 1e3:
-                warnings.append(f"the file's sample rate comment says {comment_rate:g} Hz, implausible for "
-                                f"an SPI capture; pass the real rate with --samplerate (e.g. --samplerate 100MHz)")
+            if comment_rate < PLAUSIBLE_MIN_HZ:
+                warnings.append(Finding(f"the file's sample rate comment says {comment_rate:g} Hz, implausible "
+                                        f"for an SPI capture; pass the real rate with --samplerate (e.g. "
+                                        f"--samplerate 100MHz)", Cause.TIMEBASE))
         else:
             lead = np.flatnonzero(~good)
             k = int(lead[0]) if len(lead) else blk.n
@@ -409,8 +412,8 @@ class ChangeCsvReader(CaptureReader):
             tick = infer_tick(t_vals[:k] * unit, min(dec, 15))
             src = "timestamps"
             if tick >= 1e-3:
-                warnings.append(f"the timestamps resolve only {tick:g} s; if the capture's sample rate is "
-                                f"known, pass it with --samplerate (e.g. --samplerate 50MHz)")
+                warnings.append(Finding(f"the timestamps resolve only {tick:g} s; if the capture's sample rate is "
+                                f"known, pass it with --samplerate (e.g. --samplerate 50MHz)", Cause.SAMPLING))
         self.tick = tick
         self.info = CaptureInfo(
             path=self.path, format="change-only logic CSV", channels=names, tick_s=tick,

@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from spigap.findings import Cause, Finding
 from spigap.errors import CaptureTruncated, InputError, UsageError
 from spigap.io import inflate
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock
@@ -51,63 +52,67 @@ class DslReader(ZipMembers, CaptureReader):
         self.path = str(path)
         self._fd = None
         self._open_fd()
-        warnings: list[str] = []
-        self._members = self._read_directory(warnings)
-        ini = parse_metadata(self._read_small("header").decode("utf-8", "replace"))
-        version = ini.get("version", {}).get("version", "").strip()
-        if version not in ("2", "3"):
-            raise InputError(f"unsupported .dsl header version {version!r} (spigap reads 2 and 3)",
-                             path=self.path, hint="re-save the capture with DSView")
-        hdr = ini.get("header")
-        if hdr is None:
-            raise InputError("the .dsl header has no [header] section", path=self.path)
-        probes: dict[int, str] = {}
-        for key, value in hdr.items():
-            m = re.fullmatch(r"probe(\d+)", key)
-            if m:
-                probes[int(m.group(1))] = value.strip() or m.group(1)
-        if not probes:
-            raise InputError("the .dsl header names no channels (probeN)", path=self.path,
-                             hint="only DSView logic captures are supported, not DSO/analog ones")
-        if any(k.startswith("A-") or k.startswith("O-") for k in self._members) and \
-                not any(k.startswith("L-") for k in self._members):
-            raise InputError("a DSView analog/oscilloscope capture: spigap reads logic captures",
-                             path=self.path)
-        self._index: dict[str, int] = {}     # channel name -> N of its L-<N>/<block> members
-        names = []
-        for n in sorted(probes):
-            name = probes[n]
-            if name in self._index:
-                name = f"{name}#{n}"
-            self._index[name] = n
-            names.append(name)
-        rate_text = hdr.get("samplerate")
-        stored = parse_samplerate(rate_text) if rate_text else None
-        if samplerate is not None:
-            rate = float(samplerate)
-            if stored and abs(stored - rate) > 1e-9 * rate:
-                warnings.append(f"samplerate {rate:g} Hz from --samplerate overrides the header's {rate_text!r}")
-        elif not stored:
-            raise InputError("the .dsl header has no samplerate", path=self.path,
-                             hint="pass the rate with --samplerate, e.g. --samplerate 100MHz")
-        else:
-            rate = stored
-        self._total = _int(hdr.get("total samples"), self.path, "total samples")
-        self._blocks = _int(hdr.get("total blocks"), self.path, "total blocks")
-        present = {int(m.group(1)) for k in self._members for m in [re.fullmatch(r"L-\d+/(\d+)", k)] if m}
-        if self._blocks is None:
-            self._blocks = (max(present) + 1) if present else 0
-        if not present:
-            raise InputError("the .dsl has no logic data (no L-<channel>/<block> members)", path=self.path)
-        self._saved: dict = {}
-        spi = self._spi_settings(names, warnings)
-        self.info = CaptureInfo(
-            path=self.path, format=f"DSView .dsl v{version}", channels=names, tick_s=1.0 / rate,
-            samplerate_hz=rate, n_ticks=self._total, warnings=warnings,
-            samplerate_metadata=rate_text, spi_channels=spi, spi_settings=self._saved,
-            resolution_source="--samplerate" if samplerate is not None else "header")
+        try:
+            warnings: list[str] = []
+            self._members = self._read_directory(warnings)
+            ini = parse_metadata(self._read_small("header").decode("utf-8", "replace"))
+            version = ini.get("version", {}).get("version", "").strip()
+            if version not in ("2", "3"):
+                raise InputError(f"unsupported .dsl header version {version!r} (spigap reads 2 and 3)",
+                                 path=self.path, hint="re-save the capture with DSView")
+            hdr = ini.get("header")
+            if hdr is None:
+                raise InputError("the .dsl header has no [header] section", path=self.path)
+            probes: dict[int, str] = {}
+            for key, value in hdr.items():
+                m = re.fullmatch(r"probe(\d+)", key)
+                if m:
+                    probes[int(m.group(1))] = value.strip() or m.group(1)
+            if not probes:
+                raise InputError("the .dsl header names no channels (probeN)", path=self.path,
+                                 hint="only DSView logic captures are supported, not DSO/analog ones")
+            if any(k.startswith("A-") or k.startswith("O-") for k in self._members) and \
+                    not any(k.startswith("L-") for k in self._members):
+                raise InputError("a DSView analog/oscilloscope capture: spigap reads logic captures",
+                                 path=self.path)
+            self._index: dict[str, int] = {}     # channel name -> N of its L-<N>/<block> members
+            names = []
+            for n in sorted(probes):
+                name = probes[n]
+                if name in self._index:
+                    name = f"{name}#{n}"
+                self._index[name] = n
+                names.append(name)
+            rate_text = hdr.get("samplerate")
+            stored = parse_samplerate(rate_text) if rate_text else None
+            if samplerate is not None:
+                rate = float(samplerate)
+                if stored and abs(stored - rate) > 1e-9 * rate:
+                    warnings.append(Finding(f"samplerate {rate:g} Hz from --samplerate overrides the header's {rate_text!r}", Cause.NOTE))
+            elif not stored:
+                raise InputError("the .dsl header has no samplerate", path=self.path,
+                                 hint="pass the rate with --samplerate, e.g. --samplerate 100MHz")
+            else:
+                rate = stored
+            self._total = _int(hdr.get("total samples"), self.path, "total samples")
+            self._blocks = _int(hdr.get("total blocks"), self.path, "total blocks")
+            present = {int(m.group(1)) for k in self._members for m in [re.fullmatch(r"L-\d+/(\d+)", k)] if m}
+            if self._blocks is None:
+                self._blocks = (max(present) + 1) if present else 0
+            if not present:
+                raise InputError("the .dsl has no logic data (no L-<channel>/<block> members)", path=self.path)
+            self._saved: dict = {}
+            spi = self._spi_settings(names, warnings)
+            self.info = CaptureInfo(
+                path=self.path, format=f"DSView .dsl v{version}", channels=names, tick_s=1.0 / rate,
+                samplerate_hz=rate, n_ticks=self._total, warnings=warnings,
+                samplerate_metadata=rate_text, spi_channels=spi, spi_settings=self._saved,
+                resolution_source="--samplerate" if samplerate is not None else "header")
 
-    # ------------------------------------------------------------- decoders
+        # ------------------------------------------------------------- decoders
+        except BaseException:     # a refused file leaves no descriptor open
+            self.close()
+            raise
     def _spi_settings(self, names: list[str], warnings: list[str]) -> dict[str, str]:
         """DSView's SPI decoder channel assignment, as {role: channel name}."""
         if "decoders" not in self._members:
@@ -135,7 +140,7 @@ class DslReader(ZipMembers, CaptureReader):
             self._saved = {k: opts[k] for k in ("cpol", "cpha", "cs_polarity", "wordsize", "bitorder")
                            if k in opts and isinstance(opts[k], (int, str)) and not isinstance(opts[k], bool)}
             self._saved["from"] = "the .dsl's DSView SPI decoder"
-            warnings.append(f"default channel map from the file's DSView SPI decoder settings: {shown}")
+            warnings.append(Finding(f"default channel map from the file's DSView SPI decoder settings: {shown}", Cause.NOTE))
             return roles
         return {}
 

@@ -42,6 +42,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from spigap.limits import PLAUSIBLE_MIN_HZ
+from spigap.findings import Cause, Finding, cause_of
 from spigap.errors import CaptureTruncated, InputError, UsageError
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock
 from spigap.io.threshold import (Schmitt, Source, Threshold, merge, resolve_thresholds, sampled_source,
@@ -162,9 +164,9 @@ class _ChannelFile:
                     off = self._add(None, rate_eff, begin, begin, n, off + 40, f"waveform {i}")
                     c = self.chunks[-1]
                     c.end = begin + c.n / c.rate
-                    if c.rate < 1e3:
-                        self.notes.append(f"waveform {i}: sample rate {c.rate:g} Hz is implausible "
-                                          "(the samples' times follow from it)")
+                    if c.rate < PLAUSIBLE_MIN_HZ:
+                        self.notes.append(Finding(f"waveform {i}: sample rate {c.rate:g} Hz is implausible "
+                                                  "(the samples' times follow from it)", Cause.TIMEBASE))
                 else:
                     init, rate, begin, end, n = struct.unpack("<IdddQ", self._read(f, 36, f"chunk {i}"))
                     off = self._add(init & 1, rate, begin, end, n, off + 36, f"chunk {i}")
@@ -208,7 +210,7 @@ class SaleaeReader(CaptureReader):
         t_end = max(ends) if ends else self.t0
 
         for cf in self.files:
-            warnings += [f"{os.path.basename(cf.path)}: {n}" for n in cf.notes]
+            warnings += [Finding(f"{os.path.basename(cf.path)}: {n}", cause_of(n)) for n in cf.notes]
         rates = [c.rate for cf in self.files for c in cf.chunks if c.rate]
         digital_rates = [c.rate for cf in self.files if not cf.analog for c in cf.chunks if c.rate]
         if samplerate is not None:
@@ -227,13 +229,14 @@ class SaleaeReader(CaptureReader):
             src = "inferred"
             if digital_rates:
                 n = sum(c.n for c in chunks)
-                warnings.append(f"the files' sample rate {max(digital_rates):g} Hz is implausible for an SPI "
-                                f"capture ({n} transitions); using {rate:g} Hz inferred from the transition "
-                                f"times instead (give the real rate with --samplerate)")
-        if src == "file" and rate < 1e3:
+                warnings.append(Finding(f"the files' sample rate {max(digital_rates):g} Hz is implausible for an "
+                                        f"SPI capture ({n} transitions); using {rate:g} Hz inferred from the "
+                                        f"transition times instead (give the real rate with --samplerate)",
+                                        Cause.TIMEBASE))
+        if src == "file" and rate < PLAUSIBLE_MIN_HZ:
             n = sum(c.n for c in chunks)
-            warnings.append(f"sample rate {rate:g} Hz is implausible for an SPI capture ({n} "
-                            f"samples); pass the real rate with --samplerate (e.g. --samplerate 100MHz)")
+            warnings.append(Finding(f"sample rate {rate:g} Hz is implausible for an SPI capture ({n} samples); "
+                                    f"pass the real rate with --samplerate (e.g. --samplerate 100MHz)", Cause.TIMEBASE))
         self.rate = rate
         gaps = self._gaps()
         if gaps:
@@ -305,8 +308,8 @@ class SaleaeReader(CaptureReader):
                 samples += [head, np.asarray(mm[idx]), np.array([c.begin])]
                 del mm
         if not samples:
-            warnings.append("no transitions to infer the sample rate from; assuming 1 GHz "
-                            "(pass --samplerate if you know it)")
+            warnings.append(Finding("no transitions to infer the sample rate from; assuming 1 GHz "
+                            "(pass --samplerate if you know it)", Cause.TIMEBASE))
             return 1e9
         with np.errstate(invalid="ignore", over="ignore"):
             t = np.concatenate(samples) - self.t0
@@ -329,8 +332,8 @@ class SaleaeReader(CaptureReader):
             warnings.append(f"version 0 export: no sample rate in the file; {rate:g} Hz inferred from the "
                             "transition times (give the capture's rate with --samplerate if you know it)")
             return rate
-        warnings.append("the transition times fit no common sample rate; using 1 ps resolution "
-                        "(pass --samplerate for the instrument's rate)")
+        warnings.append(Finding("the transition times fit no common sample rate; using 1 ps resolution "
+                        "(pass --samplerate for the instrument's rate)", Cause.TIMEBASE))
         return 1e12
 
     def _gaps(self) -> str | None:

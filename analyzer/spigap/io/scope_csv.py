@@ -38,6 +38,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from spigap.limits import PLAUSIBLE_MIN_HZ
+from spigap.findings import Cause, Finding
 from spigap.errors import InputError, UsageError
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
 from spigap.io.csv_changes import (CHUNK_BYTES, cut_short, decimal_resolution, first_bad_row, head_lines,
@@ -231,20 +233,20 @@ class ScopeCsvReader(CaptureReader):
             if not samplerate > 0:
                 raise UsageError(f"--samplerate must be positive, not {samplerate:g}", path=self.path)
             if lay.dt and abs(lay.dt * samplerate - 1) > 1e-3:
-                warnings.append(f"--samplerate {samplerate:g} Hz overrides the file's sample interval "
-                                f"{lay.dt:g} s")
+                warnings.append(Finding(f"--samplerate {samplerate:g} Hz overrides the file's sample interval "
+                                f"{lay.dt:g} s", Cause.NOTE))
             lay.dt = 1.0 / float(samplerate)
             dt_src = "--samplerate"
         if lay.dt is None or not (lay.dt > 0 and math.isfinite(lay.dt)):
             raise InputError("cannot tell the sample interval (no time column with two distinct times, "
                              "no XInc/Increment in the header)", path=self.path,
                              hint="give the scope's sample rate with --samplerate, e.g. --samplerate 1GHz")
-        if lay.dt >= 1e-3:
-            warnings.append(f"sample interval {lay.dt:g} s is implausibly long for SPI timing; if the time "
-                            f"unit is wrong, give the sample rate with --samplerate")
+        if lay.dt * PLAUSIBLE_MIN_HZ >= 1:
+            warnings.append(Finding(f"sample interval {lay.dt:g} s is implausibly long for SPI timing; if the "
+                                    f"time unit is wrong, give the sample rate with --samplerate", Cause.TIMEBASE))
         if self._pairs:
-            warnings.append("rows come in pairs with identical time (peak-detect min/max export): "
-                            "each pair is one sample interval")
+            warnings.append(Finding("rows come in pairs with identical time (peak-detect min/max export): "
+                            "each pair is one sample interval", Cause.NOTE))
         names = [name for _, name, _ in lay.channels]
         self._col_of = {name: col for col, name, _ in lay.channels}
         self._scale_of = {name: scale for _, name, scale in lay.channels}
@@ -320,9 +322,12 @@ class ScopeCsvReader(CaptureReader):
             if "trigger" in name.lower() and j != tcol:
                 skip.add(j)
         if tcol is None and ncols >= 2 and names_row is None:
-            col = np.array([[float(x.replace(",", ".")) if x and "∞" not in x else np.nan
-                             for x in _fields(ln, sep)[:ncols]] for ln in data[:64] if ln.strip()])
-            if len(col) >= 2 and np.all(np.diff(col[:, 0]) >= 0) and col[-1, 0] > col[0, 0]:
+            try:
+                col = np.array([[float(x.replace(",", ".")) if x and "∞" not in x else np.nan
+                                 for x in _fields(ln, sep)[:ncols]] for ln in data[:64] if ln.strip()])
+            except ValueError:      # a cell that is no number: no time column to find here
+                col = np.empty((0, 0))
+            if col.ndim == 2 and len(col) >= 2 and np.all(np.diff(col[:, 0]) >= 0) and col[-1, 0] > col[0, 0]:
                 tcol = 0
         lay.time_col = tcol
         if tcol is not None:

@@ -29,6 +29,8 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from spigap.limits import PLAUSIBLE_MIN_HZ
+from spigap.findings import Cause, Finding
 from spigap.errors import CaptureTruncated, InputError, UsageError
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock
 from spigap.io.threshold import Schmitt, Source, Threshold, merge, resolve_thresholds, sampled_source
@@ -185,11 +187,11 @@ class WaveformReader(CaptureReader):
             if not samplerate > 0:
                 raise UsageError(f"--samplerate must be positive, not {samplerate:g}", path=path)
             if abs(dt * samplerate - 1) > 1e-3:
-                warnings.append(f"--samplerate {samplerate:g} Hz overrides the file's sample interval {dt:g} s")
+                warnings.append(Finding(f"--samplerate {samplerate:g} Hz overrides the file's sample interval {dt:g} s", Cause.NOTE))
             dt = 1.0 / float(samplerate)
             src = "--samplerate"
-        if dt >= 1e-3:
-            warnings.append(f"sample interval {dt:g} s is implausibly long for SPI timing")
+        if dt * PLAUSIBLE_MIN_HZ >= 1:
+            warnings.append(Finding(f"sample interval {dt:g} s is implausibly long for SPI timing", Cause.TIMEBASE))
         self.waveforms = waveforms
         self._avail = min(wf.available() for wf in waveforms)
         if self._avail <= 0:

@@ -51,6 +51,7 @@ import math
 import os
 import struct
 
+from spigap.findings import Cause, Finding
 from spigap.errors import InputError
 from spigap.io.scopefile import Waveform, WaveformReader, check_waveform, read_exact
 
@@ -161,7 +162,7 @@ def read_siglent_bin(path: str) -> tuple[list[Waveform], list[str]]:
         check_waveform(wf, f"channel {name}")
         waves.append(wf)
         if unit != 0:
-            notes.append(f"{name}: levels are in {_UNITS[unit]} (the file's unit), not volts")
+            notes.append(Finding(f"{name}: levels are in {_UNITS[unit]} (the file's unit), not volts", Cause.NOTE))
         if offset != 0:
             notes.append(f"{name}: vertical offset {offset:g} {_UNITS[unit]} subtracted as Siglent's programming "
                          f"guide does; Siglent's binary-file note adds it (levels {2 * offset:g} higher): not "

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from spigap.findings import Cause, Finding
 from spigap.errors import CaptureTruncated, InputError, UsageError
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
 from spigap.io.csv_changes import read_head
@@ -100,8 +101,8 @@ class SigrokCsvReader(CaptureReader):
             if not samplerate > 0:
                 raise UsageError(f"--samplerate must be positive, not {samplerate:g}", path=self.path)
             if rate and abs(rate - samplerate) > 1e-9 * samplerate:
-                warnings.append(f"samplerate {samplerate:g} Hz from --samplerate overrides the file's "
-                                f"{rate_text!r}")
+                warnings.append(Finding(f"samplerate {samplerate:g} Hz from --samplerate overrides the file's "
+                                f"{rate_text!r}", Cause.NOTE))
             rate = float(samplerate)
         elif not rate:
             raise InputError("sigrok CSV without a '; Samplerate:' comment: one row is one sample, "

@@ -27,6 +27,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from spigap.limits import PLAUSIBLE_MIN_HZ
+from spigap.findings import Cause, Finding
 from spigap.errors import CaptureTruncated, InputError, SpigapError, UsageError
 from spigap.io import inflate
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock
@@ -101,104 +103,108 @@ class SrReader(ZipMembers, CaptureReader):
     def __init__(self, path, *, samplerate: float | None = None, threshold=None):
         self.path = str(path)
         self._open_fd()
-        warnings: list[str] = []
-        self._members = self._read_directory(warnings)
-        version = self._read_small("version").decode("ascii", "replace").strip()
-        if version not in ("1", "2"):
-            raise InputError(f"unsupported .sr format version {version!r} (libsigrok reads 1 and 2)",
-                             path=self.path)
-        md = parse_metadata(self._read_small("metadata").decode("utf-8", "replace"))
-        dev_name = next((s for s in md if s.startswith("device ")), None)
-        if dev_name is None:
-            raise InputError("metadata has no [device 1] section", path=self.path,
-                             hint="not a sigrok session file?")
-        dev = md[dev_name]
-        self.capturefile = dev.get("capturefile")
-        if self.capturefile is not None and not self.capturefile.strip():
-            raise InputError("metadata 'capturefile' is empty: the logic data member is not named",
-                             path=self.path, hint="damaged metadata; re-save the capture with sigrok")
-        total = _int(dev.get("total probes"), self.path, "total probes")
-        probes: dict[int, str] = {}
-        for key, value in dev.items():
-            pm = re.fullmatch(r"probe(\d+)", key)
-            if pm:
-                probes[int(pm.group(1))] = value
-        analog_names = {int(am.group(1)): value for key, value in dev.items()
-                        for am in [re.fullmatch(r"analog(\d+)", key)] if am}
-        has_logic = self.capturefile is not None and bool(probes)
-        if not has_logic and not analog_names:
-            raise InputError("capture has no channels (no capturefile/probeN or analogN in metadata)",
-                             path=self.path, hint="not a capture saved by sigrok?")
-        if not has_logic:
-            probes, self.capturefile, self.unitsize = {}, None, 1
-        else:
-            if total is None:
-                total = max(probes)
-            self.unitsize = _int(dev.get("unitsize"), self.path, "unitsize")
-            if self.unitsize is None:
-                self.unitsize = (total + 7) // 8
-                warnings.append(f"metadata has no unitsize; assuming {self.unitsize} byte(s) per sample")
-            if not 1 <= self.unitsize <= 8:
-                raise InputError(f"unitsize {self.unitsize} is outside 1..8", path=self.path)
-            for n in probes:
-                if n < 1:
-                    raise InputError(f"metadata names probe{n}: sigrok numbers probes from 1", path=self.path,
-                                     hint="damaged metadata; re-save the capture with sigrok")
-            # libsigrok reads such files (sigrok-dumps' cbm_1571_read_status.sr: 16 probes, unitsize 1):
-            # the probes beyond the sample word hold nothing; they are left out, said so
-            beyond = sorted(n for n in probes if n > self.unitsize * 8)
-            if beyond:
-                warnings.append(f"metadata names probe{beyond[0]}" + (f"-{beyond[-1]}" if len(beyond) > 1 else "")
-                                + f" beyond the {self.unitsize * 8} bits of a sample (unitsize {self.unitsize}): "
-                                "left out")
-                probes = {n: v for n, v in probes.items() if n <= self.unitsize * 8}
-        self._bit_of: dict[str, int] = {}
-        names = []
-        for n in sorted(probes):
-            names.append(probes[n])
-            self._bit_of.setdefault(probes[n], n - 1)
+        try:
+            warnings: list[str] = []
+            self._members = self._read_directory(warnings)
+            version = self._read_small("version").decode("ascii", "replace").strip()
+            if version not in ("1", "2"):
+                raise InputError(f"unsupported .sr format version {version!r} (libsigrok reads 1 and 2)",
+                                 path=self.path)
+            md = parse_metadata(self._read_small("metadata").decode("utf-8", "replace"))
+            dev_name = next((s for s in md if s.startswith("device ")), None)
+            if dev_name is None:
+                raise InputError("metadata has no [device 1] section", path=self.path,
+                                 hint="not a sigrok session file?")
+            dev = md[dev_name]
+            self.capturefile = dev.get("capturefile")
+            if self.capturefile is not None and not self.capturefile.strip():
+                raise InputError("metadata 'capturefile' is empty: the logic data member is not named",
+                                 path=self.path, hint="damaged metadata; re-save the capture with sigrok")
+            total = _int(dev.get("total probes"), self.path, "total probes")
+            probes: dict[int, str] = {}
+            for key, value in dev.items():
+                pm = re.fullmatch(r"probe(\d+)", key)
+                if pm:
+                    probes[int(pm.group(1))] = value
+            analog_names = {int(am.group(1)): value for key, value in dev.items()
+                            for am in [re.fullmatch(r"analog(\d+)", key)] if am}
+            has_logic = self.capturefile is not None and bool(probes)
+            if not has_logic and not analog_names:
+                raise InputError("capture has no channels (no capturefile/probeN or analogN in metadata)",
+                                 path=self.path, hint="not a capture saved by sigrok?")
+            if not has_logic:
+                probes, self.capturefile, self.unitsize = {}, None, 1
+            else:
+                if total is None:
+                    total = max(probes)
+                self.unitsize = _int(dev.get("unitsize"), self.path, "unitsize")
+                if self.unitsize is None:
+                    self.unitsize = (total + 7) // 8
+                    warnings.append(f"metadata has no unitsize; assuming {self.unitsize} byte(s) per sample")
+                if not 1 <= self.unitsize <= 8:
+                    raise InputError(f"unitsize {self.unitsize} is outside 1..8", path=self.path)
+                for n in probes:
+                    if n < 1:
+                        raise InputError(f"metadata names probe{n}: sigrok numbers probes from 1", path=self.path,
+                                         hint="damaged metadata; re-save the capture with sigrok")
+                # libsigrok reads such files (sigrok-dumps' cbm_1571_read_status.sr: 16 probes, unitsize 1):
+                # the probes beyond the sample word hold nothing; they are left out, said so
+                beyond = sorted(n for n in probes if n > self.unitsize * 8)
+                if beyond:
+                    span = f"probe{beyond[0]}" + (f"-{beyond[-1]}" if len(beyond) > 1 else "")
+                    warnings.append(Finding(f"metadata names {span} beyond the {self.unitsize * 8} bits of a "
+                                            f"sample (unitsize {self.unitsize}): left out", Cause.NOTE))
+                    probes = {n: v for n, v in probes.items() if n <= self.unitsize * 8}
+            self._bit_of: dict[str, int] = {}
+            names = []
+            for n in sorted(probes):
+                names.append(probes[n])
+                self._bit_of.setdefault(probes[n], n - 1)
 
-        rate_text = dev.get("samplerate")
-        stored = parse_samplerate(rate_text) if rate_text else None
-        if samplerate is not None:
-            rate = float(samplerate)
-            if stored and abs(stored - rate) > 1e-9 * rate:
-                warnings.append(f"samplerate {rate:g} Hz from --samplerate overrides the metadata's "
-                                f"{rate_text!r}")
-        elif not stored:
-            raise NoSampleRate("metadata has no samplerate", path=self.path,
-                               hint="pass the logic analyzer's rate with --samplerate, e.g. --samplerate 24MHz")
-        else:
-            rate = stored
+            rate_text = dev.get("samplerate")
+            stored = parse_samplerate(rate_text) if rate_text else None
+            if samplerate is not None:
+                rate = float(samplerate)
+                if stored and abs(stored - rate) > 1e-9 * rate:
+                    warnings.append(Finding(f"samplerate {rate:g} Hz from --samplerate overrides the metadata's "
+                                            f"{rate_text!r}", Cause.NOTE))
+            elif not stored:
+                raise NoSampleRate("metadata has no samplerate", path=self.path,
+                                   hint="pass the logic analyzer's rate with --samplerate, e.g. --samplerate 24MHz")
+            else:
+                rate = stored
 
-        self._logic = self._logic_members(warnings) if has_logic else []
-        n_samples = sum(m.usize for m in self._logic) // self.unitsize if self._logic else 0
-        self._analog_of = self._analog_members(analog_names, names, warnings)
-        for members in self._analog_of.values():
-            n_samples = max(n_samples, sum(m.usize for m in members) // 4)
-        names += list(self._analog_of)
-        if not names:
-            raise InputError("no channel of the capture has data (analog members missing)", path=self.path)
-        self._thr_spec = threshold
-        self._thresholds: dict[str, Threshold] | None = None
-        for m in self._logic:
-            if m.usize % self.unitsize:
-                warnings.append(f"{m.name} holds {m.usize} bytes, not a multiple of unitsize "
-                                f"{self.unitsize}; the last partial sample is ignored")
-        if samplerate is None and n_samples and rate < 1e3:
-            days = n_samples / rate / 86400
-            warnings.append(f"metadata samplerate {rate_text!r} is implausible for an SPI capture "
-                            f"({n_samples} samples would last {days:.3g} days); pass the real rate "
-                            f"with --samplerate (e.g. --samplerate 5MHz)")
-        if self._analog_of and self._recovered:
-            n_samples = None
-        roles, saved = self._recipe(names)
-        self.info = CaptureInfo(
-            path=self.path, format=f"sigrok .sr v{version}", channels=names, tick_s=1.0 / rate,
-            samplerate_hz=rate, n_ticks=None if self._recovered else n_samples, warnings=warnings,
-            samplerate_metadata=rate_text, analog_channels=list(self._analog_of),
-            resolution_source="--samplerate" if samplerate is not None else "metadata",
-            spi_channels=roles, spi_settings=saved)
+            self._logic = self._logic_members(warnings) if has_logic else []
+            n_samples = sum(m.usize for m in self._logic) // self.unitsize if self._logic else 0
+            self._analog_of = self._analog_members(analog_names, names, warnings)
+            for members in self._analog_of.values():
+                n_samples = max(n_samples, sum(m.usize for m in members) // 4)
+            names += list(self._analog_of)
+            if not names:
+                raise InputError("no channel of the capture has data (analog members missing)", path=self.path)
+            self._thr_spec = threshold
+            self._thresholds: dict[str, Threshold] | None = None
+            for m in self._logic:
+                if m.usize % self.unitsize:
+                    warnings.append(f"{m.name} holds {m.usize} bytes, not a multiple of unitsize "
+                                    f"{self.unitsize}; the last partial sample is ignored")
+            if samplerate is None and n_samples and rate < PLAUSIBLE_MIN_HZ:
+                days = n_samples / rate / 86400
+                warnings.append(Finding(f"metadata samplerate {rate_text!r} is implausible for an SPI capture "
+                                        f"({n_samples} samples would last {days:.3g} days); pass the real rate "
+                                        f"with --samplerate (e.g. --samplerate 5MHz)", Cause.TIMEBASE))
+            if self._analog_of and self._recovered:
+                n_samples = None
+            roles, saved = self._recipe(names)
+            self.info = CaptureInfo(
+                path=self.path, format=f"sigrok .sr v{version}", channels=names, tick_s=1.0 / rate,
+                samplerate_hz=rate, n_ticks=None if self._recovered else n_samples, warnings=warnings,
+                samplerate_metadata=rate_text, analog_channels=list(self._analog_of),
+                resolution_source="--samplerate" if samplerate is not None else "metadata",
+                spi_channels=roles, spi_settings=saved)
+        except BaseException:     # a refused file leaves no descriptor open
+            self.close()
+            raise
 
     def _recipe(self, names: list[str]) -> tuple[dict, dict]:
         """The SPI settings a capture written by ``spigap synth`` carries (its recipe,

@@ -39,6 +39,7 @@ import struct
 
 import numpy as np
 
+from spigap.findings import Cause, Finding
 from spigap.errors import InputError
 from spigap.io.scopefile import MAX_SAMPLES, Waveform, WaveformReader, check_waveform, header_text, read_exact
 
@@ -139,10 +140,10 @@ def _frame_ticks(path, e, header, frames, length, dt, frac0, gmt0, notes) -> np.
     ok = bool(np.all(np.isfinite(ticks))) and bool(np.all(np.diff(ticks) >= length)) and ticks[-1] < 2.0 ** 62
     if ok:
         gaps = np.diff(ticks) - length
-        notes.append(f"FastFrame: {frames} frames of {length} samples placed at their trigger times; the "
+        notes.append(Finding(f"FastFrame: {frames} frames of {length} samples placed at their trigger times; the "
                      f"{frames - 1} gaps between them ({float(gaps.min()) * dt:.3g} s to "
                      f"{float(gaps.max()) * dt:.3g} s) were not recorded: a gap measured across one is not "
-                     "bus idle time")
+                     "bus idle time", Cause.NOTE))
         return ticks.astype(np.int64)
     notes.append(f"FastFrame: {frames} frames of {length} samples whose timestamps do not place them "
                  "one after another: read back to back (times across frames are not real)")

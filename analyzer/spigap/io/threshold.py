@@ -29,6 +29,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from spigap.findings import Cause, Finding
 from spigap.errors import CaptureTruncated, UsageError
 from spigap.io.base import EdgeBlock
 
@@ -179,8 +180,8 @@ def resolve_thresholds(spec, names: Sequence[str], sample_fn: Callable[[list[str
         else:
             out[n] = auto[n]
     if auto_names:
-        notes.append("analog threshold (auto, mid-range ± 5 % of the swing): " + ", ".join(
-            f"{n} {out[n].describe()}" for n in auto_names) + "; set with --threshold CH=V[,HYST]")
+        notes.append(Finding("analog threshold (auto, mid-range ± 5 % of the swing): " + ", ".join(
+            f"{n} {out[n].describe()}" for n in auto_names) + "; set with --threshold CH=V[,HYST]", Cause.NOTE))
     return out, notes
 
 

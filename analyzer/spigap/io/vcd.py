@@ -37,6 +37,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from spigap.limits import PLAUSIBLE_MIN_HZ
+from spigap.findings import Cause, Finding
 from spigap.errors import CaptureTruncated, InputError, UsageError
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, open_errors
 from spigap.io.threshold import strict_blocks
@@ -164,22 +166,22 @@ class VcdReader(CaptureReader):
             if not samplerate > 0:
                 raise UsageError(f"--samplerate must be positive, not {samplerate:g}", path=self.path)
             tick_s = 1.0 / float(samplerate)
-            warnings.append(f"--samplerate {samplerate:g} Hz overrides the $timescale: one VCD time unit "
-                            f"is taken as {tick_s:.4g} s")
+            warnings.append(Finding(f"--samplerate {samplerate:g} Hz overrides the $timescale: one VCD time unit "
+                            f"is taken as {tick_s:.4g} s", Cause.NOTE))
         elif timescale is None:
             tick_s = 1e-9
-            warnings.append("the VCD has no $timescale; assuming 1 ns per time unit "
-                            "(if that is wrong, give the time unit's rate with --samplerate, e.g. 1GHz)")
+            warnings.append(Finding("the VCD has no $timescale; assuming 1 ns per time unit "
+                            "(if that is wrong, give the time unit's rate with --samplerate, e.g. 1GHz)", Cause.TIMEBASE))
         else:
             tick_s = timescale
             step = round(1.0 / (rate * timescale)) if rate else 0
             if step > 1 and abs(step * timescale * rate - 1) < 1e-6:
                 # libsigrok's export: one sample is `step` time units
                 self._step, tick_s = step, timescale * step
-            if tick_s >= 1e-3:
-                warnings.append(f"$timescale {tick_s:g} s is implausibly coarse for SPI timing; if the "
-                                f"dump's time unit is really finer, give its rate with --samplerate "
-                                f"(e.g. --samplerate 1GHz for 1 ns)")
+            if tick_s * PLAUSIBLE_MIN_HZ >= 1:
+                warnings.append(Finding(f"$timescale {tick_s:g} s is implausibly coarse for SPI timing; if the "
+                                        f"dump's time unit is really finer, give its rate with --samplerate "
+                                        f"(e.g. --samplerate 1GHz for 1 ns)", Cause.TIMEBASE))
         self.info = CaptureInfo(
             path=self.path, format="VCD", channels=channels, tick_s=tick_s, channel_keys=self._aliases,
             samplerate_hz=1.0 / tick_s if self._step > 1 else None, n_ticks=None, warnings=warnings,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 from spigap import __version__
+from spigap import confidence
 from spigap.core.analysis import AMBIGUOUS_KINDS, GAP_KINDS, KIND_NAMES, Analysis, DeviceFigures
 from spigap.core.gaprules import defs as gapdefs
 from spigap.core.result import Result
@@ -65,13 +66,15 @@ def idle_clocks(a) -> float | None:
 
 
 def grouping_dict(g, n_transfers: int | None = None) -> dict:
-    return {"method": g.method, "confidence": g.confidence, "phase": g.phase, "note": g.note,
+    return {"method": g.method, "confidence": g.confidence, "confidence_words": confidence.of_grouping(g),
+            "phase": g.phase, "note": confidence.grouping_note(g),
             "structure": g.structure, "message_lengths": list(g.lengths),
             "first_message_start": g.first_start, "evidence": list(g.evidence),
             "ambiguous": g.ambiguous, "settle": g.settle,
             # docs/gaps.md: the structure per stretch (several: it changed), the readings weighed,
             # the closest rival and the kinds of gap with their spread
-            "segments": [s.as_dict(n_transfers) for s in g.segments], "readings": list(g.readings), "rival": g.rival,
+            "segments": [s.as_dict(n_transfers) for s in g.segments], "readings": list(g.readings),
+            "rival": g.rival or confidence.grouping_readings(g),
             "kinds": list(g.gap_kinds), "basis": g.basis, "agreement": g.agreement}
 
 

@@ -7,10 +7,11 @@ capture's lines, then the transfers of every device by start time."""
 
 from __future__ import annotations
 
+from spigap.confidence import stated
 from spigap.core.analysis import DeviceFigures
 from spigap.core.result import Result
 from spigap.output.jsonout import all_rows, document, to_dict, transfer_rows
-from spigap.units import fmt_freq, fmt_rate, fmt_time
+from spigap.units import fmt_clocks, fmt_freq, fmt_rate, fmt_time
 
 TEXT_ROWS = 50       # --transfers: the first 50 transfers
 
@@ -27,15 +28,6 @@ ROW_LABEL = {
     "transfer_duration": "transfer (CS active)",
     "transfer_period": "transfer period",
 }
-
-
-def _clocks(value: float, samples_per_period: float | None) -> str:
-    """Idle clocks to the resolution one sample gives them (1 / samples per SCLK period)."""
-    if not samples_per_period:
-        return f"{value:.2f}"
-    res = 1.0 / samples_per_period
-    digits = 2 if res < 0.05 else 1 if res < 0.5 else 0
-    return f"{value:.{digits}f} (±{res:.2g}, one sample)"
 
 
 def transfer_line(r: dict, extra: str | None = None) -> str:
@@ -101,9 +93,10 @@ def render_device(a: DeviceFigures, *, transfers: bool = False, limit: int = TEX
             head = f"{s['messages']} × {s['transfers_per_message']} transfer(s)"
         else:
             head = f"{s['messages']} of {'+'.join(map(str, g['message_lengths']))} transfers"
-        lines.append(f"messages    {head} [{g['method']}, confidence {g['confidence']:.2f}] {g['note']}")
+        lines.append(f"messages    {head} [{g['method']}, {stated(g['confidence'], g['confidence_words'])}] "
+                     f"{g['note']}")
     lines.append(f"rate        {fmt_rate(s['transfer_rate_hz'])} (transfers)"
-                 + (f"; idle clocks between words p50 {_clocks(s['idle_clocks_p50'], s['samples_per_sclk_period'])}"
+                 + (f"; idle clocks between words p50 {fmt_clocks(s['idle_clocks_p50'], s['samples_per_sclk_period'])}"
                     if s["idle_clocks_p50"] is not None else ""))
     if cap["truncated"]:
         lines.append(f"PARTIAL     {cap['truncated']}")

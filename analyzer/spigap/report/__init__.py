@@ -28,10 +28,12 @@ import re
 import numpy as np
 
 from spigap import __version__
+from spigap import confidence
 from spigap.core import stalls as stalls_mod
 from spigap.core.analysis import describe
-from spigap.units import fmt_freq, fmt_rate
-from spigap.units import fmt_time as _fmt_time
+from spigap.output.jsonout import idle_clocks
+from spigap.report.cited import Citations
+from spigap.units import fmt_clocks, fmt_freq, fmt_rate, fmt_time
 
 HIST_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch", "idle",
               "transfer_duration", "transfer_period")
@@ -48,7 +50,7 @@ color:#222;line-height:1.4;padding:0 1em}
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
 h3{margin-top:1.5em}table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:right;vertical-align:top}
-th{background:#f4f4f4}td.l,th.l{text-align:left}
+th{background:#f4f4f4}td.l,th.l{text-align:left}table.facts th{font-weight:normal}
 img{max-width:100%;display:block;margin:.5em 0 1.2em}
 .verdict-regression,.v-FAIL{color:#fff;background:#c0392b;font-weight:bold}
 .verdict-improvement,.v-PASS{color:#fff;background:#27ae60;font-weight:bold}
@@ -56,15 +58,8 @@ img{max-width:100%;display:block;margin:.5em 0 1.2em}
 .note{color:#555;font-size:.9em}.warn{color:#a04000}
 nav ul{columns:2}code{background:#f4f4f4;padding:0 3px}
 .pending{border:2px dashed #e67e22;padding:.5em 1em;background:#fff8f0}
+.doc{border-left:3px solid #ddd;padding-left:1em}.doc td,.doc th{text-align:left}
 """
-
-
-def fmt_time(seconds, digits: int = 4) -> str:
-    """As spigap.units.fmt_time, but float noise below a femtosecond (the std of identical
-    values) prints as 0."""
-    if seconds is not None and not isinstance(seconds, str) and abs(seconds) < 1e-15:
-        seconds = 0.0
-    return _fmt_time(seconds, digits)
 
 
 def _phase_groups(phases) -> list[tuple[str, list[tuple[str, str, float]]]]:
@@ -84,18 +79,33 @@ def _slug(text: str) -> str:
     return s or "capture"
 
 
+def _cell(v, tag: str, left: bool, scope: str = "") -> str:
+    """One cell, escaped unless it is an ('html', markup) tuple."""
+    attrs = (' class="l"' if left else "") + (f' scope="{scope}"' if scope else "")
+    if isinstance(v, tuple) and v and v[0] == "html":
+        return f"<{tag}{attrs}>{v[1]}</{tag}>"
+    return f"<{tag}{attrs}>{_e('' if v is None else v)}</{tag}>"
+
+
 def _table(head: list[str], rows: list[list], left: int = 1, cls: str = "") -> str:
-    """HTML table; the first ``left`` columns are left-aligned. Cells are escaped unless they are
-    ('html', markup) tuples."""
-    def cell(v, i, tag):
-        c = ' class="l"' if i < left else ""
-        if isinstance(v, tuple) and v and v[0] == "html":
-            return f"<{tag}{c}>{v[1]}</{tag}>"
-        return f"<{tag}{c}>{_e('' if v is None else v)}</{tag}>"
-    out = [f'<table class="{cls}">' if cls else "<table>", "<tr>" + "".join(cell(h, i, "th") for i, h in enumerate(head)) + "</tr>"]
+    """HTML table under a header row of column names; the first ``left`` columns are
+    left-aligned."""
+    out = [f'<table class="{cls}">' if cls else "<table>",
+           "<thead><tr>" + "".join(_cell(h, "th", i < left, "col") for i, h in enumerate(head)) + "</tr></thead>",
+           "<tbody>"]
     for r in rows:
-        out.append("<tr>" + "".join(cell(v, i, "td") for i, v in enumerate(r)) + "</tr>")
-    out.append("</table>")
+        out.append("<tr>" + "".join(_cell(v, "td", i < left) for i, v in enumerate(r)) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def _facts(rows: list[list]) -> str:
+    """A table of (name, value) rows: each row headed by its name, no row of column names
+    (a summary has none to give)."""
+    out = ['<table class="facts"><tbody>']
+    for name, value in rows:
+        out.append("<tr>" + _cell(name, "th", True, "row") + _cell(value, "td", True) + "</tr>")
+    out.append("</tbody></table>")
     return "\n".join(out)
 
 
@@ -112,6 +122,7 @@ class Report:
         self.sections: list[tuple[str, str, str]] = []      # (id, title, html)
         self.images: list[tuple[str, bytes]] = []           # (file name, png)
         self.missing_glyphs: set[str] = set()              # characters the plot font cannot draw
+        self.cited = Citations()                           # the docs' sections embedded (report/cited.py)
         self._n = 0
 
     # ------------------------------------------------------------ images
@@ -157,7 +168,6 @@ class Report:
         rate = a.transfer_rate_hz()
         g = a.grouping
         info = a.info
-        ic = a.idle_clocks()
         rows = [
             ["file", cap.path], ["format", info.format],
             ["sample rate", fmt_freq(info.samplerate_hz) if info.samplerate_hz else "–"],
@@ -169,20 +179,24 @@ class Report:
             ["SCLK", f"{fmt_freq(a.sclk_hz)} (T = {fmt_time(a.period_ticks * t)})" if a.sclk_hz else "–"],
             ["transfers", f"{a.n} ({a.n_partial()} partial), "
                           f"{a.n_words_total()} words" if a.sample is None else
-                          f"{a.sample['transfers']}; the figures below are from {a.n} of them, a "
-                          f"{a.sample['method']} (bounded memory, docs/compare-and-report.md)"],
+                          ("html", _e(f"{a.sample['transfers']}; the figures below are from {a.n} of them, a "
+                                      f"{a.sample['method']} (bounded memory, ")
+                           + self.cited.link("compare-and-report.md", "Limits") + ")")],
             ["messages", ("ambiguous" if g.ambiguous else
                           f"{a.n_messages()} × {g.transfers_per_message} transfer(s)" if g.transfers_per_message
                           else f"{a.n_messages()} of {'+'.join(map(str, g.lengths))} transfers")
-             + f" [{g.method}, confidence {g.confidence:.2f}] {g.note}"],
+             + f" [{g.method}, {confidence.stated(g.confidence, confidence.of_grouping(g))}] "
+               f"{confidence.grouping_note(g)}"],
             ["transfer rate", fmt_rate(rate)],
-            ["idle clocks between words (p50)", f"{float(np.median(ic)):.2f}" if len(ic) else "–"],
+            # the figure and its format of the text output and JSON (units.fmt_clocks): on the grid
+            # one sample draws, never below 0
+            ["idle clocks between words (p50)", fmt_clocks(idle_clocks(a), a.period_ticks)],
             ["stalls", f"{len(st)} ({fmt_time(sum(s.excess_s for s in st))} above their medians)"],
         ]
         if a.truncated:
             rows.append(["PARTIAL", a.truncated])
         H.append(f'<h3 id="{sid}-summary">Summary</h3>')
-        H.append(_table(["", ""], rows, left=2))
+        H.append(_facts(rows))
         if a.warnings:
             H.append("<ul class='warn'>" + "".join(f"<li>{_e(w)}</li>" for w in a.warnings) + "</ul>")
         # gap statistics
@@ -199,7 +213,7 @@ class Report:
                                                    ("min_s", "p50_s", "mean_s", "p99_s", "max_s", "std_s")])
         H.append(_table(["gap", "n", "min", "p50", "mean", "p99", "max", "std"], rows))
         H.append(f"<p class='note'>Every figure is an edge-to-edge time between sampled edges: ±1 sample "
-                 f"({_e(fmt_time(t))}). Definitions: docs/gaps.md.</p>")
+                 f"({_e(fmt_time(t))}). Definitions: {self.cited.link('gaps.md', 'Per transfer')}.</p>")
         # stalls
         H.append(f'<h3 id="{sid}-stalls">Stalls</h3>')
         summ = found.summary(a)
@@ -283,7 +297,7 @@ class Report:
         H.append(f"<p>{_e(len(tr))} events ({_e(tr.source)}, timestamps to {_e(fmt_time(tr.resolution_s))}); "
                  f"{_e(al.device)}: {_e(al.anchor)} ↔ {_e(al.bus_anchor)}, matched {al.matched}, unmatched "
                  f"{al.unmatched_trace} trace / {al.unmatched_bus} bus; drift {al.drift_ppm:+.2f} ppm; offset zero "
-                 f"point: {_e(al.zero_point)}{_e(unc)}. Method: docs/trace.md.</p>")
+                 f"point: {_e(al.zero_point)}{_e(unc)}. Method: {self.cited.link('trace.md', 'Alignment')}.</p>")
         if tc.grouping_note:
             H.append(f"<p class='note'>Grouping: {_e(tc.grouping_note)}</p>")
         rows = []
@@ -407,7 +421,7 @@ class Report:
                 ["two CS lines at once", f"{fig_d['cs_overlaps']['count']} (ERROR)" if fig_d["cs_overlaps"]["count"]
                  else "none"],
                 ["SCLK with no CS", f"{fig_d['sclk_without_cs']['edges']} edge(s)"]]
-        H.append(_table(["", ""], rows, left=2))
+        H.append(_facts(rows))
         hand = [[f"{h['from']} → {h['to']}", h["n"]] + [fmt_time(h[k]) for k in ("min_s", "p50_s", "p99_s", "max_s")]
                 for h in fig_d["handover"]]
         if hand:
@@ -504,7 +518,9 @@ class Report:
                  f"{cmp.settings.alpha:g}; intervals: circular block bootstrap ({cmp.settings.n_boot} resamples). "
                  f"A change counts when significant and at least {cmp.settings.min_rel_effect * 100:g} % of the "
                  f"before value (never below 2 samples); jitter: {cmp.settings.min_rel_jitter * 100:g} %. "
-                 "See docs/compare-and-report.md.</p>")
+                 f"See {self.cited.link('compare-and-report.md', 'Verdict rule')} and "
+                 f"{self.cited.link('compare-and-report.md', 'Why blocks: consecutive gaps are not independent')}."
+                 "</p>")
         for n in cmp.notes:
             H.append(f"<p class='note'>Note: {_e(n)}</p>")
         at = cmp.attribution
@@ -578,8 +594,14 @@ class Report:
         now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
         nav = "".join(f'<li><a href="#{_e(i)}">{_e(title)}</a></li>' for i, title, _ in self.sections)
         body = "\n".join(f'<section id="{_e(i)}"><h2>{_e(title)}</h2>\n{h}\n</section>' for i, title, h in self.sections)
+        head = (f"<p class='note'>spigap {_e(__version__)}, {_e(now)}. Times are edge-to-edge between sampled "
+                f"edges (±1 sample, see each capture's resolution); definitions in "
+                f"{self.cited.link('gaps.md', 'Per transfer')}.</p>")
+        # every document the texts name becomes a link to its cited part, embedded at the end
+        body = self.cited.linkify(body)
+        cited = self.cited.html()
+        if cited:
+            nav += f'<li><a href="#{Citations.ID}">Definitions and methods cited</a></li>'
         return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                 f"<title>{_e(self.title)}</title><style>{CSS}</style></head><body>\n"
-                f"<h1>{_e(self.title)}</h1>\n<p class='note'>spigap {_e(__version__)}, {_e(now)}. "
-                f"Times are edge-to-edge between sampled edges (±1 sample, see each capture's resolution); "
-                f"definitions in docs/gaps.md.</p>\n<nav><ul>{nav}</ul></nav>\n{body}\n</body></html>\n")
+                f"<h1>{_e(self.title)}</h1>\n{head}\n<nav><ul>{nav}</ul></nav>\n{body}\n{cited}\n</body></html>\n")

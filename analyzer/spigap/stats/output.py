@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from spigap import __version__
+from spigap.findings import explains_figures
 from spigap.stats.compare import BusComparison, Comparison, MetricResult
 from spigap.units import fmt_rate
 from spigap.units import fmt_time as _fmt_time
@@ -30,7 +31,9 @@ def _capture_row(c) -> dict:
             "resolution_s": a.tick_s, "samplerate_hz": a.info.samplerate_hz,
             "transfers_per_message": a.grouping.transfers_per_message, "truncated": a.truncated,
             # a long capture's statistics come from a systematic sample (docs/compare-and-report.md)
-            "sample": None if a.sample is None else {k: a.sample[k] for k in ("sampled", "block", "stride", "method")}}
+            "sample": None if a.sample is None else {k: a.sample[k] for k in ("sampled", "block", "stride", "method")},
+            # every warning of the capture, cause first (spigap/findings.py)
+            "warnings": list(a.warnings)}
 
 
 def to_dict(cmp: "Comparison | BusComparison", *, stall_limit: int = 50) -> dict:
@@ -153,6 +156,8 @@ def render_text(cmp: "Comparison | BusComparison") -> str:
                      f"{fmt_time(a.end_tick * a.tick_s)}"
                      + (f", PARTIAL ({a.truncated})" if a.truncated else "")
                      + (f"; statistics from {a.n} of them, a {a.sample['method']}" if a.sample else ""))
+            # what its figures rest on (a wrong CS, an implausible rate ...): cause first
+            L += [f"  CHECK  {c.path}: {w}" for w in a.warnings if explains_figures(w)]
     conf = f"{st.confidence * 100:g} %"
     L.append(f"  method: Mann-Whitney U on blocks of consecutive values (level: block medians, jitter: "
              f"block robust σ), Holm over {cmp.n_tests} tests at α = {st.alpha:g}; {conf} block-bootstrap "

@@ -7,8 +7,9 @@ launched) becomes four voltage traces. Each line is modelled at its receiver:
   constant ``tau`` (from wherever the line is when the edge starts, so a line
   that has not settled starts its next edge from there);
 * ``delay``: skew, every edge of the line that much later (trace length, probe);
-* the controller launches MOSI ``mosi_delay`` after its launching clock edge,
-  the device MISO ``miso_delay`` after it (the device's clock-to-output);
+* MOSI and MISO change where the timeline launches them (timeline.Launch: the
+  controller's ``mosi_delay`` after its launching clock edge, the device's
+  ``miso_delay`` after it, its first bit ``miso_enable`` after CS in CPHA 0);
 * ``ring``: a damped oscillation after each edge (share of the step, frequency,
   decay time): ringing, overshoot, ringback;
 * ``bounce``: ground bounce, a short pulse on the other lines at every SCLK edge;
@@ -50,8 +51,6 @@ class LineModel:
 class AnalogBus:
     timeline: Timeline
     lines: dict                  # role ("clk", "mosi", "miso", "cs") -> LineModel
-    mosi_delay: float = 0.0      # controller clock-to-out after its launching edge, s
-    miso_delay: float = 0.0      # device clock-to-output (tDO) after the launching edge, s
     bounce: float = 0.0          # ground bounce pulse height on the other lines, V
     bounce_tau: float = 0.3e-9
     seed: int = 0
@@ -78,7 +77,7 @@ class AnalogBus:
             init = 1 - act
         elif role in ("mosi", "miso"):
             bits = tl.mosi_bits if role == "mosi" else tl.miso_bits
-            t = tl.data_t + (self.mosi_delay if role == "mosi" else self.miso_delay)
+            t = tl.mosi_t if role == "mosi" else tl.miso_t
             lv, init = bits.astype(np.int8), 0
         else:
             raise KeyError(role)
@@ -173,7 +172,7 @@ class AnalogBus:
         leading_rise = sh.cpol == 0
         samp_rising = (sh.cpha == 0) == leading_rise
         bits = tl.mosi_bits if role == "mosi" else tl.miso_bits
-        data_t = tl.data_t + (self.mosi_delay if role == "mosi" else self.miso_delay) + self.lines[role].delay
+        data_t = (tl.mosi_t if role == "mosi" else tl.miso_t) + self.lines[role].delay
         cd = self.lines["clk"].delay
         out: dict[str, list] = {k2: [] for k2 in ("at", "setup", "hold", "tco", "tco_at")}
         tau_c = self.lines["clk"].tau
@@ -249,13 +248,14 @@ class LineSource:
 # ------------------------------------------------------------------ recipes
 # An analog recipe is a synth scenario (captures/*.toml: [capture], [spi], [timing], [device]...)
 # with an [analog] table: the scope (samplerate, format, vertical scale and resolution), the
-# delays and ground bounce of the bus, and one [analog.<role>] table per line (tau, delay,
-# noise, ring, ring_hz, ring_tau, v_low, v_high). `spigap synth --config RECIPE -o STEM`
+# data lines' delays (mosi_delay, miso_delay, miso_enable: the recipe's own keys, recipe.Recipe.launch,
+# given here beside the lines they shape), the ground bounce of the bus, and one [analog.<role>]
+# table per line (tau, delay, noise, ring, ring_hz, ring_tau, v_low, v_high). `spigap synth --config RECIPE -o STEM`
 # writes STEM + CH1.isf ... CH4.isf (clk, mosi, miso, cs unless `channels` says otherwise).
 LINE_KEYS = {"tau": "t", "delay": "t", "noise": "f", "ring": "f", "ring_hz": "hz", "ring_tau": "t",
              "v_low": "f", "v_high": "f"}
 ANALOG_KEYS = {"samplerate", "format", "volts_per_div", "center", "bits", "mosi_delay", "miso_delay",
-               "bounce", "bounce_tau", "seed", "channels", "clk", "mosi", "miso", "cs"}
+               "miso_enable", "bounce", "bounce_tau", "seed", "channels", "clk", "mosi", "miso", "cs"}
 
 
 def is_analog(path) -> bool:
@@ -274,6 +274,7 @@ def load_recipe(path):
     (synth/scenario.py) with an [analog] table."""
     from spigap.errors import UsageError
     from spigap.synth import recipe
+    from spigap.synth.recipe import LAUNCH_KEYS
     from spigap.synth.scenario import Scenario
     from spigap.units import parse_freq, parse_time
 
@@ -282,10 +283,10 @@ def load_recipe(path):
     if recipe.is_bus(data):
         raise UsageError("an [analog] recipe is one device ([[device]] tables are not rendered as volts)",
                          path=str(path))
-    sc = Scenario.from_tables(data, text, None, path)
     bad = sorted(set(an) - ANALOG_KEYS)
     if bad:
         raise UsageError(f"[analog] has no key {bad[0]!r}; known: {', '.join(sorted(ANALOG_KEYS))}", path=str(path))
+    sc = Scenario.from_tables(data, text, {k: an[k] for k in LAUNCH_KEYS if k in an}, path)
 
     def conv(kind, v):
         return parse_time(v) if kind == "t" else parse_freq(v) if kind == "hz" else float(v)
@@ -297,8 +298,7 @@ def load_recipe(path):
         if bad:
             raise UsageError(f"[analog.{role}] has no key {bad[0]!r}; known: {', '.join(LINE_KEYS)}", path=str(path))
         lines[role] = LineModel(**{k: conv(LINE_KEYS[k], v) for k, v in t.items()})
-    bus = AnalogBus(sc.timeline(), lines, mosi_delay=parse_time(an.get("mosi_delay", 0)),
-                    miso_delay=parse_time(an.get("miso_delay", 0)), bounce=float(an.get("bounce", 0.0)),
+    bus = AnalogBus(sc.timeline(), lines, bounce=float(an.get("bounce", 0.0)),
                     bounce_tau=parse_time(an.get("bounce_tau", "0.3ns")), seed=int(an.get("seed", sc.seed)))
     scope = {"samplerate": parse_freq(an.get("samplerate", "2.5GHz")), "format": an.get("format", "isf"),
              "volts_per_div": float(an.get("volts_per_div", 0.5)), "center": float(an.get("center", 1.65)),

@@ -69,7 +69,9 @@ Example (times take units)::
     driver = "irq"
     irq_period = "700us"
     # a device's own SPI settings (the SPI core sets them per device): mode (same CPOL
-    # as the bus's), wordsize, bitorder, cs_polarity
+    # as the bus's), wordsize, bitorder, cs_polarity; its data timing: miso_delay (tDO),
+    # miso_enable (CS -> first bit); default its traffic's chip's (synth/traffic LAUNCH).
+    # The controller's mosi_delay is bus-wide ([spi]; recipe.Recipe.launch).
 
     [faults]                 # optional
     overlap = [12]           # these handovers: the next CS asserts during the previous CS hold
@@ -88,8 +90,8 @@ from spigap.errors import UsageError
 from spigap.outfile import write_output
 from spigap.synth import kernel
 from spigap.synth.capture import Capture, CsLine, TraceOptions, json_list
-from spigap.synth.recipe import MAX_WINDOWS, Recipe, check_size, set_bus_setting
-from spigap.synth.timeline import SpiShape, Timeline, Windows, build
+from spigap.synth.recipe import MAX_WINDOWS, Recipe, check_delay, check_size, set_bus_setting
+from spigap.synth.timeline import Launch, SpiShape, Timeline, Windows, build
 from spigap.units import parse_time
 
 DRIVERS = ("spidev", "irq")
@@ -128,6 +130,8 @@ class Device:
     pid: int = 0
     cpu: int = 0
     spi: dict = dataclasses.field(default_factory=dict)   # the device's own mode, wordsize, bitorder, cs_polarity
+    miso_delay: float | None = None    # its MISO after the launching edge (tDO); None: its traffic's chip's
+    miso_enable: float | None = None   # CS assert -> its first MISO bit (CPHA 0); None: likewise
 
 
 @dataclasses.dataclass
@@ -170,6 +174,7 @@ class Bus(Recipe):
         ctrl = data.pop("controller", {}) or {}
         faults = data.pop("faults", {}) or {}
         data.pop("decoders", None)          # for the tests (captures/README.md), not the synthesizer
+        data.pop("pins", None)              # likewise
         try:
             for key, value in cls.flat(data, overrides).items():
                 sh._set(key, value)
@@ -229,6 +234,8 @@ class Bus(Recipe):
             need(d.words * d.transfers_per_message <= 1 << 16,
                  f"{d.cs}: words x transfers_per_message must be <= 65536 per message")
             need(d.cs_hold > 0 and d.cs_setup > 0, f"{d.cs}: cs_setup and cs_hold must be > 0")
+            for key in ("miso_delay", "miso_enable"):
+                check_delay(self, f"{d.cs}: {key}", getattr(d, key))
         need(self.overlap_by > 0, "overlap_by must be > 0")
         need(self.stray_sclk >= 0, "stray_sclk must be >= 0")
 
@@ -242,7 +249,8 @@ def _device(table: dict, i: int) -> Device:
     if not isinstance(table, dict) or "cs" not in table:
         raise UsageError(f"[[device]] number {i + 1} needs a cs name")
     d = Device(cs=str(table["cs"]), spi_device=str(table.get("spi_device", f"spi0.{i}")))
-    times = {"cs_setup", "cs_hold", "cs_change", "think", "start", "irq_period", "irq_latency"}
+    times = {"cs_setup", "cs_hold", "cs_change", "think", "start", "irq_period", "irq_latency", "miso_delay",
+             "miso_enable"}
     for key, value in table.items():
         if key in ("cs", "spi_device"):
             continue
@@ -555,6 +563,8 @@ class BusCapture(Capture):
                 "other_busy_s": json_list(busy), "other_windows": count.tolist(),
                 "inter_byte_s": ib,
                 "mosi": [p.mosi[i] for i in w.tolist()], "miso": [p.miso[i] for i in w.tolist()],
+                "launch": Launch(**{key: tl.launch.per_window(key, n)[w]
+                                    for key in ("mosi_delay", "miso_delay", "miso_enable")}).truth(len(w)),
                 "meaning": self.traffic[k].truth[:len(w)],
             }
         hand = np.flatnonzero(dev[1:] != dev[:-1]) + 1
@@ -730,15 +740,29 @@ def build_bus(sh: Bus) -> BusCapture:
                       traffic=traffic, cs_assert=cs_a, cs_deassert=cs_d, overlaps=overlaps, stray=stray)
 
 
+def _launch(sh: Bus, d: Device, cs_setup: np.ndarray) -> Launch:
+    """When the data lines change in a device's windows: the controller's MOSI as the recipe
+    says, the device's MISO as its own keys, the recipe's or its traffic's chip say."""
+    return sh.launch(cs_setup, d.traffic, d.miso_delay, d.miso_enable)
+
+
 def _build(sh: Bus, w: Windows, dev: np.ndarray, assert_t: np.ndarray, deassert_t: np.ndarray) -> Timeline:
     """The bus's timeline: one device's windows at a time, each with its own settings
     (timeline.build), merged in bus order (all devices share SCLK's idle level)."""
     if all(not d.spi for d in sh.devices):
-        return build(w, sh.shape, sh.tail)
+        # one build; each window's data timing its device's
+        per = {key: np.zeros(w.n) for key in ("mosi_delay", "miso_delay", "miso_enable")}
+        for k, d in enumerate(sh.devices):
+            win = np.flatnonzero(dev == k)
+            lw = _launch(sh, d, w.cs_setup[win])
+            for key in per:
+                per[key][win] = lw.per_window(key, len(win))
+        return build(w, sh.shape, sh.tail, Launch(**per))
     n, nw = w.n, len(w.word_window)
     cs_a, cs_d = np.empty(n), np.empty(n)
     wf, wl = np.empty(nw), np.empty(nw)
     clk, data, end = [], [], 0.0
+    per = {key: np.zeros(n) for key in ("mosi_delay", "miso_delay", "miso_enable")}
     for k, d in enumerate(sh.devices):
         win = np.flatnonzero(dev == k)
         if not len(win):
@@ -750,18 +774,26 @@ def _build(sh: Bus, w: Windows, dev: np.ndarray, assert_t: np.ndarray, deassert_
                       message=w.message[win], word_window=np.searchsorted(win, w.word_window[words]),
                       mosi=w.mosi[words], miso=w.miso[words], word_gap=w.word_gap[words],
                       word_boundary=w.word_boundary[words])
-        one = build(sub, sh.shape_of(d), sh.tail)
+        one = build(sub, sh.shape_of(d), sh.tail, _launch(sh, d, sub.cs_setup))
         cs_a[win], cs_d[win] = one.cs_assert, one.cs_deassert
         wf[words], wl[words] = one.word_first, one.word_last
         clk.append((one.clk_t, one.clk_level))
-        data.append((one.data_t, one.mosi_bits, one.miso_bits))
+        data.append((one.mosi_t, one.miso_t, one.mosi_bits, one.miso_bits))
+        for key in per:
+            per[key][win] = one.launch.per_window(key, len(win))
         end = max(end, one.end_time)
     ct = np.concatenate([c[0] for c in clk])
     co = np.argsort(ct, kind="stable")
-    dt = np.concatenate([x[0] for x in data])
-    do = np.argsort(dt, kind="stable")
+
+    def line(i: int, j: int):
+        """One data line's (times, bits) of every device, in time order."""
+        t = np.concatenate([x[i] for x in data])
+        o = np.argsort(t, kind="stable")
+        return t[o], np.concatenate([x[j] for x in data])[o]
+
+    (mosi_t, mosi_b), (miso_t, miso_b) = line(0, 2), line(1, 3)
     return Timeline(sh.shape, w, cs_a, cs_d, wf, wl, end, ct[co], np.concatenate([c[1] for c in clk])[co],
-                    dt[do], np.concatenate([x[1] for x in data])[do], np.concatenate([x[2] for x in data])[do])
+                    mosi_t, miso_t, mosi_b, miso_b, launch=Launch(**per))
 
 
 def _queued_s(msgs: list, i: int) -> float:

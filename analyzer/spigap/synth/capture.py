@@ -91,9 +91,9 @@ def tracks(tl: Timeline, channels: dict, samplerate: float, offset: int = 0,
     if channels.get("clk"):
         out.append(Track(channels["clk"], q(tl.clk_t), tl.clk_level, shape.cpol))
     if channels.get("mosi"):
-        out.append(Track(channels["mosi"], q(tl.data_t), tl.mosi_bits, 0))
+        out.append(Track(channels["mosi"], q(tl.mosi_t), tl.mosi_bits, 0))
     if channels.get("miso"):
-        out.append(Track(channels["miso"], q(tl.data_t), tl.miso_bits, 0))
+        out.append(Track(channels["miso"], q(tl.miso_t), tl.miso_bits, 0))
     if cs is None:
         cs = [CsLine(channels["cs"], shape.cs_active_low, tl.cs_assert, tl.cs_deassert)] if channels.get("cs") else []
     for line in cs:

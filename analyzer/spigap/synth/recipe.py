@@ -25,7 +25,7 @@ from spigap import __version__
 from spigap.errors import UsageError
 from spigap.limits import rate_problem
 from spigap.synth.srwriter import CHUNK_BYTES
-from spigap.synth.timeline import SpiShape
+from spigap.synth.timeline import Launch, SpiShape
 from spigap.units import parse_freq, parse_time
 
 # What one synthesized capture may hold: every window and every clocked bit's edges are
@@ -36,6 +36,13 @@ from spigap.units import parse_freq, parse_time
 MAX_WINDOWS = 10_000_000
 MAX_BITS = 400_000_000              # clocked bits (two SCLK edges each)
 MAX_SAMPLES = 8_000_000_000
+MAX_DATA_DELAY = 1e-3               # a clock-to-output longer than this is not a delay of the data lines
+
+# When the data lines change (timeline.Launch) unless the recipe or the chip's traffic module says
+# (``LAUNCH`` in synth/traffic/<chip>.py): a controller's clock-to-output of a few ns (the SCLK and
+# MOSI pins are driven by the same clock inside it), a generic device's 10 ns.
+LAUNCH_KEYS = ("mosi_delay", "miso_delay", "miso_enable")
+GENERIC_LAUNCH = {"mosi_delay": 5e-9, "miso_delay": 10e-9, "miso_enable": 10e-9}
 
 
 def check_size(what: str, n_samples: int) -> None:
@@ -43,6 +50,12 @@ def check_size(what: str, n_samples: int) -> None:
     if n_samples > MAX_SAMPLES:
         raise UsageError(f"{what}: the capture would hold {n_samples:.3g} samples, more than spigap synth "
                          f"writes ({MAX_SAMPLES:.3g}); shorten the timings or the duration, or lower samplerate")
+
+
+def check_delay(form, key: str, value) -> None:
+    """A data line's delay (``None``: the default) is 0 .. MAX_DATA_DELAY s."""
+    if value is not None:
+        form.need(0 <= value <= MAX_DATA_DELAY, f"{key} must be 0 .. {MAX_DATA_DELAY * 1e3:g} ms, not {value:g} s")
 
 
 def read(path=None, text: str | None = None) -> tuple[dict, str]:
@@ -103,6 +116,10 @@ class Recipe:
     channels: dict = dataclasses.field(default_factory=lambda: {
         "clk": "SCLK", "mosi": "MOSI", "miso": "MISO", "cs": "CS"})
     source: str = ""                    # the recipe's text, carried inside the .sr
+    # when the data lines change (timeline.Launch); None: the device's default (launch())
+    mosi_delay: float | None = None
+    miso_delay: float | None = None
+    miso_enable: float | None = None
 
     FORM = "scenario"                   # the form's name in messages
 
@@ -126,7 +143,7 @@ class Recipe:
 
     def set_common(self, key: str, value) -> bool:
         """Set one bus-wide key; False for a key of the form's own."""
-        if key in ("lead", "tail"):
+        if key in ("lead", "tail") or key in LAUNCH_KEYS:
             setattr(self, key, parse_time(value))
         elif key in ("samplerate", "sclk"):
             setattr(self, key, parse_freq(value))
@@ -161,9 +178,33 @@ class Recipe:
         for key in ("lead", "tail"):
             v = getattr(self, key)
             need(v >= 0 and np.isfinite(v), f"{key} must be >= 0, not {v:g}")
+        for key in LAUNCH_KEYS:
+            check_delay(self, key, getattr(self, key))
         if self.samplerate < 2 * self.sclk:
             raise UsageError(f"samplerate {self.samplerate:g} Hz cannot show SCLK {self.sclk:g} Hz "
                              "(needs at least 2 samples per period)")
+
+    def launch(self, cs_setup: np.ndarray, traffic: str | None, miso_delay: float | None = None,
+               miso_enable: float | None = None) -> Launch:
+        """When the data lines change in windows with these CS setups, for a device whose traffic
+        is ``traffic`` (a generator or payload name: its chip's ``LAUNCH`` defaults, synth/traffic):
+        the recipe's mosi_delay, miso_delay and miso_enable (``miso_*``: a device's own, over the
+        recipe's) as given, even where they break a datasheet or a sampling edge (a fault capture
+        asks for that); a default is shortened where it would take more than half the time from
+        its edge to the bit's sampling edge less a sample, so a default never moves a bit onto
+        its sampling edge whatever the SCLK and sample rate (half a period after a clock edge; the
+        CS setup after CS)."""
+        from spigap.synth.traffic import launch_defaults
+
+        dflt = {**GENERIC_LAUNCH, **launch_defaults(traffic)}
+        dt = 1.0 / self.samplerate
+        room = max(0.0, (0.5 / self.sclk - dt) / 2)
+        given = {"mosi_delay": self.mosi_delay, "miso_delay": self.miso_delay if miso_delay is None else miso_delay,
+                 "miso_enable": self.miso_enable if miso_enable is None else miso_enable}
+        out = {k: (v if v is not None else min(dflt[k], room)) for k, v in given.items()}
+        if given["miso_enable"] is None:
+            out["miso_enable"] = np.minimum(dflt["miso_enable"], np.maximum(0.0, (np.asarray(cs_setup, float) - dt) / 2))
+        return Launch(**out)
 
     def recipe(self) -> str:
         """The text carried inside the .sr (member spigap-synth.toml)."""

@@ -37,6 +37,11 @@ are this form's own. Example (all times accept units: 1.6us, 250ns, 10e-6; rates
     cs_change = "10us"
     context_switch = "5us"
     burst_gap = "1ms"             # ... separated by this idle time (a context switch too)
+    mosi_delay = "5ns"            # optional: the controller's MOSI after its launching SCLK edge
+    miso_delay = "40ns"           # optional: the device's MISO after its launching edge (tDO)
+    miso_enable = "40ns"          # optional: CS assert -> the device's first MISO bit (CPHA 0)
+                                  # (default: the chip's LAUNCH in synth/traffic, else 5/10/10 ns;
+                                  # a default never reaches the sampling edge: Recipe.launch)
 
     [device]                      # optional: device traffic instead of [pattern] payloads
     name = "mcp3008-adc"          # see analyzer/spigap/synth/devices (spigap synth --list-devices)
@@ -48,6 +53,10 @@ are this form's own. Example (all times accept units: 1.6us, 250ns, 10e-6; rates
     [decoders]                    # optional, read by the tests only: our decoders' stacks over the
     stacks = ["spi:...,mcp3008"]  # capture and the warnings it shows on purpose (captures/README.md)
     faults = [{ warning = "Null bit is 1", count = 1 }]
+
+    [pins]                        # optional, read by the tests only: `spigap check --device` over the
+    device = "mcp3008"            # capture and the pin limits it fails on purpose (captures/README.md)
+    faults = []
 
     [kernel]                      # optional: the driver model of 'spigap synth --ftrace'
     gpio_cs_latency = "1.5us"     # spi_set_cs activate -> CS assert (analyzer/spigap/synth/kernel.py,
@@ -116,6 +125,7 @@ class Scenario(Recipe):
         device = data.pop("device", None)
         payload = data.pop("payload", None)
         data.pop("decoders", None)          # for the tests (captures/README.md), not the synthesizer
+        data.pop("pins", None)              # likewise
         kernel_table = data.pop("kernel", None)
         flat = cls.flat(data, overrides)
         if "device" in flat:
@@ -304,9 +314,20 @@ class Scenario(Recipe):
 
             # the words only: every gap was drawn before them, so the timing stays the [pattern]'s
             truth = fill_payload(self, w, dict(self.payload))
-        tl = build(w, self.shape, self.tail)
+        tl = self.build_timeline(w)
         tl.device_truth = truth
         return tl
+
+    @property
+    def traffic(self) -> str | None:
+        """The name of the chip traffic in this recipe's windows ([device] or [payload]), if any."""
+        table = self.device or self.payload
+        return str(table.get("name")) if table else None
+
+    def build_timeline(self, w: Windows) -> Timeline:
+        """``w``'s timeline, its data lines launched as this recipe's device and controller
+        drive them (Recipe.launch: the recipe's delays, else the chip's)."""
+        return build(w, self.shape, self.tail, self.launch(w.cs_setup, self.traffic))
 
     def capture(self, tl: Timeline | None = None) -> "GapCapture":
         """The capture of ``tl`` (default: this recipe's timeline), cropped to crop_start..crop_end."""

@@ -6,6 +6,15 @@ hold), so captures with 10^5 transfers build in well under a second.
 
 Times are kept in seconds (float64) until ``quantize``; the truth is the
 continuous time, which the analyzer can only resolve to +-1 sample.
+
+The data lines change where the hardware drives them (``Launch``): the controller's
+MOSI on its launching SCLK edges, the device's MISO on them too, each after its own
+clock-to-output delay, the previous bit held until then. A word's first bit is
+launched by the last edge of the word before it in the same CS window (a shift
+register does not know where words end); the first bit of a CS window in CPHA 0 has
+no edge before it: the device drives it when CS asserts (after its output-enable
+delay), the controller when it starts the transfer, half a period before the first
+sampling edge (as if from an edge there). In CPHA 1 every bit has its leading edge.
 """
 
 from __future__ import annotations
@@ -27,6 +36,35 @@ class SpiShape:
     @property
     def period(self) -> float:
         return 1.0 / self.sclk_hz
+
+
+@dataclasses.dataclass
+class Launch:
+    """When the data lines change, in seconds: MOSI ``mosi_delay`` after the controller's
+    launching SCLK edge (its clock-to-output); MISO ``miso_delay`` after the device's
+    launching edge (its tDO: the old bit is held until then, so its output hold is the
+    same time on a logic line) and, in CPHA 0, the window's first MISO bit ``miso_enable``
+    after CS asserts (the device's CS-to-output-valid). Each a number, or an array with
+    one value per CS window (devices of a bus with their own timing). The default: every
+    bit exactly on its edge (or CS), an ideal bus; recipes give realistic values
+    (``Recipe.launch``)."""
+
+    mosi_delay: float | np.ndarray = 0.0
+    miso_delay: float | np.ndarray = 0.0
+    miso_enable: float | np.ndarray = 0.0
+
+    def per_window(self, key: str, n: int) -> np.ndarray:
+        """One value per window of ``key``."""
+        v = getattr(self, key)
+        return np.full(n, float(v)) if np.ndim(v) == 0 else np.asarray(v, float)
+
+    def truth(self, n: int) -> dict:
+        """The values (s) as JSON: a number where every window has the same, else a list."""
+        out = {}
+        for key in ("mosi_delay", "miso_delay", "miso_enable"):
+            v = self.per_window(key, n)
+            out[f"{key}_s"] = float(v[0]) if len(v) and (v == v[0]).all() else v.tolist()
+        return out
 
 
 @dataclasses.dataclass
@@ -71,9 +109,11 @@ class Timeline:
     end_time: float
     clk_t: np.ndarray          # clock edge times, all windows
     clk_level: np.ndarray      # level after each clock edge
-    data_t: np.ndarray         # data change times (one per bit, at launch)
+    mosi_t: np.ndarray         # MOSI change times, one per bit (Launch)
+    miso_t: np.ndarray         # MISO change times, one per bit
     mosi_bits: np.ndarray
     miso_bits: np.ndarray
+    launch: Launch = dataclasses.field(default_factory=Launch)    # the delays the times were drawn with
     extra: dict = dataclasses.field(default_factory=dict)   # name -> (times, levels, idle)
     device_truth: list | None = None   # device generators: what each CS window means
 
@@ -102,11 +142,15 @@ class Timeline:
             "idle_clocks": (pair_gap[~pair_boundary] - T / 2) / T,
             "mosi": w.mosi, "miso": w.miso, "word_window": w.word_window,
             "cs_assert": self.cs_assert, "cs_deassert": self.cs_deassert,
+            "launch": self.launch.truth(w.n),
         }
 
 
-def build(windows: Windows, shape: SpiShape, tail: float) -> Timeline:
+def build(windows: Windows, shape: SpiShape, tail: float, launch: Launch | None = None) -> Timeline:
+    """The timeline of ``windows``: CS and clock edges from the gaps, each bit's MOSI and
+    MISO change time from ``launch`` (module docstring; default: on the edges, no delay)."""
     w = windows
+    launch = launch or Launch()
     T = shape.period
     ws = shape.wordsize
     span = (2 * ws - 1) * T / 2                 # first to last clock edge of a word
@@ -136,8 +180,19 @@ def build(windows: Windows, shape: SpiShape, tail: float) -> Timeline:
     lead = 1 - shape.cpol
     clk_level = np.tile(np.where(k % 2 == 0, lead, shape.cpol), len(word_first)).astype(np.uint8)
     samp_k = k[k % 2 == shape.cpha]                     # sampling edge numbers within a word
-    samp_t = word_first[:, None] + samp_k[None, :] * (T / 2)
-    data_t = (samp_t - T / 2).ravel()
+    # each bit's launching edge: the clock edge before its sampling edge (one array, reused for MISO)
+    at = word_first[:, None] + (samp_k[None, :] - 1) * (T / 2)
+    later = np.flatnonzero(~first_of_window)
+    if shape.cpha == 0 and len(later):
+        at[later, 0] = word_last[later - 1]             # a later word's first bit: the last edge before it
+    mosi_t = (at + _per_word(launch.mosi_delay, w.word_window)).ravel()
+    at += _per_word(launch.miso_delay, w.word_window)
+    if shape.cpha == 0:
+        # the window's first MISO bit: when CS asserts, after the device's output-enable delay
+        first = np.flatnonzero(first_of_window)
+        win = w.word_window[first]
+        at[first, 0] = cs_assert[win] + launch.per_window("miso_enable", w.n)[win]
+    miso_t = at.ravel()
     shifts = np.arange(ws) if shape.lsb_first else np.arange(ws - 1, -1, -1)
 
     def bits(values):
@@ -148,8 +203,13 @@ def build(windows: Windows, shape: SpiShape, tail: float) -> Timeline:
         return ((v[:, None] >> shifts.astype(np.uint64)[None, :]) & np.uint64(1)).astype(np.uint8).ravel()
 
     return Timeline(shape, w, cs_assert, cs_deassert, word_first, word_last,
-                    float(t[-1] + tail) if len(t) else tail, clk_t, clk_level, data_t,
-                    bits(w.mosi), bits(w.miso))
+                    float(t[-1] + tail) if len(t) else tail, clk_t, clk_level, mosi_t, miso_t,
+                    bits(w.mosi), bits(w.miso), launch=launch)
+
+
+def _per_word(delay, word_window: np.ndarray):
+    """A delay as a number, or one per window spread to its words' rows."""
+    return delay if np.ndim(delay) == 0 else np.asarray(delay, float)[word_window][:, None]
 
 
 def jittered(rng: np.random.Generator, nominal, n: int, sigma: float, stall_p: float,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 
 from spigap import __version__
+from spigap import confidence
 from spigap.core.analysis import Analysis
 from spigap.core.config import SpiConfig
 from spigap.timing.checks.device import check_device
@@ -114,6 +115,8 @@ def check_analysis(analysis: Analysis, profile, device=None, *, headroom: float 
         "sclk_hz": a.sclk_hz,
         "transfers_per_message": a.grouping.transfers_per_message,
         "grouping": a.grouping.method,
+        "grouping_confidence": a.grouping.confidence,
+        "grouping_confidence_words": confidence.of_grouping(a.grouping),
         "grouping_note": a.grouping.note,
         "words_per_transfer": m.words_per_transfer,
         "idle_gaps_excluded": int(m.idle.sum()),

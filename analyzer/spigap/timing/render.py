@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from spigap.confidence import stated
+from spigap.findings import explains_figures
 from spigap.timing.check import (
     FAIL,
     MARGINAL,
@@ -98,7 +100,9 @@ def _one_text(res: CheckResult, verbose: bool) -> str:
     if s.get("spi"):
         lines.append("spi         " + _spi_line(s["spi"]))
     tpm = s.get("transfers_per_message")
-    lines.append(f"capture     {s['transfers']} transfers, {tpm} per message [{s['grouping']}], "
+    said = (f", {stated(s['grouping_confidence'], s['grouping_confidence_words'])}"
+            if s.get("grouping_confidence_words") else "")
+    lines.append(f"capture     {s['transfers']} transfers, {tpm} per message [{s['grouping']}{said}], "
                  f"SCLK {fmt_freq(s['sclk_hz'])}"
                  + (f", {s['idle_gaps_excluded']} idle gaps > {fmt_time(s['idle_gap_s'])} left out"
                     if s.get("idle_gaps_excluded") else "")
@@ -107,6 +111,9 @@ def _one_text(res: CheckResult, verbose: bool) -> str:
     lines.append(f"resolution  {fmt_time(res.resolution_s)} (one sample): every measured figure is "
                  f"±1 sample; within ±1 sample of a bound = MARGINAL, beyond = FAIL; "
                  f"headroom {res.headroom * 100:g} %")
+    for w in res.warnings:       # what the verdicts below rest on, cause first (spigap/findings.py)
+        if explains_figures(w):
+            lines.append(f"CHECK       {w}")
     lines.append("")
     head = (f"{'check':34s} {'stat':6s} {'measured':>11s} {'expected':>11s}  {'bounds':24s} "
             f"{'delta':>10s}  verdict")
@@ -142,7 +149,8 @@ def _one_text(res: CheckResult, verbose: bool) -> str:
     for n in res.notes:
         lines.append(f"note        {n}")
     for w in res.warnings:
-        lines.append(f"warning     {w}")
+        if not explains_figures(w):
+            lines.append(f"warning     {w}")
     return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,8 @@ import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from spigap import confidence as confidence_words
+from spigap.findings import by_cause
 from spigap.core.config import SpiConfig
 from spigap.errors import UsageError
 from spigap.io.base import EdgeBlock
@@ -30,7 +32,8 @@ class Source:
     basis: str = ""           # the evidence an inferred confidence is calibrated by (core/infer/calibration.py)
 
     def as_dict(self) -> dict:
-        return {"from": self.how, "confidence": round(float(self.confidence), 3), "note": self.note}
+        return {"from": self.how, "confidence": round(float(self.confidence), 3),
+                "confidence_words": confidence_words.of_source(self.how, self.confidence), "note": self.note}
 
 
 @dataclasses.dataclass
@@ -66,6 +69,9 @@ class Settled:
     evidence: Evidence | None = None    # the prefix the signals were read from (None: names sufficed)
     devices: list = dataclasses.field(default_factory=list)    # a shared bus: infer/shared.Device per CS line
     survey: Evidence | None = None      # the prefix of every channel (the first 32), read in the same pass (detect)
+
+    def __post_init__(self) -> None:
+        self.warnings = by_cause(self.warnings)      # the one order of every warning (spigap/findings.py)
 
     def sources_dict(self) -> dict:
         return {k: v.as_dict() for k, v in self.sources.items()}

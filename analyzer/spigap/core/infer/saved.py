@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from spigap.findings import Cause, Finding
 from spigap.core.config import SpiConfig
 from spigap.core.infer.report import Source
 
@@ -83,13 +84,13 @@ def reconcile(cfg: SpiConfig, given: SpiConfig, sources: dict[str, Source], info
                 sources[key] = Source("file", 1.0, f"{where} (the signals agree)")
             continue
         if src is not None and src.how == "inferred" and src.confidence >= SURE:
-            warnings.append(f"{where} says {saved_text}; the signals say {have_text} ({src.note}): "
-                            f"{have_text} is used (give {option} to use the saved one)")
+            warnings.append(Finding(f"{where} says {saved_text}; the signals say {have_text} ({src.note}): "
+                                    f"{have_text} is used (give {option} to use the saved one)", Cause.NOTE))
             continue
         _apply(cfg, key, want)
         sources[key] = Source("file", 1.0, f"{where}" + (f" (the signals cannot tell: {src.note})" if src else ""))
-        warnings.append(f"{where} says {saved_text}, which is used: the signals cannot tell "
-                        f"(they would give {have_text})")
+        warnings.append(Finding(f"{where} says {saved_text}, which is used: the signals cannot tell "
+                                f"(they would give {have_text})", Cause.NOTE))
 
 
 def _apply(cfg: SpiConfig, key: str, value) -> None:

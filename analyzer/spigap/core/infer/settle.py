@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from spigap.findings import Cause, Finding
 from spigap.core import config as config_mod
 from spigap.core.config import SpiConfig
 from spigap.core.infer import calibration
@@ -125,9 +126,9 @@ def settle(reader, cfg: SpiConfig, *, tap=None, survey: bool = False) -> Settled
     if need_roles and len(candidates) > MAX_CHANNELS:
         request = named.stream_names()
         request += [c for c in candidates if c not in request][:MAX_CHANNELS - len(request)]
-        warnings.append(f"the capture has {len(channels)} channels; roles were looked for among {MAX_CHANNELS} of "
-                        "them (1-bit nets before bits of vectors, in declaration order; name others with "
-                        "--clk/--mosi/--miso/--cs)")
+        warnings.append(Finding(f"the capture has {len(channels)} channels; roles were looked for among "
+                                f"{MAX_CHANNELS} of them (1-bit nets before bits of vectors, in declaration order; "
+                                "name others with --clk/--mosi/--miso/--cs)", Cause.NOTE))
     survey = survey and _fits(request + also, channels)
     stream = _with(request, also + (_surveyed(channels) if survey else []), info)
     it = reader.edges(stream)
@@ -312,8 +313,8 @@ def _by_bus_prefix(named: SpiConfig, cfg: SpiConfig, channels: list[str], warnin
     for p, g in groups.items():
         if p != chosen:
             opts = " ".join(f"{ROLE_OPTION[r]} {g[r]}" for r in ROLES if r in g)
-            warnings.append(f"the capture holds another SPI bus by its names ({p}_*); this analysis is of "
-                            f"{chosen}_*; select the other with {opts}")
+            warnings.append(Finding(f"the capture holds another SPI bus by its names ({p}_*); this analysis is "
+                                    f"of {chosen}_*; select the other with {opts}", Cause.NOTE))
     return out
 
 
@@ -444,9 +445,10 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                 opts = " ".join(f"{ROLE_OPTION[r]} {n}" for r, n in
                                 (("clk", b.clk), ("cs", b.cs)) if n) + "".join(
                     f" --{'mosi' if i == 0 else 'miso'} {d}" for i, d in enumerate(b.data[:2]))
-                warnings.append(f"the capture holds another SPI bus (clk={b.clk}"
-                                f"{f' cs={b.cs}' if b.cs else ''} data={','.join(b.data) or '–'}); "
-                                f"this analysis is of clk={out.clk}; select the other with {opts}")
+                warnings.append(Finding(f"the capture holds another SPI bus (clk={b.clk}"
+                                        f"{f' cs={b.cs}' if b.cs else ''} data={','.join(b.data) or '–'}); "
+                                        f"this analysis is of clk={out.clk}; select the other with {opts}",
+                                        Cause.NOTE))
     if need_roles and out.mosi is None and out.miso is None and named.mosi is None and named.miso is None:
         raise no_bus(info, ev)
     _check_roles(out, info)
@@ -466,8 +468,8 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
     for key, src in sources.items():
         if src.how in ("inferred", "default") and src.confidence < LOW_CONFIDENCE:
             opt = ROLE_OPTION.get(key) or SETTING_OPTION.get(key, key)
-            warnings.append(f"{key} {_value(out, key)} is {src.how} with confidence {src.confidence:.2f} "
-                            f"({src.note}); give {opt} if it is wrong")
+            warnings.append(Finding(f"{key} {_value(out, key)} is {src.how} with confidence "
+                                    f"{src.confidence:.2f} ({src.note}); give {opt} if it is wrong", Cause.UNSURE))
     return out, buses, devices
 
 

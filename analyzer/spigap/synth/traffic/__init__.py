@@ -1,12 +1,14 @@
 """Device payload generators: realistic traffic with known content for the decoders.
 
-Each module here defines ``SCENARIOS = {name: build}`` where
+Each module here (named after its chip) defines ``SCENARIOS = {name: build}`` where
 ``build(sc: Scenario, opts: dict) -> Timeline``: it takes the timing of a
 ``Scenario`` (samplerate, SCLK, mode, gaps, jitter) and the device options
 (``[device]`` table of the TOML, or ``--device NAME:key=value,...``), and
 returns a Timeline whose ``truth()`` and ``extra`` tracks describe the content.
 ``Scenario.windows_from_payload`` applies the scenario's timing to explicit
-per-window payloads.
+per-window payloads, ``Scenario.build_timeline`` turns them into the timeline. ``LAUNCH``
+gives the chip's own output timing, the defaults of a recipe's data delays
+(recipe.Recipe.launch).
 """
 
 from __future__ import annotations
@@ -27,6 +29,16 @@ def _collect(attr: str) -> dict:
 
 def registry() -> dict:
     return _collect("SCENARIOS")
+
+
+def launch_defaults(traffic: str | None) -> dict:
+    """The data timing (recipe keys mosi_delay, miso_delay, miso_enable, s) of the chip whose
+    traffic is ``traffic``: ``LAUNCH`` of the module named by the name's first part
+    (``mcp3008-linux``, ``mcp3008``: mcp3008.py); {} for other traffic."""
+    chip = str(traffic or "").split("-")[0]
+    if not chip or chip.startswith("_") or chip not in {m.name for m in pkgutil.iter_modules(__path__)}:
+        return {}
+    return dict(getattr(importlib.import_module(f"{__name__}.{chip}"), "LAUNCH", {}))
 
 
 def payloads() -> dict:

@@ -47,8 +47,14 @@ import numpy as np
 
 from spigap.errors import UsageError
 from spigap.synth.traffic import option_bool, option_list
-from spigap.synth.timeline import build
 from spigap.units import parse_time
+
+# The chip's output timing in synthesized captures (the recipe's miso_delay / miso_enable override
+# it): DB15 of the first result on DOUTA/DOUTB 10 ns after CS falls, every next bit 12 ns after the
+# SCLK edge that shifts it, the old bit held until then. Our assumption, inside the datasheet's
+# (Rev. C, as remembered: UNVERIFIED) t18 <= 15 ns, t19 <= 17 ns and t22 >= 7 ns at VDRIVE above
+# 4.75 V, and so inside the 3.3 V and 2.7 V columns (analyzer/spigap/timing/devices/ad7606.toml).
+LAUNCH = {"miso_delay": 12e-9, "miso_enable": 10e-9}
 
 VARIANTS = {"AD7606": 8, "AD7606-6": 6, "AD7606-4": 4}
 DOUTS = ("DOUTA", "DOUTA+DOUTB", "DOUTB")
@@ -195,9 +201,9 @@ def adc(sc, opts: dict):
                                  "(raise period or sclk, or lower cs_delay)")
         t_end += gap[i] + duration[i]
     w.gap_before = gap
-    tl = build(w, sc.shape, sc.tail)
+    tl = sc.build_timeline(w)
     wb = dataclasses.replace(w, miso=np.array([v for x in win_b for v in x], np.uint64))
-    doutb_bits = build(wb, sc.shape, sc.tail).miso_bits
+    doutb_bits = sc.build_timeline(wb).miso_bits
 
     # sampling-edge time of bit j (0-based) of a frame, from the timeline's words
     def sample_edge(frame, j):
@@ -221,7 +227,7 @@ def adc(sc, opts: dict):
             raise UsageError(f"conversion {k} is still busy at the next CONVST (raise period)")
     extra = {}
     if lines == 2 or dout == "DOUTB":
-        extra["DOUTB"] = (tl.data_t, doutb_bits, 0)
+        extra["DOUTB"] = (tl.miso_t, doutb_bits, 0)     # DOUTB: DOUTA's timing
     if with_busy:
         t = np.empty(2 * n)
         t[0::2], t[1::2] = busy_rise, bf
@@ -422,7 +428,7 @@ def linux(sc, opts: dict):
     if sc.channels == DEFAULT_CHANNELS:
         sc.channels = {"clk": "SCLK", "mosi": "DIN", "miso": "DOUTA", "cs": "CS"}
     w = sc.windows_from_payload(mosi, miso, message_start=[True] * len(frames), segment_start=seg)
-    tl = build(w, sc.shape, sc.tail)
+    tl = sc.build_timeline(w)
     tl.device_truth = [{"window": i, "what": f.what, "variant": variant, **f.truth} for i, f in enumerate(frames)]
     return tl
 

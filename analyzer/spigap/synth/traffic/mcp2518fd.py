@@ -67,8 +67,13 @@ import numpy as np
 
 from spigap.errors import UsageError
 from spigap.synth.traffic import option_list
-from spigap.synth.timeline import build
 from spigap.units import parse_time
+
+# The chip's output timing in synthesized captures (the recipe's miso_delay / miso_enable override
+# it): SDO 15 ns after the launching SCK edge, the first bit 15 ns after nCS falls. Our assumption:
+# the datasheet's SPI table (DS20006027) was not read (analyzer/spigap/timing/devices/mcp2518fd.toml);
+# 15 ns leaves 10 ns of the 25 ns half period at the driver's 20 MHz cap.
+LAUNCH = {"miso_delay": 15e-9, "miso_enable": 15e-9}
 
 # ------------------------------------------------------------------ encoding
 
@@ -573,7 +578,7 @@ def _timeline(sc, opts: dict, fn):
         if i and a.message_start and (a.irq_start or a.what == "tx"):
             gaps[i] = irq_gap + (gaps[i] - sc.context_switch)       # keep the jitter
     w.gap_before = gaps
-    tl = build(w, sc.shape, sc.tail)
+    tl = sc.build_timeline(w)
     times, levels = [], []
     low = False
     for i, a in enumerate(acc):

@@ -41,7 +41,13 @@ import numpy as np
 
 from spigap.errors import UsageError
 from spigap.synth.traffic import option_bool, option_list
-from spigap.synth.timeline import build
+
+# The chip's output timing in synthesized captures (the recipe's miso_delay / miso_enable override
+# it): DOUT changes 40 ns after the falling clock edge, and the window's first bit (CPHA 0: the
+# high-impedance level the model sends, synth hiz) 40 ns after CS falls. Our assumption, inside the
+# datasheet's tDO and tEN of at most 125 ns at 5 V, 200 ns at 2.7 V (DS21295D timing table;
+# analyzer/spigap/timing/devices/mcp3008.toml), with 100 ns of setup left at the 3.6 MHz maximum.
+LAUNCH = {"miso_delay": 40e-9, "miso_enable": 40e-9}
 
 PARTS = {"MCP3004": (4, 10), "MCP3008": (8, 10), "MCP3204": (4, 12), "MCP3208": (8, 12)}
 PATTERNS = ("start-alone", "linux", "mcp3208", "mcp320x")
@@ -211,7 +217,7 @@ def adc(sc, opts: dict):
         add(tx, rx, segments, first, {**t, **ex})
 
     w = sc.windows_from_payload(mosi_w, miso_w, message_start=msg, segment_start=seg)
-    tl = build(w, sc.shape, sc.tail)
+    tl = sc.build_timeline(w)
     tl.device_truth = truth
     return tl
 

@@ -14,7 +14,7 @@ from spigap.core.analysis import describe
 from spigap.timing.checks.judging import SKIP, Item, judged
 from spigap.timing.checks.measurements import Measurements
 from spigap.timing.profiles import Expectation, Profile
-from spigap.units import fmt_time
+from spigap.units import fmt_clocks, fmt_time
 
 NOTHING_MEASURED = {
     "cs_change": "the capture has no cs_change gaps (one transfer per message?)",
@@ -103,5 +103,6 @@ def note(ex: Expectation) -> str:
 def _idle_clocks(m: Measurements, metric: str, value) -> str:
     if metric == "inter_byte" and m.a.period_ticks:
         T = m.a.period_ticks * m.a.tick_s
-        return f"; = {(value - T / 2) / T:.2f} idle clocks at the measured T = {fmt_time(T)}"
+        return (f"; = {fmt_clocks((value - T / 2) / T, m.a.period_ticks)} idle clocks at the measured "
+                f"T = {fmt_time(T)}")
     return ""
