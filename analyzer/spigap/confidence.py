@@ -20,7 +20,7 @@ ambiguous: two        the timing fits two readings (or more: "several readings")
 readings              answer says which; a trace or an option settles it. A one-
                       population grouping whose gaps look like the cs_change busy-wait
                       is one (every transfer its own call, or one call with cs_change
-                      between its transfers): its 0.10 is how often the first reading
+                      between its transfers): its 0.05 is how often the first reading
                       was the truth on our calibration family, not a verdict on this
                       capture
 uncertain             measured, below 0.75, one reading: check it (give the option)
@@ -50,6 +50,12 @@ PROBABLE = 0.75      # at or above: likely
 # a grouping's basis whose gaps are one population that looks like the cs_change busy-wait
 # (core/grouping/infer.py): each transfer its own call, or one call with cs_change between them
 BUSY_LIKE_ONE_POPULATION = "one_population"
+
+
+def evidence_of(basis: str) -> str:
+    """A grouping basis's evidence, without its calibration key's buckets
+    ("one_population|n1|r-|clean" -> "one_population"; core/grouping/calibration.keys)."""
+    return basis.split("|", 1)[0]
 
 
 def stated(confidence: float, words: str) -> str:
@@ -92,7 +98,7 @@ def of_grouping(g) -> str:
         return TWO_READINGS if n <= 2 else SEVERAL_READINGS
     if basis == "too_few":
         return UNKNOWN
-    if basis == BUSY_LIKE_ONE_POPULATION:
+    if evidence_of(basis) == BUSY_LIKE_ONE_POPULATION:
         return TWO_READINGS
     c = float(getattr(g, "confidence", 0.0))
     if c < PROBABLE and getattr(g, "rival", None):
@@ -103,7 +109,7 @@ def of_grouping(g) -> str:
 def grouping_readings(g) -> str | None:
     """The second reading of a busy-like one-population grouping, in words (the first is
     the answer: every transfer its own message), and what settles it; None otherwise."""
-    if getattr(g, "basis", "") != BUSY_LIKE_ONE_POPULATION or getattr(g, "method", "") == "user":
+    if evidence_of(getattr(g, "basis", "")) != BUSY_LIKE_ONE_POPULATION or getattr(g, "method", "") == "user":
         return None
     return ("or one message whose transfers are separated by cs_change busy-waits (gaps this tight look "
             "like the kernel's udelay(10)); a kernel trace or --transfers-per-message settles it")

@@ -109,10 +109,10 @@ def _one_population(g, w, kd, sp, tick_s, resolution) -> Grouping:
     basis = "one_population" if busy_like or not tick_s else "one_population+notbusy"
     keys = cal.keys(basis, 1, [one.median], True, "one population")
     measured = cal.share(keys)
-    basis = keys[0]
     why = ("" if basis == "one_population" else
            f"; they are no cs_change busy-wait ({kind_name(one, tick_s)}, spread {100 * one.spread:.1f} %)")
-    conf = cal.stated(measured) if measured is not None else BASIS_CONFIDENCE[basis.split("|")[0]]
+    conf = cal.stated(measured) if measured is not None else BASIS_CONFIDENCE[basis]
+    basis = keys[0]
     return make(all_of(n, CONTEXT_SWITCH), n=1, confidence=conf,
                 method="auto",
                 note=("the CS-inactive gaps are one population" if note == "one population"
