@@ -26,6 +26,10 @@ import math
 from spigap.core.infer.calibration_data import MEASURED
 
 UNSEEN = 0.5
+# bases that exist only when an option names a role (the other data line named: this one by
+# elimination); the corpus is analyzed with no options, so it cannot measure them and their
+# score stays (stating UNSEEN would call a line found by elimination a coin toss)
+NEEDS_OPTIONS = {"other named", "other named, several"}
 DEFAULTS = {("mode", "no data changes"), ("mosi", "static"), ("miso", "static"), ("one line is miso", "static")}
 
 
@@ -56,7 +60,8 @@ def apply(sources: dict) -> None:
     """Replace the scores of the inferred sources that carry a basis with their measured confidence."""
     for key, src in sources.items():
         setting = "bus" if key == "clk" else key
-        if src.how == "inferred" and src.basis and setting in ("bus", "cs", "mosi", "miso", "mode"):
+        if (src.how == "inferred" and src.basis and setting in ("bus", "cs", "mosi", "miso", "mode")
+                and src.basis not in NEEDS_OPTIONS):
             if key in ("mosi", "miso") and src.basis.startswith(("one", "static", "few")):
                 p = miso_share(src.basis)
                 if p is not None:
