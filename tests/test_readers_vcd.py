@@ -134,8 +134,10 @@ def test_cut_mid_line_analyzes_what_is_there_and_says_where(tmp_path):
     n = int(round(tl.end_time * sc.samplerate))
     full = write_capture(tmp_path / "full.vcd", "vcd", tracks(tl, sc.channels, sc.samplerate), sc.samplerate, n)
     data = open(full, "rb").read()
-    cut_at = len(data) * 6 // 10
-    cut_at = data.index(b"\n", cut_at) - 2          # inside a line
+    start = data.index(b"\n", len(data) * 6 // 10) + 1
+    while data.index(b"\n", start) - start < 4:      # a line long enough to be cut inside
+        start = data.index(b"\n", start) + 1
+    cut_at = data.index(b"\n", start) - 2           # inside that line
     p = tmp_path / "cut.vcd"
     p.write_bytes(data[:cut_at])
     ref = analyze_device(full, SpiConfig())

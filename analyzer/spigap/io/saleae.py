@@ -312,10 +312,11 @@ class SaleaeReader(CaptureReader):
                             "(pass --samplerate if you know it)", Cause.TIMEBASE))
             return 1e9
         with np.errstate(invalid="ignore", over="ignore"):
-            t = np.concatenate(samples) - self.t0
-            t = t[np.isfinite(t) & (np.abs(t) < 1e7)]
-        ts = np.sort(t)
-        d = np.diff(ts)
+            per_line = [a[np.isfinite(a) & (np.abs(a) < 1e7)] for a in (s - self.t0 for s in samples)]
+            t = np.concatenate(per_line)
+        # the closest two transitions of one line (a pulse the analyzer resolved): two lines may
+        # change a sample apart (a device's clock-to-output after the clock edge)
+        d = np.concatenate([np.diff(np.sort(a)) for a in per_line])
         d = d[d > 0]
         min_dt = float(d.min()) if len(d) else None
         fits = []
