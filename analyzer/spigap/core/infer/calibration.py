@@ -30,6 +30,11 @@ UNSEEN = 0.5
 # elimination); the corpus is analyzed with no options, so it cannot measure them and their
 # score stays (stating UNSEEN would call a line found by elimination a coin toss)
 NEEDS_OPTIONS = {"other named", "other named, several"}
+# bases the corpus holds no case of: several CS lines that together bracket one clock's bursts
+# (a shared bus; no sigrok-dumps capture has one). Their score stays, as before calibration, and
+# docs/inference.md says it is not measured (stating UNSEEN made every shared bus "uncertain"
+# and a batch "warn" on captures whose CS lines are not in doubt)
+NOT_IN_CORPUS = {"shared"}
 DEFAULTS = {("mode", "no data changes"), ("mosi", "static"), ("miso", "static"), ("one line is miso", "static")}
 
 
@@ -61,7 +66,7 @@ def apply(sources: dict) -> None:
     for key, src in sources.items():
         setting = "bus" if key == "clk" else key
         if (src.how == "inferred" and src.basis and setting in ("bus", "cs", "mosi", "miso", "mode")
-                and src.basis not in NEEDS_OPTIONS):
+                and src.basis not in NEEDS_OPTIONS and src.basis not in NOT_IN_CORPUS):
             if key in ("mosi", "miso") and src.basis.startswith(("one", "static", "few")):
                 p = miso_share(src.basis)
                 if p is not None:
