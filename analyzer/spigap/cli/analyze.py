@@ -51,9 +51,6 @@ def run(args) -> int:
     if len(args.capture) == 1:
         args.capture = args.capture[0]      # one file; a list is one acquisition in several files
     check_output_path(args.output)
-    if args.event and args.capture == "-":
-        raise UsageError("--event reads the capture a second time, which a pipe cannot give",
-                         path="<stdin>", hint="save the stream to a file and analyze that")
     for spec in [args.device] + list(per_device(args, "device").values()):
         if not spec:
             continue

@@ -89,7 +89,7 @@ def detect(path: str, args) -> dict:
                if d is not None] if out.more_cs else []
     decoders = [sigrok_option_string(per[c]) for c in out.devices] if out.more_cs else [sigrok_option_string(out)]
     return {
-        "capture": {"path": path, "format": info.format, "channels": list(info.channels)},
+        "capture": {"path": info.path if path == "-" else path, "format": info.format, "channels": list(info.channels)},
         "settings": values,
         "sources": sources,
         "buses": [_bus(b, out) for b in buses],
@@ -164,11 +164,6 @@ def render_text(d: dict) -> str:
 
 def run(args) -> int:
     check_output_path(args.output)
-    if args.capture == "-":
-        from spigap.errors import UsageError
-
-        raise UsageError("detect reads the capture twice (the settings, then every bus), which a pipe cannot give",
-                         path="<stdin>", hint="save the stream to a file, or use spigap analyze - (it infers too)")
     d = detect(args.capture, args)
     text = json.dumps(d, indent=1) + "\n" if args.format == "json" else render_text(d)
     write_output(text, args.output)

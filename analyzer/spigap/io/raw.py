@@ -69,8 +69,8 @@ class RawReader(CaptureReader):
             raise UsageError("no channels requested", path=self.path)
         if self._used:
             if not hasattr(self._f, "seek") or not getattr(self._f, "seekable", lambda: False)():
-                raise UsageError("a pipe can be read only once", path=self.path,
-                                 hint="options that read the capture twice (--event) need a file")
+                raise UsageError("a pipe can be read only once, and this needs a second read of the capture",
+                                 path=self.path, hint="save the stream to a file and give its path")
             self._f.seek(0)
         self._used = True
         bits = [self.channel_index(c) for c in channels]

@@ -31,7 +31,7 @@ import stat
 import sys
 import time
 
-from spigap.errors import InputError, printable
+from spigap.errors import InputError, UsageError, printable
 
 STDIN_PATH = "<stdin>"
 LATENCY_S = 0.2
@@ -88,7 +88,10 @@ class InputStream:
 
     def seek(self, offset: int, whence: int = 0) -> int:
         if whence != 0 or not self._keep or not 0 <= offset <= len(self._kept):
-            raise OSError("a pipe cannot be read again")
+            # one pass is all the engine needs (settings, events, pins: core/run); what still
+            # asks for a second read (detect's survey of more than 32 channels) says so here
+            raise UsageError("a pipe can be read only once, and this needs a second read of the capture",
+                             path=self.name, hint="save the stream to a file and give its path")
         self._pos = offset
         self._keep = False        # the kept bytes are served once more, then dropped
         self._served.clear()
