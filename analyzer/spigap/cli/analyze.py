@@ -20,7 +20,6 @@ from spigap.cli.common import (
     pin_requested,
     stall_rule_from_args,
 )
-from spigap.errors import UsageError
 
 ORDER = 10
 
