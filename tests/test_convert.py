@@ -65,6 +65,25 @@ def test_sr_is_what_sigrok_cli_reads(tmp_path):
     assert "Logic sample count: 100000" in show
 
 
+def test_sr_bytes_are_the_same_each_time(tmp_path, monkeypatch):
+    """The same input gives the same .sr, byte for byte (zip members carry a fixed time,
+    mode 0644): a regenerated or converted capture does not differ by when it was written;
+    SOURCE_DATE_EPOCH, when set, is the members' time."""
+    import time
+    import zipfile
+
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    first = convert(tmp_path, ISF, "a.sr")
+    time.sleep(2.1)                      # zip times have 2 s resolution
+    second = convert(tmp_path, ISF, "b.sr")
+    assert first.read_bytes() == second.read_bytes()
+    with zipfile.ZipFile(first) as zf:
+        assert {(i.date_time, i.external_attr >> 16) for i in zf.infolist()} == {((1980, 1, 1, 0, 0, 0), 0o644)}
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")       # 2023-11-14 22:13:20 UTC
+    with zipfile.ZipFile(convert(tmp_path, ISF, "c.sr")) as zf:
+        assert {i.date_time for i in zf.infolist()} == {(2023, 11, 14, 22, 13, 20)}
+
+
 def test_sr_holds_the_edges_spigap_analyzes(tmp_path):
     """Tick for tick: the source's edge stream and the .sr's (read back by the .sr reader)."""
     out = convert(tmp_path, ISF, "isf.sr")

@@ -43,6 +43,8 @@ import re
 import stat
 import sys
 import tempfile
+import time
+import zipfile
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -426,3 +428,28 @@ def csv_cell(value: Any) -> Any:
         except ValueError:
             value = "'" + value
     return printable(value)
+
+
+# the earliest time a zip entry can carry (its DOS date starts in 1980)
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+def zip_entry(zf: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
+    """A member of a zip spigap writes (.sr): the archive's compression, mode 0644 and a fixed
+    time (SOURCE_DATE_EPOCH when set, else 1980-01-01), so the same samples give the same bytes
+    (a capture regenerated from its recipe, a converted file) whenever it is written."""
+    when = ZIP_EPOCH
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    if epoch.isdigit() and int(epoch) >= 315532800:          # 1980-01-01 UTC
+        when = time.gmtime(min(int(epoch), 4354819199))[:6]    # zip dates end in 2107
+    zi = zipfile.ZipInfo(name, date_time=when)
+    zi.compress_type = zf.compression
+    zi.external_attr = 0o644 << 16
+    # ZipFile.open(zi, "w") takes the level from the ZipInfo (Python 3.11: _compresslevel,
+    # 3.13: compress_level); writestr with a ZipInfo likewise
+    for attr in ("compress_level", "_compresslevel"):
+        if hasattr(zi, attr):
+            setattr(zi, attr, zf.compresslevel)
+            break
+    return zi
+

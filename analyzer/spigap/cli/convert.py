@@ -208,7 +208,7 @@ class _Samples:
 def write_sr(reader, names: list[str], path: str, *, rate: float | None = None) -> str:
     import zipfile
 
-    from spigap.outfile import open_output
+    from spigap.outfile import open_output, zip_entry
 
     info = reader.info
     tick_rate = 1.0 / info.tick_s
@@ -238,13 +238,13 @@ def write_sr(reader, names: list[str], path: str, *, rate: float | None = None) 
         with open_output(path, binary=True) as raw:
             # whole or not at all (a regular file), in place (a FIFO or device: zipfile streams)
             with zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-                zf.writestr("version", "2")
-                zf.writestr("metadata", "\n".join(meta) + "\n")
+                zf.writestr(zip_entry(zf, "version"), "2")
+                zf.writestr(zip_entry(zf, "metadata"), "\n".join(meta) + "\n")
                 members = [0]
 
                 def emit(data: bytes) -> None:
                     members[0] += 1
-                    zf.writestr(f"logic-1-{members[0]}", data)
+                    zf.writestr(zip_entry(zf, f"logic-1-{members[0]}"), data)
 
                 samples = _Samples(emit, unitsize)
                 limit = MAX_SR_SAMPLES

@@ -89,15 +89,15 @@ def write_sr(path, tracks: Sequence[Track], samplerate: float, n_samples: int, *
     lines += [f"probe{p}={t.name}" for p, t in zip(probes, tracks)]
     lines.append(f"unitsize={us}")
     sizes = [chunk_bytes] if isinstance(chunk_bytes, int) else list(chunk_bytes)
-    from spigap.outfile import open_output
+    from spigap.outfile import open_output, zip_entry
 
     # whole or not at all (outfile.py): a synth run stopped half-way leaves no half capture
     with open_output(os.fspath(path), binary=True) as out, \
             zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=compresslevel) as zf:
-        zf.writestr("version", str(version))
-        zf.writestr("metadata", "\n".join(lines) + "\n")
+        zf.writestr(zip_entry(zf, "version"), str(version))
+        zf.writestr(zip_entry(zf, "metadata"), "\n".join(lines) + "\n")
         if single_member:
-            with zf.open("logic-1", "w", force_zip64=True) as f:
+            with zf.open(zip_entry(zf, "logic-1"), "w", force_zip64=True) as f:
                 for start in range(0, n_samples, CHUNK_BYTES // us):
                     stop = min(n_samples, start + CHUNK_BYTES // us)
                     f.write(_pack(render(tracks, bits, start, stop, dtype), us))
@@ -106,10 +106,10 @@ def write_sr(path, tracks: Sequence[Track], samplerate: float, n_samples: int, *
             while start < n_samples:
                 size = max(1, sizes[k % len(sizes)] // us)
                 stop = min(n_samples, start + size)
-                zf.writestr(f"logic-1-{k + 1}", _pack(render(tracks, bits, start, stop, dtype), us))
+                zf.writestr(zip_entry(zf, f"logic-1-{k + 1}"), _pack(render(tracks, bits, start, stop, dtype), us))
                 start, k = stop, k + 1
         for name, text in (extra_members or {}).items():
-            zf.writestr(name, text)
+            zf.writestr(zip_entry(zf, name), text)
 
 
 def _pack(samples: np.ndarray, unitsize: int) -> bytes:

@@ -12,6 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
+from spigap.outfile import zip_entry
 from spigap.synth.srwriter import Track, _pack, render, samplerate_string
 from spigap.synth.writers import analog as render_analog
 
@@ -39,12 +40,12 @@ def write_sr_analog(path, tracks: Sequence[Track], samplerate: float, n_samples:
     us = (n_logic + 7) // 8
     dtype = {1: np.uint8, 2: np.uint16}.get(us, np.uint32)
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=compresslevel) as zf:
-        zf.writestr("version", "2")
-        zf.writestr("metadata", "\n".join(lines) + "\n")
+        zf.writestr(zip_entry(zf, "version"), "2")
+        zf.writestr(zip_entry(zf, "metadata"), "\n".join(lines) + "\n")
         for c, lo in enumerate(range(0, n_samples, chunk_samples)):
             hi = min(n_samples, lo + chunk_samples)
             if n_logic:
-                zf.writestr(f"logic-1-{c + 1}", _pack(render(lo_tracks, list(range(n_logic)), lo, hi, dtype), us))
+                zf.writestr(zip_entry(zf, f"logic-1-{c + 1}"), _pack(render(lo_tracks, list(range(n_logic)), lo, hi, dtype), us))
             for k, t in enumerate(an):
                 v = render_analog(t, lo, hi, v_high=v_high, noise=noise, rise=rise, rng=rng)
-                zf.writestr(f"analog-1-{n_logic + k + 1}-{c + 1}", v.astype("<f4").tobytes())
+                zf.writestr(zip_entry(zf, f"analog-1-{n_logic + k + 1}-{c + 1}"), v.astype("<f4").tobytes())
