@@ -177,3 +177,26 @@ def test_decoder_marks_what_the_analyzer_measures(tmp_path, sigrok_cli):
     # 3 samples is the limit: offsets 0 (the edge's own sample: within one sample of 0), 1, 2, 2, 0 break it
     # even with the sample in their favour; 3 cannot be decided
     assert list(marked.values()).count("violation") == 5 and list(marked.values()).count("undecidable") == 1
+
+
+def _pins_json(capsys, *args) -> dict:
+    from spigap.cli import main
+
+    assert main(["analyze", str(CAPTURES / "shared-rpi-mcp3008-mcp2518fd.sr"), "--pins", "--format", "json",
+                 *args]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_shared_bus_pins_of_every_device_as_each_alone(capsys):
+    """A shared bus (MCP3008 on CE0, MCP2518FD on CE1): each device's pins are measured in its
+    own CS windows, the same figures as measuring that device alone (--cs), not the first
+    device's only."""
+    bus = _pins_json(capsys)["devices"]
+    assert set(bus) == {"CE0", "CE1"}
+    for cs in ("CE0", "CE1"):
+        alone = _pins_json(capsys, "--cs", cs)["pins"]
+        assert bus[cs]["pins"] == alone, cs
+        assert bus[cs]["pins"]["lines"]["cs"]["channel"] == cs and bus[cs]["pins"]["notes"] == []
+    # the two chips' outputs differ (the synthesizer's MCP3008 launches MISO 40 ns after SCLK)
+    tdo = {cs: bus[cs]["pins"]["figures"]["miso_tdo"]["p50"] for cs in bus}
+    assert tdo["CE0"] == pytest.approx(40e-9) and tdo["CE1"] < 40e-9

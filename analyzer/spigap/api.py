@@ -51,8 +51,8 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
 
     ``pins``: a ``spigap.pins.tap.PinOptions``: timing at the receivers' pins (setup, hold,
     clock-to-output, edge quality; docs/pin-timing.md) measured in the same pass (the reader
-    is wrapped by a measuring tap, pins/tap.py), in the measured device's ``.pins`` (a
-    ``spigap.pins.result.PinResult``; a shared bus: its first device).
+    is wrapped by a measuring tap, pins/tap.py), in each device's ``.pins`` (a
+    ``spigap.pins.result.PinResult``; a shared bus: each device in its own CS windows).
 
     Returns a ``Result``: ``.devices`` (each device's analysis by its CS line; one for a
     capture of one device, ``.device``) and ``.bus`` (a shared bus's figures, else None)."""
@@ -73,7 +73,12 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
         res = run.analyze(r, cfg or SpiConfig(infer=INFERABLE), keep=keep, rows=rows, stall_rule=stall_rule,
                           events=specs, channels=channels, device=device)
         if tap is not None:
-            res.devices[next(iter(res.devices))].pins = tap.result()
+            measured = tap.results()
+            if len(measured) == 1:
+                res.devices[next(iter(res.devices))].pins = next(iter(measured.values()))
+            else:                            # a shared bus: each device by its CS line
+                for cs, pins_of in measured.items():
+                    res.devices[cs].pins = pins_of
         return res
 
 

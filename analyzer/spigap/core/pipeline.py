@@ -113,7 +113,8 @@ class Pipeline:
         # the resolved settings and the edge stream
         self.settled = settled if settled is not None else infer.settle(reader, cfg)
         self.cfg = self.settled.cfg
-        reader.settled(self.cfg)                   # a measuring wrapper (pins/tap.py) starts from here
+        # a measuring wrapper (pins/tap.py) starts from here, each device of a shared bus at its settings
+        reader.settled(self.cfg, {n: self._device_cfg(n) for n in self.cfg.devices} if self.cfg.more_cs else None)
         self.truncated: str | None = None          # the reader's error when the capture is damaged
         self.interrupted = False                   # Ctrl-C ended the feeding (interruptible runs)
         self.end_tick: int | None = None
@@ -127,6 +128,11 @@ class Pipeline:
     def names(self) -> list[str]:
         return [lane.name for lane in self.lanes]
 
+    def _device_cfg(self, cs: str) -> SpiConfig:
+        """A shared bus's device on CS line ``cs``: its own settings (mode, word size, polarity)."""
+        d = next((d for d in self.settled.devices if d.cs == cs), None)
+        return d.cfg if d is not None else dataclasses.replace(self.cfg, cs=cs, more_cs=())
+
     def _bus_lanes(self) -> list[Lane]:
         """A shared bus: a framer per device, each with its own CS bit and settings (mode,
         word size, polarity: the SPI core sets them per device), and the bus tracker."""
@@ -136,12 +142,12 @@ class Pipeline:
         assert cfg.clk is not None
         by_cs = {d.cs: d for d in settled.devices}
         cs_bits = [full[n] for n in names]
-        actives = [0 if (by_cs[n].cfg if n in by_cs else cfg).cs_active_low else 1 for n in names]
+        actives = [0 if self._device_cfg(n).cs_active_low else 1 for n in names]
         ev_mask = sum(1 << b for b in cs_bits)
         lanes = []
         for k, name in enumerate(names):
             d = by_cs.get(name)
-            dcfg = d.cfg if d is not None else dataclasses.replace(cfg, cs=name, more_cs=())
+            dcfg = self._device_cfg(name)
             sources = d.sources if d is not None else dict(settled.sources)
             dsettled = dataclasses.replace(settled, cfg=dcfg, names=dcfg.stream_names(), sources=sources,
                                            warnings=[], devices=[])

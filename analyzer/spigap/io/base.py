@@ -197,9 +197,10 @@ class CaptureReader(abc.ABC):
             return None
         return lambda t0, v: tap(name, t0, v)
 
-    def settled(self, cfg) -> None:
-        """Told the settings the pipeline settled on (channel roles, mode) before it frames
-        the stream: a measuring wrapper (pins/tap.py) starts from them. Nothing to do here."""
+    def settled(self, cfg, devices: dict | None = None) -> None:
+        """Told the settings the pipeline settled on (channel roles, mode; a shared bus: each
+        device's by CS line) before it frames the stream: a measuring wrapper (pins/tap.py)
+        starts from them. Nothing to do here."""
 
     def __init_subclass__(cls, **kwargs):
         """Every reader's ``edges`` first checks the request against the state word's width

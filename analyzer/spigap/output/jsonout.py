@@ -160,7 +160,7 @@ def document(r: Result, *, transfers: bool = False, rows=None) -> dict:
     devices = {}
     for name, a in r.devices.items():
         dd = to_dict(a)
-        dev = {k: dd[k] for k in DEVICE_KEYS + ("events",) if k in dd}
+        dev = {k: dd[k] for k in DEVICE_KEYS + ("events", "pins") if k in dd}
         dev["interleave"] = a.bus.interleave.to_dict(t)
         devices[name] = dev
     d["devices"] = devices

@@ -100,22 +100,28 @@ class PinMeasurer:
         return self.events[name]
 
     # ------------------------------------------------------------------ driving
-    def advance(self, final: bool = False) -> None:
-        """Measure everything that every line is now known far enough beyond."""
+    def advance(self, final: bool = False, trim: bool = True) -> float | None:
+        """Measure everything that every line is now known far enough beyond. Returns the tick
+        before which nothing is needed any more (None: nothing measured yet); the lines' stores
+        are cut there unless ``trim`` is False (devices of a shared bus read the same stores:
+        pins/tap.py cuts them once, at the earliest of their cuts)."""
         if self.half is None:
             self._estimate_period(final)
             if self.half is None:
-                return
+                return None
         frontier = min(s.frontier for s in self.lines.all())
         hi = math.inf if final else frontier - self.horizon
         if not hi > self.lo:
-            return
+            return None if final else self.lo - self.horizon
         self._region(self.lo, hi, math.inf if final else frontier)
         self.lo = hi
-        if not final:
-            cut = hi - self.horizon
+        if final:
+            return None
+        cut = hi - self.horizon
+        if trim:
             for s in self.lines.all():
                 s.trim(cut)
+        return cut
 
     def _estimate_period(self, final: bool) -> None:
         f = flips(self.lines.clk_dev)

@@ -230,11 +230,14 @@ def _table(rows: list[tuple]) -> str:
     return "\n".join(lines)
 
 
-def from_tap(tap) -> PinResult:
-    """The result of a finished ``PinTap`` (tap.finish() called)."""
-    m = tap.measurer
+def from_tap(tap, cs: str | None = None) -> PinResult:
+    """The result of a finished ``PinTap`` (tap.finish() called): of the device on CS line ``cs``
+    (a shared bus measures each device in its own CS windows)."""
+    m = tap.measurers.get(cs)
+    roles = tap.device_roles.get(cs, tap.roles)
+    cfg = tap.device_cfgs.get(cs, tap.cfg)
     lines = {}
-    for role, name in tap.roles.items():
+    for role, name in roles.items():
         ch = tap.channels.get(name)
         if ch is None:
             continue
@@ -244,7 +247,7 @@ def from_tap(tap) -> PinResult:
                                None if ch.digital else lv)
     shapes = {}
     eyes = {}
-    for role, name in tap.roles.items():
+    for role, name in roles.items():
         ch = tap.channels.get(name)
         if ch is None:
             continue
@@ -256,10 +259,10 @@ def from_tap(tap) -> PinResult:
             eyes[role] = ch.eye
     notes = list(tap.notes)
     if m is None:
-        return PinResult(tap.info.tick_s, True, tap.cfg.mode if tap.cfg else 0, lines, {}, shapes, {}, eyes, 0, 0,
+        return PinResult(tap.info.tick_s, True, cfg.mode if cfg else 0, lines, {}, shapes, {}, eyes, 0, 0,
                          notes or ["nothing was measured at the pins"])
     if any(li.levels is not None and li.levels.source.startswith(FROM_SWING) for li in lines.values()):
         notes.append("receiver levels not given (no device VIH/VIL for this supply, no --pin-levels): "
                      "30/70 % of each line's own swing assumed")
-    return PinResult(tap.info.tick_s, m.digital, tap.cfg.mode, lines, m.figures, shapes, m.events, eyes,
+    return PinResult(tap.info.tick_s, m.digital, cfg.mode, lines, m.figures, shapes, m.events, eyes,
                      m.sampling_edges, m.windows, notes)

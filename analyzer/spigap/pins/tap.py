@@ -78,8 +78,12 @@ class PinTap(CaptureReader):
         self.format_name = inner.format_name
         self.info = inner.info
         self.channels: dict[str, _Channel] = {}
-        self.measurer: PinMeasurer | None = None
-        self.roles: dict[str, str] = {}
+        # one measurer per device (a shared bus: each CS line's windows, at its own mode and
+        # polarity, over the same SCLK/MOSI/MISO stores); keyed by the device's CS line
+        self.measurers: dict[str | None, PinMeasurer] = {}
+        self.roles: dict[str, str] = {}                 # the first device's role -> channel
+        self.device_roles: dict[str | None, dict[str, str]] = {}
+        self.device_cfgs: dict[str | None, Any] = {}
         self.cfg: Any = None                 # the pipeline's SpiConfig, once settled
         self.notes: list[str] = []
         self._pooled: tuple[float, float, float] | None = None     # (base, top, noise) of the first line seen
@@ -108,15 +112,23 @@ class PinTap(CaptureReader):
                 self._logic(block, logic)
             yield block
 
-    def settled(self, cfg) -> None:
-        """The pipeline's settings are known: measure the bus's lines from now on."""
+    @property
+    def measurer(self) -> PinMeasurer | None:
+        """The first device's measurer (the only one but on a shared bus)."""
+        return next(iter(self.measurers.values()), None)
+
+    def settled(self, cfg, devices: dict | None = None) -> None:
+        """The pipeline's settings are known: measure the bus's lines from now on. ``devices``:
+        a shared bus's device settings by CS line (each measured in its own CS windows)."""
         self.cfg = cfg
-        roles = {r: getattr(cfg, r) for r in ("clk", "mosi", "miso", "cs")}
-        self.roles = {r: n for r, n in roles.items() if n is not None}
-        if cfg.more_cs:
-            self.notes.append(f"several CS lines on one clock: the pins are measured for {cfg.cs} only")
+        self.device_cfgs = dict(devices) if devices and len(devices) > 1 else {cfg.cs: cfg}
+        for cs, dcfg in self.device_cfgs.items():
+            roles = {r: getattr(dcfg, r) for r in ("clk", "mosi", "miso")} | {"cs": cs}
+            self.device_roles[cs] = {r: n for r, n in roles.items() if n is not None}
+        self.roles = next(iter(self.device_roles.values()))
+        used = {n for roles in self.device_roles.values() for n in roles.values()}
         for name, ch in self.channels.items():
-            if name not in self.roles.values():
+            if name not in used:
                 ch.dropped = True
                 ch.lines, ch.shape, ch.eye = [], None, None
                 ch.dev = ch.ctl = EventStore(ch.digital)
@@ -128,21 +140,22 @@ class PinTap(CaptureReader):
         self._start()
 
     def _start(self) -> None:
-        if self.measurer is not None:
+        if self.measurers:
             return
-        r = self.roles
-        cfg = self.cfg
-        assert cfg is not None
-        ch = {role: self._channel(n, digital=n not in set(self.info.analog_channels)) for role, n in r.items()}
-        clk = ch["clk"]
-        lines = Lines(clk_dev=clk.dev, clk_ctl=clk.ctl, cs=ch["cs"].dev if "cs" in ch else None,
-                      mosi=ch["mosi"].dev if "mosi" in ch else None, miso=ch["miso"].ctl if "miso" in ch else None)
-        digital = clk.digital
-        self.measurer = PinMeasurer(lines, cpol=cfg.cpol, cpha=cfg.cpha, cs_active_low=cfg.cs_active_low, names=dict(r), digital=digital,
-                                    on_sampling=self._fold if self.options.eye else None,
-                                    record=self.options.record,
-                                    rx_delay=self.options.rx_sample_delay / self.info.tick_s)
-        self.measurer.advance()
+        analog = set(self.info.analog_channels)
+        for cs, r in self.device_roles.items():
+            cfg = self.device_cfgs[cs]
+            ch = {role: self._channel(n, digital=n not in analog) for role, n in r.items()}
+            clk = ch["clk"]
+            lines = Lines(clk_dev=clk.dev, clk_ctl=clk.ctl, cs=ch["cs"].dev if "cs" in ch else None,
+                          mosi=ch["mosi"].dev if "mosi" in ch else None,
+                          miso=ch["miso"].ctl if "miso" in ch else None)
+            self.measurers[cs] = PinMeasurer(lines, cpol=cfg.cpol, cpha=cfg.cpha, cs_active_low=cfg.cs_active_low,
+                                             names=dict(r), digital=clk.digital,
+                                             on_sampling=self._fold if self.options.eye else None,
+                                             record=self.options.record,
+                                             rx_delay=self.options.rx_sample_delay / self.info.tick_s)
+        self._after_input()
 
     def _channel(self, name: str, digital: bool) -> _Channel:
         ch = self.channels.get(name)
@@ -235,22 +248,36 @@ class PinTap(CaptureReader):
             ch.eye.fold(mids, self.measurer.half)
 
     def _after_input(self) -> None:
-        if self.measurer is not None:
-            self.measurer.advance()
+        if len(self.measurers) == 1:
+            self.measurer.advance()          # type: ignore[union-attr]
+        elif self.measurers:
+            # the devices read the same SCLK/MOSI/MISO stores: cut them once, where none needs more
+            cuts = [m.advance(trim=False) for m in self.measurers.values()]
+            known = [c for c in cuts if c is not None]
+            if len(known) == len(cuts):
+                cut = min(known)
+                for s in {id(s): s for m in self.measurers.values() for s in m.lines.all()}.values():
+                    s.trim(cut)
 
     # ------------------------------------------------------------ the end
     def finish(self) -> None:
-        if self.measurer is not None:
-            for s in self.measurer.lines.all():
+        for m in self.measurers.values():
+            for s in m.lines.all():
                 s.frontier = np.inf
-            self.measurer.advance(final=True)
+        for m in self.measurers.values():
+            m.advance(final=True)
         for ch in self.channels.values():
             if ch.shape is not None:
                 ch.shape.finish()
 
     def result(self):
-        """The measurement, once the stream has ended (pins/result.py's ``PinResult``)."""
+        """The measurement, once the stream has ended (pins/result.py's ``PinResult``): the
+        first device's (``results``: every device's of a shared bus)."""
+        return next(iter(self.results().values()))
+
+    def results(self) -> dict:
+        """Each device's measurement by its CS line, once the stream has ended."""
         from spigap.pins.result import from_tap
 
         self.finish()
-        return from_tap(self)
+        return {cs: from_tap(self, cs) for cs in (self.device_roles or {None: {}})}
