@@ -245,3 +245,32 @@ def test_plain_module_tables_cover_the_driver():
     assert m.label_transfer(None, [0x1F, 0xFF], {"part": "MCP3001"}) == "IN+/IN\u2212 = 1023 (3.297 V)"
     assert m.label_transfer([], [], {"part": "MCP3551"}) == "Conversion start (CS pulse without clocks)"
     assert m.label_transfer(None, [0xFF] * 3, {"part": "MCP3551"}) == "OVL and OVH both 1"
+
+
+SHIPPED = {   # capture -> (spi options, part, vref): the recipes' [decoders] stacks
+    "mcp3008-mcp3202-iio": ("", "MCP3202", 3.3),
+    "mcp3008-mcp3201-iio": (":cpol=1:cpha=1", "MCP3201", 3.3),
+    "mcp3008-mcp3551-iio": ("", "MCP3551", 2.5),
+}
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_captures_decode_to_the_drivers_values(name):
+    from conftest import CAPTURES, capture_channels
+    from spigap.cli.decoders import parse_stack
+    from spigap.sigrok import pvs
+
+    spi_opts, part, vref = SHIPPED[name]
+    sc = scenario.Scenario.from_toml(CAPTURES / f"{name}.toml")
+    tl = sc.timeline()
+    stack = f"spi:clk=SCLK:mosi=MOSI:miso=MISO:cs=CE0{spi_opts},mcp3008:part={part}:vref={vref}"
+    sr = CAPTURES / f"{name}.sr"
+    assert sr.with_suffix(".pvs").read_text() == pvs.render(pvs.Setup([parse_stack(stack, capture_channels(sr))]))
+    anns = sigrok_annotations(sr, stack, "mcp3008")[0]
+    assert [a for a in anns if a[2] == "warning"] == []
+    got = [int(CONV.match(a[3][0])[2]) for a in anns if a[2] == "conversion"]
+    want = []
+    for t in reads(tl):
+        tx_len = len(gen.iio_command(part, t["ch"], not t["sgl"]))
+        want.append(driver_value(part, t["miso"][tx_len:], sc.cpol))
+    assert got == want and len(set(want)) > 4
