@@ -274,3 +274,14 @@ def test_shipped_captures_decode_to_the_drivers_values(name):
         tx_len = len(gen.iio_command(part, t["ch"], not t["sgl"]))
         want.append(driver_value(part, t["miso"][tx_len:], sc.cpol))
     assert got == want and len(set(want)) > 4
+
+
+def test_short_windows_of_the_new_frames():
+    """Windows cut short: the same warnings as the MCP3008's, counted in each part's frame."""
+    assert m.label_transfer(None, [0x1F], {"part": "MCP3001"}) == "Too few clocks: 5 of 10 bits"
+    assert m.label_transfer([0x00], [0xFF], {"part": "MCP3301", "wordsize": 2}) == "Null bit missing"
+    assert m.label_transfer([0x03], [0xFF], {"part": "MCP3202"}) == "CS released mid-frame"   # in the command
+    assert m.label_transfer([0x0D], [0xFF], {"part": "MCP3002"}) == "Null bit missing"
+    assert m.label_transfer(None, [0, 0, 0x12], {"part": "MCP3553", "wordsize": 7}) == "Too few clocks: 21 of 24"
+    assert m.label_transfer(None, [0x00, 0x00, 0x01], {"part": "MCP3553"}) == "IN+/IN\u2212 = 1 (0.000002 V)"
+

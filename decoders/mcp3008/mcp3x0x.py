@@ -406,7 +406,8 @@ class FrameDecoder:
             out.append(('warning', self.frame_ss, ss, ['CS released mid-frame: command incomplete',
                                                        'CS released mid-frame', 'CS']))
         elif st in (SAMPLE, NULL, HIZ1):
-            out.append(('warning', self.frame_ss, ss, ['Null bit missing: CS released after the command',
+            after = 'the sampling clocks' if self.layout.startswith('rx') else 'the command'
+            out.append(('warning', self.frame_ss, ss, ['Null bit missing: CS released after ' + after,
                                                        'Null bit missing', 'Null']))
         elif st == RESULT and self.result_n == 0:
             out.append(('warning', self.frame_ss, ss, ['CS released mid-frame: after the null bit, no result',
