@@ -279,7 +279,7 @@ def test_label_transfer_examples_and_warnings():
     # MISO missing: channel only
     assert m.label_transfer([0x6C, 0, 0], None, {}) == "CH3 (no MISO)"
     with pytest.raises(ValueError):
-        m.label_transfer([0x6C, 0, 0], [0, 0, 0], {"part": "MCP3002"})
+        m.label_transfer([0x6C, 0, 0], [0, 0, 0], {"part": "MCP3009"})
 
 
 def test_channel_names():

@@ -14,8 +14,8 @@ class Decoder(srd.Decoder):
     api_version = 3
     id = 'mcp3008'
     name = 'MCP3008'
-    longname = 'Microchip MCP3004/3008/3204/3208'
-    desc = 'Microchip MCP3x0x 10/12-bit SPI ADC.'
+    longname = 'Microchip MCP3001..3301, MCP3550/1/3 (Linux mcp320x)'
+    desc = 'Microchip MCP3x0x/MCP355x SPI ADC.'
     license = 'gplv3+'
     inputs = ['spi']
     outputs = []
@@ -30,10 +30,14 @@ class Decoder(srd.Decoder):
         ('repeat', 'LSB-first repeat'),
         ('conversion', 'Channel, code and voltage'),
         ('warning', 'Warning'),
+        ('msbf', 'MSBF bit'),
+        ('ready', 'SDO/RDY bit'),
+        ('overflow', 'Overflow bit'),
+        ('convstart', 'Conversion start'),
     )
     annotation_rows = (
-        ('commands', 'Commands', (0, 1, 2, 3)),
-        ('replies', 'Replies', (4, 5, 6)),
+        ('commands', 'Commands', (0, 1, 2, 9, 3, 12)),
+        ('replies', 'Replies', (10, 4, 11, 5, 6)),
         ('conversions', 'Conversions', (7,)),
         ('warnings', 'Warnings', (8,)),
     )
@@ -53,6 +57,9 @@ class Decoder(srd.Decoder):
         self.last_ss = None
         self.last_es = None
         self.period = None
+        self.cs_level = None
+        self.cs_active = 0          # spi's default cs_polarity; learnt from the first clocks
+        self.cs_ss = None
 
     def start(self):
         self.out_ann = self.register(srd.OUTPUT_ANN)
@@ -70,13 +77,17 @@ class Decoder(srd.Decoder):
             if mosi is None:
                 # First packet: initial CS level, or None when CS is not mapped.
                 self.no_cs = miso is None
+                self.cs_level = miso
                 return
             # Any CS edge closes a window: spi sends BITS only while CS is active.
             if self.cs_seen:
+                if mosi == self.cs_active and self.frame.clocks == 0:
+                    self.emit(self.frame.cs_pulse(self.cs_ss, ss))
                 self.emit(self.frame.end(ss))
             else:
                 self.frame.reset()      # a window open at capture start is partial
             self.cs_seen = True
+            self.cs_level, self.cs_ss = miso, ss
         elif ptype == 'BITS':
             mosi_bits = list(reversed(mosi)) if mosi is not None else None
             miso_bits = list(reversed(miso)) if miso is not None else None
@@ -85,6 +96,8 @@ class Decoder(srd.Decoder):
                 return
             if self.no_cs:
                 self.burst_edge(ref)
+            elif self.cs_level is not None:
+                self.cs_active = self.cs_level
             for i, b in enumerate(ref):
                 mo = mosi_bits[i][0] if mosi_bits is not None else None
                 mi = miso_bits[i][0] if miso_bits is not None else None

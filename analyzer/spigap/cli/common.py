@@ -314,7 +314,7 @@ def add_device_option(p, *, use: str) -> None:
     """``--device``: one spelling everywhere (spigap.core.labels.parse_spec);
     ``use`` says what this subcommand does with it."""
     p.add_argument("--device", type=_device, metavar=DEVICE_METAVAR, action=_PerDevice,
-                   help=f"the SPI device: {use}. NAME: mcp3008 (also mcp3004/3204/3208), ad7606, "
+                   help=f"the SPI device: {use}. NAME: mcp3008 (also every other part of Linux mcp320x: mcp3001/3002/3004/3201/3202/3204/3208/3301, mcp3550-50/-60, mcp3551/3553), ad7606, "
                         "mcp2518fd (also mcp2517fd, mcp251863) or a device .toml file; @VARIANT picks "
                         "datasheet limits (e.g. mcp3008@2.7V, ad7606@3.3V; see 'spigap check --list'); "
                         "KEY=VALUE are decoder options (mcp3008: vref, part; ad7606: variant, range, "

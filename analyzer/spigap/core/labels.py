@@ -17,9 +17,10 @@ from spigap.errors import UsageError
 # name -> (decoder id, plain module, default options)
 DEVICES = {
     "mcp3008": ("mcp3008", "mcp3x0x", {"part": "MCP3008"}),
-    "mcp3004": ("mcp3008", "mcp3x0x", {"part": "MCP3004"}),
-    "mcp3208": ("mcp3008", "mcp3x0x", {"part": "MCP3208"}),
-    "mcp3204": ("mcp3008", "mcp3x0x", {"part": "MCP3204"}),
+    # every other part of Linux's mcp320x driver, named as its spi_device_id table does
+    **{p.lower(): ("mcp3008", "mcp3x0x", {"part": p}) for p in (
+        "MCP3001", "MCP3002", "MCP3004", "MCP3201", "MCP3202", "MCP3204", "MCP3208", "MCP3301",
+        "MCP3550-50", "MCP3550-60", "MCP3551", "MCP3553")},
     "ad7606": ("ad7606", "ad760x", {}),
     "mcp2518fd": ("mcp2518fd", "mcp251xfd", {"chip": "mcp2518fd"}),
     "mcp2517fd": ("mcp2518fd", "mcp251xfd", {"chip": "mcp2517fd"}),

@@ -1,4 +1,9 @@
-"""MCP3004/3008/3204/3208 traffic with known conversion results.
+"""MCP3x0x/MCP355x traffic with known conversion results.
+
+``mcp320x-iio`` (``iio``): every part of Linux's mcp320x driver, clocked as the driver does
+(options part, codes, channels, differential, hiz, after_b0 = repeat/zeros for MCP3002/3202,
+conversions; faults null_one, repeat_flip, not_ready, hiz_one, all_ones: lists of conversion
+indexes). The rest of this docstring is ``mcp3008-adc``, the MCP3004/3008/3204/3208 idioms.
 
 Every CS window carries one conversion request in one of the common byte
 patterns (docs/linux-spi-timing.md §4.2), and MISO is what the ADC would shift out
@@ -298,5 +303,124 @@ def fill_linux(sc, w, opts: dict) -> list:
     return truth
 
 
-SCENARIOS = {"mcp3008-adc": adc}
+# ------------------------------------------------- every part of mcp320x.c
+# The parts of drivers/iio/adc/mcp320x.c and how the driver clocks them, as facts (nothing copied):
+# mcp320x_chip_infos give the inputs and the resolution; the multi-input parts get the 1-byte
+# command of mcp320x_channel_to_tx_data() (MCP3002/3202: start << 4 | !diff << 3 | ch << 2, so
+# MSBF = 0; MCP3004..3208: start << 6 | !diff << 5 | ch << 2) and a DIV_ROUND_UP(resolution, 8)-byte
+# read in the same CS window; the single-input parts only the read (no tx_buf); the MCP355x a CS
+# pulse without clocks first (start_conv_msg, 8 us), then, after the conversion time, a 3-byte read
+# in SPI mode 3 or a 4-byte one in mode 0. The device side is the datasheets' figures: DOUT hi-Z
+# until the null bit (the clock after D0's sampling clock; after MSBF on MCP3002/3202; the third
+# clock of the window on MCP3001/3201/3301), the result MSB first, then B1.. LSB first
+# (MCP3002/3202: or zeros, the datasheets disagree); MCP355x: SDO/RDY (mode 0), OVL, OVH, 22 bits.
+# part -> (inputs, data bits the device shifts out, frame: d210 / odd / rx / rx-signed / ds)
+IIO_PARTS = {
+    "MCP3001": (1, 10, "rx"), "MCP3002": (2, 10, "odd"), "MCP3004": (4, 10, "d210"),
+    "MCP3008": (8, 10, "d210"), "MCP3201": (1, 12, "rx"), "MCP3202": (2, 12, "odd"),
+    "MCP3204": (4, 12, "d210"), "MCP3208": (8, 12, "d210"), "MCP3301": (1, 13, "rx-signed"),
+    "MCP3550-50": (1, 22, "ds"), "MCP3550-60": (1, 22, "ds"), "MCP3551": (1, 22, "ds"),
+    "MCP3553": (1, 22, "ds"),
+}
+
+
+def _msb(value: int, bits: int) -> list[int]:
+    return [(value >> (bits - 1 - i)) & 1 for i in range(bits)]
+
+
+def iio_command(part: str, ch: int, differential: bool) -> list[int]:
+    """transfer[0] of the driver's message: the command byte, or nothing (single-input parts)."""
+    frame = IIO_PARTS[part][2]
+    if frame == "odd":
+        return [(1 << 4) | ((0 if differential else 1) << 3) | (ch << 2)]
+    if frame == "d210":
+        return [(1 << 6) | ((0 if differential else 1) << 5) | (ch << 2)]
+    return []
+
+
+def iio_reply(part: str, tx: list[int], nbytes: int, code: int, *, hiz: int = 1, null_bit: int = 0,
+              flip_repeat: int | None = None, after_b0: str = "repeat", ready: int = 0,
+              cpol: int = 0) -> list[int]:
+    """DOUT on every clock of one read window (command bytes ``tx`` then ``nbytes`` read bytes),
+    as bytes. ``code``: the result (signed for MCP3301 and MCP355x; MCP355x beyond ±2^21 sets
+    OVH/OVL). ``after_b0``: 'repeat' or 'zeros' (MCP3002/3202)."""
+    _, bits, frame = IIO_PARTS[part]
+    n = 8 * (len(tx) + nbytes)
+    if frame == "ds":
+        ovh, ovl = int(code >= 1 << 21), int(code < -(1 << 21))
+        out = ([ready] if cpol == 0 else []) + [ovl, ovh] + _msb(code & ((1 << 22) - 1), 22)
+        return _words((out + [hiz] * n)[:n])
+    raw = code & ((1 << bits) - 1)
+    data = _msb(raw, bits)
+    rep = [(raw >> j) & 1 for j in range(1, bits)]          # B1 .. B(n-1)
+    if flip_repeat is not None:
+        rep[flip_repeat - 1] ^= 1
+    if frame in ("rx", "rx-signed"):
+        out = [hiz, hiz, null_bit] + data + (rep if frame == "rx" else [])
+    else:
+        mo = _bits(tx + [0] * nbytes)
+        s = mo.index(1)
+        header = 4 if frame == "odd" else 6                   # clocks from the start bit to the null bit
+        tail = [0] * len(rep) if after_b0 == "zeros" else rep
+        out = [hiz] * (s + header) + [null_bit] + data + tail
+    return _words((out + [0] * n)[:n])
+
+
+def iio(sc, opts: dict):
+    """Conversions of any mcp320x part, clocked as the Linux driver does (known codes)."""
+    opts = dict(opts)
+    part = str(opts.pop("part", "MCP3008")).upper()
+    if part not in IIO_PARTS:
+        raise UsageError(f"unknown part {part!r}; known: {', '.join(IIO_PARTS)}")
+    inputs, bits, frame = IIO_PARTS[part]
+    n = int(opts.pop("conversions", 16))
+    codes = option_list(opts.pop("codes", None), int)
+    channels = option_list(opts.pop("channels", None)) or list(range(inputs))
+    diff = option_bool(opts.pop("differential", False))
+    hiz = int(opts.pop("hiz", 0))
+    after_b0 = str(opts.pop("after_b0", "repeat"))
+    errors = {k: set(option_list(opts.pop(k, None)))
+              for k in ("null_one", "repeat_flip", "not_ready", "hiz_one", "all_ones")}
+    if opts:
+        raise UsageError(f"unknown mcp320x-iio options: {', '.join(sorted(opts))}")
+    if sc.wordsize != 8 or sc.lsb_first or (sc.cpol, sc.cpha) not in ((0, 0), (1, 1)):
+        raise UsageError("mcp320x-iio needs 8-bit words, MSB first, SPI mode 0 or 3")
+    if not codes:
+        raise UsageError("mcp320x-iio needs codes")
+    mosi: list[list[int]] = []
+    miso: list[list[int]] = []
+    seg: list[list[bool]] = []
+    msg: list[bool] = []
+    truth: list[dict] = []
+    for i in range(n):
+        code, ch = codes[i % len(codes)], channels[i % len(channels)]
+        tx = iio_command(part, ch, diff)
+        resolution = 21 if frame == "ds" else bits          # the chip info's (the MCP355x's: 21)
+        nbytes = (resolution + 7) // 8 + (1 if frame == "ds" and sc.cpol == 0 else 0)
+        if frame == "ds":                                    # start_conv_msg: CS pulse, no clocks
+            mosi.append([])
+            miso.append([])
+            seg.append([])
+            msg.append(True)
+            truth.append({"conversion": i, "window": len(mosi) - 1, "part": part, "kind": "convstart"})
+        rx = iio_reply(part, tx, nbytes, code, hiz=1 if i in errors["hiz_one"] else hiz,
+                       null_bit=1 if i in errors["null_one"] else 0,
+                       flip_repeat=1 if i in errors["repeat_flip"] else None, after_b0=after_b0,
+                       ready=1 if i in errors["not_ready"] else 0, cpol=sc.cpol)
+        if i in errors["all_ones"]:                          # the driver's "did not wake from shutdown"
+            rx = [0xFF] * len(rx)
+        mosi.append(tx + [0] * nbytes)
+        miso.append(rx)
+        seg.append([False] * len(tx) + [bool(tx)] + [False] * (nbytes - 1))
+        msg.append(True)
+        truth.append({"conversion": i, "window": len(mosi) - 1, "part": part, "kind": "read", "ch": ch,
+                      "sgl": not diff, "code": code, "mosi": mosi[-1], "miso": rx,
+                      **{k: i in v for k, v in errors.items()}})
+    w = sc.windows_from_payload(mosi, miso, message_start=msg, segment_start=seg)
+    tl = sc.build_timeline(w)
+    tl.device_truth = truth
+    return tl
+
+
+SCENARIOS = {"mcp3008-adc": adc, "mcp320x-iio": iio}
 PAYLOADS = {"mcp3008-linux": fill_linux}
