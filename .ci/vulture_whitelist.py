@@ -85,3 +85,5 @@ find_stalls
 # the device checks' extra channels from a file of their own (docs/timing-model.md, "From Python");
 # the commands take them from their analysis's pass (extra_channels.tracks)
 events_for_check
+# zipfile.ZipInfo fields that zipfile reads when it writes a member (outfile.zip_entry)
+external_attr
