@@ -206,6 +206,15 @@ def test_a_data_line_that_hardly_changes(capsys, tmp_path):
     assert (s["clk"], s["cs"], s["miso"]) == ("2", "0", "1")
 
 
+def test_a_bit_banged_pulse_clock(capsys, tmp_path):
+    """An ADF4351 fed by a bit-banged clock, high 12 samples of 55 (a 22 % duty cycle, outside the
+    1:3 a clock's two phases are held to): each pulse as long as the one before, each low as
+    long as the one before, is a clock where no channel toggles like one (a bus on it kept only
+    with a CS or a data line). Without names it was "no channel toggles like a clock"."""
+    s = _settings(capsys, renamed(DATA / "set-4000mhz.sr", tmp_path))["settings"]
+    assert (s["clk"], s["cs"], s["mosi"], s["miso"], s["mode"]) == ("2", "0", "1", None, 0)
+
+
 def test_quadrature_outputs_are_no_cs_and_no_data(capsys):
     """An ADNS-2051: XA/XB and YA/YB toggle alternately with the motion; none of them is CS or
     data (an XA was taken as CS, then as MISO)."""
