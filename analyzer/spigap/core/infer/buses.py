@@ -21,6 +21,7 @@ from spigap.core.infer.evidence import (
     in_windows,
     lead_trail,
     on_edges,
+    pulse_train,
 )
 from spigap.core.infer import lookalike
 from spigap.core.infer.report import Bus
@@ -47,6 +48,10 @@ def find_buses(ev: Evidence, exclude: set[str], named_cs: str | None = None) -> 
         reg, half = clock_score(ev, name)
         if reg >= REGULAR:
             cand.append((name, half))
+    # no channel toggles like a clock: a bit-banged clock's pulse train, if one has a bus on it
+    pulsed = not cand
+    if pulsed:
+        cand = [(n, pulse_train(ev, n)[1]) for n in ev.names if n not in exclude and pulse_train(ev, n)[0] >= REGULAR]
     # a candidate whose changes fall on a busier candidate's edges is that bus's data line
     cand.sort(key=lambda c: -len(ev.changes[c[0]]))
     clocks: list[tuple[str, float]] = []
@@ -114,7 +119,7 @@ def find_buses(ev: Evidence, exclude: set[str], named_cs: str | None = None) -> 
         if not b.cs and not b.data:
             ev.refused.append(f"{b.clk} toggles like a clock, but no line changes on its edges as SPI data "
                               "does" + _multi_note(ev, b.clk))
-    return [b for b in buses if b.cs or b.data] or buses[:1]
+    return [b for b in buses if b.cs or b.data] or (buses[:1] if not pulsed else [])
 
 
 GENERIC = ("a free-running clock",)     # look-alikes that name no protocol: a named one wins
@@ -369,7 +374,20 @@ def _data_line(ev: Evidence, name: str, clk: str, cs: str | None, active: int | 
     short = (cyc > 0) & (cyc < len(ct))
     short[short] = ct[cyc[short]] - ct[cyc[short] - 1] <= 4 * max(half, 1.0)
     _, inv, cnt = np.unique(cyc, return_inverse=True, return_counts=True)
-    if float(np.mean((cnt[inv] > 1) & short)) > MULTI:
+    several = (cnt[inv] > 1) & short
+    # a glitch: the line leaves its level and comes back within one clock phase, in less than half
+    # of it (a bit-banged X2444M master's MOSI after some edges); no clock edge samples it
+    tt = ev.t[ch[inside]]
+    if len(tt) >= 2:
+        pair = (cnt[inv] == 2)[:-1] & (cyc[:-1] == cyc[1:]) & short[:-1]
+        phase = ct[np.minimum(cyc[:-1], len(ct) - 1)] - ct[np.maximum(cyc[:-1] - 1, 0)]
+        spike = pair & (np.diff(tt) < 0.5 * phase)
+        # ... now and then (a quarter of its changes at most): a line that pulses so in half its
+        # changes (a 93LC56B's CS toggled by an MPSSE while the clock runs) is a strobe, no data
+        if 2 * int(spike.sum()) <= 0.25 * len(tt):
+            several[:-1] &= ~spike
+            several[1:] &= ~spike
+    if float(np.mean(several)) > MULTI:
         ev.multi[clk] = name
         return False
     j, off = in_cycle(ev, ev.t[ch[inside]], clk, half)
