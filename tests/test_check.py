@@ -120,7 +120,14 @@ def test_patched_kernel_violates_mcp3008_tcsh():
 def test_mcp3008_at_2v7_fails_the_clock():
     res = check_file(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", "rpi3-k4.4-vanilla", "mcp3008@2.7V")
     it = by_id(res)["device.fSCLK"]
-    assert it.verdict == FAIL and it.high == pytest.approx(1.35e6) and it.unverified
+    # 1.35 MHz = 18 clocks x 75 ksps, both read in DS21295D (p.1, p.2): no longer UNVERIFIED
+    assert it.verdict == FAIL and it.high == pytest.approx(1.35e6) and not it.unverified
+    assert "UNVERIFIED" not in it.reason
+    # tCSH's row was not found in a readable copy: its verdicts still say so
+    assert "limit UNVERIFIED" in by_id(res)["device.tCSH"].reason
+    # tFRAME's 1.2 ms is DS21295D p.22; judging the whole CS-low window by it is our assumption
+    frame = by_id(res)["device.tFRAME"]
+    assert frame.verdict == PASS and frame.assumed and not frame.unverified
     # at 5 V the 3.6 MHz bus sits exactly on the limit: not decidable, never PASS
     it5 = by_id(check_file(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", "rpi3-k4.4-vanilla", "mcp3008@5V"))
     assert it5["device.fSCLK"].verdict == MARGINAL
