@@ -173,11 +173,12 @@ def _within(c, ok, n) -> bool:
 
 
 # The held-back sample is judged once per run: its tests share one xdist group, so one worker
-# (make test's --dist loadgroup) computes the module fixture, about 20 s of CPU
+# (make test's --dist loadgroup) runs them, and the fixture is session-scoped, so tests of other
+# modules run between them on that worker do not make it judge the sample again (about 15 s of CPU)
 HELD_BACK_GROUP = pytest.mark.xdist_group("grouping-held-back")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def held_back_fast():
     return gb.run(db.HELD_BACK_FAST)
 
