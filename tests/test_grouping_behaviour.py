@@ -172,15 +172,49 @@ def _within(c, ok, n) -> bool:
     return gb.wilson_lower(ok, n) - 0.1 <= c <= 1 - gb.wilson_lower(n - ok, n) + 0.1
 
 
-# The held-back sample is judged once per run: its tests share one xdist group, so one worker
-# (make test's --dist loadgroup) runs them, and the fixture is session-scoped, so tests of other
-# modules run between them on that worker do not make it judge the sample again (about 15 s of CPU)
+# The held-back sample is judged once per run (about 15 s of CPU): its tests share one xdist group
+# (make test's --dist loadgroup), and the judged sample is kept under build/test-cache keyed by a
+# hash of the grouping code, the gap rules and the generator, a lock making a second worker wait
+# for the first (xdist does not always keep a group on one worker); any change judges it afresh
 HELD_BACK_GROUP = pytest.mark.xdist_group("grouping-held-back")
+
+
+def _code_hash() -> str:
+    import hashlib
+    import pathlib
+
+    from spigap.resources import decoders_dir
+
+    h = hashlib.sha256(repr(list(db.HELD_BACK_FAST)).encode())
+    files = (sorted(pathlib.Path(grouping.__file__).parent.glob("*.py")) + sorted((decoders_dir() / "spi_gaps").glob("*.py"))
+             + [pathlib.Path(db.__file__), pathlib.Path(gb.__file__)])
+    for f in files:
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:24]
 
 
 @pytest.fixture(scope="session")
 def held_back_fast():
-    return gb.run(db.HELD_BACK_FAST)
+    import fcntl
+    import pathlib
+    import pickle
+
+    from conftest import TEST_CACHE
+
+    if os.environ.get("SPIGAP_TEST_CACHE") == "off":
+        return gb.run(db.HELD_BACK_FAST)
+    folder = pathlib.Path(os.environ.get("SPIGAP_TEST_CACHE") or TEST_CACHE) / "grouping"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"held-back-{_code_hash()}.pickle"
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.is_file():
+            return pickle.loads(path.read_bytes())
+        results = gb.run(db.HELD_BACK_FAST)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps(results))
+        os.replace(tmp, path)
+        return results
 
 
 @HELD_BACK_GROUP
