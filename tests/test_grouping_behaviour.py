@@ -3,8 +3,8 @@ tests/driver_behaviour.py and the patterns the issue found spigap confidently wr
 
 Each pattern must give the right labels, or an honest low-confidence answer whose named
 readings include the true one. The reliability on the held-back seeds (never used while
-the grouping was developed, docs/gaps.md "Calibration beyond the grid"): the default run
-checks the first 400, ``SPIGAP_CALIBRATION=full pytest -m calibration`` all 4000.
+the grouping was developed, docs/gaps.md "Calibration"): the default run checks the first 200
+(judged once, by one worker), ``SPIGAP_CALIBRATION=full pytest -m calibration`` all 4000.
 """
 
 from __future__ import annotations
@@ -145,16 +145,15 @@ def test_segments_in_a_capture(tmp_path, capsys):
 
 
 def _check_reliability(results):
-    """What holds of issue 32's goal on the held-back cases (an answer is right with >= 98 % of
-    its gaps right): no level at >= 0.8 below 95 % right, the levels of 0.3 and below within 10
-    points of their share right (beyond what the level's count leaves to chance: the share's 90 %
-    interval), a quarter of the answers at >= 0.9, ambiguous answers naming the truth more often
-    than not."""
+    """Issue 32's goal on the held-back cases (an answer is right with >= 98 % of its gaps right):
+    no level at >= 0.8 below 95 % right, every level within 10 points of its share right (beyond
+    what the level's count leaves to chance: the share's 90 % interval; the 0.5 cap of loose
+    patterns is measured now, not a cap), a quarter of the answers at >= 0.9, ambiguous answers
+    naming the truth more often than not."""
     for c, ok, n in _levels(results):
         if c >= 0.8:
             assert ok / n >= 0.95, (c, n, ok / n)
-        if c <= 0.3:
-            assert _within(c, ok, n), (c, n, ok / n)
+        assert _within(c, ok, n), (c, n, ok / n)
     sure = [r for r in results if r["confidence"] >= 0.9]
     assert len(sure) >= 0.25 * len(results), "an always-ambiguous tool fails users just as much"
     amb = [r for r in results if r["ambiguous"]]
@@ -173,26 +172,90 @@ def _within(c, ok, n) -> bool:
     return gb.wilson_lower(ok, n) - 0.1 <= c <= 1 - gb.wilson_lower(n - ok, n) + 0.1
 
 
-@pytest.fixture(scope="module")
+# The held-back sample is judged once per run (about 15 s of CPU): its tests share one xdist group
+# (make test's --dist loadgroup), and the judged sample is kept under build/test-cache keyed by a
+# hash of the grouping code, the gap rules and the generator, a lock making a second worker wait
+# for the first (xdist does not always keep a group on one worker); any change judges it afresh
+HELD_BACK_GROUP = pytest.mark.xdist_group("grouping-held-back")
+
+
+def _code_hash() -> str:
+    import hashlib
+    import pathlib
+
+    from spigap.resources import decoders_dir
+
+    h = hashlib.sha256(repr(list(db.HELD_BACK_FAST)).encode())
+    files = (sorted(pathlib.Path(grouping.__file__).parent.glob("*.py")) + sorted((decoders_dir() / "spi_gaps").glob("*.py"))
+             + [pathlib.Path(db.__file__), pathlib.Path(gb.__file__)])
+    for f in files:
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:24]
+
+
+@pytest.fixture(scope="session")
 def held_back_fast():
-    return gb.run(db.HELD_BACK_FAST)
+    import fcntl
+    import pathlib
+    import pickle
+
+    from conftest import TEST_CACHE
+
+    if os.environ.get("SPIGAP_TEST_CACHE") == "off":
+        return gb.run(db.HELD_BACK_FAST)
+    folder = pathlib.Path(os.environ.get("SPIGAP_TEST_CACHE") or TEST_CACHE) / "grouping"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"held-back-{_code_hash()}.pickle"
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.is_file():
+            return pickle.loads(path.read_bytes())
+        results = gb.run(db.HELD_BACK_FAST)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps(results))
+        os.replace(tmp, path)
+        return results
 
 
+@HELD_BACK_GROUP
 def test_reliability_held_back_fast(held_back_fast):
     _check_reliability(held_back_fast)
 
 
-@pytest.mark.xfail(strict=True, reason="measured on the 4000 held-back cases (docs/gaps.md): 0.75 is right 89.6 % "
-                   "of the time and 0.5 (a pattern < 90 % of the gaps follow) 81 %, more than 10 points above; "
-                   "constant-N spidev captures with an idle start are answered at >= 0.8 in 63 % of the cases")
-def test_reliability_goal_not_met_yet(held_back_fast):
-    """Issue 32's goal in full: every level within 10 points of its share right, constant-N
-    spidev captures with an idle start answered at >= 0.8 (>= 80 % of them)."""
-    results = held_back_fast
-    assert all(_within(c, ok, n) for c, ok, n in _levels(results))
-    const = [r for r in results if r["case"].family == "spidev-n" and "usleep" not in r["case"].desc
-             and r["case"].start == "idle" and "MESSAGE(1)" not in r["case"].desc]
-    assert np.mean([r["confidence"] >= 0.8 for r in const]) >= 0.8
+def _constant_n_cases(results, busy_wait=None):
+    """Issue 32's constant-N cases: an idle start (N >= 2), or N >= 7 anywhere; ``busy_wait``: only
+    those whose cs_change is the default 10 µs busy-wait (spidev, a kernel loop's default delay)."""
+    out = []
+    for r in results:
+        c, n = r["case"], gb.constant_n(r["case"]) or 0
+        if (n >= 2 and c.start == "idle") or n >= 7:
+            if busy_wait is None or busy_wait == (c.family == "spidev-n" or "default 10" in c.desc):
+                out.append(r)
+    return out
+
+
+def _sure_and_right(rs) -> float:
+    return float(np.mean([not r["ambiguous"] and r["confidence"] >= 0.8 and r["right"] >= gb.RIGHT for r in rs]))
+
+
+@HELD_BACK_GROUP
+def test_constant_n_with_a_busy_wait_is_answered_sure(held_back_fast):
+    # the busy-wait tells the cs_change gaps, the idle start or the share the phase: answered at
+    # >= 0.8 and right (4000 held-back: 88 % of the idle starts; 63 % before the recalibration)
+    rs = [r for r in _constant_n_cases(held_back_fast, busy_wait=True) if r["case"].start == "idle"]
+    assert len(rs) >= 10 and _sure_and_right(rs) >= 0.8, [(r["case"].desc, r["basis"], r["confidence"]) for r in rs]
+
+
+@HELD_BACK_GROUP
+@pytest.mark.xfail(strict=True, reason="issue 32's goal, constant N answered at >= 0.8: measured on the 4000 held-back "
+                   "cases, spidev idle starts 87 %, kernel loops 58 %, N >= 7 anywhere 67 % (docs/gaps.md). The rest "
+                   "timing alone cannot settle: kernel loops whose cs_change_delay is as long as the gap between "
+                   "messages (one population), N = 7-16 without a busy-wait (a pause every N calls or an spi_async "
+                   "queue looks the same); a kernel trace or --transfers-per-message settles them")
+def test_constant_n_goal_not_met_yet(held_back_fast):
+    """Issue 32's goal in full: constant-N captures with an idle start, or N >= 7 anywhere,
+    answered at >= 0.8 (and right), 80 % of them or more."""
+    assert _sure_and_right(_constant_n_cases(held_back_fast)) >= 0.8
 
 
 @pytest.mark.calibration

@@ -107,7 +107,7 @@ def _one_population(g, w, kd, sp, tick_s, resolution) -> Grouping:
     busy_like = one.busy_wait or (tick_s is not None and kinds_mod.DEFAULT_CS_CHANGE_S[0] <= one.median * tick_s
                                   <= kinds_mod.DEFAULT_CS_CHANGE_S[1])
     basis = "one_population" if busy_like or not tick_s else "one_population+notbusy"
-    keys = cal.keys(basis, 1, [one.median], True, "one population")
+    keys = cal.keys(basis, 1, [one.median], "clean", "one population")
     measured = cal.share(keys)
     why = ("" if basis == "one_population" else
            f"; they are no cs_change busy-wait ({kind_name(one, tick_s)}, spread {100 * one.spread:.1f} %)")
@@ -304,7 +304,9 @@ def _resolve(g, st: rdg.Structure, *, lead, tick_s, resolution, context_switch, 
     gap_kinds = [s.as_dict(tick_s or 1.0) for s in stats]
     medians = [s.median for s in stats]
     tight = all(s.shape() == "tight" for s in stats)
-    clean = st.agreement >= CLEAN_PATTERN
+    fitted = cal.fit(st.agreement)
+    # a lean is measured among ambiguous answers' leans, loose or not (too few loose ones to measure)
+    lean_fit = "clean" if fitted == "clean" else "noisy"
     lean_key = None
     if dec.chosen is None and not given:
         # an ambiguous answer with an "N per message" reading among its readings: that reading is
@@ -313,7 +315,7 @@ def _resolve(g, st: rdg.Structure, *, lead, tick_s, resolution, context_switch, 
         if lean is not None:
             votes = "+".join(sorted(dec.basis)) or "none"
             lean_key = _key(f"lean:{votes}", st)
-            keys = cal.keys(lean_key, rd[lean].constant, medians, clean, "lean", tight)
+            keys = cal.keys(lean_key, rd[lean].constant, medians, lean_fit, "lean", tight)
             p = cal.share(keys)
             full_lean = keys[0]
             if p is not None and p >= cal.LEAN:
@@ -326,6 +328,7 @@ def _resolve(g, st: rdg.Structure, *, lead, tick_s, resolution, context_switch, 
         return _ambiguous(g, st, rd, stats, dec, tick_s, vtext, gap_kinds, report, given,
                           full_lean if lean_key else None)
     r = rd[dec.chosen]
+    calibrated = False
     if given and len(allowed) == 1:
         basis, method, conf = "given", "user", CONFIDENCE["given"]
         why = "; ".join(given)
@@ -344,15 +347,19 @@ def _resolve(g, st: rdg.Structure, *, lead, tick_s, resolution, context_switch, 
         if level(basis) == "busy" and st.agreement < CLEAN_PATTERN:
             # a few gaps off the pattern: a short stretch of another structure may hide there
             conf = min(conf, LEVELS["busy, less sure"])
-        keys = cal.keys(basis, r.constant if st.how != "by length" else None, medians, clean, level(basis), tight)
+        keys = cal.keys(basis, r.constant if st.how != "by length" else None, medians,
+                        lean_fit if lean_key is not None else fitted, level(basis), tight)
         measured = cal.share(keys)
+        # a loose answer's key measured loose answers: its share is its confidence, uncapped
+        calibrated = measured is not None and method == "auto" and keys[0].endswith("|loose")
         if measured is not None and method == "auto":
             conf = cal.stated(measured)
         basis = keys[0]
         if given:
             why = "; ".join(given) + "; " + why
     if basis != "given" and st.agreement < defs.MIN_CLEAN_AGREEMENT:
-        conf = min(conf, NOISY)
+        if not calibrated:
+            conf = min(conf, NOISY)      # not measured among loose answers: capped
         why += (f"; but only {100 * st.agreement:.0f} % of the gaps follow the pattern, so it may be wrong "
                 f"(give --transfers-per-message N)")
     kinds_full = _kinds(g, st, r.ends)
