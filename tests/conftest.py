@@ -352,14 +352,21 @@ def spigap_main(*args, cwd: pathlib.Path = ROOT):
     process of its own (signals, exit codes at interpreter exit, the installed console script:
     test_installed.py, test_faults.py) keeps subprocess.run."""
     import contextlib
+    import gc
     import io
     import types
 
     from spigap.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
+    try:
+        with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([str(a) for a in args])
+    finally:
+        # main() freezes the objects alive after its imports (gc.freeze: a process runs one
+        # command); the test process runs many, so the next command's cyclic garbage (figures)
+        # must stay collectable
+        gc.unfreeze()
     return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 # the AD7606 before/after report (README, "Did the patch help?"): 24 figures, about 10 s of CPU.
@@ -374,12 +381,11 @@ AD7606_REPORT_TITLE = "AD7606 <6.6 vs 6.12>"     # escaped in the page (test_rep
 @pytest.fixture(scope="session")
 def ad7606_compare_report(tmp_path_factory) -> tuple[pathlib.Path, pathlib.Path]:
     """(report.html, the --png folder) of ``spigap report --before 6.6.31 --after 6.12.25``."""
-    from spigap.cli import main
-
     d = tmp_path_factory.mktemp("ad7606-report")
     out, pngs = d / "r.html", d / "png"
-    assert main(["report", "--before", str(AD7606_OLD), "--after", str(AD7606_NEW), "-o", str(out),
-                 "--png", str(pngs), "--bootstrap", "200", "--title", AD7606_REPORT_TITLE]) == 0
+    p = spigap_main("report", "--before", AD7606_OLD, "--after", AD7606_NEW, "-o", out,
+                    "--png", pngs, "--bootstrap", "200", "--title", AD7606_REPORT_TITLE)
+    assert p.returncode == 0, p.stderr
     return out, pngs
 
 # SPIGAP_TEST_CPU_LOG=<file>: each test's CPU time (this process and the children it waited
