@@ -341,3 +341,74 @@ def _checked_edge_streams(monkeypatch):
         return reader
 
     monkeypatch.setattr(io_mod, "_open", checked)
+
+
+
+
+def spigap_main(*args, cwd: pathlib.Path = ROOT):
+    """``spigap ARGS`` run by the command line's main() in this process, from ``cwd``: the
+    returncode, stdout and stderr a subprocess would give, without a new interpreter's start-up
+    (about 0.15 s of CPU a run). For tests of what a command prints and exits with; what needs a
+    process of its own (signals, exit codes at interpreter exit, the installed console script:
+    test_installed.py, test_faults.py) keeps subprocess.run."""
+    import contextlib
+    import gc
+    import io
+    import types
+
+    from spigap.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([str(a) for a in args])
+    finally:
+        # main() freezes the objects alive after its imports (gc.freeze: a process runs one
+        # command); the test process runs many, so the next command's cyclic garbage (figures)
+        # must stay collectable
+        gc.unfreeze()
+    return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+# the AD7606 before/after report (README, "Did the patch help?"): 24 figures, about 10 s of CPU.
+# tests/test_report.py reads its HTML and PNGs, tests/test_report_browser.py renders it in
+# Chromium: both modules are in the xdist group "ad7606_report" (one worker), so it is drawn
+# once a run, not once per module and worker
+AD7606_OLD = CAPTURES / "ad7606-pi5-k6.6.31.sr"
+AD7606_NEW = CAPTURES / "ad7606-pi5-k6.12.25.sr"
+AD7606_REPORT_TITLE = "AD7606 <6.6 vs 6.12>"     # escaped in the page (test_report.py checks)
+
+
+@pytest.fixture(scope="session")
+def ad7606_compare_report(tmp_path_factory) -> tuple[pathlib.Path, pathlib.Path]:
+    """(report.html, the --png folder) of ``spigap report --before 6.6.31 --after 6.12.25``."""
+    d = tmp_path_factory.mktemp("ad7606-report")
+    out, pngs = d / "r.html", d / "png"
+    p = spigap_main("report", "--before", AD7606_OLD, "--after", AD7606_NEW, "-o", out,
+                    "--png", pngs, "--bootstrap", "200", "--title", AD7606_REPORT_TITLE)
+    assert p.returncode == 0, p.stderr
+    return out, pngs
+
+# SPIGAP_TEST_CPU_LOG=<file>: each test's CPU time (this process and the children it waited
+# for: the spigap, sigrok-cli, ... subprocesses) appended to <file> as "seconds<TAB>phase<TAB>nodeid",
+# one line per phase (setup, call, teardown). Wall times mislead on a shared machine; this is what
+# the suite's CPU budget (README, "Development") is measured by.
+_CPU_LOG = os.environ.get("SPIGAP_TEST_CPU_LOG")
+if _CPU_LOG:
+    import resource
+
+    def _cpu_now() -> float:
+        s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+    def _timed(phase):
+        @pytest.hookimpl(hookwrapper=True)
+        def hook(item, *args, **kwargs):
+            t0 = _cpu_now()
+            yield
+            with open(_CPU_LOG, "a") as f:
+                f.write(f"{_cpu_now() - t0:.3f}\t{phase}\t{item.nodeid}\n")
+        return hook
+
+    pytest_runtest_setup = _timed("setup")
+    pytest_runtest_call = _timed("call")
+    pytest_runtest_teardown = _timed("teardown")

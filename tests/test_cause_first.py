@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import re
 import shlex
 import subprocess
-import sys
 import zipfile
 
 import pytest
 
-from conftest import CAPTURES
+from conftest import CAPTURES, spigap_main
 
-SPIGAP = shlex.split(os.environ.get("SPIGAP_EXE", "")) or [sys.executable, "-m", "spigap"]
+# SPIGAP_EXE="spigap ..." runs each command as that process; by default the command line's main()
+# runs in the test's process (conftest.spigap_main: the same output without an interpreter per run)
+SPIGAP = shlex.split(os.environ.get("SPIGAP_EXE", ""))
 MCP = CAPTURES / "mcp3008-rpi3-k4.4-b10.sr"
 AD7606 = CAPTURES / "ad7606-pi5-k6.6.31.sr"
 WORDS = ("given", "settled by the trace", "settled by the signals", "likely", "ambiguous: two readings",
@@ -36,7 +38,10 @@ WORDS = ("given", "settled by the trace", "settled by the signals", "likely", "a
 
 
 def run(*args, code=0, timeout=300):
-    p = subprocess.run([*SPIGAP, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    if SPIGAP:
+        p = subprocess.run([*SPIGAP, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    else:
+        p = spigap_main(*args, cwd=pathlib.Path.cwd())
     assert code is None or p.returncode == code, (p.returncode, p.stderr[-2000:])
     return p.stdout
 

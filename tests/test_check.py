@@ -9,8 +9,6 @@ CONVST/BUSY faults) and the figures of seeds 000, 001 and 003 as the seeds print
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -22,14 +20,13 @@ from spigap.timing.extra_channels import read_events
 from spigap.timing.profiles import load_profile
 from spigap.synth.from_profile import scenario_from_profile
 from spigap.synth import scenario, write
-from conftest import CAPTURES, ROOT
+from conftest import CAPTURES, spigap_main
 
 NODELAY_B10 = CAPTURES / "mcp3008-rpi3-k4.4-nodelay-b10.sr"
 
 
 def spigap(*args):
-    return subprocess.run([sys.executable, "-m", "spigap", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
+    return spigap_main(*args)
 
 
 def check_file(path, profile, device=None, **kw):

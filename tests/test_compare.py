@@ -24,6 +24,10 @@ from spigap.synth import scenario, write
 from spigap.synth.timeline import build
 from conftest import CAPTURES
 
+# the module's synthesized captures (synth, same_profile_pairs: module fixtures, about 7 s of CPU
+# for the pairs) are made once a run: its tests share one worker
+pytestmark = pytest.mark.xdist_group("compare")
+
 OLD = CAPTURES / "ad7606-pi5-k6.6.31.toml"
 NEW = CAPTURES / "ad7606-pi5-k6.12.25.toml"
 FAST = C.Settings(n_boot=400)

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,7 +17,7 @@ import pytest
 from spigap.api import analyze_device
 from spigap.timing.profiles import ProfileError, list_devices, list_profiles, load_device, load_profile
 from spigap.timing.model import TimingModel, delay_semantics
-from conftest import CAPTURES, ROOT
+from conftest import CAPTURES, spigap_main
 
 # seed 000, "theoretical transfer rate" lines, transfers/s
 SEED000_STOCK = {1: 70.4e3, 10: 53.5e3, 100: 52.22e3, 500: 52.11e3}
@@ -30,8 +28,7 @@ SEED000_PATCHED_MEASURED = {1: 69.6e3, 10: 98.3e3, 100: 105.2e3, 500: 105.5e3}
 
 
 def spigap(*args, check=False):
-    proc = subprocess.run([sys.executable, "-m", "spigap", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
+    proc = spigap_main(*args)
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc

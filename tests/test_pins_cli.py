@@ -7,13 +7,11 @@ import csv
 import io
 import json
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import CAPTURES, ROOT, run_sigrok
+from conftest import CAPTURES, spigap_main, run_sigrok
 from spigap.api import analyze_file
 from spigap.pins.tap import PinOptions
 from spigap.resources import load_decoder_module
@@ -27,8 +25,7 @@ setuphold = load_decoder_module("spi_pins", "setuphold")
 
 
 def spigap(*args):
-    return subprocess.run([sys.executable, "-m", "spigap", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    return spigap_main(*args)
 
 
 def test_shipped_scope_acquisition_is_four_isf_files():

@@ -19,7 +19,7 @@ import pytest
 
 from spigap.api import SpiConfig, analyze_device
 from conftest import REAL_CAPTURES as CAPTURES
-from conftest import REAL, real, run_sigrok
+from conftest import REAL, SIGROK_SLOW_REAL, real, run_sigrok
 
 # From captures/real/README.md, "Reference timing" (µs): (n, min, median, max)
 REFERENCE = {
@@ -109,7 +109,16 @@ def test_reference_table_is_the_readme_table():
     assert seen == set(REFERENCE)
 
 
-@pytest.mark.parametrize("name", sorted(CAPTURES))
+# the module's analyses are kept in _cache: its tests share one worker (each analysis once a run)
+pytestmark = pytest.mark.xdist_group("real_captures")
+
+
+# word for word on every real capture; the two sigrok-cli takes 10-30 s of CPU to decode
+# (SIGROK_SLOW_REAL: winbond, 148 565 transfers; enc28j60, 1 G samples) are `slow` (make test-all,
+# CI): make test compares the other ten configurations (multi-chunk files among them), and keeps
+# both big captures' reference timings below
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if CAPTURES[n][0] in SIGROK_SLOW_REAL else n
+                                  for n in sorted(CAPTURES)])
 def test_words_equal_sigrok_cli(sigrok_cli, name):
     a = analysis(name)
     words = sigrok_words(name)

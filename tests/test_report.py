@@ -11,11 +11,11 @@ import pytest
 
 from spigap.cli import main
 from spigap.synth import scenario, write
+from conftest import AD7606_NEW as NEW
+from conftest import AD7606_OLD as OLD
 from conftest import CAPTURES
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
-OLD = CAPTURES / "ad7606-pi5-k6.6.31.sr"
-NEW = CAPTURES / "ad7606-pi5-k6.12.25.sr"
 
 
 def _images(html: str) -> list[bytes]:
@@ -33,13 +33,14 @@ def _decode(png: bytes):
     return img
 
 
+# the compare report is drawn once a run (conftest.ad7606_compare_report) for this module and
+# test_report_browser.py: one worker runs both
+pytestmark = pytest.mark.xdist_group("ad7606_report")
+
+
 @pytest.fixture(scope="module")
-def compare_report(tmp_path_factory):
-    d = tmp_path_factory.mktemp("report")
-    out, pngs = d / "r.html", d / "png"
-    rc = main(["report", "--before", str(OLD), "--after", str(NEW), "-o", str(out), "--png", str(pngs),
-               "--bootstrap", "200", "--title", "AD7606 <6.6 vs 6.12>"])
-    assert rc == 0
+def compare_report(ad7606_compare_report):
+    out, pngs = ad7606_compare_report
     return out.read_text(encoding="utf-8"), pngs
 
 

@@ -19,11 +19,11 @@ import shutil
 import pytest
 
 from chromium import Browser
-from conftest import CAPTURES
+from conftest import AD7606_NEW, AD7606_OLD, CAPTURES
 from spigap.cli import main
 
-OLD = CAPTURES / "ad7606-pi5-k6.6.31.sr"       # idle clocks p50 a sample short of 0 before the fix
-NEW = CAPTURES / "ad7606-pi5-k6.12.25.sr"
+OLD = AD7606_OLD                       # idle clocks p50 a sample short of 0 before the fix
+NEW = AD7606_NEW
 SHARED = CAPTURES / "shared-rpi-mcp3008-mcp2518fd.sr"
 TRACED = CAPTURES / "ad7606-pi5-k6.12.25-traced.sr"
 
@@ -80,12 +80,14 @@ def _text_report(*argv) -> str:
     return out.getvalue()
 
 
+# the compare report is drawn once a run (conftest.ad7606_compare_report) for this module and
+# test_report.py: one worker runs both
+pytestmark = pytest.mark.xdist_group("ad7606_report")
+
+
 @pytest.fixture(scope="module")
-def compare_page(chromium, tmp_path_factory):
-    d = tmp_path_factory.mktemp("browser")
-    out, pngs = d / "r.html", d / "png"
-    assert main(["report", "--before", str(OLD), "--after", str(NEW), "-o", str(out), "--png", str(pngs),
-                 "--bootstrap", "200"]) == 0
+def compare_page(chromium, ad7606_compare_report):
+    out, pngs = ad7606_compare_report
     seen, errors = _render(chromium, out)
     return seen, errors, sorted(p.name for p in pngs.glob("*.png"))
 

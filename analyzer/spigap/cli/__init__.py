@@ -13,7 +13,6 @@ of them to build the parser, and start-up time counts in the benchmarks.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import pkgutil
 import sys
@@ -72,6 +71,8 @@ def build_parser(argv=None) -> argparse.ArgumentParser:
 
 def _closest(word: str, candidates) -> str:
     """' (did you mean X?)' for the candidate nearest a misspelt word, or ''."""
+    import difflib      # only on a usage error: not on every run's start-up
+
     near = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.75)
     return f" (did you mean {near[0]}?)" if near else ""
 

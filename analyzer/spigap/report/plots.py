@@ -97,6 +97,13 @@ def _body(v: np.ndarray, res: float) -> tuple[float, float]:
     return max(p_lo, p50 - reach), min(p_hi, p50 + reach)
 
 
+def _bars(ax, v: np.ndarray, edges: np.ndarray) -> None:
+    """A filled histogram of ``v`` over ``edges`` as one step patch: what ``ax.hist`` draws as one
+    rectangle per bin (100 artists a panel, most of a report's drawing time), in one artist."""
+    counts, _ = np.histogram(v, bins=edges)
+    ax.stairs(counts, edges, fill=True, color=BEFORE, alpha=0.85)
+
+
 def histogram(values_s: np.ndarray, res: float, title: str, *, threshold_s: float | None = None,
               bins: int = 100):
     """Two panels like seed 003: linear count over the body (p0.5..p99.5), log count over all."""
@@ -114,7 +121,7 @@ def histogram(values_s: np.ndarray, res: float, title: str, *, threshold_s: floa
     # body: linear count
     lo1, hi1 = _body(v, res)
     e1 = _tick_edges(lo1, hi1, res, bins)
-    ax1.hist(v / sc, bins=e1 / sc, color=BEFORE, alpha=0.85)
+    _bars(ax1, v / sc, e1 / sc)
     ax1.set_xlim(e1[0] / sc, e1[-1] / sc)
     ax1.set_xlabel(f"{unit}  (body)")
     ax1.set_ylabel("count")
@@ -126,7 +133,7 @@ def histogram(values_s: np.ndarray, res: float, title: str, *, threshold_s: floa
         ax2.set_xscale("log")
     else:
         e2 = _tick_edges(lo, hi, res, bins)
-    ax2.hist(v / sc, bins=e2 / sc, color=BEFORE, alpha=0.85)
+    _bars(ax2, v / sc, e2 / sc)
     ax2.set_yscale("log")
     ax2.set_ylim(bottom=0.7)
     ax2.set_xlabel(f"{unit}  (all values{', log scale' if log_x else ''})")
