@@ -44,8 +44,8 @@ def assign_data(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Sourc
         words = "" if margin < 0.05 else (", words agree" if late == miso else ", words disagree")
         mosi, miso = early, late
         basis = "two, lag" + words
-        note = (f"{early} switches with SCLK's edges ({s_early:.0%} in the edge's very sample), {late} lags them "
-                f"({s_late:.0%}), as a peripheral's output does")
+        note = (f"{early} switches with SCLK's edges ({s_early:.0%} of its changes in the edge's very sample), "
+                f"{late} lags them ({1 - s_late:.0%} a sample or more after), as a peripheral's output does")
         conf = 0.75
     elif margin < 0.05:
         # no evidence either way: channel order (MOSI is listed before MISO on most wirings)
