@@ -474,6 +474,25 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def doc_table(named: list[dict], renamed: list[dict]) -> str:
+    """docs/inference.md's table by family: captures, right named, right with the channels
+    renamed to numbers (``--doc-table NAMED.json RENAMED.json``)."""
+    ren = {r["file"]: r["right"] for r in renamed}
+    by = collections.defaultdict(list)
+    for r in named:
+        by[(r["family"], r["kind"])].append(r)
+    lines = ["| family | kind | captures | right | right, channels renamed to numbers |", "|---|---|---|---|---|"]
+    for (fam, kind), rs in sorted(by.items()):
+        lines.append(f"| {fam} | {kind} | {len(rs)} | {sum(r['right'] for r in rs)} | "
+                     f"{sum(bool(ren.get(r['file'])) for r in rs)} |")
+    for kind in ("spi", "either", "not"):
+        rs = [r for r in named if r["kind"] == kind]
+        if rs:
+            lines.append(f"| **all {kind}** | | {len(rs)} | {sum(r['right'] for r in rs)} | "
+                         f"{sum(bool(ren.get(r['file'])) for r in rs)} |")
+    return "\n".join(lines)
+
+
 UNIT_CAP = 3      # captures of one unit (one device's series) that count as separate evidence
 FOLDS = 5         # cross-validation folds (by unit: a device's captures, named and renamed, in one fold)
 
@@ -658,7 +677,12 @@ def main(argv=None) -> int:
     ap.add_argument("--calibrate", action="store_true",
                     help="write analyzer/spigap/core/infer/calibration_data.py from the whole corpus (named and "
                          "renamed; with --tables, from those results) and print the out-of-fold reliability table")
+    ap.add_argument("--doc-table", nargs=2, type=Path, metavar=("NAMED_JSON", "RENAMED_JSON"),
+                    help="only print docs/inference.md's table by family of two earlier --out files")
     args = ap.parse_args(argv)
+    if args.doc_table:
+        print(doc_table(*(json.loads(f.read_text()) for f in args.doc_table)))
+        return 0
     if args.calibrate:
         if args.tables:
             results = [r for f in args.tables for r in json.loads(f.read_text())]

@@ -21,6 +21,7 @@ from spigap.core.infer.evidence import (
     in_windows,
     lead_trail,
     on_edges,
+    pulse_train,
 )
 from spigap.core.infer import lookalike
 from spigap.core.infer.report import Bus
@@ -47,6 +48,10 @@ def find_buses(ev: Evidence, exclude: set[str], named_cs: str | None = None) -> 
         reg, half = clock_score(ev, name)
         if reg >= REGULAR:
             cand.append((name, half))
+    # no channel toggles like a clock: a bit-banged clock's pulse train, if one has a bus on it
+    pulsed = not cand
+    if pulsed:
+        cand = [(n, pulse_train(ev, n)[1]) for n in ev.names if n not in exclude and pulse_train(ev, n)[0] >= REGULAR]
     # a candidate whose changes fall on a busier candidate's edges is that bus's data line
     cand.sort(key=lambda c: -len(ev.changes[c[0]]))
     clocks: list[tuple[str, float]] = []
@@ -114,7 +119,7 @@ def find_buses(ev: Evidence, exclude: set[str], named_cs: str | None = None) -> 
         if not b.cs and not b.data:
             ev.refused.append(f"{b.clk} toggles like a clock, but no line changes on its edges as SPI data "
                               "does" + _multi_note(ev, b.clk))
-    return [b for b in buses if b.cs or b.data] or buses[:1]
+    return [b for b in buses if b.cs or b.data] or (buses[:1] if not pulsed else [])
 
 
 GENERIC = ("a free-running clock",)     # look-alikes that name no protocol: a named one wins

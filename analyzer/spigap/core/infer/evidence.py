@@ -45,7 +45,16 @@ def clock_score(ev: Evidence, name: str) -> tuple[float, float]:
     return ev.clock[name]
 
 
-def _clock_score(ct: np.ndarray) -> tuple[float, float]:
+def pulse_train(ev: Evidence, name: str) -> tuple[float, float]:
+    """``clock_score`` of a bit-banged clock's pulse train: a short pulse per bit, each phase as
+    long as the same phase before it, whatever the duty cycle (the ADF4351 capture's clock is high
+    3 µs of 14). A CS at a steady conversion rate is such a train too, and a WS2812 line sending
+    equal bits: ``find_buses`` looks for these only where no channel toggles like a clock, and
+    keeps them only with a CS or a data line on their edges."""
+    return _clock_score(ev.ticks(name), pulses=True)
+
+
+def _clock_score(ct: np.ndarray, pulses: bool = False) -> tuple[float, float]:
     if len(ct) < MIN_CLOCK_CHANGES:
         return 0.0, 0.0
     di = np.diff(ct)
@@ -55,6 +64,10 @@ def _clock_score(ct: np.ndarray) -> tuple[float, float]:
     per = d[:-1] + d[1:]
     alike = np.abs(per[:-1] - per[1:]) <= np.maximum(1.0, 0.2 * np.maximum(per[:-1], per[1:]))
     duty = (np.maximum(d[:-1], d[1:]) <= 3 * np.minimum(d[:-1], d[1:]))[:-1]
+    if pulses:
+        # ... or each phase as long as the same phase before it (a pulse train)
+        steady = np.abs(d[:-2] - d[2:]) <= np.maximum(1.0, 0.2 * np.maximum(d[:-2], d[2:]))
+        duty = duty | np.append(steady[:-1] & steady[1:], False)
     return float(np.mean(alike & duty)), percentiles_of(di[:-1] + di[1:], [25])[0] / 2
 
 

@@ -204,8 +204,13 @@ def i2c(ev: Evidence, clk: str, lines: list[str], half: float, strict: bool = Fa
         short = np.zeros(len(same), bool)
         short[same] = (ct[np.minimum(j[1:][same] + 1, len(ct) - 1)] - ct[j[1:][same]]) <= 4 * h
         twice = float(np.mean(short)) if len(short) else 0.0
+        # with the hand-over seen, a STOP right after a byte's ninth pulse counts too (a bit-banged
+        # master that raises SDA with the clock left high after the acknowledge: 9, 18, 27 pulses);
+        # without it 9-bit SPI words changing data while the clock idles high count so
+        whole = float(np.mean(np.isin(n % 9, (0, 1, 2)) & (n >= 9))) if len(n) else 0.0
         # the hand-over alone is weaker evidence: it needs a STOP too (a transaction seen whole)
-        if not (nine >= I2C_BYTES or (nine >= 0.3 and twice >= 0.02 and stop.sum() >= 1 and not strict)):
+        if not (nine >= I2C_BYTES or (max(nine / 0.3, whole / I2C_BYTES) >= 1 and twice >= 0.02
+                                      and stop.sum() >= 1 and not strict)):
             continue
         if strict and len(n) < 4:
             continue
@@ -399,10 +404,35 @@ def sd_native(ev: Evidence, clk: str, d: str) -> Lookalike | None:
             valid += 1
             nxt = s + 48
     # by chance 1 in 256 tries holds (CRC7 and the end bit)
-    if not (valid >= 2 and valid >= 3 * tried / 256 + 1) and not (valid == 1 and tried <= 8):
-        return None
-    return Lookalike("SD", f"{d} carries {valid} 48-bit command/response frames at {clk}'s rising edges whose "
-                           "CRC7 holds: an SD card's native CMD line", clk, (d,))
+    if (valid >= 2 and valid >= 3 * tried / 256 + 1) or (valid == 1 and tried <= 8):
+        return Lookalike("SD", f"{d} carries {valid} 48-bit command/response frames at {clk}'s rising edges whose "
+                               "CRC7 holds: an SD card's native CMD line", clk, (d,))
+    echoed = _echoes(b, starts)
+    # by chance the two transmission bits, the end bits and the index match in 1 start of 1 024
+    if echoed >= 2 and echoed >= 3 * len(starts) / 1024 + 1:
+        return Lookalike("SD", f"{d} carries {echoed} 48-bit commands at {clk}'s rising edges each answered by a "
+                               "48-bit response echoing its command index: an SD card's native CMD line", clk, (d,))
+    return None
+
+
+def _echoes(b: np.ndarray, starts: np.ndarray) -> int:
+    """Commands answered by an R1-style response: a host frame (start bit 0, transmission bit 1, a
+    6-bit index, end bit 1 at bit 47), then, two to 64 clocks later (N_CR), a card frame (start
+    bit 0, transmission bit 0) carrying the same index, with its end bit. The CRC is not needed:
+    an undersampled clock loses a bit now and then, and the index alone is the card's answer."""
+    n = 0
+    for s in starts:
+        if s + 48 + 2 + 48 > len(b) or b[s + 1] != 1 or b[s + 47] != 1:
+            continue
+        # the response's start bit: the first 0 after the command's end, after 2 ones or more
+        rest = b[s + 48:s + 48 + 66]
+        z = np.flatnonzero(rest == 0)
+        if not len(z) or z[0] < 2:
+            continue
+        r = s + 48 + int(z[0])
+        if r + 48 <= len(b) and b[r + 1] == 0 and b[r + 47] == 1 and np.array_equal(b[r + 2:r + 8], b[s + 2:s + 8]):
+            n += 1
+    return n
 
 
 # ------------------------------------------------------------------ SWD
