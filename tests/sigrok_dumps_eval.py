@@ -328,7 +328,7 @@ def _one(job: tuple[str, str, bool, dict]) -> dict:
             t["same_sample"] = same
         res = run_detect(str(path)) if names or not err else {"code": 2, "error": err}
         d = res.get("json")
-        lines = line_items(path, t, d["settings"]) if d and t["kind"] == "spi" else []
+        lines = line_items(path, t, d["settings"], d["sources"]) if d and t["kind"] == "spi" else []
     ok, why = judge(t, res)
     return {**t, "renamed": renamed, "right": ok, "why": why, "code": res["code"], "error": res["error"][:300],
             "settings": d["settings"] if d else None,
@@ -336,7 +336,7 @@ def _one(job: tuple[str, str, bool, dict]) -> dict:
             "items": items(t, res) + lines}
 
 
-def line_items(path: Path, t: dict, settings: dict) -> list[dict]:
+def line_items(path: Path, t: dict, settings: dict, sources: dict) -> list[dict]:
     """The direction evidence of every true data line of an SPI capture whose clock was found,
     each as if it were the only one (``mosi_miso.line_basis``: what calibration.direction
     measures): {"setting": "one line is miso", "basis", "right": it is the MISO}."""
@@ -365,7 +365,9 @@ def line_items(path: Path, t: dict, settings: dict) -> list[dict]:
         line = roles.get(role)
         if line not in ev.changes or len(ev.changes[line]) < 2:
             continue
-        basis, _ = line_basis(ev, line, Bus(clk, cs, [line], len(ev.changes[clk]), active), out)
+        # a CS the answer found to be a latch strobe (LOAD) is one for the truth's CS too
+        how = "latch" if sources.get("cs", {}).get("basis") == "latch" and settings.get("cs") == cs else "bracket"
+        basis, _ = line_basis(ev, line, Bus(clk, cs, [line], len(ev.changes[clk]), active, cs_how=how), out)
         found.append({"setting": "one line is miso", "confidence": 0.0, "from": "inferred", "basis": basis,
                       "right": role == "miso"})
     return found

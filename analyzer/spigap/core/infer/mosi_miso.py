@@ -132,8 +132,9 @@ def _one_line(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Source]
 
 def _released(ev: Evidence, line: str, bus: Bus) -> float:
     """Share of CS deasserts followed within two half periods by a change of ``line`` (a
-    peripheral releases its output); 0 without CS."""
-    if bus.cs is None or bus.cs_active is None:
+    peripheral releases its output); 0 without CS, and with a latch strobe for CS (LOAD: no
+    select window, no output to release; the controller sets its next bit after the pulse)."""
+    if bus.cs is None or bus.cs_active is None or bus.cs_how == "latch":
         return 0.0
     lt = ev.ticks(line)
     _, ends = cs_windows(ev, bus.cs, bus.cs_active)
