@@ -218,6 +218,15 @@ def test_a_bit_banged_pulse_clock(capsys, tmp_path):
     assert (s["clk"], s["cs"], s["mosi"], s["miso"], s["mode"]) == ("2", "0", "1", None, 0)
 
 
+def test_a_glitch_inside_a_clock_phase_is_no_second_change(capsys, tmp_path):
+    """An X2444M: after some clock edges MOSI pulses for 27 samples of a 123-sample phase and comes
+    back (no edge samples it); those pulses are not "several changes in one clock cycle" (20 % of
+    its changes: a UART against a slow strobe). Without names MOSI was lost and the mode read from
+    MISO alone (mode 1; sigrok-test decodes it in mode 0)."""
+    s = _settings(capsys, renamed(DATA / "x2444m.sr", tmp_path))["settings"]
+    assert s["clk"] == "0" and s["cs"] == "3" and {s["mosi"], s["miso"]} == {"1", "2"} and s["mode"] == 0, s
+
+
 def test_quadrature_outputs_are_no_cs_and_no_data(capsys):
     """An ADNS-2051: XA/XB and YA/YB toggle alternately with the motion; none of them is CS or
     data (an XA was taken as CS, then as MISO)."""

@@ -374,7 +374,20 @@ def _data_line(ev: Evidence, name: str, clk: str, cs: str | None, active: int | 
     short = (cyc > 0) & (cyc < len(ct))
     short[short] = ct[cyc[short]] - ct[cyc[short] - 1] <= 4 * max(half, 1.0)
     _, inv, cnt = np.unique(cyc, return_inverse=True, return_counts=True)
-    if float(np.mean((cnt[inv] > 1) & short)) > MULTI:
+    several = (cnt[inv] > 1) & short
+    # a glitch: the line leaves its level and comes back within one clock phase, in less than half
+    # of it (a bit-banged X2444M master's MOSI after some edges); no clock edge samples it
+    tt = ev.t[ch[inside]]
+    if len(tt) >= 2:
+        pair = (cnt[inv] == 2)[:-1] & (cyc[:-1] == cyc[1:]) & short[:-1]
+        phase = ct[np.minimum(cyc[:-1], len(ct) - 1)] - ct[np.maximum(cyc[:-1] - 1, 0)]
+        spike = pair & (np.diff(tt) < 0.5 * phase)
+        # ... now and then (a quarter of its changes at most): a line that pulses so in half its
+        # changes (a 93LC56B's CS toggled by an MPSSE while the clock runs) is a strobe, no data
+        if 2 * int(spike.sum()) <= 0.25 * len(tt):
+            several[:-1] &= ~spike
+            several[1:] &= ~spike
+    if float(np.mean(several)) > MULTI:
         ev.multi[clk] = name
         return False
     j, off = in_cycle(ev, ev.t[ch[inside]], clk, half)
