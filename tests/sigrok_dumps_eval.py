@@ -327,12 +327,50 @@ def _one(job: tuple[str, str, bool, dict]) -> dict:
             t["cs_static"] = bool(t["roles"].get("cs")) and t["roles"]["cs"] in static
             t["same_sample"] = same
         res = run_detect(str(path)) if names or not err else {"code": 2, "error": err}
+        d = res.get("json")
+        lines = line_items(path, t, d["settings"], d["sources"]) if d and t["kind"] == "spi" else []
     ok, why = judge(t, res)
-    d = res.get("json")
-    return {**t, "right": ok, "why": why, "code": res["code"], "error": res["error"][:300],
+    return {**t, "renamed": renamed, "right": ok, "why": why, "code": res["code"], "error": res["error"][:300],
             "settings": d["settings"] if d else None,
             "confidence": {k: v["confidence"] for k, v in d["sources"].items()} if d else None,
-            "items": items(t, res)}
+            "items": items(t, res) + lines}
+
+
+def line_items(path: Path, t: dict, settings: dict, sources: dict) -> list[dict]:
+    """The direction evidence of every true data line of an SPI capture whose clock was found,
+    each as if it were the only one (``mosi_miso.line_basis``: what calibration.direction
+    measures): {"setting": "one line is miso", "basis", "right": it is the MISO}."""
+    from spigap.core.config import SpiConfig
+    from spigap.core.infer import MAX_CHANNELS, read_prefix
+    from spigap.core.infer.evidence import cs_level
+    from spigap.core.infer.mosi_miso import line_basis
+    from spigap.core.infer.report import Bus
+
+    roles = t.get("roles") or {}
+    clk = roles.get("clk")
+    if not clk or settings.get("clk") != clk:
+        return []
+    with _open(path) as r:
+        names = [c for c in (clk, roles.get("cs"), roles.get("mosi"), roles.get("miso"))
+                 if c and c in r.info.channels][:MAX_CHANNELS]
+        _, _, ev = read_prefix(r.edges(names), names)
+    cs = roles.get("cs") if roles.get("cs") in ev.changes and len(ev.changes[roles["cs"]]) else None
+    active = cs_level(ev, cs, clk, 1)[0] if cs else None
+    if active is None:
+        cs = None
+    mode = settings.get("mode") or 0
+    out = SpiConfig(cpol=mode >> 1, cpha=mode & 1, wordsize=min(int(settings.get("wordsize") or 8), 64))
+    found = []
+    for role in ("mosi", "miso"):
+        line = roles.get(role)
+        if line not in ev.changes or len(ev.changes[line]) < 2:
+            continue
+        # a CS the answer found to be a latch strobe (LOAD) is one for the truth's CS too
+        how = "latch" if sources.get("cs", {}).get("basis") == "latch" and settings.get("cs") == cs else "bracket"
+        basis, _ = line_basis(ev, line, Bus(clk, cs, [line], len(ev.changes[clk]), active, cs_how=how), out)
+        found.append({"setting": "one line is miso", "confidence": 0.0, "from": "inferred", "basis": basis,
+                      "right": role == "miso"})
+    return found
 
 
 def prefix_facts(path: Path, roles: dict) -> tuple[set[str], bool]:
@@ -395,13 +433,10 @@ def items(t: dict, res: dict) -> list[dict]:
         elif roles.get(r) is None and s[r] is not None and data:
             # a data line the truth does not name: right only if it is no other true role
             out.append(item(r, r, s[r] not in set(roles.values())))
-    # one data line: whether it is the MISO (what calibration.miso_share measures)
-    for r in ("mosi", "miso"):
-        x = src.get(r, {})
-        if s[r] is not None and x.get("from") == "inferred" and x.get("basis", "").startswith(("one", "static", "few")) \
-                and s[r] in data:
-            out.append({"setting": "one line is miso", "confidence": 0.0, "from": "inferred", "basis": x["basis"],
-                        "right": s[r] == roles.get("miso")})
+        else:
+            continue
+        # one data line: whether it is the MISO (the cross-validation states its role again)
+        out[-1]["is_miso"] = s[r] == roles.get("miso")
     if t.get("mode") is not None:
         out.append(item("mode", "mode", s["mode"] == t["mode"]))
     elif t.get("edge"):
@@ -461,18 +496,34 @@ def doc_table(named: list[dict], renamed: list[dict]) -> str:
 
 
 UNIT_CAP = 3      # captures of one unit (one device's series) that count as separate evidence
+FOLDS = 5         # cross-validation folds (by unit: a device's captures, named and renamed, in one fold)
 
 
-def measured(results: list[dict]) -> dict:
-    """(setting, basis) -> (answers, right, effective answers, effective right) of the inferred
-    answers: calibration.py's table. Captures of one unit (a device's series: 55 files of one
-    test pattern) are not independent evidence: each unit counts as at most UNIT_CAP answers,
-    with its own share right."""
+def fold(unit: str) -> int:
+    """The cross-validation fold of a unit: a fixed hash (deterministic; the same split as ``half``
+    uses no more)."""
+    return int(hashlib.sha256(("fold:" + unit).encode()).hexdigest(), 16) % FOLDS
+
+
+def _calibrated(it: dict) -> bool:
+    """An answer whose stated confidence comes from the table (not a name, an option, a default)."""
+    from spigap.core.infer import calibration as cal
+
+    return (it["from"] == "inferred" and bool(it["basis"]) and it["setting"] in ("bus", "cs", "mosi", "miso", "mode")
+            and it["basis"] not in cal.NEEDS_OPTIONS and it["basis"] not in cal.NOT_IN_CORPUS)
+
+
+def _one_line(it: dict) -> bool:
+    return it["setting"] in ("mosi", "miso") and it["basis"].startswith(("one", "static", "few"))
+
+
+def _tally(rows) -> dict:
+    """(setting, basis, unit, right) rows -> (setting, basis) -> (answers, right, effective answers,
+    effective right): each unit (a device's series: 55 files of one test pattern) counts as at most
+    UNIT_CAP answers, with its own share right."""
     per = collections.defaultdict(list)
-    for r in results:
-        for it in r.get("items") or []:
-            if it["from"] == "inferred" and it["basis"]:
-                per[(it["setting"], it["basis"], r["unit"])].append(int(it["right"]))
+    for setting, basis, unit, right in rows:
+        per[(setting, basis, unit)].append(int(right))
     out: dict = {}
     for (setting, basis, _), rights in per.items():
         w = min(1.0, UNIT_CAP / len(rights))
@@ -481,14 +532,75 @@ def measured(results: list[dict]) -> dict:
     return out
 
 
+def measured(results: list[dict]) -> dict:
+    """(setting, basis) -> (answers, right, effective answers, effective right) of the inferred
+    answers: calibration.py's table (one data line's direction: every true data line's basis)."""
+    return _tally((it["setting"], it["basis"], r["unit"], it["right"]) for r in results for it in r.get("items") or []
+                  if it["from"] == "inferred" and it["basis"] and not _one_line(it))
+
+
+def unseen(results: list[dict], folds: list[int]) -> dict:
+    """(setting group, "unseen") -> the tally of the answers whose basis the other folds (of
+    ``folds``) never saw: what a never-seen basis is stated at, measured the way it is used."""
+    from spigap.core.infer import calibration as cal
+
+    rows = []
+    for g in folds:
+        table = measured([r for r in results if fold(r["unit"]) in folds and fold(r["unit"]) != g])
+        for r in results:
+            if fold(r["unit"]) != g:
+                continue
+            for it in r.get("items") or []:
+                if _calibrated(it) and not _one_line(it) and (it["setting"], it["basis"]) not in table \
+                        and (it["setting"], it["basis"]) not in cal.DEFAULTS:
+                    rows.append((cal.group(it["setting"]), "unseen", r["unit"], it["right"]))
+    return _tally(rows)
+
+
+def restate(it: dict, table: dict, unseen_table: dict) -> dict:
+    """An answer as a calibration of ``table`` and ``unseen_table`` would state it (one data line:
+    its role chosen again by the measured direction, right when that is the line's)."""
+    from spigap.core.infer import calibration as cal
+
+    if not _calibrated(it):
+        return it
+    if _one_line(it):
+        role, conf = cal.direction(it["basis"], table) or ("mosi", cal.DEFAULT_ONLY)
+        return {**it, "setting": role, "confidence": conf, "right": (role == "miso") == it.get("is_miso", False)}
+    conf = cal.stated(it["setting"], it["basis"], table, unseen_table)
+    if it["setting"] in ("mosi", "miso"):
+        conf = max(conf, 0.5)
+    return {**it, "confidence": conf}
+
+
+def crossval(results: list[dict]) -> list[dict]:
+    """The results with every calibrated answer stated as the fit on the other folds states it
+    (a never-seen basis at the share of never-seen answers in those folds' own cross-validation)."""
+    out = []
+    for f in range(FOLDS):
+        train = [r for r in results if fold(r["unit"]) != f]
+        table = measured(train)
+        un = unseen(train, [g for g in range(FOLDS) if g != f])
+        for r in results:
+            if fold(r["unit"]) == f:
+                out.append({**r, "items": [restate(it, table, un) for it in r.get("items") or []
+                                           if it["setting"] != "one line is miso"]})
+    return out
+
+
 def write_calibration(results: list[dict], path: Path) -> None:
-    rows = "".join(f"    {k!r}: ({n}, {k_}, {en:.2f}, {ek:.2f}),\n" for k, (n, k_, en, ek) in sorted(measured(results).items())
-                   if not (k[0] in ("mosi", "miso") and k[1].startswith(("one", "static", "few"))))
-    path.write_text('"""Measured on the development half of sigrok-dumps; written by tests/sigrok_dumps_eval.py '
-                    '--calibrate (docs/inference.md, "Calibration")."""\n\n'
+    def rows(table: dict) -> str:
+        return "".join(f"    {k!r}: ({n}, {k_}, {en:.2f}, {ek:.2f}),\n" for k, (n, k_, en, ek) in sorted(table.items()))
+
+    path.write_text('"""Measured on sigrok-dumps (every .sr of <= 30 MB, named and renamed); written by '
+                    'tests/sigrok_dumps_eval.py --calibrate (docs/inference.md, "Calibration")."""\n\n'
                     "# (setting, basis): (answers, right, effective answers, effective right): each unit (a device's\n"
                     f"# series of captures) counts as at most {UNIT_CAP} answers\n"
-                    "MEASURED: dict[tuple[str, str], tuple[int, int, float, float]] = {\n" + rows + "}\n")
+                    "MEASURED: dict[tuple[str, str], tuple[int, int, float, float]] = {\n" + rows(measured(results))
+                    + "}\n\n# (setting group, \"unseen\"): the answers whose basis the other folds never saw, in a "
+                    f"{FOLDS}-fold\n# cross-validation by device: what a never-seen basis is stated at\n"
+                    "UNSEEN: dict[tuple[str, str], tuple[int, int, float, float]] = {\n"
+                    + rows(unseen(results, list(range(FOLDS)))) + "}\n")
 
 
 def level_of(confidence: float) -> float:
@@ -517,6 +629,28 @@ def reliability(results: list[dict], settings=("bus", "cs", "mosi", "miso", "mod
     return "\n".join(lines)
 
 
+def oof_table(results: list[dict]) -> str:
+    """The out-of-fold reliability table (named | renamed columns) of results that say which they are."""
+    oof = crossval(results)
+    tabs = {ren: reliability([r for r in oof if r["renamed"] == ren]).splitlines()[2:] for ren in (False, True)}
+    rows: dict = {}
+    for ren, lines in tabs.items():
+        for line in lines:
+            c = [x.strip() for x in line.strip("|").split("|")]
+            rows.setdefault((c[0], c[1]), {})[ren] = (c[2], c[3], c[4])
+    order = sorted(rows, key=lambda k: (("bus", "cs", "mosi", "miso", "mode").index(k[0]),
+                                        -1.0 if not k[1][0].isdigit() else -float(k[1])))
+    out = ["| setting | confidence | named: answers | right | renamed to numbers: answers | right |",
+           "|---|---|---|---|---|---|"]
+    for k in order:
+        cells = []
+        for ren in (False, True):
+            n, ok, sh = rows[k].get(ren, ("0", "–", ""))
+            cells += [n, f"{ok} ({sh.replace(' %', ' %').split('.')[0]} %)" if sh else "–"]
+        out.append(f"| {k[0]} | {k[1]} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def run(args, which: str, renamed: bool) -> list[dict]:
     maps = conf_maps(args.test)
     rels = [r for r in files(args.dumps) if re.search(args.only, r)]
@@ -543,8 +677,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tables", nargs="+", type=Path, metavar="RESULTS_JSON",
                     help="only print the tables of earlier --out files (dumps and test are then ignored)")
     ap.add_argument("--calibrate", action="store_true",
-                    help="write analyzer/spigap/core/infer/calibration_data.py from the development half (named "
-                         "and renamed; with --tables, from those results)")
+                    help="write analyzer/spigap/core/infer/calibration_data.py from the whole corpus (named and "
+                         "renamed; with --tables, from those results) and print the out-of-fold reliability table")
     ap.add_argument("--doc-table", nargs=2, type=Path, metavar=("NAMED_JSON", "RENAMED_JSON"),
                     help="only print docs/inference.md's table by family of two earlier --out files")
     args = ap.parse_args(argv)
@@ -555,14 +689,19 @@ def main(argv=None) -> int:
         if args.tables:
             results = [r for f in args.tables for r in json.loads(f.read_text())]
         else:
-            results = run(args, "dev", False) + run(args, "dev", True)
-        dev = [r for r in results if r["half"] == "dev"]
+            results = run(args, "all", False) + run(args, "all", True)
+            if args.out:
+                args.out.write_text(json.dumps(results, indent=1))
         target = Path(__file__).resolve().parent.parent / "analyzer/spigap/core/infer/calibration_data.py"
-        write_calibration(dev, target)
-        print(f"{target}: {len(measured(dev))} bases from {len(dev)} answers of the development half")
+        write_calibration(results, target)
+        print(f"{target}: {len(measured(results))} bases from {len(results)} answers\n")
+        print(oof_table(results))
         return 0
     if args.tables:
         results = [r for f in args.tables for r in json.loads(f.read_text())]
+        if all("renamed" in r for r in results):
+            print(oof_table(results))
+            print()
         if args.half != "all":
             results = [r for r in results if r["half"] == args.half]
         print(table(results))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from spigap.core.config import SpiConfig
-from spigap.core.infer.evidence import Evidence, bursts, cs_windows, half_of
+from spigap.core.infer.evidence import Evidence, bursts, cs_windows, half_of, in_cycle
 from spigap.core.infer.report import Bus, Source
 
 def assign_data(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Source]) -> None:
@@ -36,7 +36,18 @@ def assign_data(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Sourc
     ranked = sorted(data, key=lambda d: scores[d])
     mosi, miso = ranked[0], ranked[-1]
     margin = scores[miso] - scores[mosi]
-    if margin < 0.05:
+    la, lb = launch(ev, data[0], bus.clk), launch(ev, data[1], bus.clk)
+    if la is not None and lb is not None and max(la[0], lb[0]) >= WITH_EDGE and abs(la[0] - lb[0]) >= LAG_MARGIN:
+        # one line switches in the very sample of the clock's edges, the other lags them: the
+        # controller launches MOSI with SCLK; a peripheral's output follows after its delay
+        (late, s_late), (early, s_early) = sorted(((data[0], la[0]), (data[1], lb[0])), key=lambda x: x[1])
+        words = "" if margin < 0.05 else (", words agree" if late == miso else ", words disagree")
+        mosi, miso = early, late
+        basis = "two, lag" + words
+        note = (f"{early} switches with SCLK's edges ({s_early:.0%} of its changes in the edge's very sample), "
+                f"{late} lags them ({1 - s_late:.0%} a sample or more after), as a peripheral's output does")
+        conf = 0.75
+    elif margin < 0.05:
         # no evidence either way: channel order (MOSI is listed before MISO on most wirings)
         mosi, miso = sorted((mosi, miso), key=ev.names.index)
         conf, note, basis = 0.5, "the lines behave alike (a loopback?): MOSI taken as the first in channel order", \
@@ -51,42 +62,79 @@ def assign_data(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Sourc
     sources["miso"] = Source("inferred", conf, note, basis)
 
 
+WITH_EDGE = 0.9       # share of a line's changes in the very sample of a clock edge: launched with it
+LAG_MARGIN = 0.05     # two lines: the later one lags in this much more of its changes
+MID_PHASE = 0.25      # median delay after the edge, in half periods: set between edges (bit-banged)
+
+
+def launch(ev: Evidence, line: str, clk: str) -> tuple[float, float] | None:
+    """When ``line`` changes after SCLK's edges: (the share of its changes within a clock period of
+    an edge that fall in the edge's very sample, their median delay in half periods), None with
+    fewer than 8 such changes. A controller's MOSI is launched by the clock that makes SCLK (a few
+    ns of skew: the same sample at any rate a logic analyzer samples SPI at); a peripheral's MISO
+    follows its clock-to-output delay (10-100 ns), in the next sample as often as the sample
+    period lets it show; a bit-banged controller sets its data between the edges."""
+    half = max(1.0, half_of(ev, clk))
+    _, off = in_cycle(ev, ev.ticks(line), clk, half)
+    if len(off) < 8:
+        return None
+    return float(np.mean(off == 0)), float(np.median(off)) / half
+
+
+def line_basis(ev: Evidence, line: str, bus: Bus, out: SpiConfig) -> tuple[str, str]:
+    """(basis, note) of one data line's direction: the evidence ``_one_line`` states it on (and
+    tests/sigrok_dumps_eval.py measures on every data line of the corpus)."""
+    if bus.data_how in ("static", "few"):
+        return bus.data_how, (
+            f"{line} never changes in the prefix: a data line with nothing on it (the clock and its CS are the "
+            "bus; which line carries data cannot be seen)" if bus.data_how == "static" else
+            f"{line} changes too rarely to follow the clock's edges (weak evidence: it changes while the "
+            "transfer runs)")
+    rel = _released(ev, line, bus)
+    if rel >= 0.5:
+        return "one, released", (f"one data line; it changes right after CS deasserts ({rel:.0%} of them), as a "
+                                 "peripheral releasing its output does")
+    lag = launch(ev, line, bus.clk)
+    if lag is not None:
+        same, delay = lag
+        if delay >= MID_PHASE:
+            return "one, between edges", (f"one data line; it changes between SCLK's edges ({delay:.2f} of a "
+                                          "half period after them), as a bit-banged controller or a slow "
+                                          "shift register does")
+        if same >= WITH_EDGE:
+            return "one, with the edge", (f"one data line; {same:.0%} of its changes fall in the very sample of "
+                                          "an SCLK edge, as a controller launching MOSI with its clock does")
+        return "one, after the edge", (f"one data line; {1 - same:.0%} of its changes lag SCLK's edges by a "
+                                       "sample or more, as a peripheral's output delay does")
+    return "one, few changes", (f"one data line; it changes too few times after SCLK's edges "
+                                f"({len(ev.changes[line])} changes) to see whether it lags them")
+
+
 def _one_line(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Source], d: str) -> None:
-    """One data line: MOSI or MISO by what measured best on the development captures
-    (core/infer/calibration.py): a line released right after CS deasserts is a peripheral's
-    output; first words that repeat say little alone (a controller polling with one command
-    repeats too: on sigrok-dumps most such single lines are MOSI)."""
+    """One data line: MOSI or MISO by what its basis measured on sigrok-dumps
+    (core/infer/calibration.py): the share of such lines that were the peripheral's output.
+    Where that share is near one half, both readings are named and what settles it."""
     from spigap.core.infer import calibration
 
-    rep = _repeat_share(ev, d, out, bus, min(out.wordsize, 32))
-    rel = _released(ev, d, bus)
-    if bus.data_how in ("static", "few"):
-        basis = bus.data_how
-        note = (f"{d} never changes in the prefix: a data line with nothing on it (the clock and its CS are the bus; "
-                "which line carries data cannot be seen)" if basis == "static" else
-                f"{d} changes too rarely to follow the clock's edges (weak evidence: it changes while the transfer "
-                "runs)")
-    else:
-        basis = "one, released" if rel >= 0.5 else "one, repeats" if rep >= 0.7 else "one, varies"
-        note = {"one, released": f"one data line; it changes right after CS deasserts ({rel:.0%} of them), as a "
-                                 "peripheral releasing its output does",
-                "one, repeats": f"one data line; its first words repeat ({rep:.0%} of the transfers), as a controller "
-                                "polling with one command does, or a peripheral's status",
-                "one, varies": f"one data line; its first words vary ({rep:.0%} repeat the most common one)"}[basis]
-    miso_p = calibration.miso_share(basis)
-    if miso_p is None:           # not measured: the old rule (a peripheral's output repeats or is released)
-        miso_p = 0.6 if rep - 0.4 + rel > 0 else 0.4
-    role = "miso" if miso_p >= 0.5 else "mosi"
+    basis, note = line_basis(ev, d, bus, out)
+    measured = calibration.direction(basis)
+    role, conf = measured if measured is not None else ("mosi", calibration.DEFAULT_ONLY)
     other = "mosi" if role == "miso" else "miso"
+    if conf < 0.75:
+        note += (f": two readings, {role.upper()} ({conf:.0%} of such lines) or {other.upper()}; taken as "
+                 f"{role.upper()} (give --{other} {d} if it is the {'peripheral' if other == 'miso' else 'controller'}'s)")
+    else:
+        note += f": taken as {role.upper()} ({conf:.0%} of such lines are)"
     setattr(out, role, d)
-    sources[role] = Source("inferred", max(miso_p, 1 - miso_p), note + f": taken as {role.upper()}", basis)
+    sources[role] = Source("inferred", conf, note, basis)
     sources[other] = Source("inferred", 0.9, "no second data line")
 
 
 def _released(ev: Evidence, line: str, bus: Bus) -> float:
     """Share of CS deasserts followed within two half periods by a change of ``line`` (a
-    peripheral releases its output); 0 without CS."""
-    if bus.cs is None or bus.cs_active is None:
+    peripheral releases its output); 0 without CS, and with a latch strobe for CS (LOAD: no
+    select window, no output to release; the controller sets its next bit after the pulse)."""
+    if bus.cs is None or bus.cs_active is None or bus.cs_how == "latch":
         return 0.0
     lt = ev.ticks(line)
     _, ends = cs_windows(ev, bus.cs, bus.cs_active)
