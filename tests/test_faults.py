@@ -348,6 +348,35 @@ def test_batch_signal_ends_the_workers_too(tmp_path, cap, sig):
     assert out.read_text() == "old table\n" and no_temp_files(tmp_path)
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_batch_acts_on_a_stop_signal_between_waits(tmp_path, cap, sig):
+    """A stop signal that arrives while the main thread is inside concurrent.futures' wait()
+    (which takes the futures' locks one by one) is acted on after wait() returns: raised in
+    there, it left a lock held and the executor's thread blocked the exit for good (a batch
+    sent SIGHUP hung). Deterministic: wait() is wrapped to hold a lock and signal itself."""
+    out = tmp_path / "old.txt"
+    out.write_text("old table\n")
+    script = textwrap.dedent(f"""
+        import concurrent.futures as cf, os, sys, threading
+        lock, real, seen = threading.Lock(), cf.wait, []
+        def wait(*a, **k):
+            if not seen:
+                lock.acquire()
+                os.kill(os.getpid(), {int(sig)})      # the handler runs here, the lock held
+                seen.append(1)
+                lock.release()
+            return real(*a, **k)
+        cf.wait = wait
+        from spigap.cli import main
+        rc = main(["batch", "-j", "2", "--quiet", "-o", {str(out)!r}, {str(cap)!r}, {str(cap)!r}])
+        print(rc, len(seen), lock.locked())
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == [str(128 + sig), "1", "False"], (proc.stdout, proc.stderr)
+    assert proc.stderr.strip().splitlines()[-1] == f"spigap: stopped by {signal.Signals(sig).name}"
+    assert out.read_text() == "old table\n"
+
+
 # ------------------------------------------------------------------- 5: --ftrace
 def test_ftrace_from_a_fifo_and_from_stdin(tmp_path):
     args = ["trace", CAPTURES / "trace-demo.sr", "--format", "json"]

@@ -19,8 +19,11 @@ still finish and only the culprit becomes an error row.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Callable, Sequence
+import signal
+import threading
+from typing import Callable, Iterator, Sequence
 
 from spigap.batch import worker
 from spigap.batch.worker import ERROR, Job, result, timeout_message
@@ -55,11 +58,50 @@ def _kill(pool) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
+# what ends a batch from outside: Ctrl-C, and SIGTERM/SIGHUP (the CLI turns those into an exception)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _signals_between_waits() -> Iterator[Callable[[], None]]:
+    """While the pool runs, a stop signal is noted and acted on by the returned check, called
+    between waits: the handler that was there (the CLI's raises ``Stopped``, Python's raises
+    KeyboardInterrupt) runs at that safe point, not wherever the main thread happens to be.
+    Raised inside concurrent.futures' wait(), an exception can leave a future's lock held
+    (wait acquires them in a loop), and the executor's thread then blocks on it for good:
+    the process never exits (a batch sent SIGHUP hung so). An ignored signal stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    got: list[int] = []
+    old = {}
+    for s in STOP_SIGNALS:
+        h = signal.getsignal(s)
+        if h is not signal.SIG_IGN and h is not None:
+            old[s] = signal.signal(s, lambda signum, frame: got.append(signum))
+
+    def check() -> None:
+        if not got:
+            return
+        s = got[0]
+        for k, h in old.items():
+            signal.signal(k, h)
+        old.clear()
+        h = signal.getsignal(s)
+        if callable(h):
+            h(s, None)              # raises (Stopped, KeyboardInterrupt)
+        os.kill(os.getpid(), s)      # the default action: end the process as the signal would
+
+    try:
+        yield check
+    finally:
+        for k, h in old.items():
+            signal.signal(k, h)
+
+
 def run_local(jobs: Sequence[Job], on_result: Callable[[dict], None], *, workers: int | None = None) -> None:
     """Analyze on a pool of ``workers`` processes (default: every core we may use)."""
-    import time
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
+    from concurrent.futures import ProcessPoolExecutor
 
     wanted = max(1, workers or default_workers())
     pending = list(jobs)
@@ -67,42 +109,11 @@ def run_local(jobs: Sequence[Job], on_result: Callable[[dict], None], *, workers
     while pending:
         n = 1 if serial else min(wanted, len(pending))
         broken: list[Job] = []
-        stuck = False
         pool = ProcessPoolExecutor(max_workers=n, initializer=worker.init_process, initargs=(os.getpid(),))
         try:
-            futures = {}
-            for job in pending:
-                try:
-                    futures[pool.submit(worker.analyze_job, job)] = job
-                except BrokenProcessPool:      # a worker died while we were still submitting
-                    broken.append(job)
-            limits = [j.timeout_s for j in futures.values()]
-            known = [x for x in limits if x is not None]
-            hard = None if not known or len(known) < len(limits) else max(known) + GRACE_S
-            waiting = set(futures)
-            progress = time.monotonic()
-            while waiting:
-                done, waiting = wait(waiting, timeout=POLL_S, return_when=FIRST_COMPLETED)
-                if done:
-                    progress = time.monotonic()
-                elif hard is not None and time.monotonic() - progress > hard:
-                    # nothing finished for longer than any job may take: some worker is stuck
-                    # beyond its own limit. Kill the pool; the unfinished jobs run again.
-                    stuck = True
-                    _kill(pool)
-                    broken.extend(futures[f] for f in waiting)
-                    break
-                for fut in done:
-                    try:
-                        row = fut.result()
-                    except BrokenProcessPool:
-                        broken.append(futures[fut])
-                        continue
-                    except Exception as e:  # the job or its result did not cross the process boundary
-                        job = futures[fut]
-                        row = result(job, ERROR, error=f"{job.path}: internal error: {type(e).__name__}: {e}")
-                    on_result(row)
-        except BaseException:      # Ctrl-C (KeyboardInterrupt) or a failing on_result: stop now
+            with _signals_between_waits() as stop_here:
+                stuck = _run_pool(pool, pending, broken, on_result, stop_here)
+        except BaseException:      # Ctrl-C (KeyboardInterrupt), SIGTERM/SIGHUP or a failing on_result: stop now
             _kill(pool)
             raise
         pool.shutdown(wait=True)
@@ -118,6 +129,50 @@ def run_local(jobs: Sequence[Job], on_result: Callable[[dict], None], *, workers
             pending, serial = broken[1:], False
         else:
             pending, serial = broken, True
+
+
+def _run_pool(pool, pending: Sequence[Job], broken: list, on_result: Callable[[dict], None],
+              stop_here: Callable[[], None]) -> bool:
+    """Submit ``pending`` to ``pool`` and hand each result to ``on_result``; the jobs of a dead
+    pool go to ``broken``. True when the pool was killed because a worker was stuck."""
+    import time
+    from concurrent.futures import FIRST_COMPLETED, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    futures = {}
+    for job in pending:
+        stop_here()
+        try:
+            futures[pool.submit(worker.analyze_job, job)] = job
+        except BrokenProcessPool:      # a worker died while we were still submitting
+            broken.append(job)
+    limits = [j.timeout_s for j in futures.values()]
+    known = [x for x in limits if x is not None]
+    hard = None if not known or len(known) < len(limits) else max(known) + GRACE_S
+    waiting = set(futures)
+    progress = time.monotonic()
+    while waiting:
+        done, waiting = wait(waiting, timeout=POLL_S, return_when=FIRST_COMPLETED)
+        stop_here()
+        if done:
+            progress = time.monotonic()
+        elif hard is not None and time.monotonic() - progress > hard:
+            # nothing finished for longer than any job may take: some worker is stuck
+            # beyond its own limit. Kill the pool; the unfinished jobs run again.
+            _kill(pool)
+            broken.extend(futures[f] for f in waiting)
+            return True
+        for fut in done:
+            try:
+                row = fut.result()
+            except BrokenProcessPool:
+                broken.append(futures[fut])
+                continue
+            except Exception as e:  # the job or its result did not cross the process boundary
+                job = futures[fut]
+                row = result(job, ERROR, error=f"{job.path}: internal error: {type(e).__name__}: {e}")
+            on_result(row)
+    return False
 
 
 def run_dask(jobs: Sequence[Job], on_result: Callable[[dict], None], *, scheduler: str,
