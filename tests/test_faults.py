@@ -295,6 +295,13 @@ def test_batch_fifo_without_a_writer_ends_at_the_timeout(tmp_path, cap):
 
 
 # ----------------------------------------------------------- 4: batch and signals
+def _default_stop_signals() -> None:
+    """In the child: SIGTERM and SIGHUP at their defaults, whatever the test run inherited (a
+    suite started under nohup ignores SIGHUP, and spigap keeps an ignored signal ignored)."""
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def _stuck_batch(tmp_path, caps, out):
     """A batch of -j 2 whose workers hang in the analysis (each says so with a file)."""
     ready = tmp_path / "stuck"
@@ -311,7 +318,7 @@ def _stuck_batch(tmp_path, caps, out):
                        *{[str(c) for c in caps]!r}]))
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=_default_stop_signals)
     wait_for(lambda: len(os.listdir(ready)) >= 2 or proc.poll() is not None, "both workers started")
     assert proc.poll() is None, proc.communicate()
     return proc, [int(p) for p in os.listdir(ready)]
@@ -371,7 +378,8 @@ def test_batch_acts_on_a_stop_signal_between_waits(tmp_path, cap, sig):
         rc = main(["batch", "-j", "2", "--quiet", "-o", {str(out)!r}, {str(cap)!r}, {str(cap)!r}])
         print(rc, len(seen), lock.locked())
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          preexec_fn=_default_stop_signals)
     assert proc.stdout.split() == [str(128 + sig), "1", "False"], (proc.stdout, proc.stderr)
     assert proc.stderr.strip().splitlines()[-1] == f"spigap: stopped by {signal.Signals(sig).name}"
     assert out.read_text() == "old table\n"

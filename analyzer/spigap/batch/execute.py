@@ -55,7 +55,10 @@ def _kill(pool) -> None:
             proc.kill()
         except Exception:  # already gone
             pass
-    pool.shutdown(wait=False, cancel_futures=True)
+    # then wait for the executor's thread to see them gone and close its pipes (quick: the
+    # processes are dead): left running, it raced the interpreter's exit, whose hook wrote to a
+    # pipe the thread was closing ("Exception ignored ... Bad file descriptor" after the one line)
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 # what ends a batch from outside: Ctrl-C, and SIGTERM/SIGHUP (the CLI turns those into an exception)
