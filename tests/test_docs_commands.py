@@ -12,6 +12,8 @@ block that differs fails with the diff the rewrite would make.
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import re
 
@@ -120,12 +122,28 @@ def _run_block(block, where, failures):
                             f"  (if the new output is right: SPIGAP_UPDATE_GOLDEN=1 pytest {__file__})")
 
 
+def _earlier_files(doc, section, where, done) -> None:
+    """The files the doc's earlier sections gave the reader (their 'files' marks), where this
+    process has not run those sections: a section on another xdist worker than the one before
+    it finds what the reader has by then (a name this section gives itself is left to it)."""
+    own = {n for b in BLOCKS if b.doc == doc and b.section == section for n in b.files}
+    here = SECTIONS.index((doc, section))
+    for block in BLOCKS:
+        if (block.doc != doc or block.kind == "file" or block.skip or block.line in done
+                or (doc, block.section) not in SECTIONS or SECTIONS.index((doc, block.section)) >= here):
+            continue
+        wanted = {n: p for n, p in block.files.items() if n not in own and not (where / n.rstrip("/")).exists()}
+        if wanted:
+            doccmd.link_files(dataclasses.replace(block, files=wanted), where, ROOT)
+
+
 @pytest.mark.parametrize("doc,section", [pytest.param(d, s, id=f"{d}#{s[:40]}") for d, s in SECTIONS])
 def test_doc_commands(doc, section, tmp_path_factory, repo_state):
     """A doc's section, its blocks top to bottom, in the doc's folder, as a reader follows
     it; the setup blocks of the doc's earlier sections (marked so) first, if this process
     has not run them (a section tested alone, or on another worker)."""
     where, done = _folder(doc, tmp_path_factory)
+    _earlier_files(doc, section, where, done)
     failures: list[str] = []
     for block in BLOCKS:
         if block.doc != doc or block.kind == "file" or block.skip:
