@@ -359,8 +359,8 @@ def test_batch_signal_ends_the_workers_too(tmp_path, cap, sig):
 def test_batch_acts_on_a_stop_signal_between_waits(tmp_path, cap, sig):
     """A stop signal that arrives while the main thread is inside concurrent.futures' wait()
     (which takes the futures' locks one by one) is acted on after wait() returns: raised in
-    there, it left a lock held and the executor's thread blocked the exit for good (a batch
-    sent SIGHUP hung). Deterministic: wait() is wrapped to hold a lock and signal itself."""
+    there, it could leave a lock held, and the executor's thread could then block the exit.
+    Deterministic: wait() is wrapped to hold a lock and signal itself."""
     out = tmp_path / "old.txt"
     out.write_text("old table\n")
     script = textwrap.dedent(f"""

@@ -71,8 +71,8 @@ def _signals_between_waits() -> Iterator[Callable[[], None]]:
     between waits: the handler that was there (the CLI's raises ``Stopped``, Python's raises
     KeyboardInterrupt) runs at that safe point, not wherever the main thread happens to be.
     Raised inside concurrent.futures' wait(), an exception can leave a future's lock held
-    (wait acquires them in a loop), and the executor's thread then blocks on it for good:
-    the process never exits (a batch sent SIGHUP hung so). An ignored signal stays ignored."""
+    (wait acquires them in a loop), and the executor's thread could then block on it for good
+    and keep the process from exiting. An ignored signal stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield lambda: None
         return
@@ -92,7 +92,8 @@ def _signals_between_waits() -> Iterator[Callable[[], None]]:
         old.clear()
         h = signal.getsignal(s)
         if callable(h):
-            h(s, None)              # raises (Stopped, KeyboardInterrupt)
+            h(s, None)              # raises (Stopped, KeyboardInterrupt); a handler that returns has handled it
+            return
         os.kill(os.getpid(), s)      # the default action: end the process as the signal would
 
     try:
