@@ -5,8 +5,8 @@ is reached (worker._time_limit) and returns an error row. Should a worker be
 stuck where that cannot reach it (inside a C call), the local pool kills its
 processes once no job has finished for longer than any running job's limit
 (plus ``GRACE_S``), and pins the stuck capture the way it pins a crash.
-Ctrl-C, SIGTERM and SIGHUP (cli/runtime.py turns those into an exception) kill the
-pool's processes at once (no waiting for running captures); a worker whose parent
+Ctrl-C, SIGTERM and SIGHUP (spigap/stopping.py: exceptions, acted on between the pool's
+waits) kill the pool's processes at once (no waiting for running captures); a worker whose parent
 dies anyway (SIGKILL) is ended by the kernel (worker.init_process).
 
 Both call ``on_result(dict)`` once per job, in completion order, from the
@@ -19,15 +19,13 @@ still finish and only the culprit becomes an error row.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import threading
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from spigap.batch import worker
 from spigap.batch.worker import ERROR, Job, result, timeout_message
 from spigap.errors import InputError, UsageError
+from spigap.stopping import between_waits
 
 GRACE_S = 10.0
 POLL_S = 0.5
@@ -61,48 +59,6 @@ def _kill(pool) -> None:
     pool.shutdown(wait=True, cancel_futures=True)
 
 
-# what ends a batch from outside: Ctrl-C, and SIGTERM/SIGHUP (the CLI turns those into an exception)
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-@contextlib.contextmanager
-def _signals_between_waits() -> Iterator[Callable[[], None]]:
-    """While the pool runs, a stop signal is noted and acted on by the returned check, called
-    between waits: the handler that was there (the CLI's raises ``Stopped``, Python's raises
-    KeyboardInterrupt) runs at that safe point, not wherever the main thread happens to be.
-    Raised inside concurrent.futures' wait(), an exception can leave a future's lock held
-    (wait acquires them in a loop), and the executor's thread could then block on it for good
-    and keep the process from exiting. An ignored signal stays ignored."""
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: None
-        return
-    got: list[int] = []
-    old = {}
-    for s in STOP_SIGNALS:
-        h = signal.getsignal(s)
-        if h is not signal.SIG_IGN and h is not None:
-            old[s] = signal.signal(s, lambda signum, frame: got.append(signum))
-
-    def check() -> None:
-        if not got:
-            return
-        s = got[0]
-        for k, h in old.items():
-            signal.signal(k, h)
-        old.clear()
-        h = signal.getsignal(s)
-        if callable(h):
-            h(s, None)              # raises (Stopped, KeyboardInterrupt); a handler that returns has handled it
-            return
-        os.kill(os.getpid(), s)      # the default action: end the process as the signal would
-
-    try:
-        yield check
-    finally:
-        for k, h in old.items():
-            signal.signal(k, h)
-
-
 def run_local(jobs: Sequence[Job], on_result: Callable[[dict], None], *, workers: int | None = None) -> None:
     """Analyze on a pool of ``workers`` processes (default: every core we may use)."""
     from concurrent.futures import ProcessPoolExecutor
@@ -115,7 +71,7 @@ def run_local(jobs: Sequence[Job], on_result: Callable[[dict], None], *, workers
         broken: list[Job] = []
         pool = ProcessPoolExecutor(max_workers=n, initializer=worker.init_process, initargs=(os.getpid(),))
         try:
-            with _signals_between_waits() as stop_here:
+            with between_waits() as stop_here:     # acted on between waits (stopping.py says why)
                 stuck = _run_pool(pool, pending, broken, on_result, stop_here)
         except BaseException:      # Ctrl-C (KeyboardInterrupt), SIGTERM/SIGHUP or a failing on_result: stop now
             _kill(pool)

@@ -18,6 +18,7 @@ import threading
 import time
 
 from spigap.core.config import SpiConfig
+from spigap.stopping import STOP_SIGNALS
 
 OK, WARN, TRUNCATED, ERROR = "ok", "warn", "truncated", "error"
 NOT_ANALYZED = (TRUNCATED, ERROR)       # the statuses that fail a batch (exit 2); WARN does not
@@ -65,7 +66,7 @@ def init_process(parent: int) -> None:
     """A local pool's worker process, as it starts: SIGTERM and SIGHUP end it (it does not
     inherit the parent's handlers for them), and on Linux the kernel sends it SIGKILL
     when the parent dies, however it dies, so no worker outlives the batch."""
-    for s in (signal.SIGTERM, signal.SIGHUP):
+    for s in STOP_SIGNALS:
         signal.signal(s, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         try:

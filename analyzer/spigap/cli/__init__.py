@@ -105,14 +105,14 @@ def main(argv=None) -> int:
     except SystemExit as e:         # --help, --version, a usage error (already printed)
         return e.code if isinstance(e.code, int) else 2
     runtime.after_imports()
-    from spigap import infile, outfile
+    from spigap import infile, outfile, stopping
     from spigap.cli import guard
     from spigap.errors import printable
 
     try:
         # control characters escaped, write errors one line; SIGTERM/SIGHUP unwind like Ctrl-C;
         # every input noted, so that no output replaces one (infile.py, outfile.py)
-        with outfile.std_streams(), runtime.stop_on_signals(), runtime.one_line_warnings(), \
+        with outfile.std_streams(), stopping.stop_on_signals(), runtime.one_line_warnings(), \
                 infile.command_inputs():
             guard.check(args)           # no output is one of the inputs: before any work
             return int(args.func(args) or 0)
@@ -121,7 +121,7 @@ def main(argv=None) -> int:
             raise
         _say(f"spigap: error: {printable(str(e))}")
         return 2
-    except runtime.Stopped as e:
+    except stopping.Stopped as e:
         _say(f"spigap: stopped by {e.name}")
         return 128 + e.signum
     except KeyboardInterrupt:

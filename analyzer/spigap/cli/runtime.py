@@ -15,6 +15,8 @@ on the 2-core machine (BENCHMARKS.md, "Where the time goes"):
   on the 200 M-sample benchmark capture: 166 MB, against 175–193 MB with
   glibc's defaults and 205–220 MB with these settings but an arena per thread);
 * the garbage collector leaves the objects of the imports alone (``gc.freeze``).
+
+(SIGTERM and SIGHUP unwound like Ctrl-C: spigap/stopping.py, which batch uses too.)
 """
 
 from __future__ import annotations
@@ -22,9 +24,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import signal
 import sys
-import threading
 import warnings
 from collections.abc import Iterator
 
@@ -53,42 +53,6 @@ def after_imports() -> bool:
     return all(mallopt(param, value) == 1 for param, value in ((_M_ARENA_MAX, 1),
                                                               (_M_MMAP_THRESHOLD, MMAP_THRESHOLD),
                                                               (_M_TRIM_THRESHOLD, TRIM_THRESHOLD)))
-
-
-class Stopped(KeyboardInterrupt):
-    """SIGTERM or SIGHUP arrived: unwound like Ctrl-C, so that every ``finally`` runs (a
-    batch kills its worker processes, an output being written is dropped and the old
-    file stays), then the CLI says so in one line and exits 128 + the signal number."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-        self.name = signal.Signals(signum).name
-
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-
-
-@contextlib.contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise ``Stopped`` in the main thread until the block ends (a
-    signal the parent set to be ignored, as nohup does with SIGHUP, stays ignored)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum, frame):
-        raise Stopped(signum)
-
-    old = {}
-    for s in STOP_SIGNALS:
-        if signal.getsignal(s) is signal.SIG_DFL:
-            old[s] = signal.signal(s, stop)
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 @contextlib.contextmanager
