@@ -252,18 +252,19 @@ def test_a_data_line_that_never_changes(tmp_path):
 def test_what_is_kept_does_not_grow_with_the_capture(tmp_path, monkeypatch):
     """The lines' events are kept only as far back as the look-ahead needs: on a logic capture of
     200 000 SCLK edges the stores never hold more than a few thousand events."""
-    from spigap.pins import measure
+    from spigap.pins import tap
 
     sc = Scenario(sclk=10e6, samplerate=100e6, messages=4000, words_per_transfer=3, idle_clocks=0, seed=9)
     write(sc, tmp_path / "long.sr", chunk_bytes=1 << 16)
     seen = []
-    orig = measure.PinMeasurer.advance
+    orig = tap.PinTap._after_input
 
-    def advance(self, final=False):
-        orig(self, final)
-        seen.append(sum(len(s) for s in self.lines.all()))
+    def after_input(self):          # each time the tap has measured and cut: what its stores hold
+        orig(self)
+        if self.measurers:
+            seen.append(sum(len(s) for s in self._stores))
 
-    monkeypatch.setattr(measure.PinMeasurer, "advance", advance)
+    monkeypatch.setattr(tap.PinTap, "_after_input", after_input)
     a = analyze_file(tmp_path / "long.sr", pins=PinOptions())
     res = a.device.pins
     assert res.sampling_edges == 4000 * 3 * 8

@@ -72,13 +72,9 @@ def analyze_file(path, cfg: SpiConfig | None = None, *, samplerate: float | None
             r = tap = PinTap(r, pins)
         res = run.analyze(r, cfg or SpiConfig(infer=INFERABLE), keep=keep, rows=rows, stall_rule=stall_rule,
                           events=specs, channels=channels, device=device)
-        if tap is not None:
-            measured = tap.results()
-            if len(measured) == 1:
-                res.devices[next(iter(res.devices))].pins = next(iter(measured.values()))
-            else:                            # a shared bus: each device by its CS line
-                for cs, pins_of in measured.items():
-                    res.devices[cs].pins = pins_of
+        if tap is not None:                  # each device's by its CS line (one device: a bus of one)
+            for cs, pins_of in tap.results().items():
+                res.devices[cs or ""].pins = pins_of
         return res
 
 

@@ -100,11 +100,11 @@ class PinMeasurer:
         return self.events[name]
 
     # ------------------------------------------------------------------ driving
-    def advance(self, final: bool = False, trim: bool = True) -> float | None:
+    def advance(self, final: bool = False) -> float | None:
         """Measure everything that every line is now known far enough beyond. Returns the tick
-        before which nothing is needed any more (None: nothing measured yet); the lines' stores
-        are cut there unless ``trim`` is False (devices of a shared bus read the same stores:
-        pins/tap.py cuts them once, at the earliest of their cuts)."""
+        before which nothing is needed any more (None: nothing measured yet): pins/tap.py cuts
+        the lines' stores there (the devices of a bus read the same stores: once, at the
+        earliest of their cuts)."""
         if self.half is None:
             self._estimate_period(final)
             if self.half is None:
@@ -117,11 +117,7 @@ class PinMeasurer:
         self.lo = hi
         if final:
             return None
-        cut = hi - self.horizon
-        if trim:
-            for s in self.lines.all():
-                s.trim(cut)
-        return cut
+        return hi - self.horizon
 
     def _estimate_period(self, final: bool) -> None:
         f = flips(self.lines.clk_dev)

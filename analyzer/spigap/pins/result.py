@@ -234,7 +234,7 @@ def from_tap(tap, cs: str | None = None) -> PinResult:
     """The result of a finished ``PinTap`` (tap.finish() called): of the device on CS line ``cs``
     (a shared bus measures each device in its own CS windows)."""
     m = tap.measurers.get(cs)
-    roles = tap.device_roles.get(cs, tap.roles)
+    roles = tap.device_roles.get(cs, {})
     cfg = tap.device_cfgs.get(cs, tap.cfg)
     lines = {}
     for role, name in roles.items():

@@ -78,15 +78,17 @@ class PinTap(CaptureReader):
         self.format_name = inner.format_name
         self.info = inner.info
         self.channels: dict[str, _Channel] = {}
-        # one measurer per device (a shared bus: each CS line's windows, at its own mode and
-        # polarity, over the same SCLK/MOSI/MISO stores); keyed by the device's CS line
+        # one measurer per device of the bus (one device: a bus of one; a shared bus: each CS
+        # line's windows, at its own mode and polarity), all over the same SCLK/MOSI/MISO
+        # stores; keyed by the device's CS line
         self.measurers: dict[str | None, PinMeasurer] = {}
-        self.roles: dict[str, str] = {}                 # the first device's role -> channel
-        self.device_roles: dict[str | None, dict[str, str]] = {}
+        self.device_roles: dict[str | None, dict[str, str]] = {}     # each device's role -> channel
         self.device_cfgs: dict[str | None, Any] = {}
         self.cfg: Any = None                 # the pipeline's SpiConfig, once settled
         self.notes: list[str] = []
         self._pooled: tuple[float, float, float] | None = None     # (base, top, noise) of the first line seen
+        self._stores: list[EventStore] = []   # every store a measurer reads, once each
+        self._cut = -np.inf                   # the stores are cut up to here
         self._unsettled = 0
         self._gave_up = False
 
@@ -112,20 +114,15 @@ class PinTap(CaptureReader):
                 self._logic(block, logic)
             yield block
 
-    @property
-    def measurer(self) -> PinMeasurer | None:
-        """The first device's measurer (the only one but on a shared bus)."""
-        return next(iter(self.measurers.values()), None)
-
     def settled(self, cfg, devices: dict | None = None) -> None:
         """The pipeline's settings are known: measure the bus's lines from now on. ``devices``:
-        a shared bus's device settings by CS line (each measured in its own CS windows)."""
+        each device's settings by its CS line (core/pipeline.py; one device: a bus of one), each
+        measured in its own CS windows."""
         self.cfg = cfg
-        self.device_cfgs = dict(devices) if devices and len(devices) > 1 else {cfg.cs: cfg}
+        self.device_cfgs = dict(devices) if devices else {cfg.cs: cfg}
         for cs, dcfg in self.device_cfgs.items():
             roles = {r: getattr(dcfg, r) for r in ("clk", "mosi", "miso")} | {"cs": cs}
             self.device_roles[cs] = {r: n for r, n in roles.items() if n is not None}
-        self.roles = next(iter(self.device_roles.values()))
         used = {n for roles in self.device_roles.values() for n in roles.values()}
         for name, ch in self.channels.items():
             if name not in used:
@@ -134,7 +131,7 @@ class PinTap(CaptureReader):
                 ch.dev = ch.ctl = EventStore(ch.digital)
             else:
                 self._maybe_eye(ch)
-        if self.roles.get("clk") is None:
+        if not all("clk" in r for r in self.device_roles.values()):
             self.notes.append("no SCLK line: nothing to measure at the pins")
             return
         self._start()
@@ -150,11 +147,12 @@ class PinTap(CaptureReader):
             lines = Lines(clk_dev=clk.dev, clk_ctl=clk.ctl, cs=ch["cs"].dev if "cs" in ch else None,
                           mosi=ch["mosi"].dev if "mosi" in ch else None,
                           miso=ch["miso"].ctl if "miso" in ch else None)
+            fold = (lambda role, mids, cs=cs: self._fold(cs, role, mids)) if self.options.eye else None
             self.measurers[cs] = PinMeasurer(lines, cpol=cfg.cpol, cpha=cfg.cpha, cs_active_low=cfg.cs_active_low,
-                                             names=dict(r), digital=clk.digital,
-                                             on_sampling=self._fold if self.options.eye else None,
+                                             names=dict(r), digital=clk.digital, on_sampling=fold,
                                              record=self.options.record,
                                              rx_delay=self.options.rx_sample_delay / self.info.tick_s)
+        self._stores = list({id(s): s for m in self.measurers.values() for s in m.lines.all()}.values())
         self._after_input()
 
     def _channel(self, name: str, digital: bool) -> _Channel:
@@ -210,7 +208,7 @@ class PinTap(CaptureReader):
         if ch.eye is not None:
             ch.eye.feed(t0, v)
         ch.frontier = float(t0 + len(v) - 1)
-        if self.measurer is None:
+        if not self.measurers:
             self._unsettled += sum(len(s) for s in ch.stores())
             if self._unsettled > UNSETTLED_CAP:
                 self._gave_up = True
@@ -235,48 +233,48 @@ class PinTap(CaptureReader):
     def _maybe_eye(self, ch: _Channel) -> None:
         """A data line of the bus with known levels gets its eye diagram (before the settings are
         known every analog line keeps its ring of samples: the settle prefix may be all there is)."""
-        data = self.cfg is None or ch.name in (self.roles.get("mosi"), self.roles.get("miso"))
+        data = self.cfg is None or any(ch.name in (r.get("mosi"), r.get("miso")) for r in self.device_roles.values())
         if not data:
             ch.eye = None
         elif self.options.eye and ch.eye is None and not ch.digital and ch.state is not None:
             ch.eye = EyeFold(ch.name, ch.state[0], ch.state[1])
 
-    def _fold(self, role: str, mids: np.ndarray) -> None:
-        name = self.roles.get(role)
+    def _fold(self, cs: str | None, role: str, mids: np.ndarray) -> None:
+        """Device ``cs``'s sampling edges of ``role`` onto its data line's eye, at its own period."""
+        name = self.device_roles[cs].get(role)
         ch = self.channels.get(name) if name else None
-        if ch is not None and ch.eye is not None and self.measurer is not None and self.measurer.half:
-            ch.eye.fold(mids, self.measurer.half)
+        half = self.measurers[cs].half
+        if ch is not None and ch.eye is not None and half:
+            ch.eye.fold(mids, half)
 
     def _after_input(self) -> None:
-        if len(self.measurers) == 1:
-            self.measurer.advance()          # type: ignore[union-attr]
-        elif self.measurers:
-            # the devices read the same SCLK/MOSI/MISO stores: cut them once, where none needs more
-            cuts = [m.advance(trim=False) for m in self.measurers.values()]
-            known = [c for c in cuts if c is not None]
-            if len(known) == len(cuts):
-                cut = min(known)
-                for s in {id(s): s for m in self.measurers.values() for s in m.lines.all()}.values():
-                    s.trim(cut)
+        """Measure what the lines now allow, device by device; the devices read the same
+        SCLK/MOSI/MISO stores (one device: a bus of one): cut them once, where none needs more."""
+        if not self.measurers:
+            return
+        cuts = [m.advance() for m in self.measurers.values()]
+        known = [c for c in cuts if c is not None]
+        if len(known) < len(cuts):
+            return
+        cut = min(known)
+        if cut > self._cut:
+            self._cut = cut
+            for s in self._stores:
+                s.trim(cut)
 
     # ------------------------------------------------------------ the end
     def finish(self) -> None:
-        for m in self.measurers.values():
-            for s in m.lines.all():
-                s.frontier = np.inf
+        for s in self._stores:
+            s.frontier = np.inf
         for m in self.measurers.values():
             m.advance(final=True)
         for ch in self.channels.values():
             if ch.shape is not None:
                 ch.shape.finish()
 
-    def result(self):
-        """The measurement, once the stream has ended (pins/result.py's ``PinResult``): the
-        first device's (``results``: every device's of a shared bus)."""
-        return next(iter(self.results().values()))
-
     def results(self) -> dict:
-        """Each device's measurement by its CS line, once the stream has ended."""
+        """Each device's measurement (pins/result.py's ``PinResult``) by its CS line, once the
+        stream has ended."""
         from spigap.pins.result import from_tap
 
         self.finish()
