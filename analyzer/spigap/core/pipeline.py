@@ -113,41 +113,51 @@ class Pipeline:
         # the resolved settings and the edge stream
         self.settled = settled if settled is not None else infer.settle(reader, cfg)
         self.cfg = self.settled.cfg
-        # a measuring wrapper (pins/tap.py) starts from here, each device of a shared bus at its settings
-        reader.settled(self.cfg, {n: self._device_cfg(n) for n in self.cfg.devices} if self.cfg.more_cs else None)
+        self.devices = self._device_cfgs()
+        # a measuring wrapper (pins/tap.py) starts from here, each device at its settings
+        reader.settled(self.cfg, self.devices)
         self.truncated: str | None = None          # the reader's error when the capture is damaged
         self.interrupted = False                   # Ctrl-C ended the feeding (interruptible runs)
         self.end_tick: int | None = None
         self.tracker: BusTracker | None = None     # a shared bus's tracker (core/bus.py)
         self.group: Any = None                     # the compiled core's framer of every device (CBusFramer)
-        self.lanes: list[Lane] = (self._bus_lanes() if self.cfg.more_cs else
-                                  [Lane(self, 0, self.cfg, self.settled,
-                                        make_framer(self.cfg, self.cfg.stream_bits(), self.info.tick_s), Prefix())])
+        self.lanes = self._lanes()
 
     @property
     def names(self) -> list[str]:
         return [lane.name for lane in self.lanes]
 
-    def _device_cfg(self, cs: str) -> SpiConfig:
-        """A shared bus's device on CS line ``cs``: its own settings (mode, word size, polarity)."""
-        d = next((d for d in self.settled.devices if d.cs == cs), None)
-        return d.cfg if d is not None else dataclasses.replace(self.cfg, cs=cs, more_cs=())
+    def _device_cfgs(self) -> dict[str | None, SpiConfig]:
+        """Each device's settings by its CS line, decided here only (the lanes, and through
+        ``CaptureReader.settled`` the pin tap, take them from ``devices``): one device, the
+        settled settings (a bus of one; its CS line may be None); a shared bus, each device's
+        own (mode, word size, polarity: the SPI core sets them per device; core/infer/shared.py),
+        else the bus's on its CS line."""
+        cfg = self.cfg
+        if not cfg.more_cs:
+            return {cfg.cs: cfg}
+        by_cs = {d.cs: d.cfg for d in self.settled.devices}
+        return {n: by_cs[n] if n in by_cs else dataclasses.replace(cfg, cs=n, more_cs=()) for n in cfg.devices}
 
-    def _bus_lanes(self) -> list[Lane]:
-        """A shared bus: a framer per device, each with its own CS bit and settings (mode,
-        word size, polarity: the SPI core sets them per device), and the bus tracker."""
+    def _lanes(self) -> list[Lane]:
+        """A Lane per device of ``devices``. One device reads the stream in its own layout; a
+        shared bus gives each device's framer its CS bit and settings, the first one the CS
+        changes (the bus tracker's input), and makes the tracker."""
         settled, cfg = self.settled, self.cfg
-        names = cfg.devices
+        if len(self.devices) == 1:
+            (dcfg,) = self.devices.values()
+            return [Lane(self, 0, dcfg, settled, make_framer(dcfg, dcfg.stream_bits(), self.info.tick_s), Prefix())]
+        names = [n for n in self.devices if n is not None]      # the CS lines
         full = {n: j for j, n in enumerate(settled.names)}
         assert cfg.clk is not None
         by_cs = {d.cs: d for d in settled.devices}
         cs_bits = [full[n] for n in names]
-        actives = [0 if self._device_cfg(n).cs_active_low else 1 for n in names]
+        actives = [0 if self.devices[n].cs_active_low else 1 for n in names]
         ev_mask = sum(1 << b for b in cs_bits)
         lanes = []
         for k, name in enumerate(names):
             d = by_cs.get(name)
-            dcfg = self._device_cfg(name)
+            dcfg = self.devices[name]
             sources = d.sources if d is not None else dict(settled.sources)
             dsettled = dataclasses.replace(settled, cfg=dcfg, names=dcfg.stream_names(), sources=sources,
                                            warnings=[], devices=[])

@@ -198,9 +198,9 @@ class CaptureReader(abc.ABC):
         return lambda t0, v: tap(name, t0, v)
 
     def settled(self, cfg, devices: dict | None = None) -> None:
-        """Told the settings the pipeline settled on (channel roles, mode; a shared bus: each
-        device's by CS line) before it frames the stream: a measuring wrapper (pins/tap.py)
-        starts from them. Nothing to do here."""
+        """Told the settings the pipeline settled on (channel roles, mode) and each device's
+        by its CS line (``devices``: one device is a bus of one) before it frames the stream: a
+        measuring wrapper (pins/tap.py) starts from them. Nothing to do here."""
 
     def __init_subclass__(cls, **kwargs):
         """Every reader's ``edges`` first checks the request against the state word's width
