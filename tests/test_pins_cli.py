@@ -197,3 +197,47 @@ def test_shared_bus_pins_of_every_device_as_each_alone(capsys):
     # the two chips' outputs differ (the synthesizer's MCP3008 launches MISO 40 ns after SCLK)
     tdo = {cs: bus[cs]["pins"]["figures"]["miso_tdo"]["p50"] for cs in bus}
     assert tdo["CE0"] == pytest.approx(40e-9) and tdo["CE1"] < 40e-9
+
+
+SHARED = CAPTURES / "shared-rpi-mcp3008-mcp2518fd.sr"
+
+
+def test_pins_command_reports_every_device_of_a_shared_bus():
+    """`spigap pins` on a shared bus (MCP3008 on CE0, MCP2518FD on CE1): a section per device in
+    text, JSON (as analyze's: the devices by CS line) and CSV, each the one `spigap pins --cs`
+    gives for that device alone, with that device's limits (--device CE0=SPEC) in its advice."""
+    per = ["--device", "CE0=mcp3008", "--device", "CE1=mcp2518fd"]
+    p = spigap("pins", SHARED, *per, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    (bus,) = json.loads(p.stdout)["captures"]
+    assert bus["capture"] == str(SHARED) and set(bus["devices"]) == {"CE0", "CE1"}
+    text = spigap("pins", SHARED, *per).stdout
+    rows = list(csv.reader(io.StringIO(spigap("pins", SHARED, *per, "--format", "csv").stdout)))
+    for cs, chip in (("CE0", "mcp3008"), ("CE1", "mcp2518fd")):
+        alone = spigap("pins", SHARED, "--cs", cs, "--device", chip, "--format", "json")
+        assert alone.returncode == 0, alone.stderr
+        want = json.loads(alone.stdout)["captures"][0]
+        assert want.pop("capture") == str(SHARED)
+        assert bus["devices"][cs] == want, cs
+        assert want["lines"]["cs"]["channel"] == cs and want["sampling_edges"] > 1000
+        # the text: that device's section as alone, named CAPTURE [CS] (as spigap check names it)
+        section = spigap("pins", SHARED, "--cs", cs, "--device", chip).stdout
+        assert section.replace(f"capture     {SHARED}\n", f"capture     {SHARED} [{cs}]\n", 1) in text
+        alone_rows = list(csv.reader(io.StringIO(
+            spigap("pins", SHARED, "--cs", cs, "--device", chip, "--format", "csv").stdout)))
+        assert [r[1:] for r in rows[1:] if r[0] == f"{SHARED} [{cs}]"] == [r[1:] for r in alone_rows[1:]]
+    # the devices differ (the synthesizer's MCP3008 launches MISO 40 ns after SCLK)
+    tdo = {cs: d["figures"]["miso_tdo"]["p50"] for cs, d in bus["devices"].items()}
+    assert tdo["CE0"] == pytest.approx(40e-9) and tdo["CE1"] < 40e-9
+    assert text.count("capture     ") == 2 and rows[0][0] == "capture"
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--device", "mcp3008"], "holds 2 devices on one bus (CE0, CE1)"),          # which one?
+    (["--device", "CE3=mcp3008"], "CE3 is not a device of this bus"),
+])
+def test_pins_command_device_options_on_a_shared_bus(args, says):
+    p = spigap("pins", SHARED, *args)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and says in p.stderr, p.stderr
+    q = spigap("pins", CAPTURES / "mcp3008-patterns.sr", "--device", "CS=mcp3008")
+    assert q.returncode == 2 and "analyzed as one device" in q.stderr, q.stderr

@@ -455,8 +455,8 @@ def no_per_device(args, *options: str) -> None:
     """A subcommand that takes --device/--profile for the whole capture only."""
     for o in options:
         if per_device(args, o):
-            raise UsageError(f"--{o} CS=VALUE (one device of a shared bus) is for 'spigap analyze' and 'spigap "
-                             f"check'; here give --{o} VALUE, or --cs NAME to take one device")
+            raise UsageError(f"--{o} CS=VALUE (one device of a shared bus) is for 'spigap analyze', 'spigap check' "
+                             f"and 'spigap pins'; here give --{o} VALUE, or --cs NAME to take one device")
 
 
 def add_check_options(p, *, use: str) -> argparse._ArgumentGroup:

@@ -34,33 +34,35 @@ def add_subparser(sub) -> None:
                     "non-monotonic clock edges. A scope trace's figures are interpolated with a stated "
                     "uncertainty; a logic capture's are whole samples (+/- 1 sample). Then the data-valid "
                     "windows and the device-tree values (rx-sample-delay-ns, spi-max-frequency, "
-                    "spi-cs-setup-delay-ns) that would restore a margin, each with its evidence.")
+                    "spi-cs-setup-delay-ns) that would restore a margin, each with its evidence. On a shared bus "
+                    "every device is measured in its own CS windows and reported on its own (CAPTURE [CS]).")
     p.add_argument("captures", nargs="+", metavar="CAPTURE",
                    help=CAPTURE_HELP + "; a scope's files of one acquisition (tek0000CH1.isf ... CH4.isf) "
                                        "are one capture")
     add_device_option(p, use="its input levels (VIH/VIL at its supply) and its setup/hold limits for the "
-                             "advice (e.g. mcp2518fd@3.3V)")
+                             "advice (e.g. mcp2518fd@3.3V; on a shared bus its limits only: the lines are "
+                             "read at one level for every device, --pin-levels)")
     add_pin_options(p, switch=False)
     add_capture_options(p)
     o = add_output_options(p, ("text", "json", "csv"))
     o.add_argument("--png", metavar="FILE", help="write the eye diagrams of MOSI and MISO (with the setup/hold "
-                                                 "mask) as a PNG (the first capture's)")
+                                                 "mask) as a PNG (the first capture's; of a shared bus, its first "
+                                                 "device's)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from spigap.api import analyze_file
+    from spigap.cli.common import per_device
     from spigap.io.combine import group_acquisitions
-    from spigap.pins.advice import period_s
     from spigap.timing.check import device_limits
-    from spigap.timing.checks import pins as pin_checks
 
     check_output_path(args.output)
     if args.png:
         check_output_path(args.png)
-    if getattr(args, "device_for", None):
-        raise UsageError("--device CE0=...: spigap pins measures one device's bus; give --device SPEC and --cs")
     dev = device_limits(args.device) if args.device else None
+    per_dev = {cs: device_limits(spec) for cs, spec in per_device(args, "device").items()}
+    # the input levels are one per line for every device of the bus: a bare --device's (or --pin-levels)
     opts = pin_options(args, dev)
     rx = rx_requirement(args)
     docs: list[dict] = []
@@ -70,30 +72,26 @@ def run(args) -> int:
     for group in group_acquisitions([str(c) for c in args.captures]):
         path = group if len(group) > 1 else group[0]
         result = analyze_file(path, config_from_args(args), pins=opts, **analysis_options(args))
-        if result.bus is not None:
-            raise UsageError("several devices on one bus: measure one with --cs NAME", path=str(path))
-        res = result.device.pins
-        if first is None:
-            first = res
-        T = period_s(res)
-        margin = args.pin_margin if args.pin_margin is not None else (0.05 * T if T else 0.0)
-        advice = pin_checks.advice_lines(res, rx, margin, dev)
         name = " + ".join(group)
-        d = res.to_dict()
-        d.update(capture=name, windows=pin_checks.windows(res), advice=advice, margin_s=margin,
-                 controller={"setup_s": rx.setup, "hold_s": rx.hold, "source": rx.source, "assumed": rx.assumed})
-        docs.append(d)
-        lines = [f"capture     {name}", res.text().rstrip("\n")]
-        for role, w in d["windows"].items():
-            where = "the device" if role == "mosi" else "the controller"
-            lines.append(f"  data-valid window of {role.upper()} at {where}'s sampling point: from "
-                         f"{_t(-w['setup'])} to {_t(w['hold'])} around the edge (worst of {w['n']} edges)")
-        if not advice:
-            lines.append(f"  no device-tree change needed for a {_t(margin)} margin")
-        lines += [f"  suggestion: {a_['text']}" for a_ in advice]
-        texts.append("\n".join(lines) + "\n")
-        for r in res.csv_rows()[(0 if not rows else 1):]:
-            rows.append((["capture"] if not rows else [name]) + r)
+        devices = _limits_per_device(result, dev, per_dev, str(path))
+        per: dict[str, dict] = {}
+        for cs, limits in devices.items():
+            res = result.devices[cs].pins
+            if first is None:
+                first = (res, limits)
+            # one device: the capture's section as it always was; a shared bus: a section per
+            # device, named CAPTURE [CS] as spigap check names them
+            label = name if result.bus is None else f"{name} [{cs}]"
+            d, text = _device(res, label, limits, rx, args, shared=result.bus is not None)
+            per[cs] = d
+            texts.append(text)
+            for r in res.csv_rows()[(0 if not rows else 1):]:
+                rows.append((["capture"] if not rows else [label]) + r)
+        if result.bus is None:
+            docs.append(next(iter(per.values())))
+        else:           # as analyze's JSON: a shared bus's devices by CS line
+            docs.append({"capture": name, "devices": {cs: {k: v for k, v in d.items() if k != "capture"}
+                                                      for cs, d in per.items()}})
     if args.format == "json":
         from spigap import __version__
 
@@ -113,12 +111,58 @@ def run(args) -> int:
         from spigap.outfile import write_output as write_bytes
         from spigap.report.eye import eye_png
 
-        data = eye_png(first, _masks(dev, rx))
+        data = eye_png(first[0], _masks(first[1], rx))
         if data is None:
             raise UsageError("no eye diagram: the capture's data lines are not analog traces (a scope's volts)",
                              hint="an eye needs volts; a logic capture's figures are in the table")
         write_bytes(args.png, data)
     return 0
+
+
+def _limits_per_device(result, dev, per_dev: dict, path: str) -> dict:
+    """Each device's datasheet limits (a Device or None) by its name in ``result.devices``: a
+    capture of one device takes --device SPEC; a shared bus, --device CS=SPEC per device (as
+    spigap check), or none."""
+    names = list(result.devices)
+    if result.bus is None:
+        if per_dev:
+            raise UsageError(f"--device CS=...: the capture was analyzed as one device ({names[0] or 'no CS line'}); "
+                             "give --device SPEC", path=path)
+        return {names[0]: dev}
+    if dev is not None:
+        raise UsageError(f"the capture holds {len(names)} devices on one bus ({', '.join(names)}): give a device "
+                         f"per CS line (--device {names[0]}=SPEC ...) or measure one with --cs {names[0]}", path=path)
+    bad = [k for k in per_dev if k not in result.devices]
+    if bad:
+        raise UsageError(f"--device {bad[0]}=...: {bad[0]} is not a device of this bus ({', '.join(names)})",
+                         path=path)
+    return {cs: per_dev.get(cs) for cs in names}
+
+
+def _device(res, label: str, dev, rx, args, *, shared: bool) -> tuple[dict, str]:
+    """One device's pins (``label``: the capture's name, a shared bus's device's with its CS
+    line): its JSON and its text section."""
+    from spigap.pins.advice import period_s
+    from spigap.timing.checks import pins as pin_checks
+
+    if shared and dev is not None and dev.electrical is not None and not res.digital and not args.pin_levels:
+        res.notes.append(f"{dev.spec}'s input levels are not used on a shared bus (each line is read at one level "
+                         "for every device): give --pin-levels")
+    T = period_s(res)
+    margin = args.pin_margin if args.pin_margin is not None else (0.05 * T if T else 0.0)
+    advice = pin_checks.advice_lines(res, rx, margin, dev)
+    d = res.to_dict()
+    d.update(capture=label, windows=pin_checks.windows(res), advice=advice, margin_s=margin,
+             controller={"setup_s": rx.setup, "hold_s": rx.hold, "source": rx.source, "assumed": rx.assumed})
+    lines = [f"capture     {label}", res.text().rstrip("\n")]
+    for role, w in d["windows"].items():
+        where = "the device" if role == "mosi" else "the controller"
+        lines.append(f"  data-valid window of {role.upper()} at {where}'s sampling point: from "
+                     f"{_t(-w['setup'])} to {_t(w['hold'])} around the edge (worst of {w['n']} edges)")
+    if not advice:
+        lines.append(f"  no device-tree change needed for a {_t(margin)} margin")
+    lines += [f"  suggestion: {a_['text']}" for a_ in advice]
+    return d, "\n".join(lines) + "\n"
 
 
 def _masks(dev, rx) -> dict:
