@@ -274,5 +274,6 @@ def test_two_readings_of_the_cs_are_named_at_one_of_two(name, cs, other, chosen,
     src = d["sources"]["cs"]
     assert d["settings"]["cs"] == chosen
     assert src["confidence"] == 0.5 and src["also"] == [other], src
+    assert src["confidence_words"] == "ambiguous: two readings"
     assert f"--cs {cs}" in src["note"] and "two readings" in src["note"]
     assert any(f"cs {chosen or 'none'} is inferred with confidence 0.50" in w for w in d["warnings"]), d["warnings"]

@@ -72,13 +72,16 @@ def by_number(confidence: float) -> str:
     return UNCERTAIN
 
 
-def of_source(how: str, confidence: float) -> str:
+def of_source(how: str, confidence: float, readings: int = 1) -> str:
     """The words of a setting's source (core/infer/report.Source: given, name, file,
-    inferred, default) and its confidence."""
+    inferred, default), its confidence and how many readings it names (a CS beside another
+    line that brackets the same bursts: two; an option settles it)."""
     if how in ("given", "name", "file"):
         return GIVEN
     if how == "default":
         return UNKNOWN
+    if readings > 1 and confidence < PROBABLE:
+        return TWO_READINGS if readings == 2 else SEVERAL_READINGS
     return by_number(confidence)
 
 

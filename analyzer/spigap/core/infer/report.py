@@ -34,7 +34,8 @@ class Source:
 
     def as_dict(self) -> dict:
         return {"from": self.how, "confidence": round(float(self.confidence), 3),
-                "confidence_words": confidence_words.of_source(self.how, self.confidence), "note": self.note}
+                "confidence_words": confidence_words.of_source(self.how, self.confidence, 1 + len(self.also)),
+                "note": self.note}
 
 
 @dataclasses.dataclass
