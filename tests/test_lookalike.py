@@ -277,3 +277,13 @@ def test_two_readings_of_the_cs_are_named_at_one_of_two(name, cs, other, chosen,
     assert src["confidence_words"] == "ambiguous: two readings"
     assert f"--cs {cs}" in src["note"] and "two readings" in src["note"]
     assert any(f"cs {chosen or 'none'} is inferred with confidence 0.50" in w for w in d["warnings"]), d["warnings"]
+
+
+def test_a_quadrature_output_is_no_second_cs_reading(capsys):
+    """The ADNS-2051 has no CS; its quadrature output XA sits low through 90 % of SCLK's edges
+    and changes a handful of times: no evidence of a select, so "no CS" stands alone (a first
+    version of the near-CS rule named XA as the other reading at 0.5)."""
+    code, out, err = _run(capsys, "detect", DATA / "avago_adns_2051_sleep_then_move.sr", "--format", "json")
+    assert code == 0, err
+    src = json.loads(out)["sources"]["cs"]
+    assert src["basis"] == "none" and "also" not in src and src["confidence"] > 0.5, src
