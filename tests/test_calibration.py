@@ -155,9 +155,10 @@ def test_prior_is_fitted_to_how_bases_spread():
 
 
 def test_shipped_small_counts_are_stated_near_their_share():
-    """Bases seen on two or three devices, all right, state what bases like them measure (the
-    shipped prior), not 0.6-0.85: a CS latch strobe (2 of 2), a clock beside a CS over a data line
-    that never changes (2 of 2), a mode read from a few changes."""
+    """Bases seen on one to three devices, all right, state what bases like them measure (the
+    shipped prior), not 0.6-0.85: a CS latch strobe (2 of 2, one device named and renamed), a clock
+    beside a CS over a data line that never changes (2 of 2, two devices), a loose CS's clock, a
+    mode read from a few changes."""
     for setting, basis in (("cs", "latch"), ("bus", "bracket/static1"), ("bus", "loose/edges1"),
                            ("mode", "clear, few")):
         n, k, en, ek = calibration.MEASURED[(setting, basis)]
