@@ -180,3 +180,9 @@ def test_band_table_counts_answers_and_says_which_miss():
     assert "| bus | 0.55-0.75 | 12 | 0.65 | 4 (33 %) |" in text and text.splitlines()[2].endswith("| no |")
     lo, hi = ev_script.wilson(4, 12)
     assert 0.1 < lo < 0.33 < hi < 0.65
+
+
+def test_shipped_prior_is_the_fit_of_the_shipped_table():
+    """calibration_data.PRIOR is what the evaluation's fit makes of MEASURED (nothing by hand)."""
+    assert calibration.PRIOR == ev_script.fit_prior(calibration.MEASURED)
+    assert set(calibration.PRIOR) == {"bus", "cs", "data", "mode", calibration.DIRECTION}
