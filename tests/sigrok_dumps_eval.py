@@ -13,7 +13,8 @@ The truth of each capture (``truth``): its protocol family is its folder; SPI fa
 roles (test.conf's channels, else the channel names); look-alike families the name the answer
 must say ("looks like I2S", "JTAG", ...). An answer is right when:
 
-* SPI: the clock, CS and data lines found are the true ones (where known) and the mode is
+* SPI: the clock, CS and data lines found are the true ones (where known; a CS answer at 0.5 that
+  names the true one as the other reading, with the option that settles it, counts) and the mode is
   right where the capture says it (the allmodes files, test.conf's cpol/cpha; where test.conf
   decodes with the default mode, a mode sampling on the rising edge, or either when the data
   change in the very samples of the clock's edges); a CS that never changes in the prefix may
@@ -36,6 +37,7 @@ import contextlib
 import hashlib
 import io
 import json
+import math
 import re
 import sys
 import tempfile
@@ -240,8 +242,11 @@ def judge(t: dict, res: dict) -> tuple[bool, str]:
     wrong = []
     if roles.get("clk") and s["clk"] != roles["clk"]:
         wrong.append(f"clk {s['clk']} (is {roles['clk']})")
+    cs_src = d["sources"].get("cs", {})
     if "cs" in roles and s["cs"] != roles["cs"] and not ((t.get("cs_optional") or t.get("cs_static"))
-                                                          and s["cs"] is None):
+                                                          and s["cs"] is None) \
+            and not (roles["cs"] in cs_src.get("also", ()) and cs_src.get("confidence", 1.0) <= 0.5):
+        # (the true CS named as the other of two readings at 0.5, with the option that settles it, is right)
         wrong.append(f"cs {s['cs']} (is {roles['cs']})")
     data = {roles[r] for r in ("mosi", "miso") if roles.get(r)}
     got = {s[r] for r in ("mosi", "miso") if s[r]}
@@ -557,17 +562,45 @@ def unseen(results: list[dict], folds: list[int]) -> dict:
     return _tally(rows)
 
 
-def restate(it: dict, table: dict, unseen_table: dict) -> dict:
-    """An answer as a calibration of ``table`` and ``unseen_table`` would state it (one data line:
-    its role chosen again by the measured direction, right when that is the line's)."""
+PRIOR_GRID = [round(0.1 * 10 ** (i / 20), 4) for i in range(41)]     # 0.1 .. 10, log-spaced
+
+
+def fit_prior(table: dict) -> dict:
+    """Setting group -> (a, b): the Beta prior of its bases' shares right that makes the measured
+    answers most likely (the beta-binomial marginal likelihood of every basis' effective answers and
+    right; a and b on a log grid of 0.1-10). Most bases are near always right (SPI evidence) or near
+    always wrong (a look-alike's), which a U-shaped prior (a, b < 1) says: two right answers of one
+    basis then say more than "one right and one wrong added" let them. One data line's direction is
+    a group of its own; MOSI and MISO of two lines are one answer (counted once)."""
+    from spigap.core.infer import calibration as cal
+
+    groups: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
+    for (setting, basis), (_, _, en, ek) in sorted(table.items()):
+        if (setting, basis) in cal.DEFAULTS or setting == "miso":
+            continue
+        groups[cal.group(setting)].append((en, ek))
+
+    def loglik(a: float, b: float, bases: list[tuple[float, float]]) -> float:
+        lb = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+        return sum(math.lgamma(k + a) + math.lgamma(n - k + b) - math.lgamma(n + a + b) - lb for n, k in bases)
+
+    return {g: max(((a, b) for a in PRIOR_GRID for b in PRIOR_GRID), key=lambda ab: loglik(*ab, bases))
+            for g, bases in sorted(groups.items())}
+
+
+def restate(it: dict, table: dict, unseen_table: dict, prior: dict | None = None) -> dict:
+    """An answer as a calibration of ``table``, ``unseen_table`` and ``prior`` (default: fitted on
+    ``table``) would state it (one data line: its role chosen again by the measured direction,
+    right when that is the line's)."""
     from spigap.core.infer import calibration as cal
 
     if not _calibrated(it):
         return it
+    prior = fit_prior(table) if prior is None else prior
     if _one_line(it):
-        role, conf = cal.direction(it["basis"], table) or ("mosi", cal.DEFAULT_ONLY)
+        role, conf = cal.direction(it["basis"], table, prior) or ("mosi", cal.DEFAULT_ONLY)
         return {**it, "setting": role, "confidence": conf, "right": (role == "miso") == it.get("is_miso", False)}
-    conf = cal.stated(it["setting"], it["basis"], table, unseen_table)
+    conf = cal.stated(it["setting"], it["basis"], table, unseen_table, prior)
     if it["setting"] in ("mosi", "miso"):
         conf = max(conf, 0.5)
     return {**it, "confidence": conf}
@@ -575,15 +608,17 @@ def restate(it: dict, table: dict, unseen_table: dict) -> dict:
 
 def crossval(results: list[dict]) -> list[dict]:
     """The results with every calibrated answer stated as the fit on the other folds states it
-    (a never-seen basis at the share of never-seen answers in those folds' own cross-validation)."""
+    (its prior fitted on those folds; a never-seen basis at the share of never-seen answers in
+    those folds' own cross-validation)."""
     out = []
     for f in range(FOLDS):
         train = [r for r in results if fold(r["unit"]) != f]
         table = measured(train)
+        prior = fit_prior(table)
         un = unseen(train, [g for g in range(FOLDS) if g != f])
         for r in results:
             if fold(r["unit"]) == f:
-                out.append({**r, "items": [restate(it, table, un) for it in r.get("items") or []
+                out.append({**r, "items": [restate(it, table, un, prior) for it in r.get("items") or []
                                            if it["setting"] != "one line is miso"]})
     return out
 
@@ -600,7 +635,11 @@ def write_calibration(results: list[dict], path: Path) -> None:
                     + "}\n\n# (setting group, \"unseen\"): the answers whose basis the other folds never saw, in a "
                     f"{FOLDS}-fold\n# cross-validation by device: what a never-seen basis is stated at\n"
                     "UNSEEN: dict[tuple[str, str], tuple[int, int, float, float]] = {\n"
-                    + rows(unseen(results, list(range(FOLDS)))) + "}\n")
+                    + rows(unseen(results, list(range(FOLDS)))) + "}\n\n"
+                    "# setting group: (a, b) of the Beta prior of its bases' shares right (the beta-binomial\n"
+                    "# marginal likelihood of MEASURED's effective answers; a basis is stated at its posterior mean)\n"
+                    "PRIOR: dict[str, tuple[float, float]] = {\n"
+                    + "".join(f"    {g!r}: ({a}, {b}),\n" for g, (a, b) in fit_prior(measured(results)).items()) + "}\n")
 
 
 def level_of(confidence: float) -> float:
@@ -651,6 +690,80 @@ def oof_table(results: list[dict]) -> str:
     return "\n".join(out)
 
 
+BANDS = ((0.8, 0.95, "0.80-0.95"), (0.55, 0.75, "0.55-0.75"), (0.5, 0.5, "0.50"), (0.05, 0.45, "0.05-0.45"))
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a share right k of n (a closed form; few answers)."""
+    if not n:
+        return 0.0, 1.0
+    p = k / n
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, c - h), min(1.0, c + h)
+
+
+def band_rows(oof: list[dict]) -> list[tuple[str, str, int, float, int]]:
+    """(setting, band, answers, mean stated, right) of the calibrated out-of-fold answers (names,
+    options and saved settings state 1.0 and are left out; MOSI and MISO of two lines count as
+    two answers)."""
+    by = collections.defaultdict(list)
+    for r in oof:
+        for it in r.get("items") or []:
+            c = round(it["confidence"], 2)
+            band = next((b for lo, hi, b in BANDS if lo <= c <= hi), None)
+            if band is not None and it["from"] == "inferred":
+                by[("MOSI/MISO" if it["setting"] in ("mosi", "miso") else it["setting"], band)].append(
+                    (it["confidence"], it["right"]))
+    order = ["bus", "cs", "MOSI/MISO", "mode"]
+    return [(s, b, len(v), sum(c for c, _ in v) / len(v), sum(x for _, x in v))
+            for s in order for _, _, b in BANDS for v in [by.get((s, b))] if v]
+
+
+def bands(oof: list[dict]) -> str:
+    """docs/inference.md's table by band: answers, mean stated, right, the 95 % interval of the
+    share right, and whether the mean stated lies within 10 points of the share (the goal)."""
+    out = ["| setting | stated | answers | mean stated | right | 95 % interval | within ±10 points |",
+           "|---|---|---|---|---|---|---|"]
+    for s, b, n, mean, k in band_rows(oof):
+        lo, hi = wilson(k, n)
+        out.append(f"| {s} | {b} | {n} | {mean:.2f} | {k} ({100 * k / n:.0f} %) | {100 * lo:.0f}-{100 * hi:.0f} % | "
+                   f"{'yes' if abs(mean - k / n) <= 0.10 + 1e-9 else 'no'} |")
+    return "\n".join(out)
+
+
+def few_devices(results: list[dict], oof: list[dict]) -> tuple[int, float, int]:
+    """(answers, mean stated, right) out of fold of the answers whose basis the fitting folds saw
+    on one to three devices (not those on no evidence): what a small count is stated at."""
+    from spigap.core.infer import calibration as cal
+
+    got = []
+    for f in range(FOLDS):
+        units: dict = collections.defaultdict(set)
+        for r in results:
+            if fold(r["unit"]) != f:
+                for it in r.get("items") or []:
+                    units[(it["setting"], it["basis"])].add(r["unit"])
+        for r in oof:
+            if fold(r["unit"]) != f:
+                continue
+            for it in r.get("items") or []:
+                if _calibrated(it) and not _one_line(it) and (it["setting"], it["basis"]) not in cal.DEFAULTS \
+                        and 1 <= len(units.get((it["setting"], it["basis"]), ())) <= 3:
+                    got.append((it["confidence"], it["right"]))
+    return len(got), (sum(c for c, _ in got) / len(got) if got else 0.0), sum(x for _, x in got)
+
+
+def print_bands(results: list[dict]) -> None:
+    oof = crossval(results)
+    print()
+    print(bands(oof))
+    n, mean, k = few_devices(results, oof)
+    if n:
+        print(f"\nbases the fitting folds saw on one to three devices: {n} answers, stated {mean:.2f} on average, "
+              f"{k} right ({100 * k / n:.0f} %)")
+
+
 def run(args, which: str, renamed: bool) -> list[dict]:
     maps = conf_maps(args.test)
     rels = [r for r in files(args.dumps) if re.search(args.only, r)]
@@ -696,11 +809,13 @@ def main(argv=None) -> int:
         write_calibration(results, target)
         print(f"{target}: {len(measured(results))} bases from {len(results)} answers\n")
         print(oof_table(results))
+        print_bands(results)
         return 0
     if args.tables:
         results = [r for f in args.tables for r in json.loads(f.read_text())]
         if all("renamed" in r for r in results):
             print(oof_table(results))
+            print_bands(results)
             print()
         if args.half != "all":
             results = [r for r in results if r["half"] == args.half]

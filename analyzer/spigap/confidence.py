@@ -17,7 +17,8 @@ settled by the        measured: answers of this kind are right at least 95 % of 
 signals               time (confidence >= 0.95)
 likely                measured: right about 3 in 4 to 19 in 20 (0.75 .. 0.95)
 ambiguous: two        the timing fits two readings (or more: "several readings") and the
-readings              answer says which; a trace or an option settles it. A one-
+readings              answer says which; a trace or an option settles it (so do a setting's
+                      signals: two lines bracketing the same bursts, --cs settles it). A one-
                       population grouping whose gaps look like the cs_change busy-wait
                       is one (every transfer its own call, or one call with cs_change
                       between its transfers): its 0.05 is how often the first reading
@@ -72,13 +73,16 @@ def by_number(confidence: float) -> str:
     return UNCERTAIN
 
 
-def of_source(how: str, confidence: float) -> str:
+def of_source(how: str, confidence: float, readings: int = 1) -> str:
     """The words of a setting's source (core/infer/report.Source: given, name, file,
-    inferred, default) and its confidence."""
+    inferred, default), its confidence and how many readings it names (a CS beside another
+    line that brackets the same bursts: two; an option settles it)."""
     if how in ("given", "name", "file"):
         return GIVEN
     if how == "default":
         return UNKNOWN
+    if readings > 1 and confidence < PROBABLE:
+        return TWO_READINGS if readings == 2 else SEVERAL_READINGS
     return by_number(confidence)
 
 

@@ -76,6 +76,8 @@ def detect(path: str, args) -> dict:
     for k, src in settled.sources.items():
         if src.basis:       # the evidence a calibrated confidence stands on (docs/inference.md)
             sources[k]["basis"] = src.basis
+        if src.also:        # the other readings, each as likely (docs/inference.md)
+            sources[k]["also"] = list(src.also)
     values = {"clk": out.clk, "mosi": out.mosi, "miso": out.miso, "cs": out.cs, "mode": out.mode,
               "cpol": out.cpol, "cpha": out.cpha, "cs_polarity": "low" if out.cs_active_low else "high",
               "wordsize": out.wordsize, "bitorder": "lsb" if out.lsb_first else "msb"}

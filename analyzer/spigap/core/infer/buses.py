@@ -30,6 +30,7 @@ VECTOR_BIT = re.compile(r"\[\d+\]$")   # a bit of a vector in a simulator's dump
 REGULAR = 0.6                 # share of change pairs spanning one period for a clock
 ON_CLOCK = 0.7                # share of a line's changes on a clock's edges to belong to its bus
 DATA_EDGE = 0.75              # share of a data line's changes after one kind of clock edge
+NEAR = 0.9                    # share of SCLK edges in a rejected CS's windows: named as the other reading
 MULTI = 0.2                   # share of a line's in-window changes in clock cycles holding several:
 #                               above, not a data line (SPI data changes once per bit, on one edge)
 
@@ -79,6 +80,7 @@ def find_buses(ev: Evidence, exclude: set[str], named_cs: str | None = None) -> 
             if own is not None and own[0] == named_cs:
                 found = own
         cs, active, conf, how = found if found else (None, None, 0.0, "bracket")
+        rivals = ev.cs_rivals.get(clk, ()) if how == "bracket" and conf >= 0.9 else ()
         free = [n for n in ev.names if n not in taken and n != clk and len(ev.changes[n]) >= 2]
         data = [n for n in free if n != cs and n not in {c for c, _ in clocks}
                 and _data_line(ev, n, clk, cs, active, half)]
@@ -109,7 +111,8 @@ def find_buses(ev: Evidence, exclude: set[str], named_cs: str | None = None) -> 
             data = [n for n in data if n in busiest]
         taken.update(data)
         buses.append(Bus(clk, cs, data, len(ev.changes[clk]), active, conf, how, data_how,
-                         wide if len(wide) > 2 and cs is not None else ()))
+                         wide if len(wide) > 2 and cs is not None else (),
+                         tuple(r for r in rivals if r not in data)))
     # a clock that frames another clock's bits (an I2S word select divided from the bit clock) is
     # part of that look-alike, no bus of its own
     buses = [b for b in buses if b.cs_confidence >= 0.9 or not any(b.clk in la.lines for la in ev.lookalikes)]
@@ -177,12 +180,19 @@ def _find_cs(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, 
     ``how``: "bracket" (its level brackets the bursts), "latch" (a strobe between bursts: LOAD,
     LE, a pad's LATCH; the bits between two pulses are one transfer), "once" (one window in the
     prefix holds every clock edge)."""
+    ev.cs_rivals.pop(clk, None)
+    ev.cs_near.pop(clk, None)
     best = None
+    near: tuple[str, int, float] | None = None     # a line bracketing most bursts that changes while SCLK runs
+    tight: list[tuple[str, int, int, np.ndarray]] = []       # lines bracketing every burst
     for name in ev.names:
         if name in taken or name == clk:
             continue
         active, share, windows = cs_level(ev, name, clk)
-        if active is None or not _between_bursts(ev, name, clk):
+        if active is None:
+            near = _near(ev, name, clk, near)
+            continue
+        if not _between_bursts(ev, name, clk):
             continue
         if share < BRACKET and quadrature(ev, name, clk):
             continue          # a loose bracket that is half of a quadrature pair: a mouse's XA
@@ -190,14 +200,61 @@ def _find_cs(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, 
         # that pulses once before each burst and is "active" all the rest of the time)
         starts, ends = cs_windows(ev, name, active)
         key = (share >= BRACKET, windows, -float(np.sum(np.minimum(ends, ev.end) - starts)))
+        if share >= BRACKET:
+            tight.append((name, active, windows, starts))
         if best is None or key > best[0]:
             best = (key, name, active, 0.95 if share >= BRACKET else 0.6, "bracket")
     if best is not None and best[0][0]:
+        ev.cs_rivals[clk] = _rivals(ev, clk, best[1], tight)
         return best[1], best[2], best[3], best[4]
     found = _once(ev, clk, taken) or _latch(ev, clk, taken)
     if found is not None:
         return found
+    if best is None and near is not None:
+        ev.cs_near[clk] = near
     return (best[1], best[2], best[3], best[4]) if best else None
+
+
+def _near(ev: Evidence, name: str, clk: str, near: tuple[str, int, float] | None) -> tuple[str, int, float] | None:
+    """``near`` or ``name`` if it comes closer to being ``clk``'s CS though no CS test takes it: at
+    one level at NEAR of SCLK's edges, in eight windows or more each holding a burst of four edges
+    or more, changing far less often than the clock (a quarter: no data line), but changing while
+    SCLK runs too (a host that clocks on between commands). A line changing a handful of times
+    (a reset, a mouse's quadrature output) says nothing either way."""
+    ci = ev.changes[clk]
+    if not 16 <= len(ev.changes[name]) <= len(ci) / 4 or quadrature(ev, name, clk):
+        return near
+    lv, before = ev.level[name][ci], ev.level[name][ci - 1]
+    ct = ev.t[ci]
+    for active in (0, 1):
+        share = float(np.mean((lv == active) | (before == active)))
+        if share < NEAR or (near is not None and share <= near[2]):
+            continue
+        starts, ends = cs_windows(ev, name, active)
+        held = np.searchsorted(ct, ends, side="left") - np.searchsorted(ct, starts, side="right")
+        if int(np.count_nonzero(held >= 4)) >= 8:
+            near = (name, active, share)
+    return near
+
+
+def _rivals(ev: Evidence, clk: str, cs: str, tight: list[tuple[str, int, int, np.ndarray]]) -> tuple[str, ...]:
+    """The other lines that bracket every one of ``clk``'s bursts as ``cs`` does (as many windows,
+    each holding a burst) but are not asserted with it (its starts more than two clock periods
+    away: a twin asserted together is a second device, settle._together): a handshake or flow
+    control line (SSI32's FC#) brackets the same bursts as the select, and nothing in the
+    signals says which of them is the select."""
+    mine = next(x for x in tight if x[0] == cs)
+    tol = 4 * max(1.0, half_of(ev, clk))
+    out = []
+    for name, _, windows, starts in tight:
+        if name == cs or windows != mine[2] or not len(starts) or not len(mine[3]):
+            continue
+        k = np.clip(np.searchsorted(starts, mine[3]), 0, len(starts) - 1)
+        k0 = np.clip(k - 1, 0, len(starts) - 1)
+        near = np.minimum(np.abs(starts[k] - mine[3]), np.abs(starts[k0] - mine[3])) <= tol
+        if float(np.mean(near)) < 0.9:
+            out.append(name)
+    return tuple(out)
 
 
 def quadrature(ev: Evidence, name: str, clk: str) -> str | None:

@@ -8,16 +8,26 @@ edge": one data line whose changes lag the clock's edges, as a peripheral's outp
 a setting is the share of answers on its basis that were right on sigrok-dumps (every .sr of
 <= 30 MB, named and with every channel renamed to its number). A device's series of captures is
 not independent evidence (55 files of one test pattern): each unit counts as at most three answers
-with its own share right; one right and one wrong answer are added (a basis seen twice is not
-sure); the share is rounded down to a multiple of 0.05 and kept within 0.05-0.95.
+with its own share right.
+
+Few answers: a basis' share is the posterior mean under a Beta prior fitted to how the shares of
+its setting's bases spread (``PRIOR``: maximum beta-binomial marginal likelihood, fitted by the
+evaluation on the same answers; per setting, one data line's direction a group of its own). Most
+bases are right nearly always (SPI evidence) or wrong nearly always (a look-alike's): two or three
+devices all right then state what such bases measure, not the 0.6-0.85 that one right and one
+wrong answer added made of them. The share is rounded down to a multiple of 0.05 within 0.05-0.95.
 
 How true that is, is measured out of sample: the corpus is split into five folds by device (a fixed
-hash), the shares fitted on four and stated on the fifth; the pooled out-of-fold answers give the
-reliability table of docs/inference.md. A basis the fitting folds never saw is stated at the share
-right of such answers in that same cross-validation (``UNSEEN``, per setting: a clock on a kind of
-evidence never seen was mostly no SPI bus at all), not at a fixed 0.5. Answers that rest on a
-default only (CPHA when the data lines do not change, a data line that never changes) state 0.5:
-what the corpus' devices happen to use is no evidence about the next capture.
+hash), the shares and priors fitted on four and stated on the fifth; the pooled out-of-fold
+answers give the reliability table of docs/inference.md. A basis the fitting folds never saw is
+stated at the share right of such answers in that same cross-validation (``UNSEEN``, per setting)
+when the Beta posterior of that share puts 95 % of its mass on one side of one half (a never-seen
+CS, 5 of 5 right: 0.85); else at 0.5, a coin toss (a never-seen clock: 11 of 20, and a fold's fit
+measures anything from 40 to 70 %: stated at that noise, the out-of-fold answers at 0.60-0.65 were
+right 4 times in 12). Answers that rest on a default only (CPHA when the data lines do not change,
+a data line that never changes) or where the signals allow two readings equally (two CS
+candidates) state 0.5: what the corpus' devices happen to use is no evidence about the next
+capture.
 
 ``python tests/sigrok_dumps_eval.py DUMPS TEST --calibrate`` writes calibration_data.py from the
 whole corpus (deterministic: the folds are a hash of the device's folder); nothing here is tuned by
@@ -28,9 +38,12 @@ from __future__ import annotations
 
 import math
 
-from spigap.core.infer.calibration_data import MEASURED, UNSEEN
+import numpy as np
+
+from spigap.core.infer.calibration_data import MEASURED, PRIOR, UNSEEN
 
 Table = dict[tuple[str, str], tuple[int, int, float, float]]
+Prior = dict[str, tuple[float, float]]
 
 DEFAULT_ONLY = 0.5
 # bases that exist only when an option names a role (the other data line named: this one by
@@ -46,49 +59,73 @@ DIRECTION = "one line is miso"       # the setting of one data line's direction 
 # answers that rest on no evidence: CPHA when no data line changes; a data line that never changes
 # or changes too few times to see when; two data lines that behave alike (MOSI taken as the first
 # in channel order: the corpus' wirings measured 7 of 15, and in cross-validation 2 of 9 where the
-# other folds' said 3 of 4: a convention, not evidence)
+# other folds' said 3 of 4: a convention, not evidence); a CS beside another line bracketing the same
+# bursts, asserted apart (SSI32's FC#: which is the select, the signals do not say); no CS, beside a
+# line that brackets most bursts but changes while the clock runs (a 93LC56B's CS under an MPSSE)
 DEFAULTS = {("mode", "no data changes"), ("mosi", "static"), ("miso", "static"), (DIRECTION, "static"),
-            (DIRECTION, "one, few changes"), ("mosi", "two, alike"), ("miso", "two, alike")}
+            (DIRECTION, "one, few changes"), ("mosi", "two, alike"), ("miso", "two, alike"),
+            ("cs", "two brackets"), ("cs", "none, near")}
 
 
 def group(setting: str) -> str:
-    """The setting whose never-seen bases share one measured UNSEEN share (MOSI and MISO are one answer)."""
+    """The setting whose bases share one prior and one measured UNSEEN share (MOSI and MISO are
+    one answer)."""
     return "data" if setting in ("mosi", "miso") else setting
 
 
-def _share(m: tuple[int, int, float, float]) -> float:
-    right, n = m[3], m[2]           # effective (each unit at most three answers)
-    return (right + 1.0) / (n + 2.0)
+def _share(m: tuple[int, int, float, float], ab: tuple[float, float] = (1.0, 1.0)) -> float:
+    """The posterior mean of a basis' share right: its effective answers (each unit at most three)
+    under the Beta(a, b) prior of its setting (fitted on the other bases of the setting: how shares
+    of bases spread; Beta(1, 1), one right and one wrong answer added, without one)."""
+    right, n = m[3], m[2]
+    a, b = ab
+    return (right + a) / (n + a + b)
 
 
 def _level(p: float) -> float:
     return min(0.95, max(0.05, math.floor(p * 20 + 1e-9) / 20))
 
 
-def share(setting: str, basis: str, table: Table | None = None) -> float | None:
-    """The measured share right (with the prior) of answers of ``setting`` on ``basis``, or None."""
+def share(setting: str, basis: str, table: Table | None = None, prior: Prior | None = None) -> float | None:
+    """The measured share right (the posterior mean under its setting's prior) of answers of
+    ``setting`` on ``basis``, or None."""
     m = (MEASURED if table is None else table).get((setting, basis))
     if m is None or (setting, basis) in DEFAULTS:
         return None
-    return _share(m)
+    return _share(m, (PRIOR if prior is None else prior).get(group(setting), (1.0, 1.0)))
 
 
-def stated(setting: str, basis: str, table: Table | None = None, unseen: Table | None = None) -> float:
-    """The confidence to state for an answer of ``setting`` on ``basis`` (``table``/``unseen``:
-    another fit's, as the cross-validation states them; default the shipped one)."""
+def stated(setting: str, basis: str, table: Table | None = None, unseen: Table | None = None,
+           prior: Prior | None = None) -> float:
+    """The confidence to state for an answer of ``setting`` on ``basis`` (``table``/``unseen``/
+    ``prior``: another fit's, as the cross-validation states them; default the shipped one)."""
     if (setting, basis) in DEFAULTS:
         return DEFAULT_ONLY
-    p = share(setting, basis, table)
+    p = share(setting, basis, table, prior)
     if p is None:
         u = (UNSEEN if unseen is None else unseen).get((group(setting), "unseen"))
-        return DEFAULT_ONLY if u is None else _level(_share(u))
+        return DEFAULT_ONLY if u is None or not _credibly_off_half(u) else _level(_share(u))
     return _level(p)
 
 
-def direction(basis: str, table: Table | None = None) -> tuple[str, float] | None:
+def _credibly_off_half(m: tuple[int, int, float, float]) -> bool:
+    """Whether the answers ``m`` (effective) put a share right credibly away from one half: the
+    Beta posterior under a uniform prior puts 95 % of its mass on one side of 0.5. Never-seen
+    answers are few and come from few devices (a fold's share swings 40-70 % with one device
+    more or less); a share the corpus cannot tell from a coin toss is stated as one (0.5), not
+    as the noise of the fold it was fitted on. Computed on a grid (numpy, no scipy on this path)."""
+    n, k = m[2], m[3]
+    x = np.linspace(0.0, 1.0, 4001)[1:-1]
+    logpdf = k * np.log(x) + (n - k) * np.log1p(-x)
+    w = np.exp(logpdf - logpdf.max())
+    above = float(w[x > 0.5].sum() / w.sum())
+    return above >= 0.95 or above <= 0.05
+
+
+def direction(basis: str, table: Table | None = None, prior: Prior | None = None) -> tuple[str, float] | None:
     """One data line on ``basis``: (the role it is more often, the confidence to state it at), or
     None when the basis was never measured (then both readings are equally open)."""
-    p = share(DIRECTION, basis, table)
+    p = share(DIRECTION, basis, table, prior)
     if p is None:
         return None
     return ("miso" if p >= 0.5 else "mosi"), _level(max(p, 1 - p))

@@ -17,12 +17,14 @@ MEASURED: dict[tuple[str, str], tuple[int, int, float, float]] = {
     ('bus', 'once/few1'): (2, 2, 2.00, 2.00),
     ('bus', 'once/static1'): (2, 0, 2.00, 0.00),
     ('bus', 'square/edges1'): (2, 0, 2.00, 0.00),
-    ('cs', 'bracket'): (110, 109, 45.00, 44.00),
+    ('cs', 'bracket'): (109, 109, 44.00, 44.00),
     ('cs', 'latch'): (2, 2, 2.00, 2.00),
     ('cs', 'loose'): (2, 2, 2.00, 2.00),
-    ('cs', 'none'): (7, 6, 6.00, 5.00),
+    ('cs', 'none'): (6, 6, 5.00, 5.00),
+    ('cs', 'none, near'): (1, 0, 1.00, 0.00),
     ('cs', 'once'): (53, 53, 18.00, 18.00),
     ('cs', 'twin'): (1, 1, 1.00, 1.00),
+    ('cs', 'two brackets'): (1, 0, 1.00, 0.00),
     ('miso', 'two, alike'): (15, 7, 10.00, 6.38),
     ('miso', 'two, clear'): (10, 8, 9.00, 7.00),
     ('miso', 'two, lag'): (1, 1, 1.00, 1.00),
@@ -53,4 +55,14 @@ UNSEEN: dict[tuple[str, str], tuple[int, int, float, float]] = {
     ('bus', 'unseen'): (21, 11, 20.00, 11.00),
     ('cs', 'unseen'): (5, 5, 5.00, 5.00),
     ('data', 'unseen'): (2, 2, 2.00, 2.00),
+}
+
+# setting group: (a, b) of the Beta prior of its bases' shares right (the beta-binomial
+# marginal likelihood of MEASURED's effective answers; a basis is stated at its posterior mean)
+PRIOR: dict[str, tuple[float, float]] = {
+    'bus': (0.2512, 0.1),
+    'cs': (10.0, 0.1),
+    'data': (10.0, 1.2589),
+    'mode': (10.0, 0.1),
+    'one line is miso': (1.0, 0.7079),
 }

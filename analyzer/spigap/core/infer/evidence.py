@@ -24,6 +24,9 @@ class Evidence:
         self.refused: list[str] = []         # what looked like a bus and was not (buses.find_buses)
         self.lookalikes: list = []           # lookalike.Lookalike: buses refused as another protocol
         self.multi: dict[str, str] = {}      # clock -> a line that changes several times per cycle of it
+        self.cs_rivals: dict[str, tuple[str, ...]] = {}  # clock -> other lines bracketing its bursts as its CS does
+        # clock without a CS -> (line, level, share of edges): it brackets most bursts, toggled inside them
+        self.cs_near: dict[str, tuple[str, int, float]] = {}
         for j, name in enumerate(names):
             lv = ((s >> np.uint32(j)) & 1).astype(np.int8)
             self.level[name] = lv

@@ -30,10 +30,12 @@ class Source:
     confidence: float = 1.0
     note: str = ""
     basis: str = ""           # the evidence an inferred confidence is calibrated by (core/infer/calibration.py)
+    also: tuple = ()          # the other readings the data leave open (a CS beside a line bracketing the same bursts)
 
     def as_dict(self) -> dict:
         return {"from": self.how, "confidence": round(float(self.confidence), 3),
-                "confidence_words": confidence_words.of_source(self.how, self.confidence), "note": self.note}
+                "confidence_words": confidence_words.of_source(self.how, self.confidence, 1 + len(self.also)),
+                "note": self.note}
 
 
 @dataclasses.dataclass
@@ -50,6 +52,7 @@ class Bus:
     data_how: str = "edges"        # "edges" (data lines change on the clock's edges), "few" (a line that
     #                                changes too rarely to tell, while the transfer runs), "none"
     wide: tuple = ()               # more than two data lines follow the clock (dual/quad SPI): all of them
+    cs_rivals: tuple = ()          # other lines bracketing every burst as the CS does, not asserted with it
 
     def channels(self) -> list[str]:
         return [self.clk] + ([self.cs] if self.cs else []) + self.data

@@ -18,7 +18,7 @@ from spigap.core import config as config_mod
 from spigap.core.config import SpiConfig
 from spigap.core.infer import calibration
 from spigap.core.infer.buses import find_buses, few_changes, no_bus_reason
-from spigap.core.infer.evidence import Evidence, cs_windows, half_of
+from spigap.core.infer.evidence import Evidence, cs_level, cs_windows, half_of
 from spigap.core.infer.lookalike import continuous
 from spigap.core.infer.mosi_miso import assign_data
 from spigap.core.infer.report import Bus, NoSpiBus, Settled, Source
@@ -416,10 +416,21 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                                        if bus.cs_how != "bracket" or bus.cs_confidence >= LOW_CONFIDENCE else
                                        "each of its windows holds an SCLK burst, but SCLK also runs outside them",
                                        cs_basis(bus, ev))
+                if bus.cs_rivals:
+                    sources["cs"] = _rival_source(bus, ev)
             else:
                 out.cs = None
                 sources["cs"] = Source("inferred", 0.8, "no channel brackets the SCLK bursts: "
                                        "framed without CS (by SCLK idle time)", "none")
+                near, near_level, share = ev.cs_near.get(bus.clk, (None, 0, 0.0))
+                if near is not None and near not in bus.data:
+                    level = "high" if near_level else "low"
+                    sources["cs"] = Source(
+                        "inferred", 0.5, f"framed without CS (by SCLK idle time), or with {near} as the select: "
+                        f"{share:.0%} of SCLK's edges fall while it is {level}, but it also changes while SCLK runs, "
+                        "as no CS does (a host that clocks on between commands: an FTDI MPSSE driving a "
+                        f"Microwire EEPROM); two readings (give --cs {near} --cs-polarity {level} if it is the select)",
+                        "none, near", also=(near,))
         if cfg.cs is None and not cfg.no_cs and out.clk is not None:
             foreign = {c for b in buses if b.clk != out.clk for c in b.channels()}
             free = [c for c in ev.names if c not in foreign | {out.clk, out.mosi, out.miso} and c not in bus.data]
@@ -536,6 +547,29 @@ _CS_NOTE = {
 }
 
 
+def _rival_source(bus: Bus, ev: Evidence) -> Source:
+    """A CS beside other lines that bracket the same bursts, asserted apart (SSI32's CS# and its
+    flow control FC#): one of them is the select and the signals do not say which. Both readings
+    at 0.5 (calibration.DEFAULTS: no evidence either way), with the option that settles it; the
+    one active the shorter time is taken."""
+    assert bus.cs is not None
+    names = [bus.cs, *bus.cs_rivals]
+    lead = ""
+    if len(names) == 2:
+        a = cs_windows(ev, bus.cs, bus.cs_active if bus.cs_active is not None else 0)[0]
+        b = cs_windows(ev, names[1], cs_level(ev, names[1], bus.clk)[0] or 0)[0]
+        k = min(len(a), len(b))
+        if k:
+            apart = float(np.median(np.abs(a[:k] - b[:k]))) / max(1.0, 2 * half_of(ev, bus.clk))
+            lead = f", asserted about {apart:.0f} SCLK periods apart"
+    others = " or ".join(bus.cs_rivals)
+    readings = "two" if len(names) == 2 else str(len(names))
+    return Source("inferred", 0.5, f"{' and '.join(names)} each bracket every SCLK burst{lead}: {readings} readings, one of "
+                                   f"them is the select (the other a handshake or flow-control line); taken as "
+                                   f"{bus.cs}, active the shorter time (give --cs {others} if that is the select)",
+                  "two brackets", also=tuple(bus.cs_rivals))
+
+
 def cs_basis(bus: Bus, ev: Evidence) -> str:
     """The CS evidence an inferred CS (and the bus) is calibrated by: "bracket" (its level
     brackets the bursts at 98 % of the edges), "square" (... but it is a square wave: windows and
@@ -585,4 +619,6 @@ def _value(cfg: SpiConfig, key: str):
         return "low" if cfg.cs_active_low else "high"
     if key == "bitorder":
         return "lsb" if cfg.lsb_first else "msb"
+    if key == "cs" and cfg.cs is None:
+        return "none"
     return getattr(cfg, key)
