@@ -20,6 +20,10 @@ TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4;
 PYTEST_REPORT := -ra --durations=20
 DEMO ?= captures/mcp3008-rpi3-k4.4-b10.sr
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get
+# pip as the venvs use it: quiet, and without byte-compiling every installed module (numpy,
+# matplotlib, dask, mypy, ...: about a third of an install's CPU); Python compiles what it
+# imports on first use. The venv's own pip (23.2 on bookworm) is recent enough: not upgraded.
+PIP_INSTALL = -m pip install -q --no-compile --disable-pip-version-check
 # apt-get update + install of $(1), quietly: apt's and debconf's output goes to $(APT_LOG),
 # printed only when it fails
 APT_LOG := build/apt.log
@@ -54,9 +58,8 @@ $(STAMP): setup.py setup.cfg pyproject.toml
 	    fi; \
 	  fi; \
 	fi
-	$(BIN)/python -m pip install -q --upgrade pip
 	@$(MAKE) --no-print-directory compiler
-	$(BIN)/python -m pip install -q -e '.[test,dev]'
+	$(BIN)/python $(PIP_INSTALL) -e '.[test,dev]'
 	$(BIN)/python -m spigap.native
 	@touch $@
 
@@ -95,8 +98,7 @@ oracles: $(OSTAMP)
 $(OSTAMP): tests/oracles/requirements.txt
 	rm -rf $(OVENV)
 	$(PYTHON) -m venv $(OVENV)
-	$(OVENV)/bin/python -m pip install -q --upgrade pip
-	$(OVENV)/bin/python -m pip install -q -r tests/oracles/requirements.txt
+	$(OVENV)/bin/python $(PIP_INSTALL) -r tests/oracles/requirements.txt
 	@touch $@
 
 ## the main job on a bundled capture
@@ -128,8 +130,7 @@ TEST_MARKERS ?= not fuzz and not slow
 test: wheel tools oracles
 	rm -rf $(TVENV)
 	$(PYTHON) -m venv $(TVENV)
-	$(TVENV)/bin/python -m pip install -q --upgrade pip
-	$(TVENV)/bin/python -m pip install -q "$$(ls dist/spigap-*.whl)[test]"
+	$(TVENV)/bin/python $(PIP_INSTALL) "$$(ls dist/spigap-*.whl)[test]"
 	@d=$$(mktemp -d -t spigap-test.XXXXXX) || exit 1; \
 	  echo "cd $$d && pytest -n $(TEST_WORKERS) -m '$(TEST_MARKERS)' ... (the installed wheel, from outside the checkout)"; \
 	  cd "$$d" && TMPDIR="$$d" SPIGAP_TEST_INSTALLED=1 SPIGAP_SDIST="$$(ls $(CURDIR)/dist/spigap-*.tar.gz)" \

@@ -412,3 +412,16 @@ if _CPU_LOG:
     pytest_runtest_setup = _timed("setup")
     pytest_runtest_call = _timed("call")
     pytest_runtest_teardown = _timed("teardown")
+
+
+# tests/slow_tests.txt: the tests measured over cpu_budget.THRESHOLD s of CPU, marked `slow`
+# here (make test leaves them out; make test-all and CI run them). tryfirst: before `-m`
+# deselects and before pytest-xdist appends its @group to the ids.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    from cpu_budget import read_list
+
+    listed = read_list()
+    for item in items:
+        if item.nodeid in listed:
+            item.add_marker(pytest.mark.slow)

@@ -92,7 +92,7 @@ def test_raw_files_any_unitsize(sigrok_cli, tmp_path, reference):
     (["-", "--input-format", "raw"], b"\x00\x01" * 100, "raw samples carry no samplerate"),
     (["-", "--input-format", "raw", "--samplerate", "1m", "--unitsize", "9"], b"\x00", "outside 1..8"),
     (["-", "--input-format", "saleae"], b"<SALEAE>", "cannot be read from a pipe"),
-])
+], ids=["empty", "sr-zip", "not-vcd", "raw-no-rate", "raw-unitsize-9", "saleae"])
 def test_pipe_errors_are_one_line(args, stdin, message):
     proc = subprocess.run([*SPIGAP, "analyze", *args], input=stdin, capture_output=True, timeout=60)
     err = proc.stderr.decode()
