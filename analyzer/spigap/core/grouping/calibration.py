@@ -75,14 +75,15 @@ def chain(full: str, level: str) -> list[str]:
     return head + (["fit:loose"] if c == "loose" else [basis, f"level:{level}"])
 
 
-def share(key_list: list[str]) -> float | None:
+def share(key_list: list[str], table: dict[str, tuple[int, int]] | None = None) -> float | None:
     """The measured share right of an answer with these keys (most specific first): from the
     coarsest measured key down, each finer key's count updates the coarser one's share, weighted
     as PRIOR answers (a key seen three times moves the estimate part of the way); None when not
-    even the coarsest was measured."""
+    even the coarsest was measured. ``table``: another measured table (out-of-fold checks)."""
     p = None
+    table = MEASURED if table is None else table
     for k in reversed(key_list):
-        m = MEASURED.get(k)
+        m = table.get(k)
         if m is None:
             continue
         n, right = m
