@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import pathlib
 import re
 import sys
 
@@ -83,7 +84,6 @@ ITEMS = "build/grouping-calibration-items.json"   # calibrate's answers, for ``l
 def save_items(results: list[dict]) -> None:
     """Every measured answer as [seed, key, level, right], for choosing the levels (``levels``)."""
     import json
-    import pathlib
 
     rows = []
     for r in results:
@@ -96,7 +96,6 @@ def save_items(results: list[dict]) -> None:
 
 def load_items() -> list[list]:
     import json
-    import pathlib
 
     return json.loads((pathlib.Path(__file__).resolve().parent.parent / ITEMS).read_text())
 
@@ -152,7 +151,6 @@ def wilson_interval(ok: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def write_calibration(results: list[dict]) -> str:
-    import pathlib
 
     path = (pathlib.Path(__file__).resolve().parent.parent / "analyzer" / "spigap" / "core" / "grouping"
             / "calibration_data.py")
@@ -209,6 +207,64 @@ def table(results: list[dict]) -> str:
         ok = sum(r["named"] >= RIGHT for r in amb)
         lines.append(f"| ambiguous (0.50) | {len(amb)} | the truth among the readings named: {ok} "
                      f"({100 * ok / len(amb):.1f} %) | {100 * wilson_lower(ok, len(amb)):.1f} % | – |")
+    return "\n".join(lines)
+
+
+def interval_table(results: list[dict]) -> str:
+    """docs/gaps.md's held-back table: per confidence level the answers, how many had >= 98 % of
+    their gaps right, that share and its two-sided 95 % interval (Wilson); then the ambiguous
+    answers: how often the truth is among the readings they name."""
+    by = collections.defaultdict(list)
+    for r in results:
+        if not r["ambiguous"]:
+            by[r["confidence"]].append(r["right"] >= RIGHT)
+    lines = ["| confidence | answers | ≥ 98 % of gaps right | share right | 95 % interval |", "|---|---|---|---|---|"]
+    for c in sorted(by, reverse=True):
+        ok, n = int(sum(by[c])), len(by[c])
+        lo, hi = wilson_interval(ok, n)
+        lines.append(f"| {c:.2f} | {n} | {ok} | {100 * ok / n:.1f} % | {100 * lo:.1f}-{100 * hi:.1f} % |")
+    amb = [r for r in results if r["ambiguous"]]
+    if amb:
+        ok = sum(r["named"] >= RIGHT for r in amb)
+        lo, hi = wilson_interval(ok, len(amb))
+        lines.append(f"| ambiguous (0.50) | {len(amb)} | the truth among the readings named: {ok} | "
+                     f"{100 * ok / len(amb):.1f} % | {100 * lo:.1f}-{100 * hi:.1f} % |")
+    return "\n".join(lines)
+
+
+def constant_n_table(results: list[dict]) -> str:
+    """docs/gaps.md's constant-N table (issue 32's goal: answered at >= 0.8 with an idle start, or
+    with N >= 7 anywhere)."""
+    def busy(c):
+        return c.family == "spidev-n" or "default 10" in c.desc
+
+    rows = (("spidev-n, idle start, N ≥ 2, no usleep", lambda c, n: c.family == "spidev-n" and c.start == "idle" and n >= 2),
+            ("kernel-n, idle start, N ≥ 2", lambda c, n: c.family == "kernel-n" and c.start == "idle" and n >= 2),
+            ("spidev-n or kernel-n, N ≥ 7, any start, no usleep", lambda c, n: n >= 7),
+            ("the same with a busy-wait cs_change, idle start, N ≥ 2",
+             lambda c, n: busy(c) and c.start == "idle" and n >= 2),
+            ("all of issue 32's constant-N cases (idle start N ≥ 2, or N ≥ 7)",
+             lambda c, n: (n >= 2 and c.start == "idle") or n >= 7))
+    lines = ["| cases | count | answered at ≥ 0.8 | of those right |", "|---|---|---|---|"]
+    for name, pick in rows:
+        rs = [r for r in results if pick(r["case"], constant_n(r["case"]) or 0)]
+        sure = [r for r in rs if not r["ambiguous"] and r["confidence"] >= 0.8]
+        ok = sum(r["right"] >= RIGHT for r in sure)
+        lines.append(f"| {name} | {len(rs)} | {len(sure)} ({100 * len(sure) / max(len(rs), 1):.0f} %) | {ok} |")
+    return "\n".join(lines)
+
+
+def family_table(results: list[dict]) -> str:
+    """docs/gaps.md's by-family table."""
+    by = collections.defaultdict(list)
+    for r in results:
+        c = r["case"]
+        by[(c.family, "idle" if c.start == "idle" else "mid/stall")].append(r)
+    lines = ["| family | start | cases | at ≥ 0.8 | of those right | ambiguous |", "|---|---|---|---|---|---|"]
+    for (fam, start), rs in sorted(by.items()):
+        sure = [r for r in rs if not r["ambiguous"] and r["confidence"] >= 0.8]
+        lines.append(f"| {fam} | {start} | {len(rs)} | {len(sure)} | {sum(r['right'] >= RIGHT for r in sure)} | "
+                     f"{sum(r['ambiguous'] for r in rs)} |")
     return "\n".join(lines)
 
 
@@ -279,6 +335,8 @@ def run(seeds) -> list[dict]:
     return [judge(db.draw(s)) for s in seeds]
 
 
+HELD_RESULTS = str(pathlib.Path(__file__).resolve().parent.parent / "build" / "grouping-held-back.pickle")
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "dev"
     count = int(sys.argv[2]) if len(sys.argv) > 2 else None
@@ -293,8 +351,21 @@ if __name__ == "__main__":
     if what == "levels":
         print(levels_report(load_items()))
         sys.exit(0)
+    if what == "held-tables":
+        # the tables of the last ``held`` run again, without judging anything
+        import pickle
+
+        res = pickle.loads(pathlib.Path(HELD_RESULTS).read_bytes())
+        print(interval_table(res), constant_n_table(res), family_table(res), sep="\n\n")
+        sys.exit(0)
     seeds = db.DEVELOPMENT if what == "dev" else db.HELD_BACK
     res = run_parallel(list(seeds)[:count] if count else seeds)
+    if what == "held":
+        import pickle
+
+        pathlib.Path(HELD_RESULTS).parent.mkdir(exist_ok=True)
+        pathlib.Path(HELD_RESULTS).write_bytes(pickle.dumps(res))
+        print(interval_table(res), constant_n_table(res), family_table(res), sep="\n\n", end="\n\n")
     print(table(res))
     print()
     print(by_key(res, "basis"))
