@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import pathlib
 import re
 import sys
 
@@ -77,8 +78,86 @@ def measured(results: list[dict]) -> dict[str, tuple[int, int]]:
     return {k: (v[0], v[1]) for k, v in table.items()}
 
 
+ITEMS = "build/grouping-calibration-items.json"   # calibrate's answers, for ``levels`` (not versioned)
+
+
+def save_items(results: list[dict]) -> None:
+    """Every measured answer as [seed, key, level, right], for choosing the levels (``levels``)."""
+    import json
+
+    rows = []
+    for r in results:
+        seed = r["case"].seed if "case" in r else r["scenario"].seed
+        rows += [[seed, k, lvl, ok] for k, lvl, ok in calibration_items([r])]
+    path = pathlib.Path(__file__).resolve().parent.parent / ITEMS
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(rows))
+
+
+def load_items() -> list[list]:
+    import json
+
+    return json.loads((pathlib.Path(__file__).resolve().parent.parent / ITEMS).read_text())
+
+
+def _table(rows) -> dict[str, tuple[int, int]]:
+    from spigap.core.grouping import calibration as cal
+
+    t: dict[str, list[int]] = {}
+    for _, key, lvl, ok in rows:
+        for k in cal.chain(key, lvl):
+            n_ok = t.setdefault(k, [0, 0])
+            n_ok[0] += 1
+            n_ok[1] += int(ok)
+    return {k: (v[0], v[1]) for k, v in t.items()}
+
+
+def fold(seed: int) -> int:
+    """The half a seed falls in for the out-of-fold check: a hash of it, not its parity (the grid's
+    seeds run through its jitter levels in turn: by parity one half would hold 1 % and 15 %, the
+    other 5 % and 30 %)."""
+    return (seed * 2654435761 >> 13) & 1
+
+
+def levels_report(rows: list[list], levels=None) -> str:
+    """The levels as the development cases measure them out of fold (docs/gaps.md "Calibration"):
+    the table fitted on one half of the seeds (``fold``) states the other half's answers and vice
+    versa; per stated level, the answers and the share right (an ambiguous answer's lean counts
+    where it is the answer: measured right LEAN of the time or more)."""
+    from spigap.core.grouping import calibration as cal
+
+    levels = levels or cal.LEVELS
+    by: dict[float, list[int]] = {}
+    for half in (0, 1):
+        table = _table([r for r in rows if fold(r[0]) != half])
+        for _, key, lvl, ok in (r for r in rows if fold(r[0]) == half):
+            p = cal.share(cal.chain(key, lvl), table)
+            if p is None or (lvl == "lean" and p < cal.LEAN):
+                continue
+            c = next(level for start, level in levels if p >= start)
+            n_ok = by.setdefault(c, [0, 0])
+            n_ok[0] += 1
+            n_ok[1] += int(ok)
+    lines = ["| stated | answers | right | share | 95 % interval |", "|---|---|---|---|---|"]
+    for c in sorted(by, reverse=True):
+        n, ok = by[c]
+        lo, hi = wilson_interval(ok, n)
+        lines.append(f"| {c:.2f} | {n} | {ok} | {100 * ok / n:.1f} % | {100 * lo:.1f}-{100 * hi:.1f} % |")
+    return "\n".join(lines)
+
+
+def wilson_interval(ok: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Two-sided 95 % interval of a share (Wilson)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = ok / n
+    d = 1 + z * z / n
+    c = p + z * z / (2 * n)
+    m = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return float((c - m) / d), float((c + m) / d)
+
+
 def write_calibration(results: list[dict]) -> str:
-    import pathlib
 
     path = (pathlib.Path(__file__).resolve().parent.parent / "analyzer" / "spigap" / "core" / "grouping"
             / "calibration_data.py")
@@ -102,6 +181,19 @@ def run_parallel(seeds, jobs: int = 2) -> list[dict]:
         return pool.map(_judge_seed, list(seeds), chunksize=16)
 
 
+def _judge_scenario(sc) -> dict:
+    import grouping_grid as gg
+
+    return gg.judge(sc)
+
+
+def grid_parallel(scenarios, jobs: int = 2) -> list[dict]:
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        return pool.map(_judge_scenario, list(scenarios), chunksize=16)
+
+
 def table(results: list[dict]) -> str:
     """Per confidence level of the labelled answers: answers, how many had >= 98 % of their
     gaps right (and the 95 % lower bound of that share), the mean share right; then the
@@ -122,6 +214,64 @@ def table(results: list[dict]) -> str:
         ok = sum(r["named"] >= RIGHT for r in amb)
         lines.append(f"| ambiguous (0.50) | {len(amb)} | the truth among the readings named: {ok} "
                      f"({100 * ok / len(amb):.1f} %) | {100 * wilson_lower(ok, len(amb)):.1f} % | – |")
+    return "\n".join(lines)
+
+
+def interval_table(results: list[dict]) -> str:
+    """docs/gaps.md's held-back table: per confidence level the answers, how many had >= 98 % of
+    their gaps right, that share and its two-sided 95 % interval (Wilson); then the ambiguous
+    answers: how often the truth is among the readings they name."""
+    by = collections.defaultdict(list)
+    for r in results:
+        if not r["ambiguous"]:
+            by[r["confidence"]].append(r["right"] >= RIGHT)
+    lines = ["| confidence | answers | ≥ 98 % of gaps right | share right | 95 % interval |", "|---|---|---|---|---|"]
+    for c in sorted(by, reverse=True):
+        ok, n = int(sum(by[c])), len(by[c])
+        lo, hi = wilson_interval(ok, n)
+        lines.append(f"| {c:.2f} | {n} | {ok} | {100 * ok / n:.1f} % | {100 * lo:.1f}-{100 * hi:.1f} % |")
+    amb = [r for r in results if r["ambiguous"]]
+    if amb:
+        ok = sum(r["named"] >= RIGHT for r in amb)
+        lo, hi = wilson_interval(ok, len(amb))
+        lines.append(f"| ambiguous (0.50) | {len(amb)} | the truth among the readings named: {ok} | "
+                     f"{100 * ok / len(amb):.1f} % | {100 * lo:.1f}-{100 * hi:.1f} % |")
+    return "\n".join(lines)
+
+
+def constant_n_table(results: list[dict]) -> str:
+    """docs/gaps.md's constant-N table (issue 32's goal: answered at >= 0.8 with an idle start, or
+    with N >= 7 anywhere)."""
+    def busy(c):
+        return c.family == "spidev-n" or "default 10" in c.desc
+
+    rows = (("spidev-n, idle start, N ≥ 2, no usleep", lambda c, n: c.family == "spidev-n" and c.start == "idle" and n >= 2),
+            ("kernel-n, idle start, N ≥ 2", lambda c, n: c.family == "kernel-n" and c.start == "idle" and n >= 2),
+            ("spidev-n or kernel-n, N ≥ 7, any start, no usleep", lambda c, n: n >= 7),
+            ("the same with a busy-wait cs_change, idle start, N ≥ 2",
+             lambda c, n: busy(c) and c.start == "idle" and n >= 2),
+            ("all of issue 32's constant-N cases (idle start N ≥ 2, or N ≥ 7)",
+             lambda c, n: (n >= 2 and c.start == "idle") or n >= 7))
+    lines = ["| cases | count | answered at ≥ 0.8 | of those right |", "|---|---|---|---|"]
+    for name, pick in rows:
+        rs = [r for r in results if pick(r["case"], constant_n(r["case"]) or 0)]
+        sure = [r for r in rs if not r["ambiguous"] and r["confidence"] >= 0.8]
+        ok = sum(r["right"] >= RIGHT for r in sure)
+        lines.append(f"| {name} | {len(rs)} | {len(sure)} ({100 * len(sure) / max(len(rs), 1):.0f} %) | {ok} |")
+    return "\n".join(lines)
+
+
+def family_table(results: list[dict]) -> str:
+    """docs/gaps.md's by-family table."""
+    by = collections.defaultdict(list)
+    for r in results:
+        c = r["case"]
+        by[(c.family, "idle" if c.start == "idle" else "mid/stall")].append(r)
+    lines = ["| family | start | cases | at ≥ 0.8 | of those right | ambiguous |", "|---|---|---|---|---|---|"]
+    for (fam, start), rs in sorted(by.items()):
+        sure = [r for r in rs if not r["ambiguous"] and r["confidence"] >= 0.8]
+        lines.append(f"| {fam} | {start} | {len(rs)} | {len(sure)} | {sum(r['right'] >= RIGHT for r in sure)} | "
+                     f"{sum(r['ambiguous'] for r in rs)} |")
     return "\n".join(lines)
 
 
@@ -192,6 +342,8 @@ def run(seeds) -> list[dict]:
     return [judge(db.draw(s)) for s in seeds]
 
 
+HELD_RESULTS = str(pathlib.Path(__file__).resolve().parent.parent / "build" / "grouping-held-back.pickle")
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "dev"
     count = int(sys.argv[2]) if len(sys.argv) > 2 else None
@@ -199,11 +351,28 @@ if __name__ == "__main__":
         import grouping_grid as gg
 
         res = run_parallel(list(db.DEVELOPMENT)[:count] if count else db.DEVELOPMENT)
-        grid = [gg.judge(sc) for sc in gg.grid(full=True)]
+        grid = grid_parallel(gg.grid(full=True))
         print(write_calibration(res + grid), f"from {len(res)} driver behaviours and {len(grid)} grid scenarios")
+        save_items(res + grid)
+        sys.exit(0)
+    if what == "levels":
+        print(levels_report(load_items()))
+        sys.exit(0)
+    if what == "held-tables":
+        # the tables of the last ``held`` run again, without judging anything
+        import pickle
+
+        res = pickle.loads(pathlib.Path(HELD_RESULTS).read_bytes())
+        print(interval_table(res), constant_n_table(res), family_table(res), sep="\n\n")
         sys.exit(0)
     seeds = db.DEVELOPMENT if what == "dev" else db.HELD_BACK
     res = run_parallel(list(seeds)[:count] if count else seeds)
+    if what == "held":
+        import pickle
+
+        pathlib.Path(HELD_RESULTS).parent.mkdir(exist_ok=True)
+        pathlib.Path(HELD_RESULTS).write_bytes(pickle.dumps(res))
+        print(interval_table(res), constant_n_table(res), family_table(res), sep="\n\n", end="\n\n")
     print(table(res))
     print()
     print(by_key(res, "basis"))

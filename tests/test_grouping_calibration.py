@@ -9,6 +9,7 @@ grid crosses every jitter level too (1080 scenarios, ~30 s):
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -179,3 +180,84 @@ def test_binomial_tail_equals_scipy():
         k = rng.integers(-1, 3001, size=50) % (n + 3) - 1
         ref = np.where(k <= 0, 1.0, bdtrc(np.maximum(k - 1, 0), n, q))
         np.testing.assert_allclose(_tail(k, n, q), ref, rtol=1e-9, atol=1e-300)
+
+
+# ------------------------------------------------------------- the split's EM, written out for speed
+
+def _plain_em(xs, ws, total, comps, outlier, u_density, scale="log", binw=0.02, res=1.0):
+    """The EM of decoders/spi_gaps/split.py as the plain formulas: any number of components, one
+    density function, no constants taken out of the loop (what split.py ran before it was
+    written out per component count for speed)."""
+    from spigap.core.gaprules import defs
+
+    split = defs.split_two.__globals__
+    normal = lambda x, m, s: math.exp(-0.5 * ((x - m) / s) ** 2) / (s * 2.5066282746310002)  # noqa: E731
+    comps = [list(c) for c in comps]
+    cap = defs.SPLIT_MAX_OUTLIER if scale == "log" else defs.SPLIT_MAX_OUTLIER_LINEAR
+    ll = -math.inf
+    for _ in range(defs.SPLIT_ITERATIONS):
+        s0, s1, s2 = [0.0] * len(comps), [0.0] * len(comps), [0.0] * len(comps)
+        su = new_ll = 0.0
+        pu = outlier * u_density
+        for x, w in zip(xs, ws):
+            ps = [c[0] * normal(x, c[1], c[2]) for c in comps]
+            tot = sum(ps) + pu
+            if tot <= 0.0:
+                continue
+            new_ll += w * math.log(tot)
+            f = w / tot
+            for k, p in enumerate(ps):
+                r = p * f
+                s0[k] += r
+                s1[k] += r * x
+                s2[k] += r * x * x
+            su += pu * f
+        for k, c in enumerate(comps):
+            if s0[k] <= 1e-12:
+                c[0] = 0.0
+                continue
+            c[0], c[1] = s0[k] / total, s1[k] / s0[k]
+            var = max(s2[k] / s0[k] - c[1] * c[1], 0.0) + binw * binw / 12.0
+            c[2] = max(math.sqrt(var), split["_floor"](c[1], scale, res))
+        outlier = min(su / total, cap)
+        wsum = sum(c[0] for c in comps) or 1.0
+        for c in comps:
+            c[0] = c[0] / wsum * (1.0 - outlier)
+        done = abs(new_ll - ll) < split["SPLIT_TOLERANCE"] * max(1.0, abs(new_ll))
+        ll = new_ll
+        if done:
+            break
+    return [tuple(c) for c in comps], outlier, ll
+
+
+def test_split_em_is_the_plain_em_to_the_last_bit(monkeypatch):
+    """The EM pass is written out for one and two components (the grouping's CPU is mostly
+    there; sigrok's Python has no numpy): every split must come out as the plain formulas give
+    it, bit for bit: verdict, components, threshold and every value's side."""
+    from spigap.core.gaprules import defs
+
+    split = defs.split_two.__globals__
+    rng = np.random.default_rng(5)
+    cases = []
+    for i in range(40):
+        n = int(rng.integers(30, 3000))
+        a, b = rng.uniform(20, 600), rng.uniform(20, 3000)
+        sa, sb = rng.choice([0.01, 0.05, 0.2]), rng.choice([0.01, 0.05, 0.3])
+        v = np.where(rng.random(n) < rng.uniform(0.05, 0.95), a * np.exp(rng.normal(0, sa, n)),
+                     b * np.exp(rng.normal(0, sb, n)))
+        v[rng.random(n) < 0.02] *= 20
+        u, c = np.unique(np.rint(v).astype(int), return_counts=True)
+        cases.append((list(zip(u.tolist(), c.tolist())), "log" if i % 3 else "linear"))
+
+    def run():
+        out = []
+        for pairs, scale in cases:
+            sp = defs.split_two(pairs, scale)
+            out.append((sp.verdict, sp.comps, sp.outlier, sp.threshold, sp.expected_error, sp.note,
+                        [sp.classify(v) for v, _ in pairs]))
+        return out
+
+    fast = run()
+    assert {f[0] for f in fast} >= {"one", "two"}          # both outcomes are compared
+    monkeypatch.setitem(split, "_em", _plain_em)
+    assert run() == fast

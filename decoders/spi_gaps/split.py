@@ -43,6 +43,7 @@ SPLIT_MAX_SIGMA = 0.45
 SPLIT_MAX_OUTLIER = 0.15
 SPLIT_MAX_OUTLIER_LINEAR = 0.02
 SPLIT_ITERATIONS = 60
+SPLIT_TOLERANCE = 1e-6
 SPLIT_LINEAR_BINS = 400
 SPLIT_START_CUTS = (0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 0.9, 0.97, 0.99)
 
@@ -108,48 +109,121 @@ def _floor(m, scale='log', res=1.0):
 
 
 def _em(xs, ws, total, comps, outlier, u_density, scale='log', binw=SPLIT_BIN, res=1.0):
-    """EM for len(comps) normal components + one uniform component over binned
-    data (xs: bin centres, ws: counts). Returns (comps, outlier, loglik)."""
-    comps = [list(c) for c in comps]
+    """EM for one or two normal components + one uniform component over binned
+    data (xs: bin centres, ws: counts). Returns (comps, outlier, loglik).
+
+    The grouping spends most of its time here (one capture's gaps are split a few
+    times, each from several starting cuts), and sigrok's embedded Python on a
+    stock Debian has no numpy (python3-numpy is no dependency of libsigrokdecode):
+    so the pass over the bins is written out for one and for two components, with
+    each component's constants taken out of the loop. The arithmetic is that of
+    the plain formulas (``_normal``), operation for operation: the same fit to the
+    last bit."""
+    if len(comps) == 1:
+        return _em1(xs, ws, total, comps[0], outlier, u_density, scale, binw, res)
+    return _em2(xs, ws, total, comps, outlier, u_density, scale, binw, res)
+
+
+def _m_step(s0, s1, s2, total, scale, binw, res):
+    """One component's (weight, mean, sigma) from its posterior sums; None when it holds nothing."""
+    if s0 <= 1e-12:
+        return None
+    m = s1 / s0
+    var = max(s2 / s0 - m * m, 0.0) + binw * binw / 12.0
+    return s0 / total, m, max(math.sqrt(var), _floor(m, scale, res))
+
+
+def _em1(xs, ws, total, comp, outlier, u_density, scale, binw, res):
+    exp, log = math.exp, math.log
+    w0, m0, d0 = comp
+    cap = SPLIT_MAX_OUTLIER if scale == 'log' else SPLIT_MAX_OUTLIER_LINEAR
     ll = -math.inf
     for _ in range(SPLIT_ITERATIONS):
-        s0 = [0.0] * len(comps)
-        s1 = [0.0] * len(comps)
-        s2 = [0.0] * len(comps)
+        a0, b0, c0 = 0.0, 0.0, 0.0
         su = 0.0
         new_ll = 0.0
         pu = outlier * u_density
+        n0 = d0 * 2.5066282746310002
         for x, w in zip(xs, ws):
-            ps = [c[0] * _normal(x, c[1], c[2]) for c in comps]
-            tot = sum(ps) + pu
+            z = (x - m0) / d0
+            p0 = w0 * (exp(-0.5 * z * z) / n0)
+            tot = p0 + pu
             if tot <= 0.0:
                 continue
-            new_ll += w * math.log(tot)
+            new_ll += w * log(tot)
             f = w / tot
-            for k, p in enumerate(ps):
-                r = p * f
-                s0[k] += r
-                s1[k] += r * x
-                s2[k] += r * x * x
+            r = p0 * f
+            a0 += r
+            b0 += r * x
+            c0 += r * x * x
             su += pu * f
-        for k, c in enumerate(comps):
-            if s0[k] <= 1e-12:
-                c[0] = 0.0
-                continue
-            c[0] = s0[k] / total
-            c[1] = s1[k] / s0[k]
-            var = max(s2[k] / s0[k] - c[1] * c[1], 0.0) + binw * binw / 12.0
-            c[2] = max(math.sqrt(var), _floor(c[1], scale, res))
-        outlier = min(su / total, SPLIT_MAX_OUTLIER if scale == 'log' else SPLIT_MAX_OUTLIER_LINEAR)
+        c = _m_step(a0, b0, c0, total, scale, binw, res)
+        if c is None:
+            w0 = 0.0
+        else:
+            w0, m0, d0 = c
+        outlier = min(su / total, cap)
         rest = 1.0 - outlier
-        wsum = sum(c[0] for c in comps) or 1.0
-        for c in comps:
-            c[0] = c[0] / wsum * rest
-        if abs(new_ll - ll) < 1e-6 * max(1.0, abs(new_ll)):
+        wsum = w0 or 1.0
+        w0 = w0 / wsum * rest
+        if abs(new_ll - ll) < SPLIT_TOLERANCE * max(1.0, abs(new_ll)):
             ll = new_ll
             break
         ll = new_ll
-    return [tuple(c) for c in comps], outlier, ll
+    return [(w0, m0, d0)], outlier, ll
+
+
+def _em2(xs, ws, total, comps, outlier, u_density, scale, binw, res):
+    exp, log = math.exp, math.log
+    (w0, m0, d0), (w1, m1, d1) = comps
+    cap = SPLIT_MAX_OUTLIER if scale == 'log' else SPLIT_MAX_OUTLIER_LINEAR
+    ll = -math.inf
+    for _ in range(SPLIT_ITERATIONS):
+        a0, b0, c0, a1, b1, c1 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        su = 0.0
+        new_ll = 0.0
+        pu = outlier * u_density
+        n0 = d0 * 2.5066282746310002
+        n1 = d1 * 2.5066282746310002
+        for x, w in zip(xs, ws):
+            z = (x - m0) / d0
+            p0 = w0 * (exp(-0.5 * z * z) / n0)
+            z = (x - m1) / d1
+            p1 = w1 * (exp(-0.5 * z * z) / n1)
+            tot = p0 + p1 + pu
+            if tot <= 0.0:
+                continue
+            new_ll += w * log(tot)
+            f = w / tot
+            r = p0 * f
+            a0 += r
+            b0 += r * x
+            c0 += r * x * x
+            r = p1 * f
+            a1 += r
+            b1 += r * x
+            c1 += r * x * x
+            su += pu * f
+        c = _m_step(a0, b0, c0, total, scale, binw, res)
+        if c is None:
+            w0 = 0.0
+        else:
+            w0, m0, d0 = c
+        c = _m_step(a1, b1, c1, total, scale, binw, res)
+        if c is None:
+            w1 = 0.0
+        else:
+            w1, m1, d1 = c
+        outlier = min(su / total, cap)
+        rest = 1.0 - outlier
+        wsum = (w0 + w1) or 1.0
+        w0 = w0 / wsum * rest
+        w1 = w1 / wsum * rest
+        if abs(new_ll - ll) < SPLIT_TOLERANCE * max(1.0, abs(new_ll)):
+            ll = new_ll
+            break
+        ll = new_ll
+    return [(w0, m0, d0), (w1, m1, d1)], outlier, ll
 
 
 def _weighted_stats(xs, ws, scale='log', res=1.0):
