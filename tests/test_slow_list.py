@@ -1,6 +1,7 @@
 """tests/slow_tests.txt names tests that exist (a renamed test would silently join make test)."""
 
 import ast
+import functools
 import pathlib
 
 from cpu_budget import LIST, nodeid, read_list
@@ -8,6 +9,7 @@ from cpu_budget import LIST, nodeid, read_list
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
+@functools.cache
 def _functions(path: pathlib.Path) -> set[str]:
     tree = ast.parse(path.read_text())
     return {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
