@@ -320,6 +320,18 @@ def assert_sigrok_naming_rules(D, decoder_id: str):
 
 
 @pytest.fixture(autouse=True)
+def _memory_given_back():
+    """After each test, the memory it freed goes back to the system (spigap.api.release_free_memory,
+    what analyze_file does after each analysis): glibc's malloc keeps freed memory in its heaps,
+    and an xdist worker that ran a thousand tests held the high-water mark of them all (1.6 GB
+    at the end of make test, most of it freed)."""
+    yield
+    from spigap.api import release_free_memory
+
+    release_free_memory()
+
+
+@pytest.fixture(autouse=True)
 def _checked_edge_streams(monkeypatch):
     """Every reader opened through ``spigap.io.open_capture`` in a test has its edge
     stream wrapped in ``check_stream`` (the reader contract: tick 0 first, strictly
@@ -412,3 +424,57 @@ if _CPU_LOG:
     pytest_runtest_setup = _timed("setup")
     pytest_runtest_call = _timed("call")
     pytest_runtest_teardown = _timed("teardown")
+
+# SPIGAP_TEST_RSS_LOG=<file>: each test's memory, appended to <file> as "pid<TAB>phase<TAB>
+# rss_before<TAB>rss_after<TAB>peak<TAB>malloc_used<TAB>malloc_free<TAB>nodeid" in MB, one line per
+# phase: rss is this process's resident set (/proc/self/status VmRSS), peak its high-water mark so
+# far (ru_maxrss), malloc_used/malloc_free what glibc's malloc has handed out and holds free (all
+# its arenas, mallinfo2) after the phase. Each xdist worker writes its own lines (pid). A test
+# whose rss_after stays above its rss_before left memory behind: live objects if malloc_used grew,
+# the allocator's free memory if malloc_free did. What the suite's memory figure (BENCHMARKS.md,
+# "make test's memory") is measured by.
+_RSS_LOG = os.environ.get("SPIGAP_TEST_RSS_LOG")
+if _RSS_LOG:
+    import ctypes
+    import resource
+
+    class _Mallinfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                    "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    try:
+        _mallinfo2 = ctypes.CDLL(None).mallinfo2
+        _mallinfo2.restype = _Mallinfo2
+    except (OSError, AttributeError):        # not glibc >= 2.33: the malloc columns are nan
+        _mallinfo2 = None
+
+    def _rss_mb() -> float:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def _malloc_mb() -> tuple[float, float]:
+        if _mallinfo2 is None:
+            return float("nan"), float("nan")
+        m = _mallinfo2()
+        return (m.uordblks + m.hblkhd) / 2**20, m.fordblks / 2**20
+
+    def _rss_logged(phase):
+        @pytest.hookimpl(hookwrapper=True)
+        def hook(item, *args, **kwargs):
+            before = _rss_mb()
+            yield
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            used, free = _malloc_mb()
+            with open(_RSS_LOG, "a") as f:
+                f.write(f"{os.getpid()}\t{phase}\t{before:.0f}\t{_rss_mb():.0f}\t{peak:.0f}\t{used:.0f}\t{free:.0f}"
+                        f"\t{item.nodeid}\n")
+        return hook
+
+    if _CPU_LOG:
+        raise pytest.UsageError("SPIGAP_TEST_RSS_LOG and SPIGAP_TEST_CPU_LOG wrap the same hooks: set one at a time")
+    pytest_runtest_setup = _rss_logged("setup")
+    pytest_runtest_call = _rss_logged("call")
+    pytest_runtest_teardown = _rss_logged("teardown")
