@@ -10,6 +10,7 @@ the editable checkout.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -23,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from spigap import resources as _resources
+from spigap.cli import runtime as _runtime
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
@@ -39,6 +41,15 @@ settings.register_profile("default", derandomize=True, database=None, deadline=N
 settings.register_profile("fuzz", derandomize=False, database=None, deadline=None, print_blob=True,
                           suppress_health_check=list(HealthCheck))
 settings.load_profile(os.environ.get("SPIGAP_HYPOTHESIS_PROFILE", "default"))
+
+# The test process runs with a spigap process's malloc settings (cli/runtime.after_imports: one
+# arena for every thread, freed blocks below 64 MB kept for reuse) from its start, not from
+# whichever test first runs a command in-process (spigap_main: main() applies them): every test
+# meets the same allocator, and with one arena _memory_given_back reaches all the freed memory
+# (an arena per thread keeps its own, which malloc_trim does not return). after_imports also
+# freezes the objects alive now (gc.freeze); this process runs many tests: undone.
+_runtime.after_imports()
+gc.unfreeze()
 
 
 def real(name: str) -> pathlib.Path:
@@ -355,8 +366,6 @@ def _checked_edge_streams(monkeypatch):
     monkeypatch.setattr(io_mod, "_open", checked)
 
 
-
-
 def spigap_main(*args, cwd: pathlib.Path = ROOT):
     """``spigap ARGS`` run by the command line's main() in this process, from ``cwd``: the
     returncode, stdout and stderr a subprocess would give, without a new interpreter's start-up
@@ -364,7 +373,6 @@ def spigap_main(*args, cwd: pathlib.Path = ROOT):
     process of its own (signals, exit codes at interpreter exit, the installed console script:
     test_installed.py, test_faults.py) keeps subprocess.run."""
     import contextlib
-    import gc
     import io
     import types
 
