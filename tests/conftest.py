@@ -379,14 +379,8 @@ def spigap_main(*args, cwd: pathlib.Path = ROOT):
     from spigap.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    try:
-        with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main([str(a) for a in args])
-    finally:
-        # main() freezes the objects alive after its imports (gc.freeze: a process runs one
-        # command); the test process runs many, so the next command's cyclic garbage (figures)
-        # must stay collectable
-        gc.unfreeze()
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])      # given argv: main leaves this process's gc alone
     return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 # the AD7606 before/after report (README, "Did the patch help?"): 24 figures, about 10 s of CPU.
