@@ -95,15 +95,16 @@ def release_free_memory() -> None:
     """Hand the memory an analysis freed back to the system (glibc's malloc_trim).
 
     An analysis allocates and frees arrays of up to tens of MB per block. glibc keeps what
-    is freed: after the first large numpy array is freed it raises its mmap threshold (up to
-    32 MB), so later arrays come from its heaps, which return memory only from their top,
-    and never past a live object. A process that analyzes one capture after another (a
-    script, the test suite, batch's workers) then holds the freed memory of every analysis:
-    100-200 MB after one 148 565-transfer capture on the compiled core, 350-450 MB on the
-    numpy engine, with 6-10 MB of it alive (tests/test_memory.py measures it).
-    malloc_trim(0) returns every free page of every arena (a few ms). There is no
-    library for this one call (ctypes reaches libc); on a C library without it (musl,
-    macOS' libSystem) nothing happens."""
+    is freed in its heap, which returns memory only from its top, never past a live object
+    (the spigap process's settings, cli/runtime.py, keep blocks below 64 MB in the heap; with
+    glibc's defaults its mmap threshold rises to the largest block freed). A process that
+    analyzes captures one after another (a script, batch's workers, the test suite) then held
+    the freed memory of its analyses: 49-55 MB more after each analysis of the 1 G-sample
+    enc28j60 capture, with 1 MB of it alive; 11-15 MB with this (tests/test_memory.py).
+    malloc_trim(0) returns every free page of every arena (1-2 ms); an arena per thread
+    (glibc's default outside a spigap process) keeps the top of its heap. There is no library
+    for this one call (ctypes reaches libc); on a C library without it (musl, macOS'
+    libSystem) nothing happens."""
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
