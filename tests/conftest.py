@@ -10,6 +10,7 @@ the editable checkout.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -23,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from spigap import resources as _resources
+from spigap.cli import runtime as _runtime
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
@@ -39,6 +41,15 @@ settings.register_profile("default", derandomize=True, database=None, deadline=N
 settings.register_profile("fuzz", derandomize=False, database=None, deadline=None, print_blob=True,
                           suppress_health_check=list(HealthCheck))
 settings.load_profile(os.environ.get("SPIGAP_HYPOTHESIS_PROFILE", "default"))
+
+# The test process runs with a spigap process's malloc settings (cli/runtime.after_imports: one
+# arena for every thread, freed blocks below 64 MB kept for reuse) from its start, not from
+# whichever test first runs a command in-process (spigap_main: main() applies them): every test
+# meets the same allocator, and with one arena _memory_given_back reaches all the freed memory
+# (an arena per thread keeps its own, which malloc_trim does not return). after_imports also
+# freezes the objects alive now (gc.freeze); this process runs many tests: undone.
+_runtime.after_imports()
+gc.unfreeze()
 
 
 def real(name: str) -> pathlib.Path:
@@ -320,6 +331,18 @@ def assert_sigrok_naming_rules(D, decoder_id: str):
 
 
 @pytest.fixture(autouse=True)
+def _memory_given_back():
+    """After each test, the memory it freed goes back to the system (spigap.api.release_free_memory,
+    what analyze_file does after each analysis): glibc's malloc keeps freed memory in its heaps,
+    and an xdist worker that ran a thousand tests held the high-water mark of them all (1.6 GB
+    at the end of make test, most of it freed)."""
+    yield
+    from spigap.api import release_free_memory
+
+    release_free_memory()
+
+
+@pytest.fixture(autouse=True)
 def _checked_edge_streams(monkeypatch):
     """Every reader opened through ``spigap.io.open_capture`` in a test has its edge
     stream wrapped in ``check_stream`` (the reader contract: tick 0 first, strictly
@@ -343,8 +366,6 @@ def _checked_edge_streams(monkeypatch):
     monkeypatch.setattr(io_mod, "_open", checked)
 
 
-
-
 def spigap_main(*args, cwd: pathlib.Path = ROOT):
     """``spigap ARGS`` run by the command line's main() in this process, from ``cwd``: the
     returncode, stdout and stderr a subprocess would give, without a new interpreter's start-up
@@ -352,21 +373,14 @@ def spigap_main(*args, cwd: pathlib.Path = ROOT):
     process of its own (signals, exit codes at interpreter exit, the installed console script:
     test_installed.py, test_faults.py) keeps subprocess.run."""
     import contextlib
-    import gc
     import io
     import types
 
     from spigap.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    try:
-        with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main([str(a) for a in args])
-    finally:
-        # main() freezes the objects alive after its imports (gc.freeze: a process runs one
-        # command); the test process runs many, so the next command's cyclic garbage (figures)
-        # must stay collectable
-        gc.unfreeze()
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])      # given argv: main leaves this process's gc alone
     return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 # the AD7606 before/after report (README, "Did the patch help?"): 24 figures, about 10 s of CPU.
@@ -412,6 +426,60 @@ if _CPU_LOG:
     pytest_runtest_setup = _timed("setup")
     pytest_runtest_call = _timed("call")
     pytest_runtest_teardown = _timed("teardown")
+
+# SPIGAP_TEST_RSS_LOG=<file>: each test's memory, appended to <file> as "pid<TAB>phase<TAB>
+# rss_before<TAB>rss_after<TAB>peak<TAB>malloc_used<TAB>malloc_free<TAB>nodeid" in MB, one line per
+# phase: rss is this process's resident set (/proc/self/status VmRSS), peak its high-water mark so
+# far (ru_maxrss), malloc_used/malloc_free what glibc's malloc has handed out and holds free (all
+# its arenas, mallinfo2) after the phase. Each xdist worker writes its own lines (pid). A test
+# whose rss_after stays above its rss_before left memory behind: live objects if malloc_used grew,
+# the allocator's free memory if malloc_free did. What the suite's memory figure (BENCHMARKS.md,
+# "make test's memory") is measured by.
+_RSS_LOG = os.environ.get("SPIGAP_TEST_RSS_LOG")
+if _RSS_LOG:
+    import ctypes
+    import resource
+
+    class _Mallinfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                    "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    try:
+        _mallinfo2 = ctypes.CDLL(None).mallinfo2
+        _mallinfo2.restype = _Mallinfo2
+    except (OSError, AttributeError):        # not glibc >= 2.33: the malloc columns are nan
+        _mallinfo2 = None
+
+    def _rss_mb() -> float:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def _malloc_mb() -> tuple[float, float]:
+        if _mallinfo2 is None:
+            return float("nan"), float("nan")
+        m = _mallinfo2()
+        return (m.uordblks + m.hblkhd) / 2**20, m.fordblks / 2**20
+
+    def _rss_logged(phase):
+        @pytest.hookimpl(hookwrapper=True)
+        def hook(item, *args, **kwargs):
+            before = _rss_mb()
+            yield
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            used, free = _malloc_mb()
+            with open(_RSS_LOG, "a") as f:
+                f.write(f"{os.getpid()}\t{phase}\t{before:.0f}\t{_rss_mb():.0f}\t{peak:.0f}\t{used:.0f}\t{free:.0f}"
+                        f"\t{item.nodeid}\n")
+        return hook
+
+    if _CPU_LOG:
+        raise pytest.UsageError("SPIGAP_TEST_RSS_LOG and SPIGAP_TEST_CPU_LOG wrap the same hooks: set one at a time")
+    pytest_runtest_setup = _rss_logged("setup")
+    pytest_runtest_call = _rss_logged("call")
+    pytest_runtest_teardown = _rss_logged("teardown")
 
 
 # tests/slow_tests.txt: the tests measured over cpu_budget.THRESHOLD s of CPU, marked `slow`

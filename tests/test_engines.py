@@ -67,3 +67,17 @@ def test_partial_and_cs_less(tmp_path):
 def test_real(name):
     f, cfg, _, rate = CAPTURES[name]
     both(real(f), samplerate=rate, **cfg)
+
+
+def test_numpy_framer_sliced_blocks_frame_the_same(tmp_path, monkeypatch):
+    """The numpy framer frames a reader's block a slice of core/framing.FEED_EDGES edges at a
+    time (its temporaries, ~170 bytes an edge, stay bounded); with slices of 997 edges, far
+    shorter than a window, every field is still the compiled core's, with CS and without."""
+    from spigap.core import framing
+
+    monkeypatch.setattr(framing, "FEED_EDGES", 997)
+    sc, tl, path = synth(tmp_path, mode=1, words_per_transfer=3, messages=40, transfers_per_message=5,
+                         mosi="random", miso="random", seed=7)
+    both(path, cpha=1)
+    sc3, tl3, p3 = synth(tmp_path, name="nocs.sr", channels={"cs": ""}, messages=30, context_switch="12us", seed=3)
+    both(p3, no_cs=True)

@@ -52,3 +52,17 @@ def test_glibc_takes_the_malloc_settings():
         assert runtime.after_imports() is True
     finally:
         gc.unfreeze()          # this process is pytest's: its objects stay collectable
+
+
+def test_main_called_from_python_leaves_the_process_gc_alone(capsys):
+    """main(argv) from a caller's Python (a script, the test suite's in-process commands) runs
+    the command without tuning the caller's process: gc.freeze there kept every object alive at
+    each call, the cyclic garbage of earlier work too (an xdist worker of make test held 1 GB
+    of it); the process's own command line (argv None) still tunes (after_imports, above)."""
+    from spigap.cli import main
+    from conftest import real
+
+    before = gc.get_freeze_count()
+    assert main(["detect", str(real("sdcard__spi_mode__cmds__cmd17.sr"))]) == 0
+    assert gc.get_freeze_count() == before
+    capsys.readouterr()

@@ -97,6 +97,12 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
 
 
 def main(argv=None) -> int:
+    """Run one command: the process's own command line (``argv`` None: the console script,
+    ``python -m spigap``), which tunes the process for it (cli/runtime.after_imports), or
+    ``argv`` from a caller's Python, whose process is its own: its allocator and garbage
+    collector stay as they are (gc.freeze there would keep every object then alive, the
+    cyclic garbage of earlier work too, for the rest of that process)."""
+    own_process = argv is None
     if argv is None:
         argv = sys.argv[1:]
     parser = build_parser(argv)
@@ -104,7 +110,8 @@ def main(argv=None) -> int:
         args = parse(parser, argv)
     except SystemExit as e:         # --help, --version, a usage error (already printed)
         return e.code if isinstance(e.code, int) else 2
-    runtime.after_imports()
+    if own_process:
+        runtime.after_imports()
     from spigap import infile, outfile, stopping
     from spigap.cli import guard
     from spigap.errors import printable

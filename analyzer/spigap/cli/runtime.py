@@ -1,5 +1,6 @@
 """What a ``spigap`` process tunes for itself before numpy is imported (the library,
-``spigap.api``, leaves the host process alone). Measured with ``spigap bench``
+``spigap.api``, and ``spigap.cli.main(argv)`` called from Python leave the host process
+alone: main tunes only when it runs the process's own command line). Measured with ``spigap bench``
 on the 2-core machine (BENCHMARKS.md, "Where the time goes"):
 
 * ``OPENBLAS_NUM_THREADS=1`` unless the user set it: numpy's OpenBLAS starts one

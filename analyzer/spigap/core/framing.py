@@ -38,6 +38,11 @@ if not (gapdefs.CLK_AT_CS_ASSERT_INSIDE and not gapdefs.CLK_AT_CS_DEASSERT_INSID
 
 _I64 = np.int64
 
+# Edges framed at a time. A block's edges take some 170 bytes each in this framer's
+# temporaries (masks, indices, window ids, levels): a reader's block of 3 M edges (winbond's
+# .sr chunks) took 516 MB at once; 256 Ki edges take about 45 MB, at no cost in speed.
+FEED_EDGES = 1 << 18
+
 
 class _Columns:
     """Growing columnar store (list of arrays, concatenated once at the end)."""
@@ -104,6 +109,10 @@ class NumpyFramer:
 
     # ------------------------------------------------------------------ feed
     def feed(self, block: EdgeBlock) -> None:
+        if len(block) > FEED_EDGES:        # framed a slice at a time: the same windows (the
+            for i in range(0, len(block), FEED_EDGES):     # framer streams), bounded temporaries
+                self.feed(EdgeBlock(block.ticks[i:i + FEED_EDGES], block.states[i:i + FEED_EDGES]))
+            return
         if len(block) == 0:
             return
         t, s = block.ticks, block.states
