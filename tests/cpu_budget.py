@@ -24,8 +24,10 @@ import re
 
 THRESHOLD = 0.3          # seconds of CPU per test
 LIST = pathlib.Path(__file__).with_name("slow_tests.txt")
-# never listed: the list's own check (a renamed test must fail make test, not only CI)
-EXEMPT = ("tests/test_slow_list.py::",)
+# never listed, whatever they cost: the list's own check (a renamed test must fail make test, not
+# only CI) and the checks of what users install (the wheel without a compiler, the sdist with
+# none: make test builds and installs them to run these; about 6 s of CPU)
+EXEMPT = ("tests/test_slow_list.py::", "tests/test_installed.py::")
 HEADER = f"""\
 # Tests `make test` leaves out (they are marked `slow` by tests/conftest.py; `make test-all`
 # and CI run them): each cost more than {THRESHOLD} s of CPU in the run this list was made from.
