@@ -10,7 +10,6 @@ the editable checkout.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import os
@@ -42,14 +41,13 @@ settings.register_profile("fuzz", derandomize=False, database=None, deadline=Non
                           suppress_health_check=list(HealthCheck))
 settings.load_profile(os.environ.get("SPIGAP_HYPOTHESIS_PROFILE", "default"))
 
-# The test process runs with a spigap process's malloc settings (cli/runtime.after_imports: one
-# arena for every thread, freed blocks below 64 MB kept for reuse) from its start, not from
-# whichever test first runs a command in-process (spigap_main: main() applies them): every test
-# meets the same allocator, and with one arena _memory_given_back reaches all the freed memory
-# (an arena per thread keeps its own, which malloc_trim does not return). after_imports also
-# freezes the objects alive now (gc.freeze); this process runs many tests: undone.
-_runtime.after_imports()
-gc.unfreeze()
+# The test process runs with a spigap process's malloc settings (cli/runtime.malloc_settings: one
+# arena for every thread, freed blocks below 64 MB kept for reuse) from its start (main() called
+# in-process leaves the caller's process alone): every test meets the allocator a spigap process
+# has, and with one arena _memory_given_back reaches all the freed memory (an arena per thread
+# keeps its own, which malloc_trim does not return). Not after_imports: its gc.freeze would keep
+# every object alive now for the whole run.
+_runtime.malloc_settings()
 
 
 def real(name: str) -> pathlib.Path:

@@ -28,12 +28,11 @@ LIST = pathlib.Path(__file__).with_name("slow_tests.txt")
 # only CI) and the checks of what users install (the wheel without a compiler, the sdist with
 # none: make test builds and installs them to run these; about 6 s of CPU)
 EXEMPT = ("tests/test_slow_list.py::", "tests/test_installed.py::")
-HEADER = f"""\
+HEADER = """\
 # Tests `make test` leaves out (they are marked `slow` by tests/conftest.py; `make test-all`
-# and CI run them): each cost more than {THRESHOLD} s of CPU in the run this list was made from.
+# and CI run them): each cost more than {threshold} s of CPU in the run this list was made from.
 # Regenerate it with tests/cpu_budget.py (its docstring says how); the seconds are that run's.
 """
-
 
 def nodeid(raw: str) -> str:
     """The test's id without pytest-xdist's ``@group`` suffix (--dist loadgroup)."""
@@ -53,7 +52,8 @@ def read_logs(paths: list[pathlib.Path], threshold: float = THRESHOLD) -> dict[s
         run: dict[str, float] = collections.defaultdict(float)
         for line in path.read_text().splitlines():
             seconds, phase, raw = line.split("\t", 2)
-            n, group = nodeid(raw), raw[len(nodeid(raw)) + 1:]
+            n = nodeid(raw)
+            group = raw[len(n) + 1:]
             run[n] += float(seconds)
             if group:
                 groups[group].add(n)
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     cpu = read_logs(a.log, a.threshold)
     slow = sorted((n for n, s in cpu.items() if s > a.threshold and not n.startswith(EXEMPT)), key=lambda n: (n.split("::")[0], n))
-    LIST.write_text(HEADER.replace(str(THRESHOLD), str(a.threshold))
+    LIST.write_text(HEADER.format(threshold=a.threshold)
                     + "".join(f"{n}  # {cpu[n]:.1f} s\n" for n in slow))
     kept = sum(s for n, s in cpu.items() if s <= a.threshold)
     print(f"{len(slow)} of {len(cpu)} tests over {a.threshold} s of CPU listed in {LIST.name}; "

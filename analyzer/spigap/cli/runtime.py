@@ -43,6 +43,13 @@ def after_imports() -> bool:
     """Call once the subcommand's modules are imported, before any thread starts.
     True when glibc took the malloc settings (elsewhere its defaults stay)."""
     gc.freeze()
+    return malloc_settings()
+
+
+def malloc_settings() -> bool:
+    """glibc's malloc as a spigap process sets it (one arena, MMAP_THRESHOLD, TRIM_THRESHOLD),
+    before any thread starts; True when glibc took them. after_imports' part that a process
+    running many commands (the test suite) takes too, without its gc.freeze."""
     if not sys.platform.startswith("linux"):
         return False
     try:
