@@ -211,3 +211,189 @@ def test_monitor_memory_does_not_grow_with_capture_length(tmp_path, monkeypatch)
         assert s["transfers"] == 3 * msgs and s["transfers_per_message"] == 3
         peaks.append(peak)
     assert peaks[1] < 1.25 * peaks[0], f"peak {peaks[0] / 1e6:.2f} MB -> {peaks[1] / 1e6:.2f} MB"
+
+
+# ------------------------------------------------------------ stop signals (docs/live.md)
+LIVE_ARGS = ["--input-format", "raw", "--samplerate", "50m", "--channel-map", "0=SCLK,1=MOSI,2=MISO,3=CE0",
+             "--format", "jsonl", "--interval", "5ms"]
+
+
+@pytest.fixture(scope="module")
+def live_samples():
+    """Seed 000's capture (1000 transfers in 18.7 ms) as raw samples, written by sigrok-cli,
+    four times over: more edges than the inference's prefix, so intervals are printed while
+    the source is still open."""
+    data = subprocess.run(["sigrok-cli", "-i", str(SHOP), "-O", "binary"], capture_output=True, check=True,
+                          timeout=60).stdout
+    return data * 4
+
+
+def _default_ending_signals() -> None:
+    """In the child: Ctrl-C, SIGTERM and SIGHUP at their defaults, whatever this run inherited
+    (nohup ignores SIGHUP; a background job ignores SIGINT; spigap keeps an ignored one so)."""
+    import signal
+
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _open_writer(fifo, proc, timeout=60.0) -> int:
+    """The FIFO's write end, once spigap has opened it to read (bounded: spigap may fail first)."""
+    import errno
+    import os
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.set_blocking(fd, True)
+            return fd
+        except OSError as e:
+            if e.errno != errno.ENXIO:
+                raise
+        assert proc.poll() is None, proc.communicate(timeout=30)
+        assert time.monotonic() < deadline, "spigap did not open the FIFO"
+        time.sleep(0.02)
+
+
+def _group_left(pgid: int) -> list[int]:
+    """Processes still in the process group (spigap's session)."""
+    import os
+
+    left = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                left.append(int(p))
+    return left
+
+
+def _monitor_live(tmp_path, data, sig, *, stdout, lines_seen, before_signal=lambda: None):
+    """``spigap monitor FIFO`` of a source that sends ``data`` and then stays open (a live
+    bus gone quiet); ``sig`` once ``lines_seen()`` has 10 interval lines. Returns (the
+    process, its stderr). Every wait is bounded."""
+    import os
+    import threading
+    import time
+
+    fifo = tmp_path / "live.bin"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([*SPIGAP, "monitor", str(fifo), *LIVE_ARGS], stdout=stdout, stderr=subprocess.PIPE,
+                            start_new_session=True, preexec_fn=_default_ending_signals)
+    fd = -1
+    try:
+        fd = _open_writer(fifo, proc)
+        feeder = threading.Thread(target=lambda: _write_all(fd, data), daemon=True)
+        feeder.start()
+        deadline = time.monotonic() + 60
+        while lines_seen() < 10:
+            assert proc.poll() is None, proc.communicate(timeout=30)
+            assert time.monotonic() < deadline, f"no 10 interval lines within 60 s ({lines_seen()})"
+            time.sleep(0.02)
+        feeder.join(timeout=60)
+        assert not feeder.is_alive(), "spigap stopped reading its source"
+        before_signal()
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        # the source is closed (its writer is told at once) and nothing of spigap is left
+        with pytest.raises(BrokenPipeError):
+            os.write(fd, data[:4096])
+        assert _group_left(proc.pid) == []
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    return proc, err.decode()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    import os
+
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _jsonl_whole(path):
+    """Every line of the output a whole JSON object; the intervals and the summary."""
+    text = path.read_text()
+    assert text.endswith("\n")
+    lines = [json.loads(ln) for ln in text.splitlines()]
+    assert "summary" in lines[-1] and not any("summary" in ln for ln in lines[:-1])
+    return lines[:-1], lines[-1]["summary"]
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_live_monitor_stop_signals_write_the_summary_whole(tmp_path, live_samples, name):
+    """systemd's SIGTERM and a closed session's SIGHUP end the monitor as Ctrl-C does (every
+    interval so far and the summary, whole, in the output file; the source closed; no
+    process left), then it says why and exits 143 / 129 (docs/cli.md). Ctrl-C is monitor's
+    normal end: the summary, exit 0 (docs/live.md)."""
+    import signal
+
+    sig = signal.Signals[name]
+    out = tmp_path / "monitor.jsonl"
+    with open(out, "wb") as f:
+        proc, err = _monitor_live(tmp_path, live_samples, sig, stdout=f,
+                                  lines_seen=lambda: out.read_bytes().count(b"\n"))
+    ivs, summary = _jsonl_whole(out)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    if sig == signal.SIGINT:
+        assert proc.returncode == 0, err
+        assert not any("stopped" in ln or "interrupted" in ln for ln in lines), err
+    else:
+        assert proc.returncode == 128 + sig, err
+        assert lines[-1] == f"spigap: stopped by {name}", err
+        assert not any(ln.startswith("spigap: error") for ln in lines), err
+    assert summary["interrupted"] is True and summary["signal"] == name
+    assert summary["transfers"] == sum(iv["transfers"] for iv in ivs) == 4000      # all sent, all shown
+    assert summary["intervals"] == len(ivs) == 15          # up to the last edge sent (74.7 ms)
+
+
+def test_live_monitor_sighup_of_a_closed_terminal(tmp_path, live_samples):
+    """The terminal it prints on is closed (its writes fail: EIO), then SIGHUP: the summary
+    cannot be shown, and that is not an output error: stopped by SIGHUP, 129."""
+    import os
+    import pty
+    import signal
+    import threading
+
+    master, slave = pty.openpty()
+    got = bytearray()
+
+    def read_tty():
+        while True:
+            try:
+                b = os.read(master, 65536)
+            except OSError:
+                return
+            if not b:
+                return
+            got.extend(b)
+
+    reader = threading.Thread(target=read_tty, daemon=True)
+    reader.start()
+    closed = []
+
+    def hang_up():
+        os.close(master)            # the terminal goes away
+        closed.append(True)
+
+    try:
+        proc, err = _monitor_live(tmp_path, live_samples, signal.SIGHUP, stdout=slave,
+                                  lines_seen=lambda: got.count(b"\n"), before_signal=hang_up)
+    finally:
+        os.close(slave)
+        if not closed:
+            os.close(master)
+    assert proc.returncode == 128 + signal.SIGHUP, err
+    assert [ln for ln in err.splitlines() if ln.strip()] == ["spigap: stopped by SIGHUP"], err

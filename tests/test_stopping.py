@@ -92,3 +92,51 @@ def test_the_cli_and_batch_use_the_one_definition():
     for mod in (runtime, execute, worker):
         assert not hasattr(mod, "Stopped") and getattr(mod, "STOP_SIGNALS", stopping.STOP_SIGNALS) is \
             stopping.STOP_SIGNALS, mod.__name__
+
+
+# ---------------------------------------------------- Ending (spigap monitor's end)
+@contextlib.contextmanager
+def cli_signals():
+    """As under the CLI: Ctrl-C raises KeyboardInterrupt, SIGTERM/SIGHUP raise Stopped."""
+    with disposition(signal.SIGINT, signal.default_int_handler), disposition(signal.SIGTERM, signal.SIG_DFL), \
+            disposition(signal.SIGHUP, signal.SIG_DFL), stopping.stop_on_signals():
+        yield
+
+
+@pytest.mark.parametrize("sig", stopping.ENDING_SIGNALS)
+def test_ending_raises_the_first_signal_where_the_run_waits(sig):
+    with cli_signals(), stopping.Ending() as end:
+        with pytest.raises(KeyboardInterrupt) as e:
+            os.kill(os.getpid(), sig)
+        assert isinstance(e.value, stopping.Stopped) == (sig != signal.SIGINT)
+        assert end.signum == sig
+        assert (end.stopped is not None) == (sig != signal.SIGINT)
+        with end.held():
+            pass                    # after the first: nothing more is raised at a section's end
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler           # put back
+
+
+def test_ending_holds_a_signal_to_the_end_of_a_section():
+    with cli_signals(), stopping.Ending() as end:
+        done = []
+        with pytest.raises(stopping.Stopped):
+            with end.held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                done.append(1)      # the section runs to its end
+        assert done == [1] and end.stopped is not None and end.stopped.name == "SIGTERM"
+
+
+def test_ending_after_close_notes_the_first_signal_and_a_second_ends_at_once():
+    with cli_signals(), stopping.Ending() as end:
+        end.close()                 # the input ended: the summary is being written
+        os.kill(os.getpid(), signal.SIGHUP)
+        assert end.signum == signal.SIGHUP
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)     # a second: at once (a blocked output cannot hold it)
+        assert end.stopped is not None and end.stopped.signum == signal.SIGHUP
+
+
+def test_ending_leaves_an_ignored_signal_ignored():
+    with cli_signals(), disposition(signal.SIGHUP, signal.SIG_IGN), stopping.Ending() as end:
+        os.kill(os.getpid(), signal.SIGHUP)
+        assert end.signum is None and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN

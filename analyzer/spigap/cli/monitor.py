@@ -34,7 +34,8 @@ def add_subparser(sub) -> None:
                        description="Stream a capture (a file, or - for standard input: sigrok-cli -O vcd, or raw "
                                    "samples with --input-format raw) and print one line per interval of capture "
                                    "time: transfers, transfers/s, p50/p99/max of each gap kind, stalls. End of "
-                                   "input or Ctrl-C prints the whole-capture summary (docs/live.md).")
+                                   "input, Ctrl-C, SIGTERM or SIGHUP prints the whole-capture summary (then "
+                                   "SIGTERM exits 143, SIGHUP 129; docs/live.md).")
     p.add_argument("capture", help="capture file, or - for standard input")
     add_capture_options(p)
     add_stall_options(p)
@@ -51,20 +52,41 @@ def add_subparser(sub) -> None:
 
 
 def run(args) -> int:
-    from spigap.core.monitor import Monitor, parse_alert
-    from spigap.io import open_capture
+    from spigap import stopping
+    from spigap.core.monitor import parse_alert
+    from spigap.errors import OutputError
 
     alerts = [parse_alert(a) for a in args.alert]
     cfg = config_from_args(args)
+    # Ctrl-C, SIGTERM and SIGHUP end the monitoring alike: the intervals so far and the
+    # summary written whole, the source closed; then Ctrl-C is the normal end (exit 0),
+    # SIGTERM/SIGHUP say so and exit 143/129 as every command does (cli/__init__.py)
+    with stopping.Ending() as ending:
+        try:
+            rc = _monitor(args, cfg, alerts, ending)
+        except (KeyboardInterrupt, OutputError, BrokenPipeError):
+            # a second signal, or the output gone with the terminal or the pipeline that was
+            # stopped: the first stop signal is why
+            if ending.stopped is None:
+                raise
+            raise ending.stopped from None
+    if ending.stopped is not None:
+        raise ending.stopped
+    return rc
+
+
+def _monitor(args, cfg, alerts, ending) -> int:
+    from spigap.core.monitor import Monitor
+    from spigap.core.pipeline import Pipeline
+    from spigap.io import open_capture
+
     out = sys.stdout
     with open_capture(args.capture, **reader_options(args)) as reader:
-        from spigap.core.pipeline import Pipeline
-
         pipe = Pipeline(reader, cfg)
         # one line per interval; a shared bus's with each device's figures (a section per device)
         printer: Any = _Jsonl(out) if args.format == "jsonl" else _Text(out, out.isatty(), bus=len(pipe.lanes) > 1)
         m = Monitor(reader, cfg, args.interval, rule=stall_rule_from_args(args), alerts=alerts,
-                    on_interval=printer.interval, on_baseline=printer.baseline, pipe=pipe)
+                    on_interval=printer.interval, on_baseline=printer.baseline, pipe=pipe, ending=ending)
         summary = m.run()
         for w in reader.info.warnings:
             print(f"spigap: warning: {w}", file=sys.stderr)
@@ -164,7 +186,9 @@ class _Text:
     def summary(self, s: dict) -> None:
         from spigap.units import fmt_rate, fmt_time
 
-        state = " (interrupted)" if s["interrupted"] else ""
+        state = ""
+        if s["interrupted"]:
+            state = " (interrupted)" if s.get("signal") in (None, "SIGINT") else f" (stopped by {s['signal']})"
         state += " (stopped by the alert)" if s["alert"] else ""
         self._line("")
         if not self.bus:

@@ -34,15 +34,18 @@ still open), or at the end of the input.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import operator
 import re
+import signal
 from typing import Callable
 
 import numpy as np
 
 from spigap.findings import Finding, by_cause, cause_of
+from spigap import stopping
 from spigap.core import analysis, grouping as grouping_mod, stalls as stalls_mod
 from spigap.core.config import SpiConfig
 from spigap.core.framed import Batch, Framed
@@ -170,6 +173,7 @@ class DeviceMonitor:
         self.end_tick: int | None = None
         self.truncated: str | None = None
         self.interrupted = False
+        self.signal: str | None = None
         self.alert: AlertTriggered | None = None
 
     # ------------------------------------------------------------ driving
@@ -318,7 +322,7 @@ class DeviceMonitor:
             "transfers_per_message": self.grouping.transfers_per_message if self.grouping is not None else None,
             "stall_baseline": {k: {"median_s": m * self.tick_s, "threshold_s": t * self.tick_s}
                                for k, (m, t) in self.thresholds.items()},
-            "interrupted": self.interrupted, "truncated": self.truncated,
+            "interrupted": self.interrupted, "signal": self.signal, "truncated": self.truncated,
             "alert": (None if self.alert is None else
                       {"rule": self.alert.alert.text, "value": self.alert.value, "t_s": self.alert.interval["t_s"]}),
         }
@@ -335,8 +339,10 @@ class Monitor:
     def __init__(self, reader: CaptureReader, cfg: SpiConfig, interval_s: float, *,
                  rule: stalls_mod.StallRule = stalls_mod.StallRule(), alerts: list[Alert] | None = None,
                  on_interval: Callable[[dict], None] | None = None,
-                 on_baseline: Callable[[DeviceMonitor], None] | None = None, pipe: Pipeline | None = None):
+                 on_baseline: Callable[[DeviceMonitor], None] | None = None, pipe: Pipeline | None = None,
+                 ending: stopping.Ending | None = None):
         self.pipe = pipe if pipe is not None else Pipeline(reader, cfg)
+        self.ending = ending
         self.info = reader.info
         self.names = self.pipe.names
         self.on_interval = on_interval or (lambda iv: None)
@@ -352,6 +358,7 @@ class Monitor:
         self.alert: AlertTriggered | None = None
         self.truncated: str | None = None
         self.interrupted = False
+        self.signal: str | None = None      # the signal that ended the feeding: SIGINT, SIGTERM, SIGHUP
 
     @property
     def shared(self) -> bool:
@@ -388,15 +395,34 @@ class Monitor:
             self.on_interval(slot)
 
     def run(self) -> dict:
+        """Feed the capture to the end, Ctrl-C or a stop signal: every batch is measured and its
+        intervals reported whole (under ``ending``, stopping.Ending, a signal is raised between
+        batches, never inside one), then the intervals left."""
+        ending = self.ending
+        held = ending.held if ending is not None else contextlib.nullcontext
+
+        def on_batch(k: int, b: Batch) -> None:
+            if b.final and ending is not None:
+                ending.close()          # the feeding is over: a signal now waits for the summary
+            with held():
+                self.devices[k].batch(b)
+
         try:
-            self.pipe.run(lambda k, b: self.devices[k].batch(b), interruptible=True)
+            self.pipe.run(on_batch, interruptible=True)
+            if ending is not None:
+                ending.close()
             for m in self.devices:
                 m.finish()
         except AlertTriggered as a:
             self.alert = a
+        if ending is not None:
+            ending.close()
         self.truncated, self.interrupted = self.pipe.truncated, self.pipe.interrupted
+        if self.interrupted:            # which signal ended the feeding (without ``ending``: Ctrl-C)
+            signum = ending.signum if ending is not None and ending.signum is not None else signal.SIGINT
+            self.signal = signal.Signals(signum).name
         for m in self.devices:
-            m.truncated, m.interrupted = self.truncated, self.interrupted
+            m.truncated, m.interrupted, m.signal = self.truncated, self.interrupted, self.signal
             if self.alert is not None:
                 m.alert = self.alert
         return self.summary()
@@ -411,4 +437,5 @@ class Monitor:
                 "intervals": max(d["intervals"] for d in devices.values()), "duration_s": first["duration_s"],
                 "transfers": sum(d["transfers"] for d in devices.values()),
                 "stalls": sum(d["stalls"] for d in devices.values()), "devices": devices,
-                "interrupted": self.interrupted, "truncated": self.truncated, "alert": first["alert"]}
+                "interrupted": self.interrupted, "signal": self.signal, "truncated": self.truncated,
+                "alert": first["alert"]}
