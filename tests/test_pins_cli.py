@@ -241,3 +241,71 @@ def test_pins_command_device_options_on_a_shared_bus(args, says):
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and says in p.stderr, p.stderr
     q = spigap("pins", CAPTURES / "mcp3008-patterns.sr", "--device", "CS=mcp3008")
     assert q.returncode == 2 and "analyzed as one device" in q.stderr, q.stderr
+
+
+# ---------------------------------------- a shared bus's input levels, per device (scope)
+def _device_file(path, name: str, electrical: str):
+    path.write_text(f'schema = 1\n[device]\nname = "{name}"\ntitle = "{name}"\nsources = ["test"]\n'
+                    f'[electrical]\n{electrical}source = "test"\n'
+                    '[limits.tSU]\nmetric = "din_setup"\nmin = "5ns"\nwhat = "w"\nsource = "test"\n')
+    return str(path)
+
+
+def test_pins_of_a_shared_bus_read_each_device_at_its_own_input_levels(tmp_path):
+    """A scope's five traces of one 3.3 V bus with slow edges (RC 3 ns): SCLK, MOSI and MISO
+    shared, CE0 selecting a CMOS-input part (VIL/VIH 0.3/0.7 VDD: 0.99/2.31 V) and CE1 a
+    TTL-input one (0.8/2.0 V), which sees every rising edge earlier. Each device's MOSI setup
+    and hold are those at its own receiver (the synthesizer's truth at its levels, found on
+    the noise-free waveform), and each device's section is the one `spigap pins --cs CEk`
+    gives with that device alone; its lines say which levels they were read at."""
+    import dataclasses
+
+    from test_pins import RATE, bus
+    from spigap.synth.analog_bus import AnalogBus
+    from spigap.synth.writers.isf import write_isf_set
+
+    b = bus(tau=3e-9, sclk=10e6, noise=0.005, messages=8)
+    tl = b.timeline
+    ce = {name: AnalogBus(dataclasses.replace(tl, cs_assert=tl.cs_assert[k::2], cs_deassert=tl.cs_deassert[k::2]),
+                          b.lines, seed=b.seed) for k, name in enumerate(("CE0", "CE1"))}
+    srcs = [b.line("clk", "SCLK", RATE), b.line("mosi", "MOSI", RATE), b.line("miso", "MISO", RATE),
+            ce["CE0"].line("cs", "CE0", RATE), ce["CE1"].line("cs", "CE1", RATE)]
+    paths = write_isf_set(str(tmp_path / "tek0000"), srcs, RATE, int(tl.end_time * RATE), volts_per_div=0.5,
+                          center=1.65, bits=12)
+    levels = {"CE0": (0.99, 2.31), "CE1": (0.8, 2.0)}
+    files = {"CE0": _device_file(tmp_path / "cmos.toml", "cmos", 'vdd = 3.3\nvil = "0.3 VDD"\nvih = "0.7 VDD"\n'),
+             "CE1": _device_file(tmp_path / "ttl.toml", "ttl", 'vil = 0.8\nvih = 2.0\n')}
+    common = [*paths, "--channel-map", "Ch1=SCLK,Ch2=MOSI,Ch3=MISO,Ch4=CE0,Ch5=CE1", "--format", "json"]
+    p = spigap("pins", *common, "--device", f"CE0={files['CE0']}", "--device", f"CE1={files['CE1']}")
+    assert p.returncode == 0, p.stderr
+    (shared,) = json.loads(p.stdout)["captures"]
+    assert set(shared["devices"]) == {"CE0", "CE1"}
+    tick = 1 / RATE
+    setup_min = {}
+    for k, cs in enumerate(("CE0", "CE1")):
+        d = shared["devices"][cs]
+        vil, vih = levels[cs]
+        for role in ("clk", "mosi", "cs"):          # its inputs at its own levels
+            line = d["lines"][role]
+            assert (line["vil_v"], line["vih_v"]) == pytest.approx((vil, vih)), (cs, role)
+            assert line["levels_source"].startswith(("cmos", "ttl")[k]), (cs, role, line["levels_source"])
+        # the truth at its receiver, on the sampling edges of its own CS windows
+        tr = b.truth("mosi", vil, vih)
+        mine = np.zeros(len(tr["at"]), bool)
+        for a, z in zip(ce[cs].timeline.cs_assert, ce[cs].timeline.cs_deassert):
+            mine |= (tr["at"] > a) & (tr["at"] < z)
+        fig = d["figures"]["mosi_setup"]
+        assert fig["n"] == int(mine.sum()) > 20
+        tol = max(0.1 * tick, fig["uncertainty_max"])
+        assert fig["min"] == pytest.approx(np.nanmin(tr["setup"][mine]), abs=tol), cs
+        hold = d["figures"]["mosi_hold"]
+        assert hold["min"] == pytest.approx(np.nanmin(tr["hold"][mine]), abs=max(0.1 * tick, hold["uncertainty_max"])), cs
+        setup_min[cs] = fig["min"]
+        # the same as that device alone on the bus
+        alone = spigap("pins", *common, "--cs", cs, "--device", files[cs])
+        assert alone.returncode == 0, alone.stderr
+        want = json.loads(alone.stdout)["captures"][0]
+        want.pop("capture")
+        assert d == want, cs
+    # the two receivers differ by more than the measurement's resolution: the test can tell
+    assert abs(setup_min["CE0"] - setup_min["CE1"]) > 2 * tick

@@ -377,22 +377,35 @@ def pin_requested(args) -> bool:
                 or getattr(args, "rx_levels", None) or getattr(args, "rx_sample_delay", 0.0))
 
 
-def pin_options(args, device=None):
+def pin_options(args, device=None, per_device=None):
     """The pin measurement's options (spigap.pins.tap.PinOptions) from the command line and a
-    device's electrical table (``device``: a spigap.timing.profiles.Device or None)."""
+    device's electrical table (``device``: a spigap.timing.profiles.Device or None; a shared
+    bus's ``per_device``: each device's by its CS line). ``--pin-levels`` is every device's."""
     from spigap.pins.levels import Levels
     from spigap.pins.tap import PinOptions
 
     dev = None
+    by_cs = {}
     if getattr(args, "pin_levels", None):
         dev = Levels(*args.pin_levels, "--pin-levels")
-    elif device is not None and device.electrical is not None:
-        e = device.electrical
-        flag = ", UNVERIFIED" if e.unverified else ""
-        dev = Levels(e.vil, e.vih, f"{device.spec}{' at ' + format(e.vdd, 'g') + ' V' if e.vdd else ''}{flag}",
-                     assumed=e.assumed)
+    else:
+        dev = _input_levels(device)
+        by_cs = {cs: lv for cs, d in (per_device or {}).items() if (lv := _input_levels(d)) is not None}
     ctl = Levels(*args.rx_levels, "--rx-levels") if getattr(args, "rx_levels", None) else None
-    return PinOptions(device_levels=dev, controller_levels=ctl, rx_sample_delay=getattr(args, "rx_sample_delay", 0.0))
+    return PinOptions(device_levels=dev, controller_levels=ctl, device_levels_by_cs=by_cs,
+                      rx_sample_delay=getattr(args, "rx_sample_delay", 0.0))
+
+
+def _input_levels(device):
+    """A device's input levels (pins.levels.Levels) from its electrical table, else None."""
+    if device is None or device.electrical is None:
+        return None
+    from spigap.pins.levels import Levels
+
+    e = device.electrical
+    flag = ", UNVERIFIED" if e.unverified else ""
+    return Levels(e.vil, e.vih, f"{device.spec}{' at ' + format(e.vdd, 'g') + ' V' if e.vdd else ''}{flag}",
+                  assumed=e.assumed)
 
 
 def rx_requirement(args):

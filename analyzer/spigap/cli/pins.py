@@ -40,8 +40,8 @@ def add_subparser(sub) -> None:
                    help=CAPTURE_HELP + "; a scope's files of one acquisition (tek0000CH1.isf ... CH4.isf) "
                                        "are one capture")
     add_device_option(p, use="its input levels (VIH/VIL at its supply) and its setup/hold limits for the "
-                             "advice (e.g. mcp2518fd@3.3V; on a shared bus its limits only: the lines are "
-                             "read at one level for every device, --pin-levels)")
+                             "advice (e.g. mcp2518fd@3.3V; on a shared bus --device CE0=SPEC per device: each "
+                             "device's lines are read at its own levels; --pin-levels: at one for every device)")
     add_pin_options(p, switch=False)
     add_capture_options(p)
     o = add_output_options(p, ("text", "json", "csv"))
@@ -62,8 +62,8 @@ def run(args) -> int:
         check_output_path(args.png)
     dev = device_limits(args.device) if args.device else None
     per_dev = {cs: device_limits(spec) for cs, spec in per_device(args, "device").items()}
-    # the input levels are one per line for every device of the bus: a bare --device's (or --pin-levels)
-    opts = pin_options(args, dev)
+    # the input levels: a bare --device's, each device's of a shared bus, or --pin-levels for all
+    opts = pin_options(args, dev, per_dev)
     rx = rx_requirement(args)
     docs: list[dict] = []
     texts: list[str] = []
@@ -82,7 +82,7 @@ def run(args) -> int:
             # one device: the capture's section as it always was; a shared bus: a section per
             # device, named CAPTURE [CS] as spigap check names them
             label = name if result.bus is None else f"{name} [{cs}]"
-            d, text = _device(res, label, limits, rx, args, shared=result.bus is not None)
+            d, text = _device(res, label, limits, rx, args)
             per[cs] = d
             texts.append(text)
             for r in res.csv_rows()[(0 if not rows else 1):]:
@@ -139,15 +139,12 @@ def _limits_per_device(result, dev, per_dev: dict, path: str) -> dict:
     return {cs: per_dev.get(cs) for cs in names}
 
 
-def _device(res, label: str, dev, rx, args, *, shared: bool) -> tuple[dict, str]:
+def _device(res, label: str, dev, rx, args) -> tuple[dict, str]:
     """One device's pins (``label``: the capture's name, a shared bus's device's with its CS
     line): its JSON and its text section."""
     from spigap.pins.advice import period_s
     from spigap.timing.checks import pins as pin_checks
 
-    if shared and dev is not None and dev.electrical is not None and not res.digital and not args.pin_levels:
-        res.notes.append(f"{dev.spec}'s input levels are not used on a shared bus (each line is read at one level "
-                         "for every device): give --pin-levels")
     T = period_s(res)
     margin = args.pin_margin if args.pin_margin is not None else (0.05 * T if T else 0.0)
     advice = pin_checks.advice_lines(res, rx, margin, dev)

@@ -241,7 +241,7 @@ def from_tap(tap, cs: str | None = None) -> PinResult:
         ch = tap.channels.get(name)
         if ch is None:
             continue
-        lv = ch.ctl_levels if role == "miso" else ch.dev_levels
+        lv = tap.levels(cs, role)           # each device's own (a shared bus: its receivers')
         base, top = ch.state if ch.state is not None else (None, None)
         lines[role] = LineInfo(name, role, ch.digital, base, top, ch.noise if not ch.digital else None,
                                None if ch.digital else lv)
@@ -255,8 +255,9 @@ def from_tap(tap, cs: str | None = None) -> PinResult:
             s = ch.shape
             shapes[role] = {"rise": s.rise, "fall": s.fall, "overshoot": s.overshoot, "settle": s.settle,
                             "unsettled": s.unsettled}
-        if ch.eye is not None and ch.eye.folded:
-            eyes[role] = ch.eye
+        eye = ch.eyes.get(cs)
+        if eye is not None and eye.folded:
+            eyes[role] = eye
     notes = list(tap.notes)
     if m is None:
         return PinResult(tap.info.tick_s, True, cfg.mode if cfg else 0, lines, {}, shapes, {}, eyes, 0, 0,
