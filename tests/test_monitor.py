@@ -355,8 +355,10 @@ def test_live_monitor_stop_signals_write_the_summary_whole(tmp_path, live_sample
         assert lines[-1] == f"spigap: stopped by {name}", err
         assert not any(ln.startswith("spigap: error") for ln in lines), err
     assert summary["interrupted"] is True and summary["signal"] == name
-    assert summary["transfers"] == sum(iv["transfers"] for iv in ivs) == 4000      # all sent, all shown
-    assert summary["intervals"] == len(ivs) == 15          # up to the last edge sent (74.7 ms)
+    # every interval shown whole, the summary their sum (up to 4000 transfers, 15 intervals:
+    # all that was sent, if spigap had read the last of it when the signal came)
+    assert summary["transfers"] == sum(iv["transfers"] for iv in ivs) <= 4000
+    assert 10 <= summary["intervals"] == len(ivs) <= 15
 
 
 def test_live_monitor_sighup_of_a_closed_terminal(tmp_path, live_samples):
