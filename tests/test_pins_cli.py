@@ -251,13 +251,11 @@ def _device_file(path, name: str, electrical: str):
     return str(path)
 
 
-def test_pins_of_a_shared_bus_read_each_device_at_its_own_input_levels(tmp_path):
+def _shared_scope_bus(tmp_path):
     """A scope's five traces of one 3.3 V bus with slow edges (RC 3 ns): SCLK, MOSI and MISO
     shared, CE0 selecting a CMOS-input part (VIL/VIH 0.3/0.7 VDD: 0.99/2.31 V) and CE1 a
-    TTL-input one (0.8/2.0 V), which sees every rising edge earlier. Each device's MOSI setup
-    and hold are those at its own receiver (the synthesizer's truth at its levels, found on
-    the noise-free waveform), and each device's section is the one `spigap pins --cs CEk`
-    gives with that device alone; its lines say which levels they were read at."""
+    TTL-input one (0.8/2.0 V), which sees every rising edge earlier. Returns the synthesized
+    bus, each CS's bus, each device's levels, its device file and the command's common arguments."""
     import dataclasses
 
     from test_pins import RATE, bus
@@ -276,6 +274,17 @@ def test_pins_of_a_shared_bus_read_each_device_at_its_own_input_levels(tmp_path)
     files = {"CE0": _device_file(tmp_path / "cmos.toml", "cmos", 'vdd = 3.3\nvil = "0.3 VDD"\nvih = "0.7 VDD"\n'),
              "CE1": _device_file(tmp_path / "ttl.toml", "ttl", 'vil = 0.8\nvih = 2.0\n')}
     common = [*paths, "--channel-map", "Ch1=SCLK,Ch2=MOSI,Ch3=MISO,Ch4=CE0,Ch5=CE1", "--format", "json"]
+    return b, ce, levels, files, common
+
+
+def test_pins_of_a_shared_bus_read_each_device_at_its_own_input_levels(tmp_path):
+    """The bus of _shared_scope_bus. Each device's MOSI setup and hold are those at its own
+    receiver (the synthesizer's truth at its levels, found on the noise-free waveform), and each
+    device's section is the one `spigap pins --cs CEk` gives with that device alone; its lines
+    say which levels they were read at."""
+    from test_pins import RATE
+
+    b, ce, levels, files, common = _shared_scope_bus(tmp_path)
     p = spigap("pins", *common, "--device", f"CE0={files['CE0']}", "--device", f"CE1={files['CE1']}")
     assert p.returncode == 0, p.stderr
     (shared,) = json.loads(p.stdout)["captures"]
@@ -309,3 +318,32 @@ def test_pins_of_a_shared_bus_read_each_device_at_its_own_input_levels(tmp_path)
         assert d == want, cs
     # the two receivers differ by more than the measurement's resolution: the test can tell
     assert abs(setup_min["CE0"] - setup_min["CE1"]) > 2 * tick
+
+
+def test_check_of_a_shared_bus_measures_each_device_at_its_own_input_levels(tmp_path):
+    """`spigap check --device CE0=FILE --device CE1=FILE` on the same bus: each device's
+    din_setup limit is checked on the figure `spigap pins` gives that device (its own levels,
+    its own CS windows), without --pins: a device with pin limits is measured at the pins, on a
+    shared bus as on one device (it was skipped, "not measured at the pins")."""
+    _, _, _, files, common = _shared_scope_bus(tmp_path)
+    per = ["--device", f"CE0={files['CE0']}", "--device", f"CE1={files['CE1']}"]
+    pins = json.loads(spigap("pins", *common, *per).stdout)["captures"][0]["devices"]
+    p = spigap("check", *common, *per)      # 4 transfers each: NO DATA for the gaps, exit 2
+    results = {r["summary"]["cs"]: r for r in json.loads(p.stdout)["results"]}
+    assert set(results) == {"CE0", "CE1"}, p.stderr
+    for cs, r in results.items():
+        (tsu,) = [c for c in r["checks"] if c.get("metric") == "din_setup"]
+        assert tsu["measured"] == pytest.approx(pins[cs]["figures"]["mosi_setup"]["min"]), (cs, tsu)
+    assert results["CE0"]["checks"] != results["CE1"]["checks"]
+
+
+def test_analyze_pins_of_a_shared_bus_reads_each_device_at_its_own_levels(tmp_path):
+    """`spigap analyze --pins --device CE0=mcp2518fd --device CE1=ad7606`: each device's lines
+    are read at the input levels of its device file (0.3/0.7 of 3.3 V; 0.1/0.9 of 5 V)."""
+    _, _, _, _, common = _shared_scope_bus(tmp_path)
+    p = spigap("analyze", *common, "--pins", "--device", "CE0=mcp2518fd", "--device", "CE1=ad7606")
+    devices = json.loads(p.stdout)["devices"]
+    for cs, want in (("CE0", (0.99, 2.31)), ("CE1", (0.5, 4.5))):
+        for role in ("clk", "mosi", "cs"):
+            line = devices[cs]["pins"]["lines"][role]
+            assert (line["vil_v"], line["vih_v"]) == pytest.approx(want), (cs, role, line)

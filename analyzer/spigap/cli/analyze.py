@@ -74,7 +74,9 @@ def run(args) -> int:
             from spigap.timing.check import device_limits
 
             spec = args.device if args.device and labels.parse_spec(args.device).variant else None
-            pins = pin_options(args, device_limits(spec) if spec else _device_default(args.device))
+            # a shared bus: each device at its own levels (--device CE0=SPEC)
+            by_cs = {cs: _device_default(s) for cs, s in per_device(args, "device").items()}
+            pins = pin_options(args, device_limits(spec) if spec else _device_default(args.device), by_cs)
         from spigap.api import analyze_file
 
         r = analyze_file(args.capture, config_from_args(args), keep="bounded", rows=o.rows if o.streams else None,

@@ -101,7 +101,11 @@ def run(args) -> int:
         cfg.device_cfgs = device_profile_configs(args, cfg, per_prof)
     rule = stall_rule_from_args(args)
     # at the pins: asked for, or the device has electrical limits (every sampling edge, docs/pin-timing.md)
-    pins = pin_options(args, dev) if pin_requested(args) or _pin_limits(dev) else None
+    # a shared bus: each device's own limits (--device CE0=SPEC, else its profile's device)
+    by_cs = {name: device_limits(spec) for name, spec in _device_specs(per_prof, per_dev).items()}
+    by_cs = {name: d for name, d in by_cs.items() if d is not None}
+    measure = pin_requested(args) or _pin_limits(dev) or any(_pin_limits(d) for d in by_cs.values())
+    pins = pin_options(args, dev, by_cs) if measure else None
     results = []
     truncated = []
     from spigap.io.combine import group_acquisitions
@@ -158,6 +162,15 @@ def run(args) -> int:
     return 1 if any(res.failed(args.strict, args.allow_empty) for res in results) else 0
 
 
+def _device_specs(per_prof: dict, per_dev: dict) -> dict:
+    """Each device's spec on a shared bus: its --device CE0=SPEC, else its --profile's device."""
+    from spigap.timing.profiles import load_profile
+
+    specs = {name: load_profile(p).device for name, p in per_prof.items()}
+    specs.update(per_dev)
+    return {name: spec for name, spec in specs.items() if spec}
+
+
 def _pin_limits(dev) -> bool:
     """The device has limits at the pins or input levels: measure the pins."""
     from spigap.timing.profiles import LIMIT_METRICS
@@ -196,10 +209,10 @@ def _check_shared(path, sa, args, prof, dev, headroom, per_prof, per_dev) -> lis
     if args.event:
         raise UsageError("--event: the capture holds several devices on one bus: give --cs NAME", path=str(path))
     out = []
+    specs = _device_specs(per_prof, per_dev)
     for name, a in sa.devices.items():
         p = load_profile(per_prof[name]) if name in per_prof else None
-        spec = per_dev.get(name, p.device if p is not None else None)
-        d = device_limits(spec)
+        d = device_limits(specs.get(name))
         if p is None and d is None:
             continue
         res = check_analysis(a, p, d, headroom=headroom)
