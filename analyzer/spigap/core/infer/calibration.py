@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-from spigap.core.infer.calibration_data import MEASURED, PRIOR, UNSEEN
+from spigap.core.infer.calibration_data import CPHA, MEASURED, PRIOR, UNSEEN
 
 Table = dict[tuple[str, str], tuple[int, int, float, float]]
 Prior = dict[str, tuple[float, float]]
@@ -122,6 +122,26 @@ def _credibly_off_half(m: tuple[int, int, float, float]) -> bool:
     return above >= 0.95 or above <= 0.05
 
 
+NO_CPHA = "no data changes"   # the mode's basis where no data line changes: CPHA from the base rate
+# the mode bases whose CPHA the signals settle (90 % or more of the data changes after one kind of
+# edge, or a return-to-zero line): what the base rate of CPHA given CPOL is measured on
+SETTLED_CPHA = ("clear", "clear, few", "mostly", "gated")
+
+
+def cpha_prior(cpol: int, table: dict[int, tuple[int, int, float, float]] | None = None) -> tuple[int, float] | None:
+    """No data line changes, so the signals cannot tell CPHA: (the CPHA devices idling at ``cpol``
+    use more often, the share of them that do: the confidence to state it at), from the SPI
+    captures of sigrok-dumps whose CPHA the signals settle (``CPHA``: per CPOL, the captures
+    with CPHA 1; each device at most three answers), the share the posterior mean under a
+    uniform Beta prior; None when that share is not credibly away from one half (then both
+    readings are a coin toss). A prior, not evidence from the capture: the note says so."""
+    m = (CPHA if table is None else table).get(cpol)
+    if m is None or not _credibly_off_half(m):
+        return None
+    p1 = _share(m)
+    return (1 if p1 > 0.5 else 0), _level(max(p1, 1 - p1))
+
+
 def direction(basis: str, table: Table | None = None, prior: Prior | None = None) -> tuple[str, float] | None:
     """One data line on ``basis``: (the role it is more often, the confidence to state it at), or
     None when the basis was never measured (then both readings are equally open)."""
@@ -139,6 +159,8 @@ def apply(sources: dict) -> None:
                 and src.basis not in NEEDS_OPTIONS and src.basis not in NOT_IN_CORPUS):
             if key in ("mosi", "miso") and src.basis.startswith(("one", "static", "few")):
                 continue            # one data line: mosi_miso.py stated its direction's measured share
+            if key == "mode" and src.basis == NO_CPHA:
+                continue            # settings.py stated CPHA's base rate given CPOL (cpha_prior)
             src.confidence = stated(setting, src.basis)
             if key in ("mosi", "miso"):
                 # two lines, one of two ways: a measured share under one half is chance, not evidence
