@@ -787,6 +787,36 @@ def few_devices(results: list[dict], oof: list[dict]) -> tuple[int, float, int]:
     return len(got), (sum(c for c, _ in got) / len(got) if got else 0.0), sum(x for _, x in got)
 
 
+def line_family(results: list[dict]) -> list[dict]:
+    """One data line's direction out of fold on the family it is fitted on: every true data line of
+    the corpus' SPI captures taken as if it were the only one (``line_items``), its role and
+    confidence stated by the fit on the folds without its device (calibration.direction), right
+    when that role is the line's. The real answers (``crossval``) hold only the lines a capture
+    with one data line asks about; these are the lines a user could capture alone."""
+    from spigap.core.infer import calibration as cal
+
+    out = []
+    for f in range(FOLDS):
+        table = measured([r for r in results if fold(r["unit"]) != f])
+        prior = fit_prior(table)
+        for r in results:
+            if fold(r["unit"]) != f:
+                continue
+            got = []
+            for it in r.get("items") or []:
+                if it["setting"] == cal.DIRECTION:
+                    role, conf = cal.direction(it["basis"], table, prior) or ("mosi", cal.DEFAULT_ONLY)
+                    got.append({**it, "setting": role, "confidence": conf, "right": (role == "miso") == it["right"]})
+            out.append({**r, "items": got})
+    return out
+
+
+def line_table(results: list[dict]) -> str:
+    """docs/inference.md's table of one data line's direction out of fold on its 468-line family
+    (``line_family``), by band as ``bands`` gives the real answers."""
+    return bands(line_family(results)).replace("| MOSI/MISO |", "| one data line |")
+
+
 def print_bands(results: list[dict]) -> None:
     oof = crossval(results)
     print()
@@ -795,6 +825,8 @@ def print_bands(results: list[dict]) -> None:
     if n:
         print(f"\nbases the fitting folds saw on one to three devices: {n} answers, stated {mean:.2f} on average, "
               f"{k} right ({100 * k / n:.0f} %)")
+    print("\none data line's direction on every data line of the SPI captures, each as if captured alone:")
+    print(line_table(results))
 
 
 def run(args, which: str, renamed: bool) -> list[dict]:

@@ -221,3 +221,20 @@ def test_shipped_cpha_base_rate_is_the_evaluations():
     assert set(calibration.CPHA) <= {0, 1}
     for n, k, en, ek in calibration.CPHA.values():
         assert 0 <= ek <= en <= n and k <= n
+
+
+def test_line_family_states_each_line_by_the_fit_without_its_device():
+    """One data line's direction on its family (every true data line as if captured alone): each
+    line's role and confidence come from the folds without its device; right when the role is the
+    line's. Units of one fold fitted on the others only."""
+    def line(unit, basis, miso):
+        return {"unit": unit, "items": [{"setting": calibration.DIRECTION, "confidence": 0.0, "from": "inferred",
+                                         "basis": basis, "right": miso}]}
+    units = [f"spi/dev{i}" for i in range(40)]
+    results = [line(u, "one, released", True) for u in units] + [line("spi/odd", "one, weird", True)]
+    fam = ev_script.line_family(results)
+    got = {r["unit"]: r["items"][0] for r in fam}
+    assert all(got[u]["setting"] == "miso" and got[u]["right"] and got[u]["confidence"] >= 0.85 for u in units)
+    # a basis no other fold saw: no measured direction, MOSI at 0.5 (wrong here)
+    assert got["spi/odd"]["confidence"] == 0.5 and got["spi/odd"]["setting"] == "mosi" and not got["spi/odd"]["right"]
+    assert "| one data line | 0.80-0.95 | 40 |" in ev_script.line_table(results)
