@@ -597,16 +597,19 @@ def fit_prior(table: dict) -> dict:
             for g, bases in sorted(groups.items())}
 
 
+# the mode bases whose CPHA the signals settle (80 % or more of the data changes after one kind of
+# edge, or a return-to-zero line): what the base rate of CPHA given CPOL is measured on
+SETTLED_CPHA = ("clear", "clear, few", "mostly", "gated")
+
+
 def cpha_table(results: list[dict]) -> dict:
     """CPOL -> (answers, with CPHA 1, effective answers, effective with CPHA 1) of the mode answers
-    whose CPHA the signals settle (calibration.SETTLED_CPHA): the base rate of CPHA given CPOL a
+    whose CPHA the signals settle (SETTLED_CPHA): the base rate of CPHA given CPOL a
     mode without data changes is stated at. The mode is a device's (all its captures share it):
     each unit is one answer, its captures' share (not UNIT_CAP answers: three captures of one
     device say no more than one about which mode the next device uses)."""
-    from spigap.core.infer import calibration as cal
-
     rows = [("cpha", it["cpol"], r["unit"], it["cpha"] == 1) for r in results for it in r.get("items") or []
-            if it["setting"] == "mode" and it["from"] == "inferred" and it["basis"] in cal.SETTLED_CPHA
+            if it["setting"] == "mode" and it["from"] == "inferred" and it["basis"] in SETTLED_CPHA
             and "cpol" in it]
     return {cpol: v for (_, cpol), v in sorted(_tally(rows, cap=1).items())}
 

@@ -123,9 +123,6 @@ def _credibly_off_half(m: tuple[int, int, float, float]) -> bool:
 
 
 NO_CPHA = "no data changes"   # the mode's basis where no data line changes: CPHA from the base rate
-# the mode bases whose CPHA the signals settle (90 % or more of the data changes after one kind of
-# edge, or a return-to-zero line): what the base rate of CPHA given CPOL is measured on
-SETTLED_CPHA = ("clear", "clear, few", "mostly", "gated")
 
 
 def cpha_prior(cpol: int, table: dict[int, tuple[int, int, float, float]] | None = None) -> tuple[int, float] | None:

@@ -309,8 +309,8 @@ def _as_settled(buses: list[Bus], cfg: SpiConfig) -> list[Bus]:
     active = None if cfg.cs is None else (0 if cfg.cs_active_low else 1)
     mine = dataclasses.replace(mine, cs=cfg.cs, cs_active=active, data=data,
                                cs_rivals=tuple(r for r in mine.cs_rivals if r != cfg.cs))
-    roles = set(mine.channels()) | set(cfg.more_cs)
-    return [mine if b.clk == cfg.clk else b for b in buses if b.clk == cfg.clk or b.clk not in roles]
+    lines = set(mine.channels()) | set(cfg.more_cs)
+    return [mine if b.clk == cfg.clk else b for b in buses if b.clk == cfg.clk or b.clk not in lines]
 
 
 def _by_bus_prefix(named: SpiConfig, cfg: SpiConfig, channels: list[str], warnings: list[str],
