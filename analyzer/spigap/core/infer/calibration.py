@@ -24,10 +24,11 @@ stated at the share right of such answers in that same cross-validation (``UNSEE
 when the Beta posterior of that share puts 95 % of its mass on one side of one half (a never-seen
 CS, 5 of 5 right: 0.85); else at 0.5, a coin toss (a never-seen clock: 11 of 20, and a fold's fit
 measures anything from 40 to 70 %: stated at that noise, the out-of-fold answers at 0.60-0.65 were
-right 4 times in 12). Answers that rest on a default only (CPHA when the data lines do not change,
-a data line that never changes) or where the signals allow two readings equally (two CS
-candidates) state 0.5: what the corpus' devices happen to use is no evidence about the next
-capture.
+right 4 times in 12). Answers that rest on a default only (a data line that never changes) or where
+the signals allow two readings equally (two CS candidates) state 0.5. CPHA where no data line
+changes is a prior, said so: the CPHA the corpus' SPI devices idling at that CPOL use more often
+where their data settle it, at the share that do (``CPHA``; each device one answer), only where
+that share is credibly away from one half (``cpha_prior``), else 0.5.
 
 ``python tests/sigrok_dumps_eval.py DUMPS TEST --calibrate`` writes calibration_data.py from the
 whole corpus (deterministic: the folds are a hash of the device's folder); nothing here is tuned by
@@ -56,7 +57,8 @@ NEEDS_OPTIONS = {"other named", "other named, several"}
 # and a batch "warn" on captures whose CS lines are not in doubt)
 NOT_IN_CORPUS = {"shared"}
 DIRECTION = "one line is miso"       # the setting of one data line's direction (its share: MISO)
-# answers that rest on no evidence: CPHA when no data line changes; a data line that never changes
+# answers that rest on no evidence (CPHA when no data line changes: its base rate given CPOL, where
+# credible, cpha_prior); a data line that never changes
 # or changes too few times to see when; two data lines that behave alike (MOSI taken as the first
 # in channel order: the corpus' wirings measured 7 of 15, and in cross-validation 2 of 9 where the
 # other folds' said 3 of 4: a convention, not evidence); a CS beside another line bracketing the same
