@@ -27,6 +27,11 @@ must say ("looks like I2S", "JTAG", ...). An answer is right when:
 
 The families are split in two halves by a fixed hash of their name (``half``): the detectors
 were developed on ``dev`` and their table reported on ``held`` (docs/inference.md).
+
+``--calibrate`` (and ``--tables`` of ``--out`` files) also fits the confidences
+(calibration_data.py: the bases' shares, their priors, the never-seen shares, the base rate of
+CPHA given CPOL) and prints them out of fold, five folds by device: by level, by band, and one
+data line's direction on every data line of the SPI captures as if captured alone.
 """
 
 from __future__ import annotations
