@@ -237,6 +237,16 @@ def test_cpha_on_lines_that_never_change_is_the_base_rate_said_to_be_a_prior(mod
     assert any(w.startswith("mode ") and "--mode" in w for w in got.warnings) == (conf < 0.75)
 
 
+def test_the_two_cpha_readings_decode_the_same_words_when_no_data_line_changes(tmp_path):
+    """What the note says: with the data lines constant the CPHA reading taken on a prior does not
+    change the decoded words, the transfers or their timing (the other reading, given, frames the
+    same)."""
+    path, names, sc = synth_capture(tmp_path / "c.sr", mode=0, mosi=[0], miso=(0,), noise=False)
+    a, b = (analyze_device(path, SpiConfig(cpol=0, cpha=cpha, **names)) for cpha in (0, 1))
+    assert words(a) == words(b) and len(a.mosi) > 0
+    assert np.array_equal(a.start, b.start) and np.array_equal(a.end, b.end)
+
+
 def test_a_prior_cpha_gives_way_to_the_saved_setting(tmp_path):
     """A CPHA stated at its base rate is no evidence from the signals: a capture's saved decoder
     setting wins over it whatever its level (signals at 0.75 or more beat a saved setting)."""
