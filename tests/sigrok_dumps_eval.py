@@ -27,6 +27,11 @@ must say ("looks like I2S", "JTAG", ...). An answer is right when:
 
 The families are split in two halves by a fixed hash of their name (``half``): the detectors
 were developed on ``dev`` and their table reported on ``held`` (docs/inference.md).
+
+``--calibrate`` (and ``--tables`` of ``--out`` files) also fits the confidences
+(calibration_data.py: the bases' shares, their priors, the never-seen shares, the base rate of
+CPHA given CPOL) and prints them out of fold, five folds by device: by level, by band, and one
+data line's direction on every data line of the SPI captures as if captured alone.
 """
 
 from __future__ import annotations
@@ -442,10 +447,18 @@ def items(t: dict, res: dict) -> list[dict]:
             continue
         # one data line: whether it is the MISO (the cross-validation states its role again)
         out[-1]["is_miso"] = s[r] == roles.get("miso")
-    if t.get("mode") is not None:
-        out.append(item("mode", "mode", s["mode"] == t["mode"]))
-    elif t.get("edge"):
-        out.append(item("mode", "mode", s["mode"] in EDGE_MODES[t["edge"]] or t.get("same_sample")))
+    def mode_ok(m: int) -> bool:
+        if t.get("mode") is not None:
+            return m == t["mode"]
+        return m in EDGE_MODES[t["edge"]] or bool(t.get("same_sample"))
+
+    if t.get("mode") is not None or t.get("edge"):
+        out.append(item("mode", "mode", mode_ok(s["mode"])))
+        # the answer's CPOL and CPHA (a settled CPHA is what the base rate of CPHA given CPOL is
+        # measured on) and the CPHA readings that would be right with its CPOL (the cross-validation
+        # states a CPHA without evidence again, at its fold's base rate)
+        cpol = s["mode"] >> 1
+        out[-1].update(cpol=cpol, cpha=s["mode"] & 1, ok_cpha=[c for c in (0, 1) if mode_ok(2 * cpol + c)])
     return out
 
 
@@ -522,16 +535,17 @@ def _one_line(it: dict) -> bool:
     return it["setting"] in ("mosi", "miso") and it["basis"].startswith(("one", "static", "few"))
 
 
-def _tally(rows) -> dict:
+def _tally(rows, cap: int | None = None) -> dict:
     """(setting, basis, unit, right) rows -> (setting, basis) -> (answers, right, effective answers,
     effective right): each unit (a device's series: 55 files of one test pattern) counts as at most
-    UNIT_CAP answers, with its own share right."""
+    ``cap`` (UNIT_CAP) answers, with its own share right."""
+    cap = UNIT_CAP if cap is None else cap
     per = collections.defaultdict(list)
     for setting, basis, unit, right in rows:
         per[(setting, basis, unit)].append(int(right))
     out: dict = {}
     for (setting, basis, _), rights in per.items():
-        w = min(1.0, UNIT_CAP / len(rights))
+        w = min(1.0, cap / len(rights))
         n, k, en, ek = out.get((setting, basis), (0, 0, 0.0, 0.0))
         out[(setting, basis)] = (n + len(rights), k + sum(rights), en + w * len(rights), ek + w * sum(rights))
     return out
@@ -588,14 +602,35 @@ def fit_prior(table: dict) -> dict:
             for g, bases in sorted(groups.items())}
 
 
-def restate(it: dict, table: dict, unseen_table: dict, prior: dict | None = None) -> dict:
-    """An answer as a calibration of ``table``, ``unseen_table`` and ``prior`` (default: fitted on
-    ``table``) would state it (one data line: its role chosen again by the measured direction,
-    right when that is the line's)."""
+# the mode bases whose CPHA the signals settle (80 % or more of the data changes after one kind of
+# edge, or a return-to-zero line): what the base rate of CPHA given CPOL is measured on
+SETTLED_CPHA = ("clear", "clear, few", "mostly", "gated")
+
+
+def cpha_table(results: list[dict]) -> dict:
+    """CPOL -> (answers, with CPHA 1, effective answers, effective with CPHA 1) of the mode answers
+    whose CPHA the signals settle (SETTLED_CPHA): the base rate of CPHA given CPOL a
+    mode without data changes is stated at. The mode is a device's (all its captures share it):
+    each unit is one answer, its captures' share (not UNIT_CAP answers: three captures of one
+    device say no more than one about which mode the next device uses)."""
+    rows = [("cpha", it["cpol"], r["unit"], it["cpha"] == 1) for r in results for it in r.get("items") or []
+            if it["setting"] == "mode" and it["from"] == "inferred" and it["basis"] in SETTLED_CPHA
+            and "cpol" in it]
+    return {cpol: v for (_, cpol), v in sorted(_tally(rows, cap=1).items())}
+
+
+def restate(it: dict, table: dict, unseen_table: dict, prior: dict | None = None, cpha: dict | None = None) -> dict:
+    """An answer as a calibration of ``table``, ``unseen_table``, ``prior`` (default: fitted on
+    ``table``) and ``cpha`` (the base rates of CPHA given CPOL) would state it (one data line: its
+    role chosen again by the measured direction, right when that is the line's; a mode without
+    data changes: its CPHA chosen again by the base rate, right when that reading is)."""
     from spigap.core.infer import calibration as cal
 
     if not _calibrated(it):
         return it
+    if it["setting"] == "mode" and it["basis"] == cal.NO_CPHA and "ok_cpha" in it:
+        c, conf = cal.cpha_prior(it["cpol"], cpha or {}) or (0, cal.DEFAULT_ONLY)
+        return {**it, "cpha": c, "confidence": conf, "right": c in it["ok_cpha"]}
     prior = fit_prior(table) if prior is None else prior
     if _one_line(it):
         role, conf = cal.direction(it["basis"], table, prior) or ("mosi", cal.DEFAULT_ONLY)
@@ -616,9 +651,10 @@ def crossval(results: list[dict]) -> list[dict]:
         table = measured(train)
         prior = fit_prior(table)
         un = unseen(train, [g for g in range(FOLDS) if g != f])
+        base = cpha_table(train)
         for r in results:
             if fold(r["unit"]) == f:
-                out.append({**r, "items": [restate(it, table, un, prior) for it in r.get("items") or []
+                out.append({**r, "items": [restate(it, table, un, prior, base) for it in r.get("items") or []
                                            if it["setting"] != "one line is miso"]})
     return out
 
@@ -639,7 +675,12 @@ def write_calibration(results: list[dict], path: Path) -> None:
                     "# setting group: (a, b) of the Beta prior of its bases' shares right (the beta-binomial\n"
                     "# marginal likelihood of MEASURED's effective answers; a basis is stated at its posterior mean)\n"
                     "PRIOR: dict[str, tuple[float, float]] = {\n"
-                    + "".join(f"    {g!r}: ({a}, {b}),\n" for g, (a, b) in fit_prior(measured(results)).items()) + "}\n")
+                    + "".join(f"    {g!r}: ({a}, {b}),\n" for g, (a, b) in fit_prior(measured(results)).items()) + "}\n\n"
+                    "# CPOL: (settled answers, with CPHA 1, effective answers, effective with CPHA 1) of the SPI captures\n"
+                    "# whose CPHA the signals settle: the base rate a CPHA without evidence is stated at\n"
+                    "CPHA: dict[int, tuple[int, int, float, float]] = {\n"
+                    + "".join(f"    {c}: ({n}, {k}, {en:.2f}, {ek:.2f}),\n" for c, (n, k, en, ek) in cpha_table(results).items())
+                    + "}\n")
 
 
 def level_of(confidence: float) -> float:
@@ -754,6 +795,36 @@ def few_devices(results: list[dict], oof: list[dict]) -> tuple[int, float, int]:
     return len(got), (sum(c for c, _ in got) / len(got) if got else 0.0), sum(x for _, x in got)
 
 
+def line_family(results: list[dict]) -> list[dict]:
+    """One data line's direction out of fold on the family it is fitted on: every true data line of
+    the corpus' SPI captures taken as if it were the only one (``line_items``), its role and
+    confidence stated by the fit on the folds without its device (calibration.direction), right
+    when that role is the line's. The real answers (``crossval``) hold only the lines a capture
+    with one data line asks about; these are the lines a user could capture alone."""
+    from spigap.core.infer import calibration as cal
+
+    out = []
+    for f in range(FOLDS):
+        table = measured([r for r in results if fold(r["unit"]) != f])
+        prior = fit_prior(table)
+        for r in results:
+            if fold(r["unit"]) != f:
+                continue
+            got = []
+            for it in r.get("items") or []:
+                if it["setting"] == cal.DIRECTION:
+                    role, conf = cal.direction(it["basis"], table, prior) or ("mosi", cal.DEFAULT_ONLY)
+                    got.append({**it, "setting": role, "confidence": conf, "right": (role == "miso") == it["right"]})
+            out.append({**r, "items": got})
+    return out
+
+
+def line_table(results: list[dict]) -> str:
+    """docs/inference.md's table of one data line's direction out of fold on its 468-line family
+    (``line_family``), by band as ``bands`` gives the real answers."""
+    return bands(line_family(results)).replace("| MOSI/MISO |", "| one data line |")
+
+
 def print_bands(results: list[dict]) -> None:
     oof = crossval(results)
     print()
@@ -762,6 +833,8 @@ def print_bands(results: list[dict]) -> None:
     if n:
         print(f"\nbases the fitting folds saw on one to three devices: {n} answers, stated {mean:.2f} on average, "
               f"{k} right ({100 * k / n:.0f} %)")
+    print("\none data line's direction on every data line of the SPI captures, each as if captured alone:")
+    print(line_table(results))
 
 
 def run(args, which: str, renamed: bool) -> list[dict]:

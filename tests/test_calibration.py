@@ -186,3 +186,55 @@ def test_shipped_prior_is_the_fit_of_the_shipped_table():
     """calibration_data.PRIOR is what the evaluation's fit makes of MEASURED (nothing by hand)."""
     assert calibration.PRIOR == ev_script.fit_prior(calibration.MEASURED)
     assert set(calibration.PRIOR) == {"bus", "cs", "data", "mode", calibration.DIRECTION}
+
+
+def test_cpha_without_evidence_is_the_base_rate_given_cpol():
+    """No data line changes: CPHA the one devices idling at that CPOL use more often, at the share
+    that do (the posterior mean under a uniform prior), only when that share is credibly away from
+    one half; else None (0.5 and the default)."""
+    table = {0: (40, 4, 19.0, 2.0), 1: (20, 14, 6.0, 4.5)}
+    assert calibration.cpha_prior(0, table) == (0, 0.85)          # 1 - 3/21
+    assert calibration.cpha_prior(1, table) is None               # 5.5 of 8: not credible
+    assert calibration.cpha_prior(1, {1: (30, 29, 12.0, 11.0)}) == (1, 0.85)
+    assert calibration.cpha_prior(0, {}) is None
+
+
+def test_cpha_base_rate_counts_each_device_once_and_is_restated_per_fold():
+    """The base rate is a device's mode: each unit is one answer (its captures' share), measured on
+    answers whose CPHA the signals settle; out of fold a mode without data changes takes its fold's
+    base rate again, right when that reading is."""
+    def mode(unit, cpol, cpha, basis="clear"):
+        return {"unit": unit, "items": [{"setting": "mode", "from": "inferred", "basis": basis, "right": True,
+                                         "confidence": 0.95, "cpol": cpol, "cpha": cpha, "ok_cpha": [cpha]}]}
+    results = [mode("spi/a", 0, 0)] * 9 + [mode("spi/b", 0, 0), mode("spi/c", 0, 1), mode("spi/d", 0, 0, "split")]
+    assert ev_script.cpha_table(results) == {0: (11, 1, 3.0, 1.0)}
+    it = {"setting": "mode", "from": "inferred", "basis": calibration.NO_CPHA, "right": True, "confidence": 0.5,
+          "cpol": 1, "cpha": 0, "ok_cpha": [0]}
+    got = ev_script.restate(it, {}, {}, {}, {1: (10, 10, 10.0, 10.0)})
+    assert got["cpha"] == 1 and got["confidence"] == 0.9 and not got["right"]
+    got = ev_script.restate(it, {}, {}, {}, {1: (4, 3, 4.0, 3.0)})
+    assert got["cpha"] == 0 and got["confidence"] == 0.5 and got["right"]
+
+
+def test_shipped_cpha_base_rate_is_the_evaluations():
+    """calibration_data.CPHA holds one row per CPOL, each device once (no more devices than answers)."""
+    assert set(calibration.CPHA) <= {0, 1}
+    for n, k, en, ek in calibration.CPHA.values():
+        assert 0 <= ek <= en <= n and k <= n
+
+
+def test_line_family_states_each_line_by_the_fit_without_its_device():
+    """One data line's direction on its family (every true data line as if captured alone): each
+    line's role and confidence come from the folds without its device; right when the role is the
+    line's. Units of one fold fitted on the others only."""
+    def line(unit, basis, miso):
+        return {"unit": unit, "items": [{"setting": calibration.DIRECTION, "confidence": 0.0, "from": "inferred",
+                                         "basis": basis, "right": miso}]}
+    units = [f"spi/dev{i}" for i in range(40)]
+    results = [line(u, "one, released", True) for u in units] + [line("spi/odd", "one, weird", True)]
+    fam = ev_script.line_family(results)
+    got = {r["unit"]: r["items"][0] for r in fam}
+    assert all(got[u]["setting"] == "miso" and got[u]["right"] and got[u]["confidence"] >= 0.85 for u in units)
+    # a basis no other fold saw: no measured direction, MOSI at 0.5 (wrong here)
+    assert got["spi/odd"]["confidence"] == 0.5 and got["spi/odd"]["setting"] == "mosi" and not got["spi/odd"]["right"]
+    assert "| one data line | 0.80-0.95 | 40 |" in ev_script.line_table(results)

@@ -214,13 +214,59 @@ def test_word_size_without_pauses_is_a_stated_choice(tmp_path):
     assert got.cfg.wordsize == 12
 
 
-def test_cpha_on_lines_that_never_change_is_the_stated_default(tmp_path):
-    path, names, sc = synth_capture(tmp_path / "c.sr", mode=2, mosi=[0], miso=(0,), noise=False)
+@pytest.mark.parametrize("mode", [0, 2])
+def test_cpha_on_lines_that_never_change_is_the_base_rate_said_to_be_a_prior(mode, tmp_path):
+    """No data line changes: CPOL from the idle clock, CPHA the one devices idling so use more
+    often on sigrok-dumps, at the share that do (calibration.cpha_prior), or the default at 0.5
+    where that share is not credibly away from one half; the note says it is a prior (or a
+    default), names the other mode with --mode, and that the two read the same words."""
+    from spigap.core.infer import calibration
+
+    path, names, sc = synth_capture(tmp_path / "c.sr", mode=mode, mosi=[0], miso=(0,), noise=False)
     # constant data lines are not data lines to the signals: they are named
     got = analyze_device(path, SpiConfig(mosi=names["mosi"], miso=names["miso"], infer=INFERABLE))
-    assert got.cfg.cpol == 1
-    assert "default" in got.sources["mode"].note and got.sources["mode"].confidence < 0.75
-    assert any(w.startswith("mode ") and "--mode" in w for w in got.warnings)
+    cpol = mode >> 1
+    src = got.sources["mode"]
+    prior = calibration.cpha_prior(cpol)
+    cpha, conf = prior if prior is not None else (0, 0.5)
+    assert (got.cfg.cpol, got.cfg.cpha) == (cpol, cpha)
+    assert src.confidence == conf and src.basis == calibration.NO_CPHA
+    other = 2 * cpol + 1 - cpha
+    assert ("a prior, not evidence from this capture" if prior else "is the default") in src.note, src.note
+    assert f"or mode {other}; the two read the same words in the prefix (give --mode {other}" in src.note
+    assert any(w.startswith("mode ") and "--mode" in w for w in got.warnings) == (conf < 0.75)
+
+
+def test_the_two_cpha_readings_decode_the_same_words_when_no_data_line_changes(tmp_path):
+    """What the note says: with the data lines constant the CPHA reading taken on a prior does not
+    change the decoded words, the transfers or their timing (the other reading, given, frames the
+    same)."""
+    path, names, sc = synth_capture(tmp_path / "c.sr", mode=0, mosi=[0], miso=(0,), noise=False)
+    a, b = (analyze_device(path, SpiConfig(cpol=0, cpha=cpha, **names)) for cpha in (0, 1))
+    assert words(a) == words(b) and len(a.mosi) > 0
+    assert np.array_equal(a.start, b.start) and np.array_equal(a.end, b.end)
+
+
+def test_a_prior_cpha_gives_way_to_the_saved_setting(tmp_path):
+    """A CPHA stated at its base rate is no evidence from the signals: a capture's saved decoder
+    setting wins over it whatever its level (signals at 0.75 or more beat a saved setting)."""
+    from spigap.core.config import SpiConfig as Cfg
+    from spigap.core.infer.report import Source
+    from spigap.core.infer.saved import reconcile
+
+    class Info:
+        spi_settings = {"from": "the .dsl's DSView SPI decoder", "cpol": 0, "cpha": 1}
+        path = str(tmp_path / "x.dsl")
+
+    cfg = Cfg(cpol=0, cpha=0)
+    sources = {"mode": Source("inferred", 0.85, "a prior", "no data changes")}
+    warnings: list = []
+    reconcile(cfg, Cfg(infer=INFERABLE), sources, Info(), warnings)
+    assert cfg.mode == 1 and sources["mode"].how == "file", sources
+    cfg = Cfg(cpol=0, cpha=0)
+    sources = {"mode": Source("inferred", 0.85, "8 of 8 data changes", "clear, few")}
+    reconcile(cfg, Cfg(infer=INFERABLE), sources, Info(), warnings)
+    assert cfg.mode == 0 and sources["mode"].how == "inferred"
 
 
 def test_given_settings_are_kept_and_reported_as_given(tmp_path):

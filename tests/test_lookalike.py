@@ -287,3 +287,60 @@ def test_a_quadrature_output_is_no_second_cs_reading(capsys):
     assert code == 0, err
     src = json.loads(out)["sources"]["cs"]
     assert src["basis"] == "none" and "also" not in src and src["confidence"] > 0.5, src
+
+
+@pytest.mark.parametrize("names", ["named", "numbers"])
+def test_a_data_line_set_between_words_is_no_second_clock(names, capsys, tmp_path):
+    """SSI32 at one sample per clock phase: the controller sets MOSI a sample after a byte's last
+    SCLK edge or a sample before the next byte's first, and it toggles there at so steady a rate
+    that it looked like a slower clock: a second bus (clk=MOSI cs=CS#, no data), MOSI missing from
+    the first ("no second data line"; a CHECK line offered --clk 3 --cs 0). A line that changes
+    within one clock phase of another clock's edges is that clock's data line; the bus line of
+    the analyzed bus says what the settings table says (named: CS#, not the survey's FC#)."""
+    path = DATA / "ssi32_watchdog.sr"
+    if names == "numbers":
+        path = renamed(path, tmp_path)
+    d = _settings(capsys, path)
+    s = d["settings"]
+    clk, cs, mosi, miso = ("CLK", "CS#", "MOSI", "MISO") if names == "named" else ("2", "1", "3", "4")
+    assert [(b["clk"], b["cs"], sorted(b["data"]), b["analyzed"]) for b in d["buses"]] == \
+        [(clk, cs, sorted([mosi, miso]), True)], d["buses"]
+    assert (s["clk"], s["cs"], s["mosi"], s["miso"]) == (clk, cs, mosi, miso)
+    assert not any("another SPI bus" in w or "no second data line" in w for w in d["warnings"]), d["warnings"]
+    assert d["sources"]["mosi"]["note"] != "no second data line"
+
+
+def test_a_line_on_a_clocks_sample_grid_between_words_is_its_data_line():
+    """The same rule on a synthesized prefix: SCLK at one sample (10 ticks) per phase in bytes of
+    16 edges with 9-phase pauses, a data line that changes only in those pauses, a sample after a
+    byte's last edge (it toggles at a steady rate: a clock candidate of its own), a CS around each
+    run of bytes. One bus, both lines on it."""
+    from spigap.core.infer.buses import find_buses
+    from spigap.core.infer.evidence import Evidence
+
+    ticks, clk, data, cs = [], 0, 0, 1
+    t = 0
+    def put(tt):
+        ticks.append((tt, clk | data << 1 | cs << 2))
+    put(0)
+    for transfer in range(6):
+        t += 200
+        cs = 0
+        put(t)
+        for _ in range(8):
+            t += 20
+            for _ in range(16):
+                clk ^= 1
+                put(t)
+                t += 10
+            data ^= 1                       # a sample after the byte's last edge, in the pause
+            put(t)
+            t += 70
+        t += 20
+        cs = 1
+        put(t)
+    tt = np.array([x for x, _ in ticks], np.int64)
+    ss = np.array([s for _, s in ticks], np.uint32)
+    ev = Evidence(tt, ss, ["sclk", "sdo", "ncs"])
+    buses = find_buses(ev, exclude=set())
+    assert [(b.clk, b.cs, b.data) for b in buses] == [("sclk", "ncs", ["sdo"])], buses

@@ -53,14 +53,18 @@ def find_buses(ev: Evidence, exclude: set[str], named_cs: str | None = None) -> 
     pulsed = not cand
     if pulsed:
         cand = [(n, pulse_train(ev, n)[1]) for n in ev.names if n not in exclude and pulse_train(ev, n)[0] >= REGULAR]
-    # a candidate whose changes fall on a busier candidate's edges is that bus's data line
+    # a candidate whose changes fall on a busier candidate's edges is that bus's data line: within
+    # one clock phase of them (in the edge's sample, a sample or an output delay after it, or a
+    # phase before a word's first edge: SSI32's MOSI is set a sample after a byte's last edge or a
+    # sample before the next one's first, at one sample per phase, and toggles at so steady a rate
+    # between bytes that it looks like a slower clock, which no line follows)
     cand.sort(key=lambda c: -len(ev.changes[c[0]]))
     clocks: list[tuple[str, float]] = []
     for name, half in cand:
         # ... unless that clock never pauses and this one is far slower or runs in bursts: in a
         # synchronous design (a simulated SPI core) every line changes on the system clock's
         # edges, SCLK too, and a data line does not toggle at a steady slow rate
-        if any(on_edges(ev, name, c, h) >= ON_CLOCK and not (lookalike.continuous(ev, c, h) and (
+        if any(on_edges(ev, name, c, h, within=1.0) >= ON_CLOCK and not (lookalike.continuous(ev, c, h) and (
                 half >= 4 * h or not lookalike.continuous(ev, name, half)))
                for c, h in clocks):
             continue

@@ -24,10 +24,11 @@ stated at the share right of such answers in that same cross-validation (``UNSEE
 when the Beta posterior of that share puts 95 % of its mass on one side of one half (a never-seen
 CS, 5 of 5 right: 0.85); else at 0.5, a coin toss (a never-seen clock: 11 of 20, and a fold's fit
 measures anything from 40 to 70 %: stated at that noise, the out-of-fold answers at 0.60-0.65 were
-right 4 times in 12). Answers that rest on a default only (CPHA when the data lines do not change,
-a data line that never changes) or where the signals allow two readings equally (two CS
-candidates) state 0.5: what the corpus' devices happen to use is no evidence about the next
-capture.
+right 4 times in 12). Answers that rest on a default only (a data line that never changes) or where
+the signals allow two readings equally (two CS candidates) state 0.5. CPHA where no data line
+changes is a prior, said so: the CPHA the corpus' SPI devices idling at that CPOL use more often
+where their data settle it, at the share that do (``CPHA``; each device one answer), only where
+that share is credibly away from one half (``cpha_prior``), else 0.5.
 
 ``python tests/sigrok_dumps_eval.py DUMPS TEST --calibrate`` writes calibration_data.py from the
 whole corpus (deterministic: the folds are a hash of the device's folder); nothing here is tuned by
@@ -40,7 +41,7 @@ import math
 
 import numpy as np
 
-from spigap.core.infer.calibration_data import MEASURED, PRIOR, UNSEEN
+from spigap.core.infer.calibration_data import CPHA, MEASURED, PRIOR, UNSEEN
 
 Table = dict[tuple[str, str], tuple[int, int, float, float]]
 Prior = dict[str, tuple[float, float]]
@@ -56,7 +57,8 @@ NEEDS_OPTIONS = {"other named", "other named, several"}
 # and a batch "warn" on captures whose CS lines are not in doubt)
 NOT_IN_CORPUS = {"shared"}
 DIRECTION = "one line is miso"       # the setting of one data line's direction (its share: MISO)
-# answers that rest on no evidence: CPHA when no data line changes; a data line that never changes
+# answers that rest on no evidence (CPHA when no data line changes: its base rate given CPOL, where
+# credible, cpha_prior); a data line that never changes
 # or changes too few times to see when; two data lines that behave alike (MOSI taken as the first
 # in channel order: the corpus' wirings measured 7 of 15, and in cross-validation 2 of 9 where the
 # other folds' said 3 of 4: a convention, not evidence); a CS beside another line bracketing the same
@@ -122,6 +124,23 @@ def _credibly_off_half(m: tuple[int, int, float, float]) -> bool:
     return above >= 0.95 or above <= 0.05
 
 
+NO_CPHA = "no data changes"   # the mode's basis where no data line changes: CPHA from the base rate
+
+
+def cpha_prior(cpol: int, table: dict[int, tuple[int, int, float, float]] | None = None) -> tuple[int, float] | None:
+    """No data line changes, so the signals cannot tell CPHA: (the CPHA devices idling at ``cpol``
+    use more often, the share of them that do: the confidence to state it at), from the SPI
+    captures of sigrok-dumps whose CPHA the signals settle (``CPHA``: per CPOL, the captures
+    with CPHA 1; each device at most three answers), the share the posterior mean under a
+    uniform Beta prior; None when that share is not credibly away from one half (then both
+    readings are a coin toss). A prior, not evidence from the capture: the note says so."""
+    m = (CPHA if table is None else table).get(cpol)
+    if m is None or not _credibly_off_half(m):
+        return None
+    p1 = _share(m)
+    return (1 if p1 > 0.5 else 0), _level(max(p1, 1 - p1))
+
+
 def direction(basis: str, table: Table | None = None, prior: Prior | None = None) -> tuple[str, float] | None:
     """One data line on ``basis``: (the role it is more often, the confidence to state it at), or
     None when the basis was never measured (then both readings are equally open)."""
@@ -139,6 +158,8 @@ def apply(sources: dict) -> None:
                 and src.basis not in NEEDS_OPTIONS and src.basis not in NOT_IN_CORPUS):
             if key in ("mosi", "miso") and src.basis.startswith(("one", "static", "few")):
                 continue            # one data line: mosi_miso.py stated its direction's measured share
+            if key == "mode" and src.basis == NO_CPHA:
+                continue            # settings.py stated CPHA's base rate given CPOL (cpha_prior)
             src.confidence = stated(setting, src.basis)
             if key in ("mosi", "miso"):
                 # two lines, one of two ways: a measured share under one half is chance, not evidence

@@ -74,14 +74,15 @@ def _clock_score(ct: np.ndarray, pulses: bool = False) -> tuple[float, float]:
     return float(np.mean(alike & duty)), percentiles_of(di[:-1] + di[1:], [25])[0] / 2
 
 
-def on_edges(ev: Evidence, line: str, clk: str, half: float) -> float:
-    """Share of ``line``'s changes within half a clock phase of one of ``clk``'s changes."""
+def on_edges(ev: Evidence, line: str, clk: str, half: float, within: float = 0.5) -> float:
+    """Share of ``line``'s changes within ``within`` clock phases (half a phase unless told) of
+    one of ``clk``'s changes."""
     lt, ct = ev.ticks(line), ev.ticks(clk)
     if not len(lt) or not len(ct):
         return 0.0
     _, prev, nxt = _around(ct, lt)
     dist = np.minimum(np.abs(lt - prev), np.abs(nxt - lt))
-    return float(np.mean(dist <= max(1.0, half / 2)))
+    return float(np.mean(dist <= max(1.0, within * half)))
 
 
 def _around(ct: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

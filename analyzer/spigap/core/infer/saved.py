@@ -15,6 +15,7 @@ import os
 
 from spigap.findings import Cause, Finding
 from spigap.core.config import SpiConfig
+from spigap.core.infer.calibration import NO_CPHA
 from spigap.core.infer.report import Source
 
 MAX_PVS = 1 << 20           # bytes: a session setup is a few kB
@@ -79,11 +80,13 @@ def reconcile(cfg: SpiConfig, given: SpiConfig, sources: dict[str, Source], info
                        f"{'LSB' if cfg.lsb_first else 'MSB'} first", f"--bitorder {'lsb' if lsb else 'msb'}"))
     for key, saved_text, want, have, have_text, option in checks:
         src = sources.get(key)
+        # a CPHA stated at its base rate (no data line changes) is a prior, not the signals' word
+        sure = src is not None and src.confidence >= SURE and src.basis != NO_CPHA
         if want == have:
-            if src is not None and src.how in ("default", "inferred") and src.confidence < SURE:
+            if src is not None and src.how in ("default", "inferred") and not sure:
                 sources[key] = Source("file", 1.0, f"{where} (the signals agree)")
             continue
-        if src is not None and src.how == "inferred" and src.confidence >= SURE:
+        if src is not None and src.how == "inferred" and sure:
             warnings.append(Finding(f"{where} says {saved_text}; the signals say {have_text} ({src.note}): "
                                     f"{have_text} is used (give {option} to use the saved one)", Cause.NOTE))
             continue

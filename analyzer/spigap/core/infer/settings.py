@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from spigap.core.config import SpiConfig
+from spigap.core.infer import calibration
 from spigap.core.infer.evidence import (
     BRACKET,
     Evidence,
@@ -80,10 +81,8 @@ def infer_settings(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], e
                     note += _two_modes(out, ev, data_lines, cpol, cpha, min(lead, trail))
                 sources["mode"] = Source("inferred", conf, note, basis)
             else:
-                cpha = cfg.cpha
-                sources["mode"] = Source("inferred", 0.5,
-                                         f"CPOL {cpol} from the idle clock; CPHA {cpha} is the default: the "
-                                         f"data lines hardly change, so the signals cannot tell", "no data changes")
+                cpha, conf, note = _cpha_prior(out, ev, data_lines, cpol, cfg.cpha, total)
+                sources["mode"] = Source("inferred", conf, note, calibration.NO_CPHA)
             out.cpol, out.cpha = cpol, cpha
         else:
             sources["mode"] = Source("default", 0.3, "too few SCLK edges to tell")
@@ -102,16 +101,48 @@ def infer_settings(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], e
 MODE_SPLIT = 0.8              # below this share of data changes on one edge, both modes are named
 
 
+def _cpha_prior(out: SpiConfig, ev: Evidence, data_lines: list[str], cpol: int, default: int,
+                changes: int) -> tuple[int, float, str]:
+    """(CPHA, confidence, note) where the data lines hardly change: CPOL is read from the idle
+    clock, CPHA cannot be; the CPHA devices idling so use more often, at the share that do
+    (calibration.cpha_prior: measured on sigrok-dumps where the data settle it), else the
+    default at 0.5. Either way the other mode is named with the option that settles it, and
+    whether the two read the same words in the prefix (a line that does not change reads the
+    same on either edge)."""
+    idle = "low" if cpol == 0 else "high"
+    prior = calibration.cpha_prior(cpol)
+    seen = ("no data line changes in SCLK's cycles" if not changes else
+            f"{changes} data change{' only' if changes == 1 else 's only'} in SCLK's cycles")
+    if prior is None:
+        cpha, conf = default, calibration.DEFAULT_ONLY
+        why = f"CPHA {cpha} is the default: the signals cannot tell ({seen})"
+    else:
+        cpha, conf = prior
+        why = (f"CPHA {cpha} is a prior, not evidence from this capture ({seen}): of the SPI devices idling "
+               f"{idle} on sigrok-dumps whose data settle it, about {conf:.0%} use mode {2 * cpol + cpha}")
+    other = 2 * cpol + 1 - cpha
+    return cpha, conf, (f"CPOL {cpol} from the idle clock; {why}; or mode {other}"
+                        f"{_words_differ(out, ev, data_lines, cpol, cpha)} (give --mode {other} if it is that one)")
+
+
 def _two_modes(out: SpiConfig, ev: Evidence, data_lines: list[str], cpol: int, cpha: int, other_n: int) -> str:
     """'; or mode M (k changes follow the other edge): the two read MISO differently (0x12 0x34 vs
     0x24 0x68)': the rival reading of a mode the edges do not settle, and the data lines it
     decodes differently (a line driven on both edges, a Microwire part's MISO)."""
+    other = 2 * cpol + (1 - cpha)
+    return (f"; or mode {other}: {other_n} changes follow the "
+            f"{'trailing' if cpha else 'leading'} edge{_words_differ(out, ev, data_lines, cpol, cpha)}; "
+            f"give --mode {2 * cpol + cpha} or --mode {other}")
+
+
+def _words_differ(out: SpiConfig, ev: Evidence, data_lines: list[str], cpol: int, cpha: int) -> str:
+    """'; the two read MISO differently (0x12 0x34 vs 0x24 0x68)' or '; the two read the same words in
+    the prefix': the data lines' first words read at either CPHA."""
     import dataclasses
 
     from spigap.core.infer.mosi_miso import first_words
     from spigap.core.infer.report import Bus
 
-    other = 2 * cpol + (1 - cpha)
     cs = out.cs if out.cs in ev.level else None
     bus = Bus(out.clk or "", cs, list(data_lines), 0, (0 if out.cs_active_low else 1) if cs else None)
     differ = []
@@ -122,10 +153,8 @@ def _two_modes(out: SpiConfig, ev: Evidence, data_lines: list[str], cpol: int, c
         b = first_words(ev, d, dataclasses.replace(out, cpol=cpol, cpha=1 - cpha), bus)[:3]
         if len(a) and len(b) and a.tolist() != b.tolist():
             differ.append(f"{d} ({' '.join(f'0x{int(x):02x}' for x in a)} vs {' '.join(f'0x{int(x):02x}' for x in b)})")
-    tail = ("; the two read " + ", ".join(differ) + " differently" if differ
+    return ("; the two read " + ", ".join(differ) + " differently" if differ
             else "; the two read the same words in the prefix")
-    return (f"; or mode {other}: {other_n} changes follow the "
-            f"{'trailing' if cpha else 'leading'} edge{tail}; give --mode {2 * cpol + cpha} or --mode {other}")
 
 
 def _wordsize(ev: Evidence, out: SpiConfig, active: int | None) -> tuple[int | None, float, str]:

@@ -290,10 +290,27 @@ def buses_seen(settled: Settled, channels: list[str]) -> list[Bus] | None:
     without either (``all_buses`` then reads its own)."""
     ev = settled.evidence
     if ev is not None and list(ev.names) == _surveyed(channels):
-        return find_buses(ev, exclude=set())
+        return _as_settled(find_buses(ev, exclude=set()), settled.cfg)
     if settled.survey is not None:
-        return find_buses(settled.survey, exclude=set())
+        return _as_settled(find_buses(settled.survey, exclude=set()), settled.cfg)
     return None
+
+
+def _as_settled(buses: list[Bus], cfg: SpiConfig) -> list[Bus]:
+    """The survey's buses with the analyzed one (its clock) as the settings say it: their CS and
+    data lines (names and options win over the survey, which reads the signals alone: SSI32's
+    survey takes FC# for the select where the name says CS#); a bus whose clock is one of its
+    lines is none of its own."""
+    mine = next((b for b in buses if b.clk == cfg.clk), None)
+    if mine is None:
+        return buses
+    roles = [d for d in (cfg.mosi, cfg.miso) if d is not None]
+    data = [d for d in mine.data if d in roles] + [d for d in roles if d not in mine.data]
+    active = None if cfg.cs is None else (0 if cfg.cs_active_low else 1)
+    mine = dataclasses.replace(mine, cs=cfg.cs, cs_active=active, data=data,
+                               cs_rivals=tuple(r for r in mine.cs_rivals if r != cfg.cs))
+    lines = set(mine.channels()) | set(cfg.more_cs)
+    return [mine if b.clk == cfg.clk else b for b in buses if b.clk == cfg.clk or b.clk not in lines]
 
 
 def _by_bus_prefix(named: SpiConfig, cfg: SpiConfig, channels: list[str], warnings: list[str],
