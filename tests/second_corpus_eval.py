@@ -109,10 +109,10 @@ def one(cap: dict, path: Path, renamed: bool, tmp: Path) -> dict:
     """The result of one run (the keys sigrok_dumps_eval's tables read)."""
     t = truth(cap)
     if renamed:
-        src = as_sr(path, tmp)
-        names = sde.channel_names(src)
+        # by position: spigap convert keeps the channels' order (and writes "Channel 0" as "Channel_0")
+        names = sde.channel_names(path)
         (tmp / "renamed").mkdir(exist_ok=True)
-        path = sde.renamed_copy(src, tmp / "renamed")
+        path = sde.renamed_copy(as_sr(path, tmp), tmp / "renamed")
         t = truth(cap, dict(zip(names, sde.channel_names(path))))
     if t.get("roles"):
         try:
@@ -141,6 +141,11 @@ def run(root: Path, caps: list[dict]) -> tuple[list[dict], list[str]]:
         if sha256(path) != cap["sha256"]:
             skipped.append(f"{cap['file']}: sha256 differs from the manifest's")
             continue
+        pvs = path.with_suffix(".pvs")
+        if cap.get("pvs_sha256") and not (pvs.is_file() and sha256(pvs) == cap["pvs_sha256"]):
+            # PulseView's saved decoder beside the .sr is part of what the named run reads
+            skipped.append(f"{cap['file']}: its .pvs is absent or differs from the manifest's")
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             r = one(cap, path, False, Path(tmp))
             results.append(r)
@@ -168,6 +173,28 @@ def capture_table(results: list[dict]) -> str:
     return "\n".join(out)
 
 
+def band_devices(results: list[dict]) -> str:
+    """Who stands behind each band of ``sde.bands``: per device (a unit), its answers and how many
+    right, so that a band carried by one device's series of captures reads as such."""
+    by: dict = {}
+    for r in results:
+        for it in r.get("items") or []:
+            c = round(it["confidence"], 2)
+            band = next((b for lo, hi, b in sde.BANDS if lo <= c <= hi), None)
+            if band is None or it["from"] != "inferred":
+                continue
+            setting = "MOSI/MISO" if it["setting"] in ("mosi", "miso") else it["setting"]
+            n, k = by.setdefault((setting, band), {}).get(r["device"], (0, 0))
+            by[(setting, band)][r["device"]] = (n + 1, k + int(it["right"]))
+    out = ["| setting | stated | devices | per device: right of answers |", "|---|---|---|---|"]
+    order = {s: i for i, s in enumerate(("bus", "cs", "MOSI/MISO", "mode"))}
+    bands = [b for _, _, b in sde.BANDS]
+    for (setting, band), devs in sorted(by.items(), key=lambda kv: (order[kv[0][0]], bands.index(kv[0][1]))):
+        out.append(f"| {setting} | {band} | {len(devs)} | "
+                   + "; ".join(f"{d.split(' (')[0]}: {k} of {n}" for d, (n, k) in sorted(devs.items())) + " |")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", type=Path, help="the folder holding the captures at the manifest's file paths")
@@ -189,6 +216,8 @@ def main(argv=None) -> int:
     print(sde.reliability(results))
     print()
     print(sde.bands(results))
+    print()
+    print(band_devices(results))
     return 0
 
 
