@@ -156,6 +156,7 @@ truth = "its recipe"
     assert "| setting | stated | answers | mean stated | right | 95 % interval | within ±10 points |" in out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("SPIGAP_SECOND_CORPUS"), reason="SPIGAP_SECOND_CORPUS (the fetched corpus) not set")
 def test_the_corpus_itself(capsys):
     root = Path(os.environ["SPIGAP_SECOND_CORPUS"])
