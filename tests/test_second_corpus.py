@@ -167,3 +167,29 @@ def test_the_corpus_itself(capsys):
         assert _sha(root / c["file"]) == c["sha256"], c["file"]
     assert ev.main([str(root)]) == 0
     assert "| setting | confidence | answers | right | share right |" in capsys.readouterr().out
+
+
+def test_cs_polarity_note_when_the_clock_runs_outside_the_one_window(tmp_path, capsys):
+    """The FPGA board's capture (podonoghue/spi.sr): CS# asserted once for half the capture, the
+    clock running in and after that window. Its level at the clock's edges does not tell the
+    polarity (a default, 0.5); the note said "no SCLK edge in the prefix" of a clock with 377."""
+    lines = ["$timescale 1 us $end", "$scope module top $end", "$var wire 1 c SCK $end",
+             "$var wire 1 d MOSI $end", "$var wire 1 s CS# $end", "$upscope $end", "$enddefinitions $end",
+             "#0", "0c", "0d", "1s", "#10", "0s"]
+    t, events = 20, []
+    for burst in range(12):                          # 12 bytes, the window closing after the 9th
+        for bit in range(8):
+            events += [(t, f"{(burst + bit) & 1}d"), (t + 2, "1c"), (t + 4, "0c")]
+            t += 4
+        t += 40
+        if burst == 8:
+            events.append((t - 20, "1s"))
+    events.append((t + 10, "0d"))
+    for when, what in events:
+        lines += [f"#{when}", what]
+    path = tmp_path / "outside.vcd"
+    path.write_text("\n".join(lines) + "\n")
+    assert spigap_main(["detect", str(path), "--format", "json"]) == 0
+    src = __import__("json").loads(capsys.readouterr().out)["sources"]["cs_polarity"]
+    assert src["from"] == "default" and src["confidence"] == 0.5
+    assert "no SCLK edge" not in src["note"] and "CS#'s level at SCLK's 192 edges" in src["note"], src["note"]

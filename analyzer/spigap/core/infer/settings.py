@@ -38,8 +38,13 @@ def infer_settings(out: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], e
             sources["cs_polarity"] = Source("inferred", min(0.99, share if share >= BRACKET else 0.6),
                                             f"CS is {'low' if active == 0 else 'high'} at {share:.0%} of SCLK edges")
         else:
+            edges = len(ev.changes[clk]) if have else 0
+            # a CS whose one window holds part of the clock (the clock runs outside it too) has
+            # edges at both levels: its level at them does not tell which one is active
             sources["cs_polarity"] = Source("default", 1.0 if cs is None else 0.5,
-                                            "no CS line" if cs is None else "no SCLK edge in the prefix")
+                                            "no CS line" if cs is None else "no SCLK edge in the prefix" if not edges
+                                            else f"{cs}'s level at SCLK's {edges} edges in the prefix "
+                                                 "does not tell which level is active")
     active = (0 if out.cs_active_low else 1) if cs is not None else None
     if "mode" in cfg.infer:
         if have and len(ev.changes[clk]) >= 4:
