@@ -57,13 +57,14 @@ def pattern(lab: np.ndarray, rare: bool = False, x: np.ndarray | None = None) ->
     if rare:
         q = max(float(n1) / nk, 1.0 / nk)
         n_tests = float(sum(cands))
-        for p, r, tot, c1 in _folds(idx, ones, cands):
-            # a position holds the rare kind when it is mostly that label AND
-            # stalls (the label's background rate q) could not have filled
-            # it by chance, over all positions and periods tried
-            on = (c1 >= defs.MIN_PURITY * tot) & (tail(c1, tot, q) * n_tests < 1e-3)
+        for p, r, tot, c1 in _folds(idx, ones, cands, rare_of=n):
+            # a position holds the rare kind when it is seen there >= MIN_PERIODS times, mostly
+            # that label, AND stalls (the label's background rate q) could not have filled it by
+            # chance, over all positions and periods tried
+            on = (tot >= MIN_PERIODS) & (c1 >= defs.MIN_PURITY * tot) & (tail(c1, tot, q) * n_tests < 1e-3)
             off_pure = (tot - c1)[~on].sum() >= (1 - defs.SPLIT_MAX_OUTLIER - 0.05) * tot[~on].sum()
-            if on.any() and not on.all() and off_pure and _complete(c1, tot, on) and _tight(x, idx, r, on):
+            if (on.any() and not on.all() and off_pure and _complete(c1, tot, on) and _tight(x, idx, r, on)
+                    and not _shorter_period(c1, tot, on)):
                 # deviants at "off" positions are stalls, a third population: not misfits
                 agree = float((c1[on].sum() + (tot - c1)[~on].sum()) / (tot[on].sum() + (tot - c1)[~on].sum()))
                 return p, on.astype(np.int8), agree
@@ -92,14 +93,16 @@ def pattern(lab: np.ndarray, rare: bool = False, x: np.ndarray | None = None) ->
     return None
 
 
-def _folds(idx: np.ndarray, ones: np.ndarray, cands: list[int]):
+def _folds(idx: np.ndarray, ones: np.ndarray, cands: list[int], rare_of: int | None = None):
     """For each candidate period p whose every position holds at least MIN_PERIODS known
     labels: (p, each label's position idx % p, labels per position, label-1 count per
-    position)."""
+    position). ``rare_of``: the labels' count, for a rare kind among stalls: the labels span
+    MIN_PERIODS periods, and a position may hold fewer known labels (stalls and gaps between
+    the kinds are unknown; the rare kind's own positions are held to MIN_PERIODS by the caller)."""
     for p in cands:
         r = idx % p
         tot = np.bincount(r, minlength=p)
-        if tot.min() < MIN_PERIODS:
+        if (tot.min() < MIN_PERIODS) if rare_of is None else (rare_of < MIN_PERIODS * p or not tot.all()):
             continue
         yield p, r, tot, np.bincount(r, weights=ones, minlength=p)
 
@@ -162,11 +165,32 @@ def tail(k: np.ndarray, n: np.ndarray, q: float) -> np.ndarray:
 
 def _tight(x, idx, r, on) -> bool:
     """The rare kind is one population: the gaps at its positions spread no
-    wider than a population may (a mix of stalls does)."""
+    wider than a population may (a mix of stalls does). The spread is robust
+    (1.4826 MAD of ln(gap + 1)): stalls lengthen the rare kind's gaps as often as
+    any other's, and a few of them must not make a population look like a mix."""
     if x is None:
         return True
     v = x[idx[on[r]]]
-    return len(v) < 2 or float(np.std(v)) <= defs.SPLIT_MAX_SIGMA
+    return len(v) < 2 or 1.4826 * float(median(np.abs(v - median(v)))) <= defs.SPLIT_MAX_SIGMA
+
+
+def _shorter_period(c1: np.ndarray, tot: np.ndarray, on: np.ndarray) -> bool:
+    """True when the rare kind's positions repeat at a shorter period d (a divisor of the
+    pattern's) whose other phases hold it too, more often than stalls explain (their rate at
+    the pattern's other positions): the kind then recurs every d gaps but overlaps the main
+    population there, and a phase of the longer period that happened to show it every time
+    is chance, not the structure (stalls strike no phase more than another)."""
+    p = len(on)
+    off = ~on
+    q = max(float(c1[off].sum()) / max(float(tot[off].sum()), 1.0), 1e-3)
+    pairs = [(int(j), d) for j in np.flatnonzero(on) for d in range(1, p) if p % d == 0]
+    for j, d in pairs:
+        sib = np.zeros(p, bool)
+        sib[(j + d * np.arange(1, p // d)) % p] = True
+        sib &= off
+        if sib.any() and float(tail(np.array([c1[sib].sum()]), np.array([tot[sib].sum()]), q)[0]) * len(pairs) < 1e-3:
+            return True
+    return False
 
 
 def _complete(c1: np.ndarray, tot: np.ndarray, on: np.ndarray) -> bool:
@@ -184,14 +208,17 @@ def _complete(c1: np.ndarray, tot: np.ndarray, on: np.ndarray) -> bool:
 
 def rare_pattern(g: np.ndarray, sp):
     """A repeating pattern of gaps far off the main population (> 4 of its
-    standard deviations, one side at a time), with stalls and the noise left
-    unknown. The main population's label is 0 for deviants above it, 1 below.
-    Returns (period, pattern, agreement, labels) or None."""
+    standard deviations, one side at a time, then both: a rare kind whose
+    spread straddles the main one), with stalls and the noise left unknown.
+    Stalls strike at random, so deviants that recur at one position of a
+    period, every time, are a kind of gap, not stalls (``pattern``'s binomial
+    test). The main population's label is 0 when the rare kind lies above it, 1
+    below. Returns (period, pattern, agreement, labels) or None."""
     w, m, s = max(sp.comps, key=lambda c: c[0])
     x = np.log(g + 1.0)
     z = (x - m) / s
-    for side in (1, -1):
-        dev = side * z > 4
+    for side in (1, -1, 0):
+        dev = (np.abs(z) if side == 0 else side * z) > 4
         if dev.sum() < MIN_PERIODS or dev.mean() > 0.25:
             continue
         lab = np.full(len(g), -1, np.int8)
@@ -200,6 +227,9 @@ def rare_pattern(g: np.ndarray, sp):
         found = pattern(lab[:WINDOW], rare=True, x=x[:WINDOW])
         if found is not None:
             p, pat, agree = found
+            if side == 0:       # which side the rare kind lies on: its gaps' median
+                on = pat[np.arange(len(g)) % p].astype(bool) & (lab == 1)
+                side = 1 if float(median(z[on])) > 0 else -1
             if side == -1:
                 lab = np.where(lab < 0, lab, 1 - lab).astype(np.int8)
             return p, (pat if side == 1 else 1 - pat).astype(np.int8), agree, lab
