@@ -104,6 +104,46 @@ class _Sizes:
         return bb.width, bb.height
 
 
+def _log_ticks_in_view(axis) -> None:
+    """A log axis's locators return a decade or two beyond the view on each side, and
+    matplotlib makes a tick (two lines, two texts) for each before it leaves them undrawn: a
+    quarter of these figures' ticks. Wrapped, they return only the ticks in the view (with a
+    margin: matplotlib's own test at the drawing decides, so the same ticks are drawn). Only
+    log axes: their formatters label each tick by its value alone, where a linear axis's
+    formatter picks its digits from all the ticks it is given."""
+    from matplotlib.ticker import Locator
+
+    class InView(Locator):
+        def __init__(self, base):
+            self.base = base
+
+        def set_axis(self, axis):
+            super().set_axis(axis)
+            self.base.set_axis(axis)
+
+        def __call__(self):
+            locs = np.asarray(self.base(), float)
+            tr = self.axis.get_transform()
+            a, b = sorted(tr.transform(self.axis.get_view_interval()))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = tr.transform(locs)
+            margin = 1e-6 * (b - a)
+            return locs[~((t < a - margin) | (t > b + margin))]
+
+        def tick_values(self, vmin, vmax):
+            return self.base.tick_values(vmin, vmax)
+
+        def nonsingular(self, v0, v1):
+            return self.base.nonsingular(v0, v1)
+
+        def view_limits(self, vmin, vmax):
+            return self.base.view_limits(vmin, vmax)
+
+    if axis.get_scale() == "log":
+        axis.set_major_locator(InView(axis.get_major_locator()))
+        axis.set_minor_locator(InView(axis.get_minor_locator()))
+
+
 def fit(fig, axes: list, *, suptitle=None, legend=None) -> None:
     """Place ``axes`` side by side, equal widths, in a figure without a layout engine: left of
     each its y tick labels and label, below them the x tick labels and label (and ``legend``, a
@@ -111,6 +151,9 @@ def fit(fig, axes: list, *, suptitle=None, legend=None) -> None:
     x tick labels at an axes' ends reach half their width past it, the room between axes and at
     the right edge takes them, and the top y tick label half its height above it. Twice: the
     number of ticks follows the axes' length."""
+    for ax in axes:
+        _log_ticks_in_view(ax.xaxis)
+        _log_ticks_in_view(ax.yaxis)
     size = _Sizes(fig)
     W, H = fig.bbox.width, fig.bbox.height
     ytick = _pt(max(_rc("ytick.major.size"), 0.0) + _rc("ytick.major.pad"), fig)
