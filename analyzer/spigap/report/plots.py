@@ -12,6 +12,7 @@ import logging
 import math
 import re
 import warnings
+from typing import Any, Literal
 
 import numpy as np
 
@@ -32,7 +33,7 @@ def _quiet_matplotlib() -> None:
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
 
 
-def figure(w=10.0, h=4.0, *, layout: str | None = "constrained"):
+def figure(w=10.0, h=4.0, *, layout: Literal["constrained"] | None = "constrained"):
     """A figure on its own Agg canvas (``png`` draws it there: the text sizes measured while
     laying it out are the ones the drawing finds cached). ``layout=None``: the caller places
     the axes with ``fit`` once the figure is drawn up."""
@@ -186,10 +187,11 @@ def fit(fig, axes: list, *, suptitle=None, legend=None) -> None:
             x += width + (gaps[i] if i < len(gaps) else 0.0)
 
 
-def _rc(key: str):
+def _rc(key: str) -> Any:
     import matplotlib
 
-    return matplotlib.rcParams[key]
+    params: Any = matplotlib.rcParams             # (its keys are typed as literals)
+    return params[key]
 
 
 _GLYPH = re.compile(r"Glyph (\d+) \(.*\) missing from font")
