@@ -100,3 +100,20 @@ def test_timeline_and_rate_keep_their_texts_apart(monkeypatch):
                       "transfers per second: first before vs first after capture"), monkeypatch)
     _check(plots.block_rate(np.linspace(1, span - 1, 100), rng.normal(123_456, 900, 100), 123_000.0, span,
                             "transfers per second over the capture (sampled blocks)"), monkeypatch)
+
+
+def test_glyphs_the_font_lacks_are_collected_not_warned():
+    """A capture's name the plot font cannot draw (a CJK file name) is measured by the layout
+    before the drawing: its glyphs are still handed to the caller, who says so once, and no
+    warning per glyph escapes (what the report printed before the layout was measured)."""
+    import warnings
+
+    rng = np.random.default_rng(7)
+    at = np.sort(rng.uniform(0, 1.0, 500))
+    missing: set = set()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig = plots.timeline([("cs_setup", at, rng.lognormal(-14, 0.3, 500))], [], 1.0, "捕获.sr: every gap")
+        plots.png(fig, missing=missing)
+    assert missing == {"捕", "获"}
+    assert not [w for w in caught if "missing from font" in str(w.message)]

@@ -7,11 +7,13 @@ sample boundaries, so quantized gaps do not turn into comb patterns.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import math
 import re
 import warnings
+import weakref
 from typing import Any, Literal
 
 import numpy as np
@@ -42,8 +44,22 @@ def figure(w=10.0, h=4.0, *, layout: Literal["constrained"] | None = "constraine
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(w, h), dpi=100, layout=layout)
-    FigureCanvasAgg(fig)
+    _share_mathtext(FigureCanvasAgg(fig).get_renderer())
     return fig
+
+
+_MATHTEXT: list = []          # the process's mathtext parser: the first figure's renderer's
+
+
+def _share_mathtext(renderer) -> None:
+    """One mathtext parser for every figure of the process. Each Agg renderer makes its own,
+    whose cache of parsed strings lives and dies with it, so every figure parsed its log axes'
+    "10^k" labels again (most of a histogram's text layout); a parse is a function of the
+    string, font, size and dpi alone, so shared it gives the same glyphs (the PNGs compared
+    pixel by pixel)."""
+    if not _MATHTEXT:
+        _MATHTEXT.append(renderer.mathtext_parser)
+    renderer.mathtext_parser = _MATHTEXT[0]
 
 
 # ------------------------------------------------------------------ the frequent figures' layout
@@ -152,6 +168,11 @@ def fit(fig, axes: list, *, suptitle=None, legend=None) -> None:
     x tick labels at an axes' ends reach half their width past it, the room between axes and at
     the right edge takes them, and the top y tick label half its height above it. Twice: the
     number of ticks follows the axes' length."""
+    with _glyphs(fig):
+        _fit(fig, axes, suptitle, legend)
+
+
+def _fit(fig, axes: list, suptitle, legend) -> None:
     for ax in axes:
         _log_ticks_in_view(ax.xaxis)
         _log_ticks_in_view(ax.yaxis)
@@ -195,28 +216,38 @@ def _rc(key: str) -> Any:
 
 
 _GLYPH = re.compile(r"Glyph (\d+) \(.*\) missing from font")
+_MISSING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()    # figure -> characters it lacks
+
+
+@contextlib.contextmanager
+def _glyphs(fig):
+    """Characters the font cannot draw (names from files: a CJK file name, an odd channel
+    name), warned about by matplotlib once per glyph wherever a text is first measured (laid
+    out or drawn), kept with the figure for ``png`` to hand over; other warnings pass."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        m = _GLYPH.search(str(w.message))
+        if m is not None:
+            _MISSING.setdefault(fig, set()).add(chr(int(m.group(1))))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def png(fig, dpi: int = 100, *, missing: set | None = None) -> bytes:
-    """The figure as PNG bytes. Characters the font cannot draw (names from files: a
-    CJK file name, an odd channel name) are drawn as boxes and added to ``missing``
-    (the caller says so once), not warned about per glyph."""
+    """The figure as PNG bytes. Characters the font cannot draw are drawn as boxes and added
+    to ``missing`` (the caller says so once), not warned about per glyph."""
     _quiet_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
     buf = io.BytesIO()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _glyphs(fig):
         fig.savefig(buf, format="png", dpi=dpi)
-    for w in caught:
-        m = _GLYPH.search(str(w.message))
-        if m is not None:
-            if missing is not None:
-                missing.add(chr(int(m.group(1))))
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if missing is not None:
+        missing |= _MISSING.get(fig, set())
     return buf.getvalue()
 
 
