@@ -69,7 +69,7 @@ def _share_mathtext(renderer) -> None:
 # out), about 40 % of each figure's cost. These figures have one row of axes and decorations of
 # one line each (tick labels, axis labels, a title or suptitle, a figure legend below), so ``fit``
 # places them from the sizes of those texts, measured once: no label is clipped or overlaps
-# (tests/test_report.py), at a few pixels from where constrained layout put them.
+# (tests/test_report_layout.py), at a few pixels from where constrained layout put them.
 PAD_PX = 4.0                    # between the decorations and the figure's edge (constrained layout: 3 pt)
 
 
