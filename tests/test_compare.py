@@ -228,6 +228,51 @@ def test_block_length_follows_dependence():
     assert resample.block_length([dep[:200]]).capped
 
 
+
+
+def _resamples_index_by_index(series, L, seed, B, chunk):
+    """The block bootstrap as it was written before the blocks were gathered whole (the
+    oracle): every resampled value's index computed, wrapped with ``%`` and masked."""
+    rng = np.random.default_rng(seed)
+    series = [np.asarray(x, float) for x in series if len(x)]
+    sizes = np.array([len(x) for x in series], np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    pool = np.concatenate(series)
+    m, width = len(series), int(sizes.max())
+    per_chunk = max(1, chunk // (width * m))
+    parts, done = [], 0
+    while done < B:
+        b = min(per_chunk, B - done)
+        caps = np.zeros((b, 1), np.int64) if m == 1 else rng.integers(0, m, size=(b, m))
+        cols, masks = [], []
+        for s in range(m):
+            n = sizes[caps[:, s]]
+            nblk = -(-width // L)
+            starts = np.floor(rng.random((b, nblk)) * n[:, None]).astype(np.int64)
+            pos = (starts[:, :, None] + np.arange(L)[None, None, :]).reshape(b, nblk * L)[:, :width] % n[:, None]
+            cols.append(offsets[caps[:, s]][:, None] + pos)
+            masks.append(np.arange(width)[None, :] < n[:, None])
+        pos, mask = np.concatenate(cols, axis=1), np.concatenate(masks, axis=1)
+        parts.append(resample.row_stats(np.where(mask, pool[pos], np.inf), mask.sum(axis=1)))
+        done += b
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+@pytest.mark.parametrize("sizes,L", [((2000,), 13), ((700, 1300, 950), 9), ((40, 33), 1), ((5, 60), 7),
+                                     ((3000,), 50)])
+def test_block_bootstrap_draws_the_index_by_index_resamples(monkeypatch, sizes, L):
+    """The resamples gathered as whole blocks are the ones the index-by-index form drew from
+    the same seed, value for value (same statistics to the last bit): captures of different
+    lengths (padding), blocks longer than a capture (L = 7 over 5 values wraps more than
+    once), several chunks of replicates."""
+    rng = np.random.default_rng(7)
+    series = [np.round(rng.gamma(3.0, 1e-6, size=n), 9) for n in sizes]      # ties, like sampled gaps
+    monkeypatch.setattr(resample, "CHUNK_ELEMENTS", 60_000)
+    got = resample.Bootstrap(series, L, np.random.default_rng(11)).replicate_stats(300)
+    want = _resamples_index_by_index(series, L, 11, 300, 60_000)
+    assert got.keys() == want.keys()
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])
 # ------------------------------------------------------------------------ CLI
 def test_cli_regression_exit_code_and_text(capsys):
     rc = main(["compare", "--before", str(CAPTURES / "ad7606-pi5-k6.6.31.sr"),

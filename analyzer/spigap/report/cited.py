@@ -18,6 +18,7 @@ unescaped.
 
 from __future__ import annotations
 
+import functools
 import html
 import importlib.resources
 import re
@@ -69,10 +70,17 @@ def _headings(tokens) -> list[tuple[int, int, str]]:
     return out
 
 
+@functools.lru_cache(maxsize=32)
+def _doc_headings(doc: str) -> tuple[tuple[int, int, str], ...]:
+    """``_headings`` of an installed document, parsed once a process (a report cites the same
+    documents again and again: every "§N" in a text, every section of the appendix)."""
+    return tuple(_headings(_md().parse(doc_text(doc))))
+
+
 def numbered(doc: str, number: str) -> str | None:
     """The heading of section ``number`` ("2.3") of ``doc`` (its headings start with their
     numbers, as linux-spi-timing.md's do), or None."""
-    for _, _, title in _headings(_md().parse(doc_text(doc))):
+    for _, _, title in _doc_headings(doc):
         if re.match(rf"{re.escape(number)}\.?\s", title):
             return title
     return None
@@ -82,9 +90,8 @@ def section(doc: str, heading: str | None) -> str:
     """The Markdown of one section of ``doc`` (the heading's line to the next heading of
     the same or a higher level), or, for ``heading=None``, the opening text under the
     title. DocMissing when the document has no such heading."""
-    text = doc_text(doc)
-    lines = text.splitlines()
-    heads = _headings(_md().parse(text))
+    lines = doc_text(doc).splitlines()
+    heads = _doc_headings(doc)
     if heading is None:
         start = heads[0][0] + 1 if heads and heads[0][1] == 1 else 0
         end = next((ln for ln, _, _ in heads if ln >= start), len(lines))

@@ -7,11 +7,14 @@ sample boundaries, so quantized gaps do not turn into comb patterns.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import math
 import re
 import warnings
+import weakref
+from typing import Any, Literal
 
 import numpy as np
 
@@ -32,36 +35,219 @@ def _quiet_matplotlib() -> None:
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
 
 
-def figure(w=10.0, h=4.0):
+def figure(w=10.0, h=4.0, *, layout: Literal["constrained"] | None = "constrained"):
+    """A figure on its own Agg canvas (``png`` draws it there: the text sizes measured while
+    laying it out are the ones the drawing finds cached). ``layout=None``: the caller places
+    the axes with ``fit`` once the figure is drawn up."""
     _quiet_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(w, h), dpi=100, layout="constrained")
+    fig = Figure(figsize=(w, h), dpi=100, layout=layout)
+    _share_mathtext(FigureCanvasAgg(fig).get_renderer())
     return fig
 
 
+_MATHTEXT: list = []          # the process's mathtext parser: the first figure's renderer's
+
+
+def _share_mathtext(renderer) -> None:
+    """One mathtext parser for every figure of the process. Each Agg renderer makes its own,
+    whose cache of parsed strings lives and dies with it, so every figure parsed its log axes'
+    "10^k" labels again (most of a histogram's text layout); a parse is a function of the
+    string, font, size and dpi alone, so shared it gives the same glyphs (the PNGs compared
+    pixel by pixel)."""
+    if not _MATHTEXT:
+        _MATHTEXT.append(renderer.mathtext_parser)
+    renderer.mathtext_parser = _MATHTEXT[0]
+
+
+# ------------------------------------------------------------------ the frequent figures' layout
+# A report draws a histogram per gap kind and capture, an overlay per kind, a timeline and a rate
+# plot per capture: two dozen figures for a before/after pair. matplotlib's constrained layout
+# measures every axis's decorations twice and then the figure is drawn twice (once to lay it
+# out), about 40 % of each figure's cost. These figures have one row of axes and decorations of
+# one line each (tick labels, axis labels, a title or suptitle, a figure legend below), so ``fit``
+# places them from the sizes of those texts, measured once: no label is clipped or overlaps
+# (tests/test_report_layout.py), at a few pixels from where constrained layout put them.
+PAD_PX = 4.0                    # between the decorations and the figure's edge (constrained layout: 3 pt)
+
+
+def _pt(points: float, fig) -> float:
+    return points * fig.dpi / 72.0
+
+
+class _Sizes:
+    """Sizes of texts on one figure's canvas, each string measured once (the renderer's own
+    metrics: what the drawing will find)."""
+
+    def __init__(self, fig):
+        from matplotlib.font_manager import FontProperties
+
+        self.r = fig.canvas.get_renderer()
+        self.props = {axis: FontProperties(size=_rc(f"{axis}tick.labelsize")) for axis in "xy"}
+        self.known: dict = {}
+
+    def text(self, s: str, axis: str) -> tuple[float, float]:
+        """(width, height) of a tick label of the x or y axis: at least a line's height (the
+        height of "lp", as matplotlib lays a line out)."""
+        from matplotlib import cbook
+
+        key = (s, axis)
+        if key not in self.known:
+            prop = self.props[axis]
+            w, h, _ = self.r.get_text_width_height_descent(s, prop, cbook.is_math_text(s))
+            _, lp, _ = self.r.get_text_width_height_descent("lp", prop, False)
+            self.known[key] = (w, max(h, lp))
+        return self.known[key]
+
+    def ticks(self, axis, name: str) -> list[tuple[float, float]]:
+        """(width, height) of each tick label the axis will draw: its locators' ticks inside
+        the view, formatted by its formatters, the empty ones left out."""
+        lo, hi = sorted(axis.get_view_interval())
+        tol = 1e-10 * max(abs(lo), abs(hi))
+        out = []
+        for which in (axis.major, axis.minor):
+            locs = np.asarray(which.locator(), float)
+            locs = locs[(locs >= lo - tol) & (locs <= hi + tol)]
+            out += [self.text(t, name) for t in which.formatter.format_ticks(locs) if t]
+        return out
+
+    def label(self, text) -> tuple[float, float]:
+        """(width, height) of a Text on the canvas, (0, 0) when it is empty."""
+        if text is None or not text.get_visible() or not text.get_text():
+            return 0.0, 0.0
+        bb = text.get_window_extent(self.r)
+        return bb.width, bb.height
+
+
+def _log_ticks_in_view(axis) -> None:
+    """A log axis's locators return a decade or two beyond the view on each side, and
+    matplotlib makes a tick (two lines, two texts) for each before it leaves them undrawn: a
+    quarter of these figures' ticks. Wrapped, they return only the ticks in the view (with a
+    margin: matplotlib's own test at the drawing decides, so the same ticks are drawn). Only
+    log axes: their formatters label each tick by its value alone, where a linear axis's
+    formatter picks its digits from all the ticks it is given."""
+    from matplotlib.ticker import Locator
+
+    class InView(Locator):
+        def __init__(self, base):
+            self.base = base
+
+        def set_axis(self, axis):
+            super().set_axis(axis)
+            self.base.set_axis(axis)
+
+        def __call__(self):
+            locs = np.asarray(self.base(), float)
+            tr = self.axis.get_transform()
+            a, b = sorted(tr.transform(self.axis.get_view_interval()))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = tr.transform(locs)
+            margin = 1e-6 * (b - a)
+            return locs[~((t < a - margin) | (t > b + margin))]
+
+        def tick_values(self, vmin, vmax):
+            return self.base.tick_values(vmin, vmax)
+
+        def nonsingular(self, v0, v1):
+            return self.base.nonsingular(v0, v1)
+
+        def view_limits(self, vmin, vmax):
+            return self.base.view_limits(vmin, vmax)
+
+    if axis.get_scale() == "log":
+        axis.set_major_locator(InView(axis.get_major_locator()))
+        axis.set_minor_locator(InView(axis.get_minor_locator()))
+
+
+def fit(fig, axes: list, *, suptitle=None, legend=None) -> None:
+    """Place ``axes`` side by side, equal widths, in a figure without a layout engine: left of
+    each its y tick labels and label, below them the x tick labels and label (and ``legend``, a
+    figure legend at the bottom), above them the axes' titles or the figure's ``suptitle``; the
+    x tick labels at an axes' ends reach half their width past it, the room between axes and at
+    the right edge takes them, and the top y tick label half its height above it. Twice: the
+    number of ticks follows the axes' length."""
+    with _glyphs(fig):
+        _fit(fig, axes, suptitle, legend)
+
+
+def _fit(fig, axes: list, suptitle, legend) -> None:
+    for ax in axes:
+        _log_ticks_in_view(ax.xaxis)
+        _log_ticks_in_view(ax.yaxis)
+    size = _Sizes(fig)
+    W, H = fig.bbox.width, fig.bbox.height
+    ytick = _pt(max(_rc("ytick.major.size"), 0.0) + _rc("ytick.major.pad"), fig)
+    xtick = _pt(max(_rc("xtick.major.size"), 0.0) + _rc("xtick.major.pad"), fig)
+    legend_h = 0.0 if legend is None else (legend.get_window_extent(size.r).height + PAD_PX
+                                          + _pt(legend.borderaxespad * legend.prop.get_size_in_points(), fig))
+    sup_h = 0.0 if suptitle is None else (1 - suptitle.get_position()[1]) * H + size.label(suptitle)[1] + PAD_PX
+    for _ in range(2):
+        lefts, rights, bottoms, tops, above = [], [], [], [], []
+        for ax in axes:
+            yl, xl = size.ticks(ax.yaxis, "y"), size.ticks(ax.xaxis, "x")
+            ylab = size.label(ax.yaxis.label)[0]            # rotated: its width across the figure
+            lefts.append((max(w for w, _ in yl) + ytick if yl else 0.0)
+                         + (ylab + _pt(ax.yaxis.labelpad, fig) if ylab else 0.0))
+            xlab = size.label(ax.xaxis.label)[1]
+            bottoms.append((max(h for _, h in xl) + xtick if xl else 0.0)
+                           + (xlab + _pt(ax.xaxis.labelpad, fig) if xlab else 0.0))
+            rights.append(max((w / 2 for w, _ in xl), default=0.0))
+            above.append(max((h / 2 for _, h in yl), default=0.0))
+            title = size.label(ax.title)[1]
+            tops.append(title + _pt(_rc("axes.titlepad"), fig) if title else 0.0)
+        bottom = PAD_PX + max(bottoms) + legend_h
+        top = max(PAD_PX + max(max(tops), max(above)), sup_h + max(above))
+        left = PAD_PX + lefts[0]
+        gaps = [rights[i] + 2 * PAD_PX + lefts[i + 1] for i in range(len(axes) - 1)]
+        width = (W - left - sum(gaps) - max(rights[-1], PAD_PX) - PAD_PX) / len(axes)
+        x = left
+        for i, ax in enumerate(axes):
+            ax.set_position([x / W, bottom / H, width / W, (H - bottom - top) / H])
+            x += width + (gaps[i] if i < len(gaps) else 0.0)
+
+
+def _rc(key: str) -> Any:
+    import matplotlib
+
+    params: Any = matplotlib.rcParams             # (its keys are typed as literals)
+    return params[key]
+
+
 _GLYPH = re.compile(r"Glyph (\d+) \(.*\) missing from font")
+_MISSING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()    # figure -> characters it lacks
 
 
-def png(fig, dpi: int = 100, *, missing: set | None = None) -> bytes:
-    """The figure as PNG bytes. Characters the font cannot draw (names from files: a
-    CJK file name, an odd channel name) are drawn as boxes and added to ``missing``
-    (the caller says so once), not warned about per glyph."""
-    _quiet_matplotlib()
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    FigureCanvasAgg(fig)
-    buf = io.BytesIO()
+@contextlib.contextmanager
+def _glyphs(fig):
+    """Characters the font cannot draw (names from files: a CJK file name, an odd channel
+    name), warned about by matplotlib once per glyph wherever a text is first measured (laid
+    out or drawn), kept with the figure for ``png`` to hand over; other warnings pass."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fig.savefig(buf, format="png", dpi=dpi)
+        yield
     for w in caught:
         m = _GLYPH.search(str(w.message))
         if m is not None:
-            if missing is not None:
-                missing.add(chr(int(m.group(1))))
+            _MISSING.setdefault(fig, set()).add(chr(int(m.group(1))))
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def png(fig, dpi: int = 100, *, missing: set | None = None) -> bytes:
+    """The figure as PNG bytes. Characters the font cannot draw are drawn as boxes and added
+    to ``missing`` (the caller says so once), not warned about per glyph."""
+    _quiet_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    with _glyphs(fig):
+        fig.savefig(buf, format="png", dpi=dpi)
+    if missing is not None:
+        missing |= _MISSING.get(fig, set())
     return buf.getvalue()
 
 
@@ -109,12 +295,12 @@ def histogram(values_s: np.ndarray, res: float, title: str, *, threshold_s: floa
     """Two panels like seed 003: linear count over the body (p0.5..p99.5), log count over all."""
     v = np.asarray(values_s, float)
     v = v[np.isfinite(v)]
-    fig = figure(10, 3.6)
+    fig = figure(10, 3.6, layout=None)
     ax1, ax2 = fig.subplots(1, 2)
     if len(v) == 0:
         for ax in (ax1, ax2):
             ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
-        fig.suptitle(title)
+        fit(fig, [ax1, ax2], suptitle=fig.suptitle(title))
         return fig
     p_lo, p50, p99, p_hi = np.percentile(v, [0.5, 50, 99, 99.5])
     unit, sc = time_unit(p50 if p50 else v.max())
@@ -145,8 +331,9 @@ def histogram(values_s: np.ndarray, res: float, title: str, *, threshold_s: floa
     if threshold_s is not None and threshold_s <= hi:
         ax2.axvline(threshold_s / sc, color=STALL_COLOR, lw=1, ls=":", label=f"stall > {_fmt(threshold_s)}")
     ax2.legend(fontsize=8, loc="upper right")
-    fig.suptitle(f"{title}: n = {len(v)}, p50 {_fmt(p50)}, mean {_fmt(v.mean())} ± {_fmt(v.std())}, "
-                 f"max {_fmt(hi)} (±{_fmt(res)})", fontsize=10)
+    sup = fig.suptitle(f"{title}: n = {len(v)}, p50 {_fmt(p50)}, mean {_fmt(v.mean())} ± {_fmt(v.std())}, "
+                       f"max {_fmt(hi)} (±{_fmt(res)})", fontsize=10)
+    fit(fig, [ax1, ax2], suptitle=sup)
     return fig
 
 
@@ -156,12 +343,12 @@ def overlay_histogram(before_s: np.ndarray, after_s: np.ndarray, res: float, tit
     b = np.asarray(before_s, float)
     a = np.asarray(after_s, float)
     b, a = b[np.isfinite(b)], a[np.isfinite(a)]
-    fig = figure(10, 3.6)
+    fig = figure(10, 3.6, layout=None)
     ax1, ax2 = fig.subplots(1, 2)
     both = np.concatenate([b, a])
     if len(b) == 0 or len(a) == 0:
         ax1.text(0.5, 0.5, "only on one side", ha="center", va="center", transform=ax1.transAxes)
-        fig.suptitle(title)
+        fit(fig, [ax1, ax2], suptitle=fig.suptitle(title))
         return fig
     unit, sc = time_unit(np.median(both))
     lb, hb = _body(b, res)
@@ -187,7 +374,7 @@ def overlay_histogram(before_s: np.ndarray, after_s: np.ndarray, res: float, tit
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"{title} (±{_fmt(res)})", fontsize=10)
+    fit(fig, [ax1, ax2], suptitle=fig.suptitle(f"{title} (±{_fmt(res)})", fontsize=10))
     return fig
 
 
@@ -207,7 +394,7 @@ def _envelope(t: np.ndarray, v: np.ndarray, nbins: int):
 def timeline(series: list[tuple[str, np.ndarray, np.ndarray]], stalls: list, span_s: float, title: str,
              *, annotate: int = 3):
     """Gap values over capture time, log y; ``series``: (kind, at_s, value_s). Stalls ringed."""
-    fig = figure(10, 4.2)
+    fig = figure(10, 4.2, layout=None)
     ax = fig.subplots()
     t_unit, t_sc = time_unit(span_s)
     vmax = 0.0
@@ -265,6 +452,7 @@ def timeline(series: list[tuple[str, np.ndarray, np.ndarray]], stalls: list, spa
             h.set_markersize(7)
     ax.set_title(title + (" (long series: min–max band and median per time bin)" if enveloped else ""),
                  fontsize=10)
+    fit(fig, [ax], legend=leg)
     return fig
 
 
@@ -308,7 +496,7 @@ def rate(series: list[tuple], span_s: float, title: str, *, window_s: float | No
 
     ``series``: (label, event times in s) or (label, times, own span in s) when the series come
     from captures of different lengths; ``span_s`` is the x range."""
-    fig = figure(10, 3.4)
+    fig = figure(10, 3.4, layout=None)
     ax = fig.subplots()
     t_unit, t_sc = time_unit(span_s)
     if window_s is None:
@@ -337,8 +525,9 @@ def _rate_axes(fig, ax, top: float, span_s: float, xlabel: str, ylabel: str, tit
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
-    fig.legend(fontsize=8, loc="outside lower center", ncol=2)
+    leg = fig.legend(fontsize=8, loc="outside lower center", ncol=2)
     ax.set_title(title, fontsize=10)
+    fit(fig, [ax], legend=leg)
     return fig
 
 
@@ -346,7 +535,7 @@ def block_rate(t_mid: np.ndarray, rates: np.ndarray, mean: float | None, span_s:
                ylabel="transfers/s"):
     """Transfers per second inside each sampled block of a long capture (one point per
     block of consecutive transfers, at its middle), with the whole capture's mean."""
-    fig = figure(10, 3.4)
+    fig = figure(10, 3.4, layout=None)
     ax = fig.subplots()
     t_unit, t_sc = time_unit(span_s)
     ax.plot(np.asarray(t_mid) / t_sc, rates, ".", color=BEFORE, ms=3, label="inside each sampled block")

@@ -112,8 +112,9 @@ def block_summaries(series: list[np.ndarray], L: int, what: str) -> np.ndarray:
 # --------------------------------------------------------------- bootstrap
 def row_stats(v: np.ndarray, count: np.ndarray, quantiles=(0.25, 0.5, 0.75, 0.99)) -> dict:
     """Statistics of each row of ``v`` whose first ``count[i]`` sorted values are real
-    (the rest is +inf padding). Quantiles interpolate linearly like numpy's default."""
-    v = np.sort(v, axis=1)
+    (the rest is +inf padding). Quantiles interpolate linearly like numpy's default.
+    ``v`` is sorted in place (the caller's array: no copy of B x n values)."""
+    v.sort(axis=1)
     out = {}
     rows = np.arange(v.shape[0])
     for q in quantiles:
@@ -123,7 +124,9 @@ def row_stats(v: np.ndarray, count: np.ndarray, quantiles=(0.25, 0.5, 0.75, 0.99
         frac = h - lo
         a, b = v[rows, lo], v[rows, hi]
         out[q] = a + frac * (b - a)
-    finite = np.where(np.isinf(v), 0.0, v)
+    # sorted rows hold their infinities (the padding) at their ends: none there, none at all
+    padded = np.isinf(v[:, 0]).any() or np.isinf(v[:, -1]).any()
+    finite = np.where(np.isinf(v), 0.0, v) if padded else v
     mean = finite.sum(axis=1) / count
     var = np.maximum((finite ** 2).sum(axis=1) / count - mean ** 2, 0.0)
     out["mean"] = mean
@@ -153,6 +156,13 @@ class Bootstrap:
         self.sizes = np.array([len(x) for x in self.series], np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
         self.pool = np.concatenate(self.series) if self.series else np.empty(0)
+        # each capture followed by its first L - 1 values again (repeated if it is shorter): a
+        # block starting anywhere in a capture is one contiguous slice of this, so the resamples
+        # are gathered as whole blocks (rows of a sliding window) instead of index by index
+        ext = [np.resize(x, len(x) + self.L - 1) for x in self.series]
+        self.ext_offsets = np.concatenate([[0], np.cumsum([len(e) for e in ext])[:-1]]).astype(np.int64)
+        self.windows = (np.lib.stride_tricks.sliding_window_view(np.concatenate(ext), self.L) if ext
+                        else np.empty((0, self.L)))
 
     @property
     def m(self) -> int:
@@ -163,18 +173,22 @@ class Bootstrap:
             return np.zeros((B, 1), np.int64)
         return self.rng.integers(0, self.m, size=(B, self.m))
 
-    def _positions(self, caps: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-        """Pool indices (B, width) of one slot's circular block resample; columns beyond a row's
-        capture length are padding (mask False)."""
+    def _values(self, caps: np.ndarray, width: int) -> np.ndarray:
+        """Values (B, width) of one slot's circular block resample of capture ``caps[i]`` per row;
+        columns beyond a row's capture length are +inf (padding). The draws are those of the
+        index-by-index form (block starts uniform in the capture, one ``rng.random`` call), so a
+        seed gives the same resamples."""
         B = len(caps)
         L = self.L
         nblk = -(-width // L)
         n = self.sizes[caps]                                             # (B,)
         starts = np.floor(self.rng.random((B, nblk)) * n[:, None]).astype(np.int64)
-        pos = (starts[:, :, None] + np.arange(L)[None, None, :]).reshape(B, nblk * L)[:, :width]
-        pos = pos % n[:, None]
-        mask = np.arange(width)[None, :] < n[:, None]
-        return self.offsets[caps][:, None] + pos, mask
+        v = self.windows[self.ext_offsets[caps][:, None] + starts].reshape(B, nblk * L)[:, :width]
+        short = n < width
+        if short.any():
+            v = np.ascontiguousarray(v)
+            v[np.arange(width)[None, :] >= n[:, None]] = np.inf
+        return v
 
     def replicate_stats(self, B: int, quantiles=(0.25, 0.5, 0.75, 0.99)) -> dict:
         """Statistics of ``B`` resamples (dict of arrays of length B, see ``row_stats``)."""
@@ -186,15 +200,9 @@ class Bootstrap:
         while done < B:
             b = min(per_chunk, B - done)
             caps = self._draw_captures(b)
-            cols, masks = [], []
-            for s in range(self.m):
-                pos, mask = self._positions(caps[:, s], width)
-                cols.append(pos)
-                masks.append(mask)
-            pos = np.concatenate(cols, axis=1)
-            mask = np.concatenate(masks, axis=1)
-            v = np.where(mask, self.pool[pos], np.inf)
-            parts.append(row_stats(v, mask.sum(axis=1), quantiles))
+            v = np.concatenate([self._values(caps[:, s], width) for s in range(self.m)], axis=1)
+            count = np.minimum(self.sizes[caps], width).sum(axis=1)
+            parts.append(row_stats(v, count, quantiles))
             done += b
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
