@@ -381,7 +381,7 @@ def spigap_main(*args, cwd: pathlib.Path = ROOT):
         code = main([str(a) for a in args])      # given argv: main leaves this process's gc alone
     return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
-# the AD7606 before/after report (README, "Did the patch help?"): 24 figures, about 10 s of CPU.
+# the AD7606 before/after report (README, "Did the patch help?"): 24 figures, about 6 s of CPU.
 # tests/test_report.py reads its HTML and PNGs, tests/test_report_browser.py renders it in
 # Chromium: both modules are in the xdist group "ad7606_report" (one worker), so it is drawn
 # once a run, not once per module and worker
