@@ -359,3 +359,28 @@ def test_real_logic2_iso_export_reads_the_authors_frames():
     assert a.n == 7                      # the 7th frame is shifted in but not latched before the capture ends
     # the first SCLK edge is row 3: 2026-01-30T14:06:09.197994188 - 09.197352115 = 642073 ns, to the ns
     assert a.tick_s == pytest.approx(1e-9) and int(a.first_edge[0]) == 642073
+
+
+def test_logic2_analog_csv_with_iso_times_reads_as_in_seconds(tmp_path, monkeypatch):
+    # Logic 2's analog CSV: "Time [s],<channels>", a row per sample; with ISO 8601 times the
+    # same samples at the same ticks (100 MHz: 10 ns), the threshold crossings unchanged
+    rng = np.random.default_rng(7)
+    levels = np.repeat(rng.integers(0, 2, (40, 2)), 25, axis=0) * 3.3 + rng.normal(0, 0.05, (1000, 2))
+    sec = "Time [s],Channel 0,Channel 1\n" + "".join(
+        f"{i // 10**8}.{(i % 10**8) * 10:09d},{a:.4f},{b:.4f}\n" for i, (a, b) in enumerate(levels))
+    ps, pi = tmp_path / "a_sec.csv", tmp_path / "a_iso.csv"
+    ps.write_text(sec)
+    pi.write_bytes(_as_iso(sec.encode(), base_ns=BASE_NS - 197352115 + 999_995_001))      # crosses a whole second
+    monkeypatch.setattr("spigap.io.csv_changes.CHUNK_BYTES", 8192)
+    t0, s0, end0, info0 = stream(ps, ["Channel 0", "Channel 1"])
+    t1, s1, end1, info1 = stream(pi, ["Channel 0", "Channel 1"])
+    assert info1.tick_s == pytest.approx(1e-8) == pytest.approx(info0.tick_s)
+    assert (t1, s1, end1) == (t0, s0, end0) and len(t0) > 20
+    assert "ISO 8601 times from 2026-01-30T14:06:09.999995001Z" in info1.format and "14:06:10.000004991" in pi.read_text()
+    lines = pi.read_text().splitlines()
+    lines[500] = "0.000005000" + lines[500][lines[500].index(","):]
+    pi.write_text("\n".join(lines) + "\n")
+    with open_capture(pi) as r:
+        with pytest.raises(CaptureTruncated) as e:
+            list(r.edges(["Channel 0", "Channel 1"]))
+    assert "a time in seconds '0.000005000' among ISO 8601 times" in str(e.value) and "(data row 500)" in str(e.value)

@@ -333,6 +333,11 @@ class IsoTimes:
         return rel, fits
 
 
+def iso_start(sec: int, ns: int) -> str:
+    """The time of data row 1, in UTC, for the capture's description."""
+    return f"{np.datetime64(sec, 's')}.{ns:09d}Z (UTC)"
+
+
 def looks_iso(text: str) -> bool:
     """Whether a time cell has the shape of an ISO 8601 date and time (decides the
     file's time form from its first row, and names a mix of forms in errors)."""
@@ -440,6 +445,27 @@ def parse_iso_times(a: np.ndarray, fs: np.ndarray, fe: np.ndarray) -> IsoTimes:
     sec -= sign * off
     frac_digits = int(nfrac[ok].max()) if ok.any() else 0
     return IsoTimes(sec, ns, ok, frac_digits)
+
+
+def bad_time_cell(a: np.ndarray, fs: int, fe: int, *, iso: bool, form_known: bool) -> str:
+    """What is wrong with the time cell a[fs:fe], the cell quoted: the other time form than
+    the file's (``iso``; ``form_known``: data row 1 has set it), an ISO time that is no
+    time, or no time at all. For the errors of every CSV reader with a time column."""
+    text = bytes(a[fs:fe]).decode("utf-8", "replace").strip().strip('"')
+    cell = printable(text[:48])
+    mix = "(the file mixes two time forms; every row must have the form of data row 1)"
+    if looks_iso(text):
+        if not iso and form_known:
+            return f"an ISO 8601 time {cell!r} among times in seconds {mix}"
+        if parse_iso_times(a, np.array([fs]), np.array([fe])).ok[0]:
+            return f"the time {cell!r} lies more than 2^62 ticks from data row 1"
+        return (f"the ISO 8601 time {cell!r} is not a valid time (a date or time field out of range, more "
+                f"than {ISO_FRAC} fractional digits, or a bad offset)")
+    if _is_seconds(text):
+        if iso:
+            return f"a time in seconds {cell!r} among ISO 8601 times {mix}"
+        return f"the time {cell!r} is not finite or lies more than 2^62 ticks from data row 1"
+    return f"the time cell {cell!r} is neither seconds nor an ISO 8601 time"
 
 
 # ---------------------------------------------------------------------- sniff
@@ -583,9 +609,7 @@ class ChangeCsvReader(CaptureReader):
         self.tick = tick
         fmt, offset = "change-only logic CSV", self.t0
         if self._iso0 is not None:
-            start = np.datetime64(self._iso0[0] * 10**9 + self._iso0[1], "ns") if \
-                abs(self._iso0[0]) < 9 * 10**9 else np.datetime64(self._iso0[0], "s")
-            fmt = f"change-only logic CSV, ISO 8601 times from {start}Z (UTC)"
+            fmt = f"change-only logic CSV, ISO 8601 times from {iso_start(*self._iso0)}"
             offset = self._iso0[0] + self._iso0[1] * 1e-9       # the file's time of tick 0: seconds since 1970
         self.info = CaptureInfo(
             path=self.path, format=fmt, channels=names, tick_s=tick,
@@ -661,24 +685,8 @@ class ChangeCsvReader(CaptureReader):
                 f"{x_first * self.tick + self.t0:.6g} s); levels are held across them")
 
     def _bad_time(self, blk, row: int) -> str:
-        """What is wrong with a row's time cell, the cell quoted: the other time form than
-        the file's (a mix of forms), an ISO time that is no time, or no time at all."""
-        text = bytes(blk.a[blk.start[row, 0]:blk.end[row, 0]]).decode("utf-8", "replace").strip().strip('"')
-        cell = printable(text[:48])
-        mix = "(the file mixes two time forms; every row must have the form of data row 1)"
-        if looks_iso(text):
-            if self._iso0 is None and self._form_known:
-                return f"an ISO 8601 time {cell!r} among times in seconds {mix}"
-            one = parse_iso_times(blk.a, blk.start[row:row + 1, 0], blk.end[row:row + 1, 0])
-            if one.ok[0]:
-                return f"the time {cell!r} lies more than 2^62 ticks from data row 1"
-            return (f"the ISO 8601 time {cell!r} is not a valid time (a date or time field out of range, more "
-                    f"than {ISO_FRAC} fractional digits, or a bad offset)")
-        if _is_seconds(text):
-            if self._iso0 is not None:
-                return f"a time in seconds {cell!r} among ISO 8601 times {mix}"
-            return f"the time {cell!r} is not finite or lies more than 2^62 ticks from data row 1"
-        return f"the time cell {cell!r} is neither seconds nor an ISO 8601 time"
+        return bad_time_cell(blk.a, int(blk.start[row, 0]), int(blk.end[row, 0]), iso=self._iso0 is not None,
+                             form_known=self._form_known)
 
     def _bad_level(self, blk, row: int, cols, channels) -> str:
         """What is wrong with a row whose time is good: the first level that is not 0, 1 or X."""
