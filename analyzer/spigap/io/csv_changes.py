@@ -9,6 +9,11 @@ rows at changes with ``%0.15g`` seconds. Rows are *not* evenly spaced, which is
 what sigrok's own CSV input assumes (sigrok pulseview#129); here every row is
 an edge at its own time.
 
+Logic 2's "Use ISO8601 timestamps" option writes absolute times in the time
+column instead (``2026-01-30T14:06:09.197352115+00:00``, the same header): the
+form of data row 1 is the file's; ISO times count from that row in whole
+nanoseconds (``parse_iso_times``), every other row must have the same form.
+
 Resolution (one tick): ``--samplerate`` if given, else the rate in a DSView
 comment, else inferred from the timestamps: the decimal resolution they are
 printed with, coarsened to the greatest common divisor of the row spacings

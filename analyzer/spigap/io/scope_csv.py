@@ -12,7 +12,8 @@ from the instruments' manuals (docs/formats.md, "Oscilloscope CSV"):
 * R&S RTM/RTB: ``in s,C1 in V,...``; peak-detect exports write every acquisition
   interval as two rows (min, max) with identical time.
 * Siglent-style key/value blocks (``Sample Interval``), Saleae analog CSV
-  (``Trigger [s],Time [s],...``: the trigger column is skipped), plain ``time,ch..``.
+  (``Trigger [s],Time [s],...``: the trigger column is skipped; ISO 8601 times as
+  csv_changes reads them), plain ``time,ch..``.
 
 Timing: rows are samples of a uniform grid, so a tick is the sample interval
 (header ``XInc``/``Increment``/``Sample Interval``, else measured from the
