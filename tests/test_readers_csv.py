@@ -384,3 +384,32 @@ def test_logic2_analog_csv_with_iso_times_reads_as_in_seconds(tmp_path, monkeypa
         with pytest.raises(CaptureTruncated) as e:
             list(r.edges(["Channel 0", "Channel 1"]))
     assert "a time in seconds '0.000005000' among ISO 8601 times" in str(e.value) and "(data row 500)" in str(e.value)
+
+
+def test_iso_csv_mutated_gives_a_stream_or_a_one_line_error(tmp_path):
+    # 300 damaged ISO exports (bytes replaced, cut, duplicated; fixed seed): a valid edge stream
+    # (the reader contract, check_stream) or a SpigapError naming the file, never anything else
+    from spigap.errors import SpigapError
+    from spigap.io import check_stream
+
+    rng = np.random.default_rng(2026)
+    base = ("Time [s],A,B\n" + "\n".join(_iso_rows(40)) + "\n").encode()
+    alphabet = np.frombuffer(b"0123456789-:+.TZz ,\n\"X-", np.uint8)
+    p = tmp_path / "m.csv"
+    for k in range(300):
+        b = bytearray(base)
+        for _ in range(int(rng.integers(1, 6))):
+            i = int(rng.integers(13, len(b)))
+            op = int(rng.integers(0, 3))
+            if op == 0:
+                b[i] = int(rng.choice(alphabet))
+            elif op == 1:
+                del b[i:i + int(rng.integers(1, 30))]
+            else:
+                b[i:i] = b[i:i + int(rng.integers(1, 40))]
+        p.write_bytes(bytes(b))
+        try:
+            with open_capture(p, input_format="csv") as r:
+                list(check_stream(r.edges(["A", "B"]), 2, path=str(p)))
+        except SpigapError as e:
+            assert str(p) in str(e) and "\n" not in str(e), (k, str(e))
