@@ -301,6 +301,15 @@ def test_iso_times_damaged_or_mixed_name_the_row_and_the_cell(tmp_path, cell, ro
     assert "re-export the capture" in (e.value.hint or ""), e.value.hint
 
 
+def test_iso_csv_cut_inside_a_time_is_a_file_cut_short(tmp_path):
+    p = tmp_path / "cut.csv"
+    p.write_text("Time [s],A,B\n" + "\n".join(_iso_rows(5)) + "\n" + _iso(BASE_NS + 9000)[:15])
+    with open_capture(p) as r:
+        with pytest.raises(CaptureTruncated) as e:
+            list(r.edges(["A", "B"]))
+    assert "the last row is incomplete (the file is cut short)" in str(e.value) and "(data row 6)" in str(e.value)
+
+
 def test_seconds_csv_with_an_iso_row_is_a_mix(tmp_path):
     p = tmp_path / "mix.csv"
     p.write_text("Time [s],A\n0.000000000,0\n0.000001000,1\n" + _iso(BASE_NS) + ",0\n")

@@ -47,8 +47,9 @@ HEAD_BYTES = 64 << 10
 MAX_TICK = float(1 << 62)       # a time this many ticks from the start is damage, not data
 MAX_FIELD = 48                  # a numeric field longer than this is not a number
 TIME_HINT = ("the time column holds seconds (0.000001250) or ISO 8601 times "
-             "(2026-01-30T14:06:09.197352115+00:00), one form in a whole file; re-export the capture "
-             "from Logic 2, or fix or delete that row")
+             "(2026-01-30T14:06:09.197352115+00:00), one form in a whole file; re-export the capture, "
+             "or fix or delete that row")
+CUT_SHORT = "the last row is incomplete (the file is cut short)"
 
 
 # ------------------------------------------------------------ shared parsing
@@ -163,7 +164,7 @@ def first_bad_row(ticks: np.ndarray, usable: np.ndarray, last_tick: int, blk: Bl
         problem = ("a row with too few fields", blk.bad_offset)
     if problem is not None and last and not chunk.endswith(b"\n") and \
             chunk.rfind(b"\n", 0, len(chunk) - 1) + 1 == problem[1]:
-        problem = ("the last row is incomplete (the file is cut short)", problem[1])
+        problem = (CUT_SHORT, problem[1])
     return lim, problem
 
 
@@ -664,7 +665,7 @@ class ChangeCsvReader(CaptureReader):
                 hint = None
                 if problem is not None and lim < n and time_ok[lim] and not ok[lim]:
                     problem = (self._bad_level(blk, lim, cols, channels), problem[1])
-                elif problem is not None and lim < n and not time_ok[lim]:
+                elif problem is not None and lim < n and not time_ok[lim] and problem[0] != CUT_SHORT:
                     problem, hint = (self._bad_time(blk, lim), problem[1]), TIME_HINT
                 ticks, lv = ticks[:lim], lv[:lim]
                 block, state, started, x = self._fold(ticks, lv, state, started)

@@ -43,7 +43,7 @@ from spigap.limits import PLAUSIBLE_MIN_HZ
 from spigap.findings import Cause, Finding
 from spigap.errors import InputError, UsageError
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
-from spigap.io.csv_changes import (CHUNK_BYTES, TIME_HINT, bad_time_cell, cut_short, decimal_resolution,
+from spigap.io.csv_changes import (CHUNK_BYTES, CUT_SHORT, TIME_HINT, bad_time_cell, cut_short, decimal_resolution,
                                      first_bad_row, head_lines, iso_start, line_chunks, looks_iso, offset_after_lines,
                                      parse_block, parse_floats, parse_iso_times, read_head, time_unit_of)
 from spigap.io.threshold import Schmitt, Threshold, resolve_thresholds, strict_blocks, tap_runs
@@ -485,7 +485,8 @@ class ScopeCsvReader(CaptureReader):
                 lim, problem = first_bad_row(ticks, good & valid, last_tick, blk, short, chunk, last)
                 hint = None
                 tc = lay.time_col
-                if problem is not None and lim < n and tc is not None and not ok[lim, tc] and not lay.index_col:
+                if problem is not None and lim < n and tc is not None and not ok[lim, tc] and not lay.index_col \
+                        and problem[0] != CUT_SHORT:
                     text = bytes(blk.a[blk.start[lim, tc]:blk.end[lim, tc]]).decode("utf-8", "replace")
                     if self._iso or looks_iso(text):
                         problem = (bad_time_cell(blk.a, int(blk.start[lim, tc]), int(blk.end[lim, tc]),
