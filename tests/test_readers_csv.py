@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -211,3 +214,211 @@ def test_implausible_rate_comment_warns_with_the_fix(tmp_path):
         assert any("5 Hz" in w and "--samplerate" in w for w in r.info.warnings)
     with open_capture(p, samplerate=100e6) as r:
         assert not r.info.warnings and r.info.tick_s == pytest.approx(1e-8)
+
+
+# ------------------------------------------- ISO 8601 times (Logic 2's "Use ISO8601 timestamps")
+def _iso(ns: int, offset_min: int = 0) -> str:
+    """ns since 1970 (UTC) as Logic 2 writes it, 9 fractional digits, at a UTC offset of offset_min."""
+    sec, frac = divmod(ns + offset_min * 60 * 10**9, 10**9)
+    tz = "+00:00" if offset_min == 0 else f"{'+' if offset_min > 0 else '-'}{abs(offset_min) // 60:02d}:" \
+                                          f"{abs(offset_min) % 60:02d}"
+    return f"{np.datetime_as_string(np.datetime64(sec, 's'))}.{frac:09d}{tz}"
+
+
+BASE_NS = 1769781969 * 10**9 + 197352115        # 2026-01-30T14:06:09.197352115Z, the first row of a real export
+
+
+def _as_iso(seconds_csv: bytes, base_ns: int = BASE_NS, offset_min: int = 0) -> bytes:
+    """A Logic 2 seconds export rewritten as its ISO 8601 export: each time 'S.fffffffff' read as
+    an integer of ns (exact) and added to base_ns; everything else byte for byte."""
+    lines = seconds_csv.decode().split("\n")
+    out = [lines[0]]
+    for ln in lines[1:]:
+        if ln:
+            t, rest = ln.split(",", 1)
+            whole, frac = t.split(".")
+            out.append(_iso(base_ns + int(whole) * 10**9 + int(frac.ljust(9, "0")), offset_min) + "," + rest)
+    return ("\n".join(out) + "\n").encode()
+
+
+def test_iso_times_read_as_the_same_capture_in_seconds(tmp_path, cap, monkeypatch):
+    sc, trs, n = cap
+    sec = write_capture(tmp_path / "sec.csv", "csv-saleae", trs, sc.samplerate, n)
+    data = open(sec, "rb").read()
+    p = tmp_path / "iso.txt"                     # sniffed by content, not by the extension
+    p.write_bytes(_as_iso(data, offset_min=-330))
+    assert p.read_text().splitlines()[1].startswith("2026-01-30T08:36:09.197352115-05:30,")
+    monkeypatch.setattr("spigap.io.csv_changes.CHUNK_BYTES", 4096)       # many chunks
+    names = [t.name for t in trs]
+    t0, s0, end0, info0 = stream(sec, names)
+    t1, s1, end1, info1 = stream(p, names)
+    assert info1.tick_s == pytest.approx(info0.tick_s) == pytest.approx(20e-9)      # the time grid, as for seconds
+    assert (t1, s1, end1) == (t0, s0, end0)
+    assert "ISO 8601 times from 2026-01-30T14:06:09.197352115Z" in info1.format
+    assert info1.time_offset_s == pytest.approx(BASE_NS * 1e-9)
+    a, b = analyze_device(sec, SpiConfig()), analyze_device(p, SpiConfig())
+    assert a.n == b.n > 0 and np.array_equal(a.mosi, b.mosi) and np.array_equal(a.start, b.start)
+
+
+def test_iso_times_keep_nanoseconds_offsets_and_day_changes(tmp_path):
+    # 1 ns steps 1.77e9 s after 1970 (a float of the seconds keeps ~240 ns there), across midnight
+    # of a leap day, written at three UTC offsets: the ticks are the ns from the first row, exact
+    base = int(np.datetime64("2024-02-29T23:59:59", "s").astype(np.int64)) * 10**9 + 999999998
+    rows = [(0, "Z", "0,1"), (1, 0, "1,1"), (2, 60, "0,1"), (3, -90, "1,0"), (1_000_000_007, 0, "0,0")]
+    text = "Time [s],CLK,CS\n"
+    for dt, off, lv in rows:
+        text += (_iso(base + dt)[:-6] + "Z" if off == "Z" else _iso(base + dt, off)) + "," + lv + "\n"
+    p = tmp_path / "iso.csv"
+    p.write_text(text)
+    assert "2024-03-01T01:00:00.000000000+01:00" in text and "2024-02-29T22:30:00.000000001-01:30" in text
+    t, s, end, info = stream(p, ["CLK", "CS"])
+    assert info.tick_s == pytest.approx(1e-9)
+    assert t == [0, 1, 2, 3, 1_000_000_007] and s == [0b10, 0b11, 0b10, 0b01, 0b00]
+    assert end == 1_000_000_008
+
+
+def _iso_rows(k: int) -> list[str]:
+    return [f"{_iso(BASE_NS + i * 1000)},{i & 1},1" for i in range(k)]
+
+
+@pytest.mark.parametrize("cell, row, needle", [
+    ("0.000005000", 6, "a time in seconds '0.000005000' among ISO 8601 times (the file mixes two time forms"),
+    ("2026-02-30T14:06:09.197357115+00:00", 6, "the ISO 8601 time '2026-02-30T14:06:09.197357115+00:00' is not "
+                                               "a valid time"),
+    ("2026-01-30T14:06:09.1973571150+00:00", 6, "is not a valid time"),          # 10 digits: finer than 1 ns
+    ("soon", 6, "the time cell 'soon' is neither seconds nor an ISO 8601 time"),
+])
+def test_iso_times_damaged_or_mixed_name_the_row_and_the_cell(tmp_path, cell, row, needle):
+    lines = _iso_rows(9)
+    lines[row - 1] = cell + lines[row - 1][lines[row - 1].index(","):]
+    p = tmp_path / "bad.csv"
+    p.write_text("Time [s],A,B\n" + "\n".join(lines) + "\n")
+    with open_capture(p) as r:
+        with pytest.raises(CaptureTruncated) as e:
+            list(r.edges(["A", "B"]))
+    msg = str(e.value)
+    assert needle in msg and f"(data row {row})" in msg and "results cover up to 4.001e-06 s" in msg, msg
+    assert "re-export the capture" in (e.value.hint or ""), e.value.hint
+
+
+def test_iso_csv_cut_inside_a_time_is_a_file_cut_short(tmp_path):
+    p = tmp_path / "cut.csv"
+    p.write_text("Time [s],A,B\n" + "\n".join(_iso_rows(5)) + "\n" + _iso(BASE_NS + 9000)[:15])
+    with open_capture(p) as r:
+        with pytest.raises(CaptureTruncated) as e:
+            list(r.edges(["A", "B"]))
+    assert "the last row is incomplete (the file is cut short)" in str(e.value) and "(data row 6)" in str(e.value)
+
+
+def test_seconds_csv_with_an_iso_row_is_a_mix(tmp_path):
+    p = tmp_path / "mix.csv"
+    p.write_text("Time [s],A\n0.000000000,0\n0.000001000,1\n" + _iso(BASE_NS) + ",0\n")
+    with open_capture(p) as r:
+        with pytest.raises(CaptureTruncated) as e:
+            list(r.edges(["A"]))
+    assert "an ISO 8601 time '2026-01-30T14:06:09.197352115+00:00' among times in seconds" in str(e.value)
+    assert "(data row 3)" in str(e.value)
+
+
+@pytest.mark.parametrize("cell, needle", [
+    ("2026-01-30T14:06:09.x97352115+00:00", "the ISO 8601 time '2026-01-30T14:06:09.x97352115+00:00' is not a "
+                                            "valid time"),
+    ("2026-13-30T14:06:09.197352115+00:00", "the ISO 8601 time '2026-13-30T14:06:09.197352115+00:00' is not a "
+                                            "valid time"),
+    ("1e999", "the time '1e999' is not finite"),
+    ("", "the time cell '' is neither"),
+])
+def test_a_damaged_first_time_is_one_line_naming_cell_and_fix(tmp_path, capsys, cell, needle):
+    from spigap.cli import main
+
+    p = tmp_path / "first.csv"
+    p.write_text("Time [s],A,B\n" + cell + ",0,1\n" + "\n".join(_iso_rows(4)[1:]) + "\n")
+    code = main(["analyze", str(p)])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert code == 2 and len(err) == 1 and "Traceback" not in err[0], err
+    assert str(p) in err[0] and "data row 1: " + needle in err[0] and "re-export the capture" in err[0], err[0]
+
+
+SECOND_CORPUS = Path(__file__).resolve().parent.parent.parent / "data" / "second-corpus"
+
+
+def _corpus_file(rel: str) -> Path:
+    for root in (Path("/work/data/second-corpus"), SECOND_CORPUS):
+        if (root / rel).is_file():
+            return root / rel
+    pytest.skip(f"the second corpus's {rel} is not here (/work/data/second-corpus)")
+
+
+def test_real_logic2_iso_export_reads_the_authors_frames():
+    # Leandruvisk/esp32_idf_74hc595's digital.csv (tests/data/second_corpus.toml): an ESP32 shifting
+    # 16 bits into two 74HC595 (SER, CLK, RCK latch), exported by Logic 2 with ISO 8601 times. The
+    # author's reading (digital_to_array_spi.py in that repository: a bit on each CLK rise, a frame
+    # on each RCK rise) prints the frames 1111111000010100, 11111101011010000, 1110111111111111,
+    # 1011111111111111, 0111111110111011, 1111011111111111 (after a first '1' that is its own
+    # start-up artefact: CLK is high in row 1, which it counts as a rise from 0).
+    path = _corpus_file("Leandruvisk/digital.csv")
+    with open(path, "rb") as f:
+        if hashlib.sha256(f.read()).hexdigest() != "80446669a7d39f13d87911f284b1f9eaf14fc8d0e3b99f86e6abb8516fece9ed":
+            pytest.skip("not the manifest's digital.csv")
+    a = analyze_device(path, SpiConfig(clk="CLK", mosi="SER", cpol=1, cpha=1, no_cs=True))
+    bits = ["".join(f"{int(w):08b}" for w in a.mosi[a.word_off[k]:a.word_off[k + 1]]) for k in range(a.n)]
+    author = ["1111111000010100", "11111101011010000", "1110111111111111", "1011111111111111",
+              "0111111110111011", "1111011111111111"]
+    assert [b for b in bits[:6]] == [x[:len(x) // 8 * 8] for x in author]
+    assert a.n == 7                      # the 7th frame is shifted in but not latched before the capture ends
+    # the first SCLK edge is row 3: 2026-01-30T14:06:09.197994188 - 09.197352115 = 642073 ns, to the ns
+    assert a.tick_s == pytest.approx(1e-9) and int(a.first_edge[0]) == 642073
+
+
+def test_logic2_analog_csv_with_iso_times_reads_as_in_seconds(tmp_path, monkeypatch):
+    # Logic 2's analog CSV: "Time [s],<channels>", a row per sample; with ISO 8601 times the
+    # same samples at the same ticks (100 MHz: 10 ns), the threshold crossings unchanged
+    rng = np.random.default_rng(7)
+    levels = np.repeat(rng.integers(0, 2, (40, 2)), 25, axis=0) * 3.3 + rng.normal(0, 0.05, (1000, 2))
+    sec = "Time [s],Channel 0,Channel 1\n" + "".join(
+        f"{i // 10**8}.{(i % 10**8) * 10:09d},{a:.4f},{b:.4f}\n" for i, (a, b) in enumerate(levels))
+    ps, pi = tmp_path / "a_sec.csv", tmp_path / "a_iso.csv"
+    ps.write_text(sec)
+    pi.write_bytes(_as_iso(sec.encode(), base_ns=BASE_NS - 197352115 + 999_995_001))      # crosses a whole second
+    monkeypatch.setattr("spigap.io.csv_changes.CHUNK_BYTES", 8192)
+    t0, s0, end0, info0 = stream(ps, ["Channel 0", "Channel 1"])
+    t1, s1, end1, info1 = stream(pi, ["Channel 0", "Channel 1"])
+    assert info1.tick_s == pytest.approx(1e-8) == pytest.approx(info0.tick_s)
+    assert (t1, s1, end1) == (t0, s0, end0) and len(t0) > 20
+    assert "ISO 8601 times from 2026-01-30T14:06:09.999995001Z" in info1.format and "14:06:10.000004991" in pi.read_text()
+    lines = pi.read_text().splitlines()
+    lines[500] = "0.000005000" + lines[500][lines[500].index(","):]
+    pi.write_text("\n".join(lines) + "\n")
+    with open_capture(pi) as r:
+        with pytest.raises(CaptureTruncated) as e:
+            list(r.edges(["Channel 0", "Channel 1"]))
+    assert "a time in seconds '0.000005000' among ISO 8601 times" in str(e.value) and "(data row 500)" in str(e.value)
+
+
+def test_iso_csv_mutated_gives_a_stream_or_a_one_line_error(tmp_path):
+    # 300 damaged ISO exports (bytes replaced, cut, duplicated; fixed seed): a valid edge stream
+    # (the reader contract, check_stream) or a SpigapError naming the file, never anything else
+    from spigap.errors import SpigapError
+    from spigap.io import check_stream
+
+    rng = np.random.default_rng(2026)
+    base = ("Time [s],A,B\n" + "\n".join(_iso_rows(40)) + "\n").encode()
+    alphabet = np.frombuffer(b"0123456789-:+.TZz ,\n\"X-", np.uint8)
+    p = tmp_path / "m.csv"
+    for k in range(300):
+        b = bytearray(base)
+        for _ in range(int(rng.integers(1, 6))):
+            i = int(rng.integers(13, len(b)))
+            op = int(rng.integers(0, 3))
+            if op == 0:
+                b[i] = int(rng.choice(alphabet))
+            elif op == 1:
+                del b[i:i + int(rng.integers(1, 30))]
+            else:
+                b[i:i] = b[i:i + int(rng.integers(1, 40))]
+        p.write_bytes(bytes(b))
+        try:
+            with open_capture(p, input_format="csv") as r:
+                list(check_stream(r.edges(["A", "B"]), 2, path=str(p)))
+        except SpigapError as e:
+            assert str(p) in str(e) and "\n" not in str(e), (k, str(e))

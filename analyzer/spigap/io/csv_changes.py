@@ -9,6 +9,11 @@ rows at changes with ``%0.15g`` seconds. Rows are *not* evenly spaced, which is
 what sigrok's own CSV input assumes (sigrok pulseview#129); here every row is
 an edge at its own time.
 
+Logic 2's "Use ISO8601 timestamps" option writes absolute times in the time
+column instead (``2026-01-30T14:06:09.197352115+00:00``, the same header): the
+form of data row 1 is the file's; ISO times count from that row in whole
+nanoseconds (``parse_iso_times``), every other row must have the same form.
+
 Resolution (one tick): ``--samplerate`` if given, else the rate in a DSView
 comment, else inferred from the timestamps: the decimal resolution they are
 printed with, coarsened to the greatest common divisor of the row spacings
@@ -41,6 +46,10 @@ CHUNK_BYTES = 4 << 20
 HEAD_BYTES = 64 << 10
 MAX_TICK = float(1 << 62)       # a time this many ticks from the start is damage, not data
 MAX_FIELD = 48                  # a numeric field longer than this is not a number
+TIME_HINT = ("the time column holds seconds (0.000001250) or ISO 8601 times "
+             "(2026-01-30T14:06:09.197352115+00:00), one form in a whole file; re-export the capture, "
+             "or fix or delete that row")
+CUT_SHORT = "the last row is incomplete (the file is cut short)"
 
 
 # ------------------------------------------------------------ shared parsing
@@ -155,15 +164,17 @@ def first_bad_row(ticks: np.ndarray, usable: np.ndarray, last_tick: int, blk: Bl
         problem = ("a row with too few fields", blk.bad_offset)
     if problem is not None and last and not chunk.endswith(b"\n") and \
             chunk.rfind(b"\n", 0, len(chunk) - 1) + 1 == problem[1]:
-        problem = ("the last row is incomplete (the file is cut short)", problem[1])
+        problem = (CUT_SHORT, problem[1])
     return lim, problem
 
 
-def cut_short(problem: tuple[str, int], pos: int, row: int, end_s: float, path: str, end_tick: int) -> CaptureTruncated:
+def cut_short(problem: tuple[str, int], pos: int, row: int, end_s: float, path: str, end_tick: int,
+              hint: str | None = None) -> CaptureTruncated:
     """The error that ends a damaged CSV capture after its good rows (``row``: the
     bad row's 1-based data row number; ``end_s``: where the results stop)."""
     return CaptureTruncated(f"{problem[0]} at byte {pos + problem[1]} (data row {row}); results cover up to "
-                            f"{end_s:.6g} s", path=path, at_tick=end_tick, hint="the file is damaged or was cut short")
+                            f"{end_s:.6g} s", path=path, at_tick=end_tick,
+                            hint=hint or "the file is damaged or was cut short")
 
 
 def parse_floats(a: np.ndarray, fs: np.ndarray, fe: np.ndarray, *, decimal_comma: bool = False
@@ -298,6 +309,171 @@ def infer_tick(times: np.ndarray, decimals: int) -> float:
     return fine * max(g, 1)
 
 
+# ------------------------------------------------------------ ISO 8601 times
+# Saleae Logic 2's "Use ISO8601 timestamps" export option writes the time column as
+# absolute times, nanoseconds and the offset included: 2026-01-30T14:06:09.197352115+00:00.
+ISO_MIN = 19                    # YYYY-MM-DDTHH:MM:SS
+ISO_MAX = 40                    # the longest form accepted (35 with 9 digits and +HH:MM), spaces aside
+ISO_FRAC = 9                    # fractional digits kept: nanoseconds, as Logic 2 writes them
+_ISO_RE = re.compile(r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d")
+_DIGIT = np.zeros(256, bool)
+_DIGIT[ord("0"):ord("9") + 1] = True
+
+
+class IsoTimes:
+    """ISO 8601 times of a chunk of rows: whole seconds since 1970 (UTC) and nanoseconds,
+    both int64, and a validity mask; ``frac_digits``: the most fractional digits seen."""
+
+    __slots__ = ("sec", "ns", "ok", "frac_digits")
+
+    def __init__(self, sec: np.ndarray, ns: np.ndarray, ok: np.ndarray, frac_digits: int):
+        self.sec, self.ns, self.ok, self.frac_digits = sec, ns, ok, frac_digits
+
+    def since(self, sec0: int, ns0: int) -> tuple[np.ndarray, np.ndarray]:
+        """Nanoseconds from (sec0, ns0), exact in int64, and the rows where that fits
+        (a time 2^62 ns away is damage, not data)."""
+        with np.errstate(over="ignore"):
+            dsec = self.sec - np.int64(sec0)
+        fits = self.ok & (np.abs(dsec) < (1 << 62) // 10**9)
+        rel = np.where(fits, dsec, 0) * np.int64(10**9) + (self.ns - np.int64(ns0))
+        return rel, fits
+
+
+def iso_start(sec: int, ns: int) -> str:
+    """The time of data row 1, in UTC, for the capture's description."""
+    return f"{np.datetime64(sec, 's')}.{ns:09d}Z (UTC)"
+
+
+def looks_iso(text: str) -> bool:
+    """Whether a time cell has the shape of an ISO 8601 date and time (decides the
+    file's time form from its first row, and names a mix of forms in errors)."""
+    return _ISO_RE.match(text.strip().strip('"').strip()) is not None
+
+
+def parse_iso_times(a: np.ndarray, fs: np.ndarray, fe: np.ndarray) -> IsoTimes:
+    """ISO 8601 times in the fields a[fs:fe], vectorized over a chunk of rows.
+
+    The calendar (leap years, days of each month, ranges of hours, minutes and
+    seconds, seconds since 1970) is numpy.datetime64's own ISO 8601 parser, at a
+    unit of seconds. Around it, by hand and checked byte by byte: the fixed shape
+    ``YYYY-MM-DDTHH:MM:SS``, the fraction read as an integer of nanoseconds (1 to 9
+    digits: exact, where a float of the epoch seconds keeps ~0.2 us and Python's
+    datetime keeps microseconds), and the offset (``Z``, ``+HH:MM``, ``+HHMM``,
+    ``+HH``) subtracted as whole seconds. Not numpy's ``datetime64[ns]`` of the
+    whole text: it wraps silently outside the years 1678-2262, and its parsing of
+    offsets is deprecated (a warning, then an error)."""
+    n = len(fs)
+    length = fe - fs
+    ok = (length >= ISO_MIN) & (length <= ISO_MAX + 8)
+    if n == 0:
+        return IsoTimes(np.zeros(0, np.int64), np.zeros(0, np.int64), ok, 0)
+    w = ISO_MAX + 8
+    k = np.arange(w)
+    inside = (k[None, :] < length[:, None]) & ok[:, None]
+    raw = np.zeros((n, w), np.uint8)
+    raw[inside] = a[(fs[:, None] + k[None, :])[inside]]
+    blank = (raw == 32) | (raw == ord('"')) | (raw == 9) | (raw == 0)
+    lead = np.argmax(~blank, axis=1)                      # spaces and quotes before the time
+    if lead.any():                                        # the time, left-aligned, 0-padded
+        src = np.minimum(lead[:, None] + np.arange(ISO_MAX + 1)[None, :], w - 1)
+        mat = np.take_along_axis(raw, src, axis=1)
+    else:
+        mat = raw[:, :ISO_MAX + 1].copy()
+    stop = (mat == 32) | (mat == ord('"')) | (mat == 9) | (mat == 0)
+    L = np.where(stop.any(axis=1), np.argmax(stop, axis=1), ISO_MAX + 1)
+    rest = ((k[None, :] >= (lead + L)[:, None]) & ~blank).any(axis=1)    # more than blanks after it
+    ok &= ~rest & (L >= ISO_MIN) & (L <= ISO_MAX)
+    mat[np.arange(ISO_MAX + 1)[None, :] >= L[:, None]] = 0
+    rows = np.arange(n)
+
+    def at(pos):
+        return mat[rows, np.clip(pos, 0, ISO_MAX)]
+
+    def digits(pos):
+        return _DIGIT[at(pos)]
+
+    def value(pos, count):
+        v = np.zeros(n, np.int64)
+        for i in range(count):
+            v = v * 10 + (at(pos + i).astype(np.int64) - 48)
+        return v
+
+    # the offset at the end: Z, +HH:MM, +HHMM or +HH (after the seconds, so never a date's '-')
+    sign = np.zeros(n, np.int64)
+    body = L.copy()
+    z = (at(L - 1) == ord("Z")) | (at(L - 1) == ord("z"))
+    body[z] = L[z] - 1
+    off = np.zeros(n, np.int64)
+    for tz_len, hh, mm in ((6, 5, 2), (5, 4, 2), (3, 2, None)):
+        p = L - tz_len
+        s = at(p)
+        m = ~z & (sign == 0) & (p >= ISO_MIN) & ((s == ord("+")) | (s == ord("-"))) & digits(L - hh) & \
+            digits(L - hh + 1)
+        if mm is not None:
+            m &= digits(L - mm) & digits(L - mm + 1)
+            if tz_len == 6:
+                m &= at(L - 3) == ord(":")
+        minutes = value(L - hh, 2) * 60 + (value(L - mm, 2) if mm is not None else 0)
+        m &= (value(L - hh, 2) <= 23) & ((value(L - mm, 2) <= 59) if mm is not None else True)
+        sign[m] = np.where(s[m] == ord("-"), -1, 1)
+        off[m] = minutes[m] * 60
+        body[m] = p[m]
+    # the shape YYYY-MM-DDTHH:MM:SS[.fffffffff]
+    for col in (0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18):
+        ok &= _DIGIT[mat[:, col]]
+    for col, c in ((4, "-"), (7, "-"), (13, ":"), (16, ":")):
+        ok &= mat[:, col] == ord(c)
+    ok &= np.isin(mat[:, 10], np.frombuffer(b"Tt", np.uint8))
+    nfrac = np.where(body > ISO_MIN, body - ISO_MIN - 1, 0)
+    has_frac = body > ISO_MIN
+    ok &= ~has_frac | (np.isin(mat[:, ISO_MIN], np.frombuffer(b".,", np.uint8)) & (nfrac >= 1) &
+                       (nfrac <= ISO_FRAC))
+    ns = np.zeros(n, np.int64)
+    for i in range(ISO_FRAC):
+        pos = ISO_MIN + 1 + i
+        d = (i < nfrac) & ok
+        ok &= ~(i < nfrac) | _DIGIT[mat[:, min(pos, ISO_MAX)]]
+        ns = ns * 10 + np.where(d, mat[:, min(pos, ISO_MAX)].astype(np.int64) - 48, 0)
+    sec = np.zeros(n, np.int64)
+    if ok.any():
+        cal = np.ascontiguousarray(mat[ok, :ISO_MIN])
+        cal[:, 10] = ord("T")
+        view = cal.view(f"S{ISO_MIN}").ravel()
+        try:
+            sec[ok] = view.astype("datetime64[s]").astype(np.int64)
+        except ValueError:                    # error path only: find the bad time(s) (Feb 30, 25:00 ...)
+            idx = np.flatnonzero(ok)
+            for row, b in zip(idx, view):
+                try:
+                    sec[row] = np.datetime64(b.decode("ascii"), "s").astype(np.int64)
+                except ValueError:
+                    ok[row] = False
+    sec -= sign * off
+    frac_digits = int(nfrac[ok].max()) if ok.any() else 0
+    return IsoTimes(sec, ns, ok, frac_digits)
+
+
+def bad_time_cell(a: np.ndarray, fs: int, fe: int, *, iso: bool, form_known: bool) -> str:
+    """What is wrong with the time cell a[fs:fe], the cell quoted: the other time form than
+    the file's (``iso``; ``form_known``: data row 1 has set it), an ISO time that is no
+    time, or no time at all. For the errors of every CSV reader with a time column."""
+    text = bytes(a[fs:fe]).decode("utf-8", "replace").strip().strip('"')
+    cell = printable(text[:48])
+    mix = "(the file mixes two time forms; every row must have the form of data row 1)"
+    if looks_iso(text):
+        if not iso and form_known:
+            return f"an ISO 8601 time {cell!r} among times in seconds {mix}"
+        if parse_iso_times(a, np.array([fs]), np.array([fe])).ok[0]:
+            return f"the time {cell!r} lies more than 2^62 ticks from data row 1"
+        return (f"the ISO 8601 time {cell!r} is not a valid time (a date or time field out of range, more "
+                f"than {ISO_FRAC} fractional digits, or a bad offset)")
+    if _is_seconds(text):
+        if iso:
+            return f"a time in seconds {cell!r} among ISO 8601 times {mix}"
+        return f"the time {cell!r} is not finite or lies more than 2^62 ticks from data row 1"
+    return f"the time cell {cell!r} is neither seconds nor an ISO 8601 time"
+
+
 # ---------------------------------------------------------------------- sniff
 def _split(line: str, sep: str) -> list[str]:
     return [f.strip().strip('"').strip() for f in line.split(sep)]
@@ -325,6 +501,14 @@ def _header(lines: list[str]):
     return None
 
 
+def _is_seconds(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def sniff(head: bytes) -> bool:
     lines = head_lines(head)
     h = _header(lines)
@@ -338,11 +522,8 @@ def sniff(head: bytes) -> bool:
     bad = 0
     for ln in rows:
         f = _split(ln, sep)
-        try:
-            float(f[0])
-            ok = len(f) >= ncols and all(v in ("0", "1", "X", "x") for v in f[1:ncols])
-        except ValueError:
-            ok = False
+        ok = (_is_seconds(f[0]) or looks_iso(f[0])) and len(f) >= ncols and \
+            all(v in ("0", "1", "X", "x") for v in f[1:ncols])
         bad += not ok
     # one damaged row among the first is the reader's to report (with its row number), not a
     # reason to take the file for another format
@@ -383,15 +564,29 @@ class ChangeCsvReader(CaptureReader):
         first = raw[self._data_offset - bom:]
         cut = first.rfind(b"\n") + 1
         blk = parse_block(first[:cut] if cut else first, self._sep.encode(), self.ncols)
-        t_vals, t_ok = parse_floats(blk.a, blk.start[:, 0], blk.end[:, 0]) if blk.n else (np.empty(0), np.empty(0, bool))
-        good = t_ok & np.isfinite(t_vals)
         if blk.n == 0 and blk.total:
             raise InputError(f"data row 1 has fewer fields than the header's {self.ncols} (a damaged row at byte "
                              f"{self._data_offset})", path=self.path, hint="the file is damaged")
-        if blk.n == 0 or not good[0]:
-            raise InputError("no data rows after the header" if blk.n == 0 else
-                             "data row 1 has no time value (a damaged row)", path=self.path)
+        if blk.n == 0:
+            raise InputError("no data rows after the header", path=self.path)
+        # the time form of the whole file, from its first row: seconds, or ISO 8601 (Logic 2's
+        # "Use ISO8601 timestamps" option), then held to every row
+        self._iso0: tuple[int, int] | None = None
+        self._form_known = False           # data row 1 read: the file's time form is known
+        iso = parse_iso_times(blk.a, blk.start[:1, 0], blk.end[:1, 0])
+        if iso.ok[0]:
+            iso = parse_iso_times(blk.a, blk.start[:, 0], blk.end[:, 0])
+            self._iso0 = (int(iso.sec[0]), int(iso.ns[0]))
+            rel, good = iso.since(*self._iso0)
+            t_vals = rel * 1e-9
+            unit = self._unit = 1.0
+        else:
+            t_vals, t_ok = parse_floats(blk.a, blk.start[:, 0], blk.end[:, 0])
+            good = t_ok & np.isfinite(t_vals)
+        if not good[0]:
+            raise InputError(f"data row 1: {self._bad_time(blk, 0)}", path=self.path, hint=TIME_HINT)
         self.t0 = float(t_vals[0]) * unit
+        self._form_known = True
         if samplerate is not None:
             if not samplerate > 0:
                 raise UsageError(f"--samplerate must be positive, not {samplerate:g}", path=self.path)
@@ -407,18 +602,25 @@ class ChangeCsvReader(CaptureReader):
         else:
             lead = np.flatnonzero(~good)
             k = int(lead[0]) if len(lead) else blk.n
-            dec = decimal_resolution(blk.a, blk.start[:k, 0], blk.end[:k, 0])
-            dec += int(round(-math.log10(unit)))
+            if self._iso0 is not None:
+                dec = parse_iso_times(blk.a, blk.start[:k, 0], blk.end[:k, 0]).frac_digits
+            else:
+                dec = decimal_resolution(blk.a, blk.start[:k, 0], blk.end[:k, 0])
+                dec += int(round(-math.log10(unit)))
             tick = infer_tick(t_vals[:k] * unit, min(dec, 15))
             src = "timestamps"
             if tick >= 1e-3:
                 warnings.append(Finding(f"the timestamps resolve only {tick:g} s; if the capture's sample rate is "
                                 f"known, pass it with --samplerate (e.g. --samplerate 50MHz)", Cause.SAMPLING))
         self.tick = tick
+        fmt, offset = "change-only logic CSV", self.t0
+        if self._iso0 is not None:
+            fmt = f"change-only logic CSV, ISO 8601 times from {iso_start(*self._iso0)}"
+            offset = self._iso0[0] + self._iso0[1] * 1e-9       # the file's time of tick 0: seconds since 1970
         self.info = CaptureInfo(
-            path=self.path, format="change-only logic CSV", channels=names, tick_s=tick,
+            path=self.path, format=fmt, channels=names, tick_s=tick,
             samplerate_hz=1.0 / tick if src != "timestamps" else None, n_ticks=None, warnings=warnings,
-            resolution_source=src, time_offset_s=self.t0)
+            resolution_source=src, time_offset_s=offset)
 
     def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
         from spigap.io.threshold import strict_blocks
@@ -442,10 +644,15 @@ class ChangeCsvReader(CaptureReader):
             for chunk, pos, last in line_chunks(f, self._data_offset, self.path, lambda: max(last_tick + 1, 0)):
                 blk = parse_block(chunk, sep, self.ncols)
                 n = blk.n
-                t, ok = parse_floats(blk.a, blk.start[:, 0], blk.end[:, 0])
-                ok &= np.isfinite(t)
-                with np.errstate(invalid="ignore", over="ignore"):
-                    ft = (t * self._unit - self.t0) / self.tick
+                if self._iso0 is not None:
+                    rel, ok = parse_iso_times(blk.a, blk.start[:, 0], blk.end[:, 0]).since(*self._iso0)
+                    ft = rel / (self.tick * 1e9)        # int64 ns from the first row: exact to 2^53 ns
+                else:
+                    t, ok = parse_floats(blk.a, blk.start[:, 0], blk.end[:, 0])
+                    ok &= np.isfinite(t)
+                    with np.errstate(invalid="ignore", over="ignore"):
+                        ft = (t * self._unit - self.t0) / self.tick
+                with np.errstate(invalid="ignore"):
                     ok &= np.abs(ft) < MAX_TICK
                 time_ok = ok.copy()
                 lv = np.empty((n, len(cols)), np.int8)
@@ -455,8 +662,11 @@ class ChangeCsvReader(CaptureReader):
                     ok &= good
                 ticks = np.rint(np.where(ok, ft, 0.0)).astype(np.int64)
                 lim, problem = first_bad_row(ticks, ok, last_tick, blk, blk.total > n, chunk, last)
+                hint = None
                 if problem is not None and lim < n and time_ok[lim] and not ok[lim]:
                     problem = (self._bad_level(blk, lim, cols, channels), problem[1])
+                elif problem is not None and lim < n and not time_ok[lim] and problem[0] != CUT_SHORT:
+                    problem, hint = (self._bad_time(blk, lim), problem[1]), TIME_HINT
                 ticks, lv = ticks[:lim], lv[:lim]
                 block, state, started, x = self._fold(ticks, lv, state, started)
                 x_rows += x[0]
@@ -469,7 +679,8 @@ class ChangeCsvReader(CaptureReader):
                 row_no += lim
                 if problem is not None:
                     self.end_tick = last_tick + 1
-                    raise cut_short(problem, pos, row_no + 1, (last_tick + 1) * self.tick, self.path, self.end_tick)
+                    raise cut_short(problem, pos, row_no + 1, (last_tick + 1) * self.tick, self.path, self.end_tick,
+                                    hint=hint)
         if not started:
             yield EdgeBlock(np.zeros(1, np.int64), np.zeros(1, np.uint32))
             last_tick = 0
@@ -478,6 +689,10 @@ class ChangeCsvReader(CaptureReader):
             self.info.warnings.append(
                 f"{x_rows} row(s) have no data (X) for a requested channel (first at "
                 f"{x_first * self.tick + self.t0:.6g} s); levels are held across them")
+
+    def _bad_time(self, blk, row: int) -> str:
+        return bad_time_cell(blk.a, int(blk.start[row, 0]), int(blk.end[row, 0]), iso=self._iso0 is not None,
+                             form_known=self._form_known)
 
     def _bad_level(self, blk, row: int, cols, channels) -> str:
         """What is wrong with a row whose time is good: the first level that is not 0, 1 or X."""

@@ -12,7 +12,8 @@ from the instruments' manuals (docs/formats.md, "Oscilloscope CSV"):
 * R&S RTM/RTB: ``in s,C1 in V,...``; peak-detect exports write every acquisition
   interval as two rows (min, max) with identical time.
 * Siglent-style key/value blocks (``Sample Interval``), Saleae analog CSV
-  (``Trigger [s],Time [s],...``: the trigger column is skipped), plain ``time,ch..``.
+  (``Trigger [s],Time [s],...``: the trigger column is skipped; ISO 8601 times as
+  csv_changes reads them), plain ``time,ch..``.
 
 Timing: rows are samples of a uniform grid, so a tick is the sample interval
 (header ``XInc``/``Increment``/``Sample Interval``, else measured from the
@@ -42,9 +43,9 @@ from spigap.limits import PLAUSIBLE_MIN_HZ
 from spigap.findings import Cause, Finding
 from spigap.errors import InputError, UsageError
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
-from spigap.io.csv_changes import (CHUNK_BYTES, cut_short, decimal_resolution, first_bad_row, head_lines,
-                                     line_chunks, offset_after_lines, parse_block, parse_floats, read_head,
-                                     time_unit_of)
+from spigap.io.csv_changes import (CHUNK_BYTES, CUT_SHORT, TIME_HINT, bad_time_cell, cut_short, decimal_resolution,
+                                     first_bad_row, head_lines, iso_start, line_chunks, looks_iso, offset_after_lines,
+                                     parse_block, parse_floats, parse_iso_times, read_head, time_unit_of)
 from spigap.io.threshold import Schmitt, Threshold, resolve_thresholds, strict_blocks, tap_runs
 from spigap.units import TIME_UNITS
 
@@ -89,8 +90,10 @@ def _unit(text: str):
 
 def _numeric(fields: list[str]) -> bool:
     """A row of numbers (empty cells, 'nan' and 'inf' too: a damaged row is read up to, not
-    taken for the header)."""
-    return all(_is_num(x) or _NOT_FINITE.match(x) for x in fields) and not all(x == "" for x in fields)
+    taken for the header); the first cell may be an ISO 8601 time (Saleae Logic 2's analog
+    export with its "Use ISO8601 timestamps" option)."""
+    return all(_is_num(x) or _NOT_FINITE.match(x) or (i == 0 and looks_iso(x)) for i, x in enumerate(fields)) \
+        and not all(x == "" for x in fields)
 
 
 def _filled(fields: list[str]) -> list[str]:
@@ -193,6 +196,12 @@ class ScopeCsvReader(CaptureReader):
         self._data_offset = (len(head) - len(raw)) + offset_after_lines(raw, self._first_line)
         lay = self._layout(lines[:self._first_line], lines[self._first_line:])
         self.layout = lay
+        # ISO 8601 times in the time column (as csv_changes reads them): seconds from data row 1
+        self._iso0: tuple[int, int] | None = None
+        self._iso = lay.time_col is not None and not lay.index_col and \
+            looks_iso(_fields(lines[self._first_line], self._sep)[lay.time_col])
+        if self._iso:
+            lay.time_unit = 1.0
         warnings: list[str] = []
         short = _short_first_row(lines, self._first_line, self._sep, self.ncols)
         if short is not None:
@@ -220,7 +229,10 @@ class ScopeCsvReader(CaptureReader):
                 dt_src = "time column" if lay.dt else None
             elif lay.dt is not None:
                 dt_src = "header"
-            dec = decimal_resolution(self._first_block_a, self._first_time_fs, self._first_time_fe)
+            if self._iso:
+                dec = parse_iso_times(self._first_block_a, self._first_time_fs, self._first_time_fe).frac_digits
+            else:
+                dec = decimal_resolution(self._first_block_a, self._first_time_fs, self._first_time_fe)
             self._print_res = 10.0 ** -dec * lay.time_unit
             self._pairs = bool((~distinct).any())
         else:
@@ -256,6 +268,9 @@ class ScopeCsvReader(CaptureReader):
             path=self.path, format=f"oscilloscope CSV ({lay.dialect})", channels=names, tick_s=lay.dt,
             samplerate_hz=1.0 / lay.dt, n_ticks=None, warnings=warnings,
             time_offset_s=self.t0, resolution_source=dt_src, analog_channels=names)
+        if self._iso0 is not None:
+            self.info.format = f"oscilloscope CSV ({lay.dialect}), ISO 8601 times from {iso_start(*self._iso0)}"
+            self.info.time_offset_s = self._iso0[0] + self._iso0[1] * 1e-9     # seconds since 1970 (UTC)
 
     # ---------------------------------------------------------------- header
     def _layout(self, header: list[str], data: list[str]) -> _Layout:
@@ -405,7 +420,10 @@ class ScopeCsvReader(CaptureReader):
         vals = np.full((blk.n, self.ncols), np.nan)
         ok = np.ones((blk.n, self.ncols), bool)
         for c in cols:
-            v, good = parse_floats(blk.a, blk.start[:, c], blk.end[:, c], decimal_comma=self._dec_comma)
+            if self._iso and c == self.layout.time_col:
+                v, good = self._iso_seconds(blk, c)
+            else:
+                v, good = parse_floats(blk.a, blk.start[:, c], blk.end[:, c], decimal_comma=self._dec_comma)
             vals[:, c] = v
             ok[:, c] = good
         if self.layout.time_col is not None:
@@ -415,6 +433,19 @@ class ScopeCsvReader(CaptureReader):
         self._first_time_fs = blk.start[:256, tc]
         self._first_time_fe = blk.end[:256, tc]
         return vals, ok, blk, blk.total > blk.n
+
+    def _iso_seconds(self, blk, c: int) -> tuple[np.ndarray, np.ndarray]:
+        """ISO 8601 times of column ``c`` as seconds from data row 1 (exact ns in int64 first;
+        a float of those seconds keeps the ns over days) and their validity."""
+        iso = parse_iso_times(blk.a, blk.start[:, c], blk.end[:, c])
+        if self._iso0 is None:
+            if not blk.n or not iso.ok[0]:
+                raise InputError("data row 1: " + (bad_time_cell(blk.a, int(blk.start[0, c]), int(blk.end[0, c]),
+                                                                 iso=True, form_known=False)
+                                                   if blk.n else "no data rows"), path=self.path, hint=TIME_HINT)
+            self._iso0 = (int(iso.sec[0]), int(iso.ns[0]))
+        rel, good = iso.since(*self._iso0)
+        return np.where(good, rel * 1e-9, np.nan), good
 
     # ---------------------------------------------------------------- edges
     def edges(self, channels: Sequence[str]) -> Iterator[EdgeBlock]:
@@ -452,6 +483,15 @@ class ScopeCsvReader(CaptureReader):
                 n = blk.n
                 ticks, valid = self._ticks(vals, n, st, dt, rows_done)
                 lim, problem = first_bad_row(ticks, good & valid, last_tick, blk, short, chunk, last)
+                hint = None
+                tc = lay.time_col
+                if problem is not None and lim < n and tc is not None and not ok[lim, tc] and not lay.index_col \
+                        and problem[0] != CUT_SHORT:
+                    text = bytes(blk.a[blk.start[lim, tc]:blk.end[lim, tc]]).decode("utf-8", "replace")
+                    if self._iso or looks_iso(text):
+                        problem = (bad_time_cell(blk.a, int(blk.start[lim, tc]), int(blk.end[lim, tc]),
+                                                 iso=self._iso, form_known=True), problem[1])
+                        hint = TIME_HINT
                 ticks = ticks[:lim]
                 block, state, started = self._fold(vals[:lim], ticks, cols, scales, schmitts, st, state, started)
                 if lim:
@@ -461,7 +501,8 @@ class ScopeCsvReader(CaptureReader):
                 rows_done += lim
                 if problem is not None:
                     self.end_tick = last_tick + 1
-                    raise cut_short(problem, pos, rows_done + 1, (last_tick + 1) * dt, self.path, self.end_tick)
+                    raise cut_short(problem, pos, rows_done + 1, (last_tick + 1) * dt, self.path, self.end_tick,
+                                    hint=hint)
         if not started:
             yield EdgeBlock(np.zeros(1, np.int64), np.zeros(1, np.uint32))
             last_tick = 0
