@@ -247,7 +247,7 @@ def shared_clock_capture(path, renamed: bool):
     """Two mode-3 devices on one SCLK (the synthesizer's controller queue), the second one's CS
     not captured: NCS's device is polled every 400 us with 2 bytes, CE1's busy one sends 16 bytes
     every 30 us, so 96 % of SCLK's edges fall while NCS is high (the TrueMove3's power-up on the
-    second corpus: the MCU reads its flash on the sensor's clock). Returns (path, {role: channel},
+    second corpus: another device runs the sensor's clock). Returns (path, {role: channel},
     the synthesizer's truth of NCS's device)."""
     from spigap.synth import Bus
 

@@ -237,7 +237,7 @@ PARTIAL = 0.25                # share of SCLK's edges a partial CS's windows hol
 def _partial(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str] | None:
     """The CS of one device on a clock that also runs outside it: another device shares the clock
     and its CS is not captured (the TrueMove3's power-up: 68 064 of 128 665 SCK edges fall while
-    NCS is high, the MCU reading its flash), or a CS asserted for part of the capture (an FPGA
+    NCS is high, another device on the same clock), or a CS asserted for part of the capture (an FPGA
     board's CS# asserted once, the clock running on after it). No bracket test takes such a line:
     both its levels hold bursts. What marks it a select: it changes only where the clock is idle
     (between bursts, never inside one: a quadrature output or a strobe toggling while the clock
