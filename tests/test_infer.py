@@ -214,6 +214,113 @@ def test_word_size_without_pauses_is_a_stated_choice(tmp_path):
     assert got.cfg.wordsize == 12
 
 
+# ------------------------------------------------------------ a clock shared with an uncaptured CS
+SHARED_CLOCK = """
+[capture]
+samplerate = "20MHz"
+seed = 5
+duration = "10ms"
+lead = "50us"
+tail = "50us"
+
+[spi]
+sclk = "1MHz"
+mode = 3
+wordsize = 8
+channels = { clk = "SCLK", mosi = "MOSI", miso = "MISO" }
+
+[[device]]
+cs = "NCS"
+spi_device = "spi0.0"
+words = 2
+think = "400us"
+
+[[device]]
+cs = "CE1"
+spi_device = "spi0.1"
+words = 16
+think = "30us"
+"""
+
+
+def shared_clock_capture(path, renamed: bool):
+    """Two mode-3 devices on one SCLK (the synthesizer's controller queue), the second one's CS
+    not captured: NCS's device is polled every 400 us with 2 bytes, CE1's busy one sends 16 bytes
+    every 30 us, so 96 % of SCLK's edges fall while NCS is high (the TrueMove3's power-up on the
+    second corpus: another device runs the sensor's clock). Returns (path, {role: channel},
+    the synthesizer's truth of NCS's device)."""
+    from spigap.synth import Bus
+
+    sh = Bus.from_toml(text=SHARED_CLOCK)
+    cap = sh.capture()
+    trs = [t for t in cap.tracks() if t.name != "CE1"]
+    names = {t.name: str(i) if renamed else t.name for i, t in enumerate(trs)}
+    write_sr(path, [Track(names[t.name], t.samples, t.levels, t.initial) for t in trs], sh.samplerate, cap.n_samples)
+    roles = {"clk": names["SCLK"], "mosi": names["MOSI"], "miso": names["MISO"], "cs": names["NCS"]}
+    return path, roles, cap.truth()["devices"]["NCS"]
+
+
+def test_cpol_is_the_clocks_level_at_the_cs_changes_not_while_another_device_runs_it(tmp_path):
+    """CPOL is SCLK's level where CS changes with the clock idle around it: while NCS is high the
+    clock runs for the other device, and its level over that time (the entries there: a mode-3
+    device's data change while SCLK is low) read mode 0 (issue 32, the TrueMove3's startup.sr)."""
+    path, roles, tr = shared_clock_capture(tmp_path / "named.sr", renamed=False)
+    got = analyze_device(path)
+    assert (got.cfg.clk, got.cfg.cs) == ("SCLK", "NCS")
+    assert got.cfg.mode == 3, got.sources["mode"].note
+    assert got.sources["mode"].confidence >= 0.9 and "SCLK idles high" in got.sources["mode"].note
+    assert got.n == tr["transfers"] and got.mosi.tolist() == [w for t in tr["mosi"] for w in t]
+
+
+def test_a_cs_on_a_clock_shared_with_an_uncaptured_one_is_taken_with_the_other_reading(tmp_path):
+    """Unnamed, no line brackets 98 % of SCLK's edges; NCS's windows hold its device's bursts, it
+    changes only while SCLK idles (high, at every change), and the other device's bursts run at
+    its other level. It is taken as that device's CS (its transfers framed, the words its), stated
+    0.5 with the other reading, no CS, and the options that settle it; the edges outside it are
+    counted (was: framed without CS at 0.5, naming NCS as a select active high that 'changes while
+    SCLK runs', which it never does)."""
+    path, roles, tr = shared_clock_capture(tmp_path / "renamed.sr", renamed=True)
+    got = analyze_device(path)
+    assert {r: getattr(got.cfg, r) for r in ("clk", "cs", "mosi", "miso")} == roles, got.sources
+    assert got.cfg.cs_active_low and got.cfg.mode == 3
+    src = got.sources["cs"]
+    assert (src.confidence, src.basis, src.also) == (0.5, "partial", ("none",))
+    assert "--no-cs" in src.note and "--cs-polarity high" in src.note and "fall outside them" in src.note
+    assert src.as_dict()["confidence_words"] == "ambiguous: two readings"
+    assert got.n == tr["transfers"] and got.mosi.tolist() == [w for t in tr["mosi"] for w in t]
+    assert got.miso.tolist() == [w for t in tr["miso"] for w in t]
+    # the clock's evidence is that of a clock without CS (the look-alikes were tested so)
+    assert got.sources["clk"].basis == "none/edges2" and got.sources["clk"].confidence >= 0.9
+
+
+def test_a_cs_asserted_once_around_part_of_the_bursts_is_named_as_the_other_reading(tmp_path):
+    """A select asserted once around the first half of the transfers, the clock running on after it
+    (the FPGA board's CS# on the second corpus; an interrupt line the host services looks the same):
+    framed without CS at 0.5, the line named as the other reading with the options that take it
+    (was: "framed without CS" at 0.95, 'settled by the signals')."""
+    sc = Scenario.from_toml(None, {"mode": 0, "messages": 20, "words_per_transfer": 3, "samplerate": "20MHz",
+                                   "sclk": "1MHz", "cs_change": "12us", "context_switch": "30us",
+                                   "transfers_per_message": 2, "seed": 7, "mosi": "counter", "miso": [0, 5, 9]})
+    tl = sc.timeline()
+    n_samples = int(round(tl.end_time * sc.samplerate))
+    trs = tracks(tl, {**sc.channels, "cs": None}, sc.samplerate)
+    half = len(tl.cs_assert) // 2
+    once = np.rint(np.array([tl.cs_assert[0], tl.cs_deassert[half - 1]]) * sc.samplerate).astype(np.int64)
+    trs.append(Track("CSX", once, np.array([0, 1], np.uint8), 1))
+    write_sr(tmp_path / "c.sr", [Track(str(i), t.samples, t.levels, t.initial) for i, t in enumerate(trs)],
+             sc.samplerate, n_samples)
+    got = analyze_device(tmp_path / "c.sr")
+    cs = str(len(trs) - 1)
+    assert got.cfg.cs is None and got.cfg.clk == "0"
+    src = got.sources["cs"]
+    assert (src.confidence, src.basis, src.also) == (0.5, "none, partial", (cs,))
+    assert f"--cs {cs} --cs-polarity low" in src.note
+    assert any(w.startswith("cs none") and "--cs" in w for w in got.warnings)
+    # the reading it names frames the first half of the transfers' words as one transfer
+    taken = analyze_device(tmp_path / "c.sr", SpiConfig(cs=cs, cs_active_low=True, infer=INFERABLE - {"cs_polarity"}))
+    assert taken.n == 1 and len(taken.mosi) == 3 * half
+
+
 @pytest.mark.parametrize("mode", [0, 2])
 def test_cpha_on_lines_that_never_change_is_the_base_rate_said_to_be_a_prior(mode, tmp_path):
     """No data line changes: CPOL from the idle clock, CPHA the one devices idling so use more

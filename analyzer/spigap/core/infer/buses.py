@@ -11,6 +11,7 @@ from spigap.core.infer.evidence import (
     BRACKET,
     MIN_CLOCK_CHANGES,
     Evidence,
+    bursts,
     clock_score,
     cs_level,
     cs_windows,
@@ -86,17 +87,25 @@ def find_buses(ev: Evidence, exclude: set[str], named_cs: str | None = None) -> 
         cs, active, conf, how = found if found else (None, None, 0.0, "bracket")
         rivals = ev.cs_rivals.get(clk, ()) if how == "bracket" and conf >= 0.9 else ()
         free = [n for n in ev.names if n not in taken and n != clk and len(ev.changes[n]) >= 2]
+        # a partial CS frames one device's bursts only: the data lines are those of the clock's
+        # bursts, all of them (the other device's answers fall outside its windows), and the
+        # look-alikes are tested as on a clock without CS
+        partial = how == "partial"
         data = [n for n in free if n != cs and n not in {c for c, _ in clocks}
-                and _data_line(ev, n, clk, cs, active, half)]
-        if cs is None:
+                and _data_line(ev, n, clk, None if partial else cs, None if partial else active, half)]
+        if cs is None or partial:
             # without a CS only a 1-bit net is a data line: bits of a vector changing on a slow flag's
             # edges are a register of a simulated design, no SPI evidence
             data = [d for d in data if not VECTOR_BIT.search(d)]
+        if partial and not data:
+            # a partial CS is no SPI evidence of its own: without a line on the clock's edges the bus
+            # is none (a GPIB handshake's EOI beside DAV), as without it
+            cs, active, conf, how, partial = None, None, 0.0, "bracket", False
         data_how = "edges" if data else "none"
         # the other protocols' own evidence first (I2C's START/STOP, I2S's frame line, ...):
         # a bus one of them fits is no SPI bus (core/infer/lookalike.py)
-        la = lookalike.check(ev, clk, half, free, data, cs, conf >= 0.9 or how == "latch", par, how == "latch",
-                             frames=cs is not None and (conf >= 0.9 or how == "once"))
+        la = lookalike.check(ev, clk, half, free, data, None if partial else cs, conf >= 0.9 or how == "latch",
+                             par, how == "latch", frames=cs is not None and (conf >= 0.9 or how == "once"))
         if la is not None:
             ev.lookalikes.append(la)
             ev.refused.append(la.text())
@@ -186,6 +195,7 @@ def _find_cs(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, 
     prefix holds every clock edge)."""
     ev.cs_rivals.pop(clk, None)
     ev.cs_near.pop(clk, None)
+    ev.cs_partial.pop(clk, None)
     best = None
     near: tuple[str, int, float] | None = None     # a line bracketing most bursts that changes while SCLK runs
     tight: list[tuple[str, int, int, np.ndarray]] = []       # lines bracketing every burst
@@ -216,7 +226,70 @@ def _find_cs(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, 
         return found
     if best is None and near is not None:
         ev.cs_near[clk] = near
+    if best is None and near is None:
+        return _partial(ev, clk, taken)
     return (best[1], best[2], best[3], best[4]) if best else None
+
+
+PARTIAL = 0.25                # share of SCLK's edges a partial CS's windows hold at least
+
+
+def _partial(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str] | None:
+    """The CS of one device on a clock that also runs outside it: another device shares the clock
+    and its CS is not captured (the TrueMove3's power-up: 68 064 of 128 665 SCK edges fall while
+    NCS is high, another device on the same clock), or a CS asserted for part of the capture (an FPGA
+    board's CS# asserted once, the clock running on after it). No bracket test takes such a line:
+    both its levels hold bursts. What marks it a select: it changes only where the clock is idle
+    (between bursts, never inside one: a quadrature output or a strobe toggling while the clock
+    runs is none), at one clock level every time (the idle one), far less often than the clock,
+    and its windows at one level hold a good share of the edges (PARTIAL). Which level is active
+    the signals do not tell (the bursts at the other level are another device's): active low,
+    SPI's usual polarity, where both fit. Two readings ("partial", stated 0.5): this line as the
+    select, or no CS; a line asserted once in the prefix is the other reading of no CS
+    (``ev.cs_partial``: an interrupt line looks so too)."""
+    ci = ev.changes[clk]
+    ct = ev.t[ci]
+    if len(ct) < MIN_CLOCK_CHANGES:
+        return None
+    half = max(half_of(ev, clk), 1.0)
+    bs, be = bursts(ev, clk)
+    for name in ev.names:
+        if name in taken or name == clk or RESET.match(name) or SIGNAL.match(name):
+            continue
+        idx = ev.changes[name]
+        if not 2 <= len(idx) <= len(ct) / 8 or quadrature(ev, name, clk):
+            continue
+        st = ev.t[idx]
+        # every change in a pause of the clock: the SCLK edges around it (one in its very sample
+        # counts as before: a coarse capture's last edge at the deassert) more than three half
+        # periods apart, as _between_bursts measures (which lets a tenth pass)
+        j = np.searchsorted(ct, st, side="right")
+        before = np.where(j > 0, st - ct[np.clip(j - 1, 0, len(ct) - 1)], np.inf)
+        after = np.where(j < len(ct), ct[np.clip(j, 0, len(ct) - 1)] - st, np.inf)
+        if not np.all(before + after > 3 * half):
+            continue
+        idle = ev.level[clk][idx]
+        if len(np.unique(idle)) != 1:
+            continue
+        for active in (0, 1):
+            starts, ends = cs_windows(ev, name, active)
+            held = np.searchsorted(ct, ends, side="right") - np.searchsorted(ct, starts, side="right")
+            inside = int(held.sum())
+            if not (np.any(held >= 4) and inside <= BRACKET * len(ct) and len(ct) - inside >= 4):
+                continue
+            # a good share: of the edges (a long transfer beside many short ones), or of the bursts
+            # (a device polled now and then beside a busy one)
+            w = np.searchsorted(starts, bs, side="right") - 1
+            framed = (w >= 0) & (be - 1 <= ends[np.clip(w, 0, len(ends) - 1)])
+            if inside >= PARTIAL * len(ct) or float(np.mean(framed)) >= PARTIAL:
+                if int(np.count_nonzero(held >= 4)) == 1:
+                    # asserted once: a select for part of the capture, or an interrupt line the
+                    # host services (the ADE7758's IRQ, unnamed): no CS taken, the line named as
+                    # the other reading (framing by idle time keeps every burst)
+                    ev.cs_partial[clk] = (name, active)
+                    return None
+                return name, active, 0.5, "partial"
+    return None
 
 
 def _near(ev: Evidence, name: str, clk: str, near: tuple[str, int, float] | None) -> tuple[str, int, float] | None:
@@ -226,8 +299,8 @@ def _near(ev: Evidence, name: str, clk: str, near: tuple[str, int, float] | None
     SCLK runs too (a host that clocks on between commands). A line changing a handful of times
     (a reset, a mouse's quadrature output) says nothing either way."""
     ci = ev.changes[clk]
-    if not 16 <= len(ev.changes[name]) <= len(ci) / 4 or quadrature(ev, name, clk):
-        return near
+    if not 16 <= len(ev.changes[name]) <= len(ci) / 4 or quadrature(ev, name, clk) or _between_bursts(ev, name, clk):
+        return near       # (a line changing only where the clock pauses is _partial's)
     lv, before = ev.level[name][ci], ev.level[name][ci - 1]
     ct = ev.t[ci]
     for active in (0, 1):
@@ -337,6 +410,10 @@ def _latch(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, st
 
 # a reset released once before the clock starts looks like a CS asserted once: its name says which
 RESET = re.compile(r"^(?:.*[._])?(?:n_?|/)?(?:rst|reset|res|por)(?:_?n|_?b|#)?$", re.I)
+# an interrupt or ready line asserted while the host reads the device looks like a CS of part of
+# the bursts (the ADE7758's IRQ: 224 of 240 edges while it is high): its name says which
+SIGNAL = re.compile(r"^(?:.*[._])?(?:n_?|/)?(?:irq|int|intr|drdy|rdy|ready|busy|alert|motion|eoc)\d*(?:_?n|_?b|#)?$",
+                    re.I)
 
 
 def _once(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str] | None:

@@ -63,10 +63,14 @@ DIRECTION = "one line is miso"       # the setting of one data line's direction 
 # in channel order: the corpus' wirings measured 7 of 15, and in cross-validation 2 of 9 where the
 # other folds' said 3 of 4: a convention, not evidence); a CS beside another line bracketing the same
 # bursts, asserted apart (SSI32's FC#: which is the select, the signals do not say); no CS, beside a
-# line that brackets most bursts but changes while the clock runs (a 93LC56B's CS under an MPSSE)
+# line that brackets most bursts but changes while the clock runs (a 93LC56B's CS under an MPSSE); a
+# CS whose windows hold some of the clock's bursts, the clock running outside them too (a select
+# on a clock shared with a device whose CS is not captured: that line or no CS; asserted once: no
+# CS or that line)
 DEFAULTS = {("mode", "no data changes"), ("mosi", "static"), ("miso", "static"), (DIRECTION, "static"),
             (DIRECTION, "one, few changes"), ("mosi", "two, alike"), ("miso", "two, alike"),
-            ("cs", "two brackets"), ("cs", "none, near")}
+            ("cs", "two brackets"), ("cs", "none, near"), ("cs", "partial"),
+            ("cs", "none, partial")}
 
 
 def group(setting: str) -> str:

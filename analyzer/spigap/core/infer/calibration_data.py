@@ -70,6 +70,6 @@ PRIOR: dict[str, tuple[float, float]] = {
 # CPOL: (settled answers, with CPHA 1, effective answers, effective with CPHA 1) of the SPI captures
 # whose CPHA the signals settle: the base rate a CPHA without evidence is stated at
 CPHA: dict[int, tuple[int, int, float, float]] = {
-    0: (148, 48, 19.00, 2.67),
-    1: (57, 33, 7.00, 5.50),
+    0: (149, 48, 19.00, 2.67),
+    1: (56, 32, 6.00, 4.50),
 }

@@ -27,6 +27,9 @@ class Evidence:
         self.cs_rivals: dict[str, tuple[str, ...]] = {}  # clock -> other lines bracketing its bursts as its CS does
         # clock without a CS -> (line, level, share of edges): it brackets most bursts, toggled inside them
         self.cs_near: dict[str, tuple[str, int, float]] = {}
+        # clock without a CS -> (line, level): asserted once around some of its bursts, the clock
+        # running at its other level too (buses._partial: the other reading)
+        self.cs_partial: dict[str, tuple[str, int]] = {}
         for j, name in enumerate(names):
             lv = ((s >> np.uint32(j)) & 1).astype(np.int8)
             self.level[name] = lv
@@ -190,8 +193,18 @@ def lead_trail(ev: Evidence, clk: str, j: np.ndarray, idle: int) -> tuple[int, i
 
 
 def idle_level(ev: Evidence, clk: str, cs: str | None = None, active: int | None = None) -> int:
+    """SCLK's idle level (CPOL): with a CS, its level at the CS's changes where the clock is idle
+    around them (no SCLK edge within a half period either side; the last edge in the very sample
+    of the deassert leaves it at its idle level too), not its level over all the time CS is
+    inactive: on a clock shared with a device whose CS is not captured, the clock runs there for
+    that device (the TrueMove3's power-up: half of SCK's edges fall while NCS is high, and the
+    level over those entries read mode 0 for a mode-3 sensor). Without such a change, its level
+    over the time CS is inactive; without CS, over its longest pauses."""
     lv = ev.level[clk]
     if cs is not None and active is not None:
+        at = _at_cs_changes(ev, clk, cs)
+        if at is not None:
+            return at
         quiet = ev.level[cs] != active
         if quiet.any():
             return int(np.round(lv[quiet].mean()))
@@ -206,6 +219,29 @@ def idle_level(ev: Evidence, clk: str, cs: str | None = None, active: int | None
     if not len(long):
         return int(lv[0])
     return int(np.round(lv[ci[long]].mean()))
+
+
+def _at_cs_changes(ev: Evidence, clk: str, cs: str) -> int | None:
+    """The clock's level at the CS's changes where it is idle around them (the level most of
+    them see), or None when no CS change has the clock quiet around it."""
+    idx = ev.changes[cs]
+    ct = ev.ticks(clk)
+    if not len(idx) or not len(ct):
+        return None
+    half = max(half_of(ev, clk), 1.0)
+    st = ev.t[idx]
+    j = np.searchsorted(ct, st, side="left")
+    before = st - ct[np.clip(j - 1, 0, len(ct) - 1)]
+    before = np.where(j > 0, before, np.inf)
+    k = np.searchsorted(ct, st, side="right")
+    after = np.where(k < len(ct), ct[np.clip(k, 0, len(ct) - 1)] - st, np.inf)
+    same = (k > j)                          # an SCLK edge in the very sample of the change
+    # idle around it: no edge within a half period after it, and none within one before it unless
+    # it is in the very sample (a coarse capture's last edge at the deassert)
+    quiet = (after > half) & ((before > half) | same)
+    if not quiet.any():
+        return None
+    return int(np.round(ev.level[clk][idx[quiet]].mean()))
 
 
 def bursts(ev: Evidence, clk: str) -> tuple[np.ndarray, np.ndarray]:

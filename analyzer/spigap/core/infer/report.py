@@ -48,7 +48,8 @@ class Bus:
     edges: int                     # SCLK changes in the prefix (the busiest bus is not always first)
     cs_active: int | None = None   # the CS level during the bursts
     cs_confidence: float = 0.0
-    cs_how: str = "bracket"        # "bracket" (a CS), "latch" (a strobe between bursts), "once" (one window)
+    cs_how: str = "bracket"        # "bracket" (a CS), "latch" (a strobe between bursts), "once" (one window),
+    #                                "partial" (its windows hold some bursts, the clock runs outside them too)
     data_how: str = "edges"        # "edges" (data lines change on the clock's edges), "few" (a line that
     #                                changes too rarely to tell, while the transfer runs), "none"
     wide: tuple = ()               # more than two data lines follow the clock (dual/quad SPI): all of them

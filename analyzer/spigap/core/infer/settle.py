@@ -435,6 +435,10 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                                        cs_basis(bus, ev))
                 if bus.cs_rivals:
                     sources["cs"] = _rival_source(bus, ev)
+                if bus.cs_how == "partial":
+                    sources["cs"] = _partial_source(bus, ev)
+                    if "cs_polarity" in cfg.infer:
+                        out.cs_active_low = bus.cs_active == 0
             else:
                 out.cs = None
                 sources["cs"] = Source("inferred", 0.8, "no channel brackets the SCLK bursts: "
@@ -448,6 +452,15 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                         "as no CS does (a host that clocks on between commands: an FTDI MPSSE driving a "
                         f"Microwire EEPROM); two readings (give --cs {near} --cs-polarity {level} if it is the select)",
                         "none, near", also=(near,))
+                part, part_level = ev.cs_partial.get(bus.clk, (None, 0))
+                if near is None and part is not None and part not in bus.data:
+                    level = "high" if part_level else "low"
+                    sources["cs"] = Source(
+                        "inferred", 0.5, f"framed without CS (by SCLK idle time), or with {part} as the select: it is "
+                        f"{level} once in the prefix, around SCLK bursts, and changes only while SCLK is idle, but "
+                        "SCLK also runs at its other level (a select asserted for part of the capture, or another "
+                        "device's bursts; an interrupt line the host services looks so too); two readings (give "
+                        f"--cs {part} --cs-polarity {level} if it is the select)", "none, partial", also=(part,))
         if cfg.cs is None and not cfg.no_cs and out.clk is not None:
             foreign = {c for b in buses if b.clk != out.clk for c in b.channels()}
             free = [c for c in ev.names if c not in foreign | {out.clk, out.mosi, out.miso} and c not in bus.data]
@@ -561,6 +574,7 @@ _CS_NOTE = {
     "latch": "a latch strobe (LOAD, LE, LATCH): a short pulse between bursts with no SCLK edge in it; the "
              "bits between two pulses are framed as one transfer",
     "once": "asserted once in the prefix: SCLK runs only at this level (one long transfer so far)",
+    "partial": "its windows hold some SCLK bursts; SCLK also runs outside them",     # _partial_source's note
 }
 
 
@@ -585,6 +599,30 @@ def _rival_source(bus: Bus, ev: Evidence) -> Source:
                                    f"them is the select (the other a handshake or flow-control line); taken as "
                                    f"{bus.cs}, active the shorter time (give --cs {others} if that is the select)",
                   "two brackets", also=tuple(bus.cs_rivals))
+
+
+def _partial_source(bus: Bus, ev: Evidence) -> Source:
+    """A CS whose windows hold some of the clock's bursts, the clock running outside them too
+    (buses._partial): two readings at 0.5 (calibration.DEFAULTS), this line as the select of one
+    device (the bursts outside it another device's, whose CS is not captured, or the select was
+    asserted for part of the capture) or no CS; the edges outside are counted, and the options
+    that settle it named."""
+    assert bus.cs is not None
+    active = bus.cs_active if bus.cs_active is not None else 0
+    ct = ev.ticks(bus.clk)
+    starts, ends = cs_windows(ev, bus.cs, active)
+    held = np.searchsorted(ct, ends, side="right") - np.searchsorted(ct, starts, side="right")
+    outside = len(ct) - int(held.sum())
+    level = "low" if active == 0 else "high"
+    n = int(np.count_nonzero(held >= 4))
+    windows = "its one window" if n == 1 else f"{n} of its windows"
+    return Source("inferred", 0.5, f"{windows} at {level} hold{'s' if n == 1 else ''} SCLK bursts and "
+                                   f"it changes only while SCLK is idle, but {outside} of SCLK's {len(ct)} edges in "
+                                   "the prefix fall outside them: the select of one device on a clock shared with "
+                                   "another whose CS is not captured (or asserted for part of the capture), or no CS; "
+                                   f"two readings, taken as the select (give --no-cs to frame every burst without "
+                                   f"it, --cs-polarity {'high' if active == 0 else 'low'} for the other level)",
+                  "partial", also=("none",))
 
 
 def cs_basis(bus: Bus, ev: Evidence) -> str:
@@ -614,7 +652,10 @@ def bus_basis(bus: Bus, ev: Evidence) -> str:
     a CS asserted once, two lines changing on the clock's edges; "/cont": no CS, and the clock never
     pauses in the prefix)."""
     cont = bus.cs is None and continuous(ev, bus.clk, half_of(ev, bus.clk))
-    return (f"{cs_basis(bus, ev)}/{bus.data_how}{min(len(bus.data), 2) if bus.data_how != 'none' else ''}"
+    # a partial CS is no evidence for the clock beyond a clock without CS (the look-alikes were
+    # tested as without one): its basis is that one's
+    cs = "none" if bus.cs_how == "partial" else cs_basis(bus, ev)
+    return (f"{cs}/{bus.data_how}{min(len(bus.data), 2) if bus.data_how != 'none' else ''}"
             + ("/cont" if cont else ""))
 
 
