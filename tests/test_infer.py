@@ -510,3 +510,48 @@ def test_detect_reads_the_capture_once_when_it_infers(capsys, monkeypatch):
     d = json.loads(capsys.readouterr().out)
     assert len(opened) == 1
     assert [(b["clk"], b["cs"]) for b in d["buses"]] == separate
+
+
+@pytest.mark.parametrize("how", ["vcd", "channel-map"])
+def test_detects_sigrok_cli_line_runs_for_captures_sigrok_cannot_read_as_named(tmp_path, how, sigrok_cli):
+    """For a capture sigrok-cli cannot read under the names the decoder options use (a VCD, whose
+    signals sigrok names its own way; channels renamed by --channel-map), detect's sigrok-cli line
+    writes a .sr first with `spigap convert` and the same reading options: the line, run as a
+    shell runs it, decodes the words the analysis gives, and the suggested `spigap analyze` line
+    reads the capture the same way (it printed `sigrok-cli -i FILE.vcd` and no --channel-map)."""
+    import os
+    import shlex
+    import shutil
+    import sys
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "captures" / "mcp3008-patterns.sr"
+    if how == "vcd":
+        cap, extra = tmp_path / "m.vcd", []
+        assert main(["convert", str(src), "-o", str(cap), "--to", "vcd"]) == 0
+    else:
+        cap, extra = tmp_path / "m.sr", ["--channel-map", "SCLK=A,MOSI=B"]
+        shutil.copy(src, cap)
+    d = json.loads(_stdout_of(main, ["detect", str(cap), "--format", "json", *extra]))
+    cmd = d["commands"]
+    assert cmd["sigrok_cli"].startswith("spigap convert ") and cmd["sigrok_input"].endswith(".spigap.sr"), cmd
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{Path(sigrok_cli).parent}:{os.environ['PATH']}"}
+    line = cmd["sigrok_cli"].replace("-A spi=mosi-data:miso-data", "-A spi=mosi-data")
+    out = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert out.returncode == 0 and "srd:" not in out.stderr, (line, out.stderr)
+    words = [int(x.split()[-1], 16) for x in out.stdout.splitlines() if x.startswith("spi-1:")]
+    assert words and words == analyze_device(src).mosi.tolist()
+    argv = shlex.split(cmd["spigap"])[1:]
+    assert ("--channel-map" in argv) == (how == "channel-map"), argv
+    given = json.loads(_stdout_of(main, argv + ["--format", "json"]))["settings"]["sources"]
+    assert all(v["from"] == "given" for k, v in given.items() if k != "bitorder"), given
+
+
+def _stdout_of(fn, argv) -> str:
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert fn(argv) == 0
+    return buf.getvalue()

@@ -588,6 +588,27 @@ def reader_options(args) -> dict:
             "deglitch": getattr(args, "deglitch", None), "unitsize": getattr(args, "unitsize", None)}
 
 
+def reader_argv(args) -> list[str]:
+    """The reader options given on the command line, as options again (``--channel-map 0=SCLK``
+    ...): what a suggested command line needs to read the capture the same way. Each value is
+    written back from its parsed form (floats by repr: they parse back to the same number)."""
+    opts = reader_options(args)
+    out: list[str] = []
+    if opts["input_format"]:
+        out += ["--input-format", opts["input_format"]]
+    if opts["samplerate"]:
+        out += ["--samplerate", repr(opts["samplerate"])]
+    if opts["unitsize"]:
+        out += ["--unitsize", str(opts["unitsize"])]
+    if opts["channel_map"]:
+        out += ["--channel-map", ",".join(f"{k}={v}" for k, v in opts["channel_map"].items())]
+    for ch, t in opts["threshold"] or []:
+        out += ["--threshold", f"{ch + '=' if ch else ''}{t.level!r},{t.hysteresis!r}"]
+    if opts["deglitch"]:
+        out += ["--deglitch", repr(opts["deglitch"])]
+    return out
+
+
 def analysis_options(args) -> dict:
     """What the command line gives spigap.api.analyze_file besides the settings: the parsed
     ``--event`` specs (their channels read in the analysis's one pass) and the reader

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
+from pathlib import Path
 
 from spigap.cli.common import (
     CAPTURE_HELP,
@@ -12,6 +13,7 @@ from spigap.cli.common import (
     add_output_options,
     check_output_path,
     config_from_args,
+    reader_argv,
     reader_options,
     write_output,
 )
@@ -82,6 +84,8 @@ def detect(path: str, args) -> dict:
               "cpol": out.cpol, "cpha": out.cpha, "cs_polarity": "low" if out.cs_active_low else "high",
               "wordsize": out.wordsize, "bitorder": "lsb" if out.lsb_first else "msb"}
     q = shlex.quote(path)
+    reading = reader_argv(args)      # the suggested lines read the capture as this one did
+    sr, convert = _sigrok_input(path, info.format, reading)
     # a shared bus: each device's settings, and one sigrok spi decoder per CS line (as its users stack it)
     per = {d.cs: d.cfg for d in settled.devices} or {c: dataclasses.replace(out, cs=c, more_cs=()) for c in out.devices}
     devices = [{"cs": c, "cs_polarity": "low" if dc.cs_active_low else "high", "mode": dc.mode,
@@ -97,11 +101,24 @@ def detect(path: str, args) -> dict:
         "buses": [_bus(b, out) for b in buses],
         "devices": devices,
         "warnings": settled.warnings,
-        "commands": {"spigap": f"spigap analyze {q} " + " ".join(spigap_options(out)),
-                     "sigrok_cli": f"sigrok-cli -i {q} " + " ".join(f"-P {shlex.quote(o)}" for o in decoders)
-                                   + " -A spi=mosi-data:miso-data",
+        "commands": {"spigap": " ".join(["spigap analyze", q, *map(shlex.quote, reading), *spigap_options(out)]),
+                     "sigrok_cli": (convert + " && " if convert else "") + f"sigrok-cli -i {shlex.quote(sr)} "
+                                   + " ".join(f"-P {shlex.quote(o)}" for o in decoders) + " -A spi=mosi-data:miso-data",
+                     "sigrok_input": sr,
                      "sigrok_decoder_options": decoders[0] if len(decoders) == 1 else decoders},
     }
+
+
+def _sigrok_input(path: str, fmt: str, reading: list[str]) -> tuple[str, str | None]:
+    """The file sigrok-cli and PulseView open, and the command that makes it (or None): a .sr
+    read as it is; any other capture (a CSV, a VCD, a scope's file, or channels renamed by
+    --channel-map) is first written as a .sr beside it by ``spigap convert`` with the same
+    reading options, so sigrok sees the channels by the names the decoder options use (it
+    cannot read most of these formats, and names a VCD's signals its own way)."""
+    if path == "-" or (fmt.startswith("sigrok .sr") and not reading):
+        return path, None
+    sr = str(Path(path).with_suffix("")) + ".spigap.sr"
+    return sr, " ".join(["spigap convert", shlex.quote(path), "-o", shlex.quote(sr), *map(shlex.quote, reading)])
 
 
 def _bus(b, out) -> dict:
@@ -156,11 +173,13 @@ def render_text(d: dict) -> str:
     lines.append(d["commands"]["spigap"])
     lines.append(d["commands"]["sigrok_cli"])
     opts = d["commands"]["sigrok_decoder_options"]
+    sr = d["commands"]["sigrok_input"]
+    where = "" if sr == d["capture"]["path"] else f"open {sr} (the line above writes it) and "
     if isinstance(opts, list):
-        lines.append("PulseView: one SPI decoder per CS line (spigap decoders pvs writes the session): "
+        lines.append(f"PulseView: {where}one SPI decoder per CS line (spigap decoders pvs writes the session): "
                      + "  ".join(opts))
     else:
-        lines.append(f"PulseView: add the SPI decoder with {opts}")
+        lines.append(f"PulseView: {where}add the SPI decoder with {opts}")
     return "\n".join(lines) + "\n"
 
 
