@@ -15,6 +15,8 @@ from spigap.core.infer.evidence import (
     clock_score,
     cs_level,
     cs_windows,
+    edges_around,
+    edges_held,
     gated,
     half_of,
     idle_level,
@@ -259,21 +261,18 @@ def _partial(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, 
         idx = ev.changes[name]
         if not 2 <= len(idx) <= len(ct) / 8 or quadrature(ev, name, clk):
             continue
-        st = ev.t[idx]
         # every change in a pause of the clock: the SCLK edges around it (one in its very sample
         # counts as before: a coarse capture's last edge at the deassert) more than three half
-        # periods apart, as _between_bursts measures (which lets a tenth pass)
-        j = np.searchsorted(ct, st, side="right")
-        before = np.where(j > 0, st - ct[np.clip(j - 1, 0, len(ct) - 1)], np.inf)
-        after = np.where(j < len(ct), ct[np.clip(j, 0, len(ct) - 1)] - st, np.inf)
-        if not np.all(before + after > 3 * half):
+        # periods apart (_between_bursts skips that edge, and lets a tenth pass)
+        before, after, same = edges_around(ct, ev.t[idx])
+        if not np.all(np.where(same, 0, before) + after > 3 * half):
             continue
         idle = ev.level[clk][idx]
         if len(np.unique(idle)) != 1:
             continue
         for active in (0, 1):
             starts, ends = cs_windows(ev, name, active)
-            held = np.searchsorted(ct, ends, side="right") - np.searchsorted(ct, starts, side="right")
+            held = edges_held(ct, starts, ends)
             inside = int(held.sum())
             if not (np.any(held >= 4) and inside <= BRACKET * len(ct) and len(ct) - inside >= 4):
                 continue
@@ -364,11 +363,8 @@ def _between_bursts(ev: Evidence, cs: str, clk: str) -> bool:
         return True
     half = half_of(ev, clk)
     # the clock edges strictly before and after (coarse captures put the last edge in the CS's sample)
-    a = np.searchsorted(ct, st, side="left") - 1
-    b = np.searchsorted(ct, st, side="right")
-    ok = (a >= 0) & (b < len(ct))
-    gap = np.where(ok, ct[np.minimum(b, len(ct) - 1)] - ct[np.maximum(a, 0)], np.inf)
-    inside = ok & (gap <= 3 * max(half, 1.0))
+    before, after, _ = edges_around(ct, st)
+    inside = before + after <= 3 * max(half, 1.0)       # inf where either is missing: no burst
     return float(np.mean(inside)) <= 0.1
 
 

@@ -135,7 +135,7 @@ def cpha_prior(cpol: int, table: dict[int, tuple[int, int, float, float]] | None
     """No data line changes, so the signals cannot tell CPHA: (the CPHA devices idling at ``cpol``
     use more often, the share of them that do: the confidence to state it at), from the SPI
     captures of sigrok-dumps whose CPHA the signals settle (``CPHA``: per CPOL, the captures
-    with CPHA 1; each device at most three answers), the share the posterior mean under a
+    with CPHA 1; each device one answer, its captures' share), the share the posterior mean under a
     uniform Beta prior; None when that share is not credibly away from one half (then both
     readings are a coin toss). A prior, not evidence from the capture: the note says so."""
     m = (CPHA if table is None else table).get(cpol)

@@ -229,19 +229,32 @@ def _at_cs_changes(ev: Evidence, clk: str, cs: str) -> int | None:
     if not len(idx) or not len(ct):
         return None
     half = max(half_of(ev, clk), 1.0)
-    st = ev.t[idx]
-    j = np.searchsorted(ct, st, side="left")
-    before = st - ct[np.clip(j - 1, 0, len(ct) - 1)]
-    before = np.where(j > 0, before, np.inf)
-    k = np.searchsorted(ct, st, side="right")
-    after = np.where(k < len(ct), ct[np.clip(k, 0, len(ct) - 1)] - st, np.inf)
-    same = (k > j)                          # an SCLK edge in the very sample of the change
+    before, after, same = edges_around(ct, ev.t[idx])
     # idle around it: no edge within a half period after it, and none within one before it unless
     # it is in the very sample (a coarse capture's last edge at the deassert)
     quiet = (after > half) & ((before > half) | same)
     if not quiet.any():
         return None
     return int(np.round(ev.level[clk][idx[quiet]].mean()))
+
+
+def edges_around(ct: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each time in ``t`` among the sorted clock change ticks ``ct``: (ticks since the last
+    clock edge strictly before it, ticks to the first strictly after it, inf where there is
+    none; whether a clock edge falls in its very sample). A coarse capture puts SCLK's last edge
+    in the sample of the CS's deassert: each caller says how that edge counts."""
+    j = np.searchsorted(ct, t, side="left")
+    k = np.searchsorted(ct, t, side="right")
+    last = len(ct) - 1
+    before = np.where(j > 0, t - ct[np.clip(j - 1, 0, last)], np.inf)
+    after = np.where(k <= last, ct[np.clip(k, 0, last)] - t, np.inf)
+    return before, after, k > j
+
+
+def edges_held(ct: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Clock edges inside each window [starts, ends] (one in the sample of the window's start
+    outside it, one in the sample of its end inside: the last edge of a coarse capture)."""
+    return np.searchsorted(ct, ends, side="right") - np.searchsorted(ct, starts, side="right")
 
 
 def bursts(ev: Evidence, clk: str) -> tuple[np.ndarray, np.ndarray]:

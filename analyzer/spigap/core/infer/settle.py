@@ -18,7 +18,7 @@ from spigap.core import config as config_mod
 from spigap.core.config import SpiConfig
 from spigap.core.infer import calibration
 from spigap.core.infer.buses import find_buses, few_changes, no_bus_reason
-from spigap.core.infer.evidence import Evidence, cs_level, cs_windows, half_of
+from spigap.core.infer.evidence import Evidence, cs_level, cs_windows, edges_held, half_of
 from spigap.core.infer.lookalike import continuous
 from spigap.core.infer.mosi_miso import assign_data
 from spigap.core.infer.report import Bus, NoSpiBus, Settled, Source
@@ -610,8 +610,7 @@ def _partial_source(bus: Bus, ev: Evidence) -> Source:
     assert bus.cs is not None
     active = bus.cs_active if bus.cs_active is not None else 0
     ct = ev.ticks(bus.clk)
-    starts, ends = cs_windows(ev, bus.cs, active)
-    held = np.searchsorted(ct, ends, side="right") - np.searchsorted(ct, starts, side="right")
+    held = edges_held(ct, *cs_windows(ev, bus.cs, active))     # as buses._partial counted them
     outside = len(ct) - int(held.sum())
     level = "low" if active == 0 else "high"
     n = int(np.count_nonzero(held >= 4))
