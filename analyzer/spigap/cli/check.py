@@ -101,9 +101,9 @@ def run(args) -> int:
         cfg.device_cfgs = device_profile_configs(args, cfg, per_prof)
     rule = stall_rule_from_args(args)
     # at the pins: asked for, or the device has electrical limits (every sampling edge, docs/pin-timing.md)
-    # a shared bus: each device's own limits (--device CE0=SPEC, else its profile's device)
-    by_cs = {name: device_limits(spec) for name, spec in _device_specs(per_prof, per_dev).items()}
-    by_cs = {name: d for name, d in by_cs.items() if d is not None}
+    # a shared bus: each device's profile, and its own limits (--device CE0=SPEC, else its profile's device)
+    profiles = {name: load_profile(p) for name, p in per_prof.items()}
+    by_cs = {name: d for name, spec in _device_specs(profiles, per_dev).items() if (d := device_limits(spec)) is not None}
     measure = pin_requested(args) or _pin_limits(dev) or any(_pin_limits(d) for d in by_cs.values())
     pins = pin_options(args, dev, by_cs) if measure else None
     results = []
@@ -120,7 +120,7 @@ def run(args) -> int:
             continue
         if r.bus is not None:
             # a shared bus: each device against its own profile and limits
-            results += _check_shared(path, r, args, prof, dev, headroom, per_prof, per_dev)
+            results += _check_shared(path, r, args, prof, headroom, profiles, per_dev, by_cs)
             if r.truncated:
                 truncated.append(r.truncated)
             continue
@@ -162,11 +162,9 @@ def run(args) -> int:
     return 1 if any(res.failed(args.strict, args.allow_empty) for res in results) else 0
 
 
-def _device_specs(per_prof: dict, per_dev: dict) -> dict:
+def _device_specs(profiles: dict, per_dev: dict) -> dict:
     """Each device's spec on a shared bus: its --device CE0=SPEC, else its --profile's device."""
-    from spigap.timing.profiles import load_profile
-
-    specs = {name: load_profile(p).device for name, p in per_prof.items()}
+    specs = {name: p.device for name, p in profiles.items()}
     specs.update(per_dev)
     return {name: spec for name, spec in specs.items() if spec}
 
@@ -189,30 +187,26 @@ def _spi_settings(a) -> dict:
                         if k in a.sources}}
 
 
-def _check_shared(path, sa, args, prof, dev, headroom, per_prof, per_dev) -> list:
+def _check_shared(path, sa, args, prof, headroom, profiles, per_dev, limits) -> list:
     """Every device of a shared bus against its profile (``--profile CE0=NAME``) and device
-    limits (``--device CE0=SPEC``, else its profile's device); a bare --profile/--device
-    is for a capture of one device. Each device is one result, named CAPTURE [CS]."""
-    from spigap.timing.check import device_limits
+    limits (``--device CE0=SPEC``, else its profile's device: ``limits``, by CS); a bare
+    --profile/--device is for a capture of one device. Each device is one result, named CAPTURE [CS]."""
     from spigap.timing.check import check_analysis
-    from spigap.timing.profiles import load_profile
 
     names = list(sa.devices)
-    if (prof is not None or args.device) and not (per_prof or per_dev):
+    if (prof is not None or args.device) and not (profiles or per_dev):
         first = names[0]
         raise UsageError(f"the capture holds {len(names)} devices on one bus ({', '.join(names)}): give a profile per "
                          f"device (--profile {first}=NAME ...) or analyze one with --cs {first}", path=str(path))
-    bad = [k for k in list(per_prof) + list(per_dev) if k not in sa.devices]
+    bad = [k for k in list(profiles) + list(per_dev) if k not in sa.devices]
     if bad:
         raise UsageError(f"--profile/--device {bad[0]}=...: {bad[0]} is not a device of this bus "
                          f"({', '.join(names)})", path=str(path))
     if args.event:
         raise UsageError("--event: the capture holds several devices on one bus: give --cs NAME", path=str(path))
     out = []
-    specs = _device_specs(per_prof, per_dev)
     for name, a in sa.devices.items():
-        p = load_profile(per_prof[name]) if name in per_prof else None
-        d = device_limits(specs.get(name))
+        p, d = profiles.get(name), limits.get(name)
         if p is None and d is None:
             continue
         res = check_analysis(a, p, d, headroom=headroom)
