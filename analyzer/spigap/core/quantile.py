@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+# a normal distribution's standard deviation per median absolute deviation: robust σ = this × MAD
+ROBUST_SIGMA_PER_MAD = 1.4826
+
 
 def percentiles(values: np.ndarray, qs) -> list[float]:
     """Percentiles ``qs`` (0..100) of a 1-D array with no NaNs (numpy's 'linear')."""

@@ -37,12 +37,11 @@ import numpy as np
 
 from spigap.core.analysis import (AMBIGUOUS_KINDS, DeviceFigures, GapSeries, gap_series,  # noqa: F401 (re-exported)
                                     gap_series_of)
-from spigap.core.quantile import median
+from spigap.core.quantile import ROBUST_SIGMA_PER_MAD, median
 from spigap.errors import UsageError
 
 STALL_KINDS = ("cs_setup", "cs_hold", "inter_byte", "inter_transfer", "cs_change", "context_switch",
                "idle")
-ROBUST_SIGMA_PER_MAD = 1.4826
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from spigap.core.gaprules import defs
-from spigap.core.quantile import median
+from spigap.core.quantile import ROBUST_SIGMA_PER_MAD, median
 
 MIN_PERIODS = defs.MIN_PERIODS
 WINDOW = 1 << 14        # structure is searched on the first 16384 gaps, then applied to all
@@ -171,7 +171,7 @@ def _tight(x, idx, r, on) -> bool:
     if x is None:
         return True
     v = x[idx[on[r]]]
-    return len(v) < 2 or 1.4826 * float(median(np.abs(v - median(v)))) <= defs.SPLIT_MAX_SIGMA
+    return len(v) < 2 or ROBUST_SIGMA_PER_MAD * float(median(np.abs(v - median(v)))) <= defs.SPLIT_MAX_SIGMA
 
 
 def _shorter_period(c1: np.ndarray, tot: np.ndarray, on: np.ndarray) -> bool:
@@ -299,7 +299,7 @@ def _score(g: np.ndarray, n: int, phase: int) -> float:
         return 0.0
     b, c = g[is_b], g[~is_b]
     mb, mc = median(b), median(c)
-    sc = 1.4826 * median(np.abs(c - mc))
+    sc = ROBUST_SIGMA_PER_MAD * median(np.abs(c - mc))
     if abs(mb - mc) <= max(4 * sc, 3.0):
         return 0.0
     order = np.argsort(g, kind="stable")
