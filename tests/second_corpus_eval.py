@@ -1,9 +1,11 @@
-"""Judge the settings' confidences on a second held-out corpus (issue 32): real captures from
-public repositories that are not in sigrok-dumps, listed with their truth in
-tests/data/second_corpus.toml. The shipped calibration (core/infer/calibration_data.py) was
-fitted on sigrok-dumps only, so every answer here is out of sample.
+"""Judge the settings' confidences on a held-out corpus (issue 32): real captures from public
+repositories that are not in sigrok-dumps, listed with their truth in a manifest:
+tests/data/second_corpus.toml (the default) or tests/data/third_corpus.toml (captures in neither
+sigrok-dumps nor the second corpus, gathered to measure the final code once). The shipped
+calibration (core/infer/calibration_data.py) was fitted on sigrok-dumps only, so every answer here
+is out of sample.
 
-    python tests/second_corpus_eval.py DIR [--manifest tests/data/second_corpus.toml] [--out results.json]
+    python tests/second_corpus_eval.py DIR [--manifest tests/data/third_corpus.toml] [--out results.json]
 
 DIR holds the captures at the manifest's ``file`` paths (fetched from each ``repo`` at ``commit``;
 a missing file or one whose sha256 differs is skipped, said so). Each capture is analyzed as a new
@@ -34,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sigrok_dumps_eval as sde  # noqa: E402  (the judge and tables of the first corpus)
 
 MANIFEST = Path(__file__).resolve().parent / "data" / "second_corpus.toml"
+THIRD = MANIFEST.with_name("third_corpus.toml")
 ROLES = ("clk", "cs", "mosi", "miso")
 
 
@@ -198,7 +201,8 @@ def band_devices(results: list[dict]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", type=Path, help="the folder holding the captures at the manifest's file paths")
-    ap.add_argument("--manifest", type=Path, default=MANIFEST)
+    ap.add_argument("--manifest", type=Path, default=MANIFEST,
+                    help=f"the captures and their truth (default {MANIFEST.name}; {THIRD.name} is the third corpus)")
     ap.add_argument("--out", type=Path, help="write the results as JSON")
     args = ap.parse_args(argv)
     caps = load(args.manifest)

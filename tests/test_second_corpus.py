@@ -1,7 +1,9 @@
 """The second held-out corpus (issue 32): its manifest (tests/data/second_corpus.toml), the truth
 the judge gets from it and the eval end to end on bundled captures with a manifest of their own.
-The corpus itself is not in the repository: ``SPIGAP_SECOND_CORPUS=DIR`` runs the eval on it
-(skipped without); docs/inference.md, "A second corpus"."""
+The corpora themselves are not in the repository: ``SPIGAP_SECOND_CORPUS=DIR`` and
+``SPIGAP_THIRD_CORPUS=DIR`` run the eval on them (skipped without); docs/inference.md, "A second
+corpus" and "A third corpus"; the third's manifest (tests/data/third_corpus.toml) is checked here
+too."""
 
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MCP3008 = ROOT / "captures" / "mcp3008-rpi3-k4.4-b10.sr"     # synthesized: SCLK, MOSI, MISO, CE0, mode 0
 
 
-def test_manifest_is_complete():
-    caps = ev.load()
+@pytest.mark.parametrize("manifest", [ev.MANIFEST, ev.THIRD], ids=["second", "third"])
+def test_manifest_is_complete(manifest):
+    caps = ev.load(manifest)
     files = [c["file"] for c in caps]
     assert len(files) == len(set(files))
     for c in caps:
@@ -34,6 +37,20 @@ def test_manifest_is_complete():
             assert len(named) == len(set(named)), f"{c['file']}: two roles on one channel"
     # the corpus is held out: no capture of sigrok-dumps' spi/ folders by name
     assert not any(c["repo"].endswith("sigrok-dumps") for c in caps)
+    for c in caps:
+        if c.get("pvs_sha256"):
+            assert re.fullmatch(r"[0-9a-f]{64}", c["pvs_sha256"]), c["file"]
+
+
+def test_third_corpus_is_held_out_from_the_second():
+    """The third corpus measures the code once on captures neither corpus's users saw: no file of
+    it is one of the second corpus's (by sha256, or by repository and path), and it has SPI
+    captures to judge and lookalikes to refuse."""
+    second, third = ev.load(ev.MANIFEST), ev.load(ev.THIRD)
+    assert not {c["sha256"] for c in second} & {c["sha256"] for c in third}
+    assert not {(c["repo"], c["path"]) for c in second} & {(c["repo"], c["path"]) for c in third}
+    assert {c["kind"] for c in third} == {"spi", "not"}
+    assert len({ev.truth(c)["unit"] for c in third}) >= 8
 
 
 def _manifest(tmp_path: Path, body: str) -> Path:
@@ -166,6 +183,19 @@ def test_the_corpus_itself(capsys):
     for c in present:
         assert _sha(root / c["file"]) == c["sha256"], c["file"]
     assert ev.main([str(root)]) == 0
+    assert "| setting | confidence | answers | right | share right |" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("SPIGAP_THIRD_CORPUS"), reason="SPIGAP_THIRD_CORPUS (the fetched corpus) not set")
+def test_the_third_corpus_itself(capsys):
+    root = Path(os.environ["SPIGAP_THIRD_CORPUS"])
+    caps = ev.load(ev.THIRD)
+    present = [c for c in caps if (root / c["file"]).is_file()]
+    assert present, f"no capture of the manifest under {root}"
+    for c in present:
+        assert _sha(root / c["file"]) == c["sha256"], c["file"]
+    assert ev.main([str(root), "--manifest", str(ev.THIRD)]) == 0
     assert "| setting | confidence | answers | right | share right |" in capsys.readouterr().out
 
 
