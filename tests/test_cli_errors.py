@@ -7,8 +7,10 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
 
 from spigap.cli import main
+from spigap.errors import SpigapError
 from util import synth
 
 
@@ -66,6 +68,33 @@ def test_empty_capture(tmp_path, capsys):
         z.writestr("logic-1-1", b"")
     code, out, err = run_cli(["analyze", str(q)], capsys)
     assert_one_line_error(code, err, str(q), "no samples")
+
+
+@pytest.mark.parametrize("name, more", [
+    ("empty.sr", []), ("empty.dsl", []), ("empty.vcd", []), ("empty.csv", []), ("empty.isf", []),
+    ("empty.bin", []), ("empty.wfm", []), ("empty.trc", []),
+    ("empty.raw", ["--input-format", "raw", "--samplerate", "1MHz"]), ("empty.sr", ["--input-format", "vcd"]),
+])
+def test_empty_file_says_it_is_empty(tmp_path, capsys, name, more):
+    """A capture of 0 bytes (an aborted save, a failed copy) is named as empty, whatever its
+    format: each reader said what its format misses ("not a zip archive", "no :WFMPRE header")
+    and pointed at --input-format, which cannot help a file with nothing in it."""
+    p = tmp_path / name
+    p.write_bytes(b"")
+    code, out, err = run_cli(["analyze", str(p), *more], capsys)
+    assert_one_line_error(code, err, str(p), "is empty (0 bytes)", "save or copy the capture again")
+    assert "--input-format" not in err
+
+
+def test_debug_after_the_command(tmp_path, capsys):
+    """The internal-error line says "run again with --debug"; a user adds it at the end of the
+    command line, where it was an unrecognized option."""
+    p = tmp_path / "notzip.sr"
+    p.write_text("hello, I am not a capture\n")
+    with pytest.raises(SpigapError, match="not a zip archive"):
+        main(["analyze", str(p), "--debug"])
+    code, out, err = run_cli(["analyze", str(p)], capsys)
+    assert_one_line_error(code, err, "not a zip archive")
 
 
 def _damage(src, dst, member_index):

@@ -114,6 +114,10 @@ def check_analysis(analysis: Analysis, profile, device=None, *, headroom: float 
         "samplerate_hz": a.info.samplerate_hz,
         "sclk_hz": a.sclk_hz,
         "transfers_per_message": a.grouping.transfers_per_message,
+        "messages": a.n_messages(),
+        "messages_in_words": confidence.messages_in_words(
+            a.n_messages(), a.grouping.transfers_per_message, a.grouping.lengths,
+            ambiguous=a.grouping.ambiguous, stretches=len(a.grouping.segments)),
         "grouping": a.grouping.method,
         "grouping_confidence": a.grouping.confidence,
         "grouping_confidence_words": confidence.of_grouping(a.grouping),
