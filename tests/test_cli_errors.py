@@ -180,3 +180,28 @@ def test_outputs_json_csv_and_file(tmp_path, capsys):
     dest = tmp_path / "out.txt"
     code, out, err = run_cli(["analyze", str(p), "-o", str(dest)], capsys)
     assert code == 0 and out == "" and "CS setup" in dest.read_text()
+
+
+HUGE = "99999999999999999999999"
+
+
+def test_transfers_per_message_is_bounded_wherever_it_is_given(tmp_path, capsys):
+    """--transfers-per-message past 2^63 was exit 3 (OverflowError in the grouping), from the
+    command line (analyze, monitor, check), a batch manifest and a profile alike; now one line
+    naming the bound (spigap/limits.py), before any capture is read."""
+    from conftest import CAPTURES
+
+    cap = CAPTURES / "mcp3008-rpi3-k4.4-b10.sr"
+    for cmd in (["analyze"], ["monitor"], ["check", "--device", "mcp3008"]):
+        code, out, err = run_cli([cmd[0], str(cap), *cmd[1:], "--transfers-per-message", HUGE], capsys)
+        assert_one_line_error(code, err, "--transfers-per-message", "1..1,000,000,000")
+    m = tmp_path / "m.toml"
+    m.write_text(f'[[capture]]\npath = "{cap.name}"\ntransfers_per_message = {HUGE}\n')
+    code, out, err = run_cli(["batch", str(cap), "--manifest", str(m)], capsys)
+    assert_one_line_error(code, err, "m.toml", "--transfers-per-message", "1..1,000,000,000")
+    prof = (CAPTURES.parent / "analyzer/spigap/timing/profiles/rpi3-k4.4-vanilla.toml").read_text()
+    assert 'transfers_per_message = "auto"' in prof
+    p = tmp_path / "p.toml"
+    p.write_text(prof.replace('transfers_per_message = "auto"', f"transfers_per_message = {HUGE}"))
+    code, out, err = run_cli(["check", str(cap), "--profile", str(p)], capsys)
+    assert_one_line_error(code, err, "p.toml", "analysis.transfers_per_message", "1..1000000000")

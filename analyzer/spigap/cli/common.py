@@ -141,10 +141,12 @@ def fraction(text):
 
 
 def _tpm(text):
+    from spigap.limits import TRANSFERS_PER_MESSAGE_MAX
+
     if text == "auto":
         return None
     try:
-        return count(text)
+        return count(text, hi=TRANSFERS_PER_MESSAGE_MAX)
     except argparse.ArgumentTypeError as e:
         raise argparse.ArgumentTypeError(f"{e} (give a number >= 1 or 'auto')") from None
 
