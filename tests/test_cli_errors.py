@@ -205,3 +205,19 @@ def test_transfers_per_message_is_bounded_wherever_it_is_given(tmp_path, capsys)
     p.write_text(prof.replace('transfers_per_message = "auto"', f"transfers_per_message = {HUGE}"))
     code, out, err = run_cli(["check", str(cap), "--profile", str(p)], capsys)
     assert_one_line_error(code, err, "p.toml", "analysis.transfers_per_message", "1..1000000000")
+
+
+@pytest.mark.parametrize("argv", [
+    ["pins", "{cap}", "--pin-margin", "1e300"],
+    ["pins", "{cap}", "--rx-setup", "2ms"],
+    ["check", "{cap}", "--device", "mcp3008", "--rx-sample-delay", "1e300"],
+    ["compare", "--before", "{cap}", "--after", "{cap}", "--pins", "--after-rx-sample-delay", "1s"],
+])
+def test_times_at_a_pin_are_bounded(capsys, argv):
+    """A margin or a receiver's setup, hold or sample delay of 1e300 s made the device-tree advice
+    "spi-max-frequency = <0> (5e-301 Hz)"; a time at a pin is at most 1 ms (limits.py)."""
+    from conftest import CAPTURES
+
+    cap = str(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr")
+    code, out, err = run_cli([a.format(cap=cap) for a in argv], capsys)
+    assert_one_line_error(code, err, "is no time at a pin (at most 1 ms")
