@@ -173,7 +173,8 @@ class DeglitchedReader(CaptureReader):
         """A channel whose pulses the filter dropped (nearly) all of is no glitchy line: its pulses
         are shorter than --deglitch (SCLK at 3.6 MHz has 139 ns pulses; --deglitch 200 leaves no
         clock, and every figure after says "no SCLK edge" without saying why). Said once per
-        channel, as a setting the signals contradict: the first CHECK line."""
+        channel, as a setting the signals contradict: first among the warnings (a CHECK line in
+        check and compare)."""
         for k, name in enumerate(channels):
             n, m = int(seen.n[k]), int(kept.n[k])
             if n >= DROPPED_MIN_CHANGES and m <= DROPPED_SHARE * n:
@@ -181,6 +182,15 @@ class DeglitchedReader(CaptureReader):
                         f"shorter than that, not glitches; give a --deglitch below its shortest real pulse")
                 if text not in self.info.warnings:
                     self.info.warnings.append(Finding(text, Cause.SETTINGS))
+
+    def channel_index(self, name: str, option: str = "--clk/--mosi/--miso/--cs") -> int:
+        return self.inner.channel_index(name, option)
+
+    def set_volts_tap(self, tap) -> None:
+        self.inner.set_volts_tap(tap)       # the volts are not filtered: the pins see what was there
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 # a channel with at least this many changes, of which the filter kept at most this share: said
@@ -204,12 +214,3 @@ class _Changes:
         for k in range(len(self.n)):
             self.n[k] += np.count_nonzero(flips & np.uint32(1 << k))
         self.last = int(s[-1])
-
-    def channel_index(self, name: str, option: str = "--clk/--mosi/--miso/--cs") -> int:
-        return self.inner.channel_index(name, option)
-
-    def set_volts_tap(self, tap) -> None:
-        self.inner.set_volts_tap(tap)       # the volts are not filtered: the pins see what was there
-
-    def close(self) -> None:
-        self.inner.close()
