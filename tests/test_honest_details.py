@@ -175,6 +175,7 @@ def test_messages_in_words():
     assert words(12, None, [], stretches=3) == "12 in 3 stretches"
     assert words(10, None, []) == "10 of varying length"
     assert words(None, None, [], ambiguous=True) == "ambiguous"
+    assert words(0, None, []) == "none"            # no SPI bus: check's NO DATA line
 
 
 def _stray_clock_vcd(path, cs_lines=("CS",)):

@@ -116,9 +116,11 @@ def messages_in_words(messages: int | None, per_message: int | None, lengths, *,
     (analyze's ``messages`` line, the report's, check's ``capture`` line): ``100 × 10
     transfer(s)``, ``40 of 2+3 transfers`` (a repeating pattern), ``12 in 3 stretches``,
     ``10 of varying length`` (messages told apart by their gaps' lengths, no pattern: the
-    note gives the lengths' shares), ``ambiguous``."""
+    note gives the lengths' shares), ``ambiguous``, ``none`` (no transfer: no SPI bus)."""
     if ambiguous:
         return "ambiguous"
+    if not messages and per_message is None:
+        return "none"
     if stretches > 1:
         return f"{messages} in {stretches} stretches"
     if per_message is not None:

@@ -23,6 +23,7 @@ from spigap.cli.common import (
     stall_rule_from_args,
     write_output,
 )
+from spigap import confidence
 from spigap.errors import UsageError
 
 ORDER = 40
@@ -59,6 +60,7 @@ def add_subparser(sub) -> None:
 
 def _no_bus_summary(e) -> dict:
     return {"transfers": 0, "samplerate_hz": None, "sclk_hz": None, "transfers_per_message": None,
+            "messages": 0, "messages_in_words": confidence.messages_in_words(0, None, []),
             "grouping": "none", "grouping_note": None, "no_bus": e.problem}
 
 
