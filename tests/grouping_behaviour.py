@@ -354,6 +354,7 @@ if __name__ == "__main__":
         res = run_parallel(list(db.DEVELOPMENT)[:count] if count else db.DEVELOPMENT)
         grid = grid_parallel(gg.grid(full=True))
         print(write_calibration(res + grid), f"from {len(res)} driver behaviours and {len(grid)} grid scenarios")
+        print(constant_n_table(res), "(judged with the table before this run)", sep="\n")
         save_items(res + grid)
         sys.exit(0)
     if what == "levels":
