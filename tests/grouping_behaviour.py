@@ -58,7 +58,8 @@ def calibration_items(results: list[dict]) -> list[tuple[str, str, bool]]:
     for r in results:
         if r["ambiguous"]:
             if r["lean_right"] is not None:
-                out.append((r["basis"].split("|", 1)[1], "lean", r["lean_right"] >= RIGHT))
+                key = r["basis"].split("|", 1)[1]
+                out.append((key, grouping.level(key), r["lean_right"] >= RIGHT))
         elif r["method"] == "auto" and r["basis"].count("|") == 3:
             head = r["basis"].split("|")[0]
             lvl = "one population" if head.startswith("one_population") else grouping.level(r["basis"])
@@ -132,7 +133,7 @@ def levels_report(rows: list[list], levels=None) -> str:
         table = _table([r for r in rows if fold(r[0]) != half])
         for _, key, lvl, ok in (r for r in rows if fold(r[0]) == half):
             p = cal.share(cal.chain(key, lvl), table)
-            if p is None or (lvl == "lean" and p < cal.LEAN):
+            if p is None or (key.startswith("lean:") and p < cal.LEAN):
                 continue
             c = next(level for start, level in levels if p >= start)
             n_ok = by.setdefault(c, [0, 0])
@@ -353,6 +354,7 @@ if __name__ == "__main__":
         res = run_parallel(list(db.DEVELOPMENT)[:count] if count else db.DEVELOPMENT)
         grid = grid_parallel(gg.grid(full=True))
         print(write_calibration(res + grid), f"from {len(res)} driver behaviours and {len(grid)} grid scenarios")
+        print(constant_n_table(res), "(judged with the table before this run)", sep="\n")
         save_items(res + grid)
         sys.exit(0)
     if what == "levels":

@@ -68,8 +68,8 @@ def _check_device(a, tr: dict, rate: float, grouped: bool = False) -> None:
         assert a.message.tolist() == tr["message"]
     else:
         # said no more than it knows: the gaps that held another device's transfers end
-        # messages; the rest is a low-confidence answer (a kernel trace settles it): a one
-        # population that is no busy-wait is right 2 times in 3 (0.65, core/grouping/calibration.py)
+        # messages; the rest is a low-confidence answer (a kernel trace settles it: a one
+        # population that is no busy-wait, right 3 times in 4, is stated 0.75 and judged above)
         assert a.grouping.confidence <= 0.65
         held = np.asarray(tr["other_windows"][1:]) > 0
         assert all(k == "context_switch" for k, h in zip(kinds[1:], held) if h)

@@ -132,8 +132,9 @@ def test_no_structure_means_all_context_switches(tmp_path):
     assert a.grouping.transfers_per_message == 1
     assert a.grouping.structure == "one population" and "one population" in a.grouping.note
     # one population cannot rule out cs_change and context switches of equal length: gaps that
-    # are no busy-wait were measured right 2 times in 3 (0.65, core/grouping/calibration.py)
-    assert a.grouping.confidence <= 0.65
+    # are no busy-wait were measured right 3 times in 4 (0.75, core/grouping/calibration.py; 2 in
+    # 3 before the rank test of a shifted phase took the loops whose message ends it finds)
+    assert a.grouping.confidence <= 0.75
     assert (a.gap_kind[1:] == KIND_CONTEXT_SWITCH).all()
 
 

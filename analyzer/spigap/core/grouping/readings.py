@@ -56,6 +56,7 @@ class Structure:
     observed: np.ndarray | None = None   # the labels the pattern came from (stalls -1), if any
     cuts: np.ndarray | None = None       # by length: the lengths (ticks) between neighbouring kinds
     mixed: bool = False                  # some kind may hold two populations (an overlapping split)
+    shift: bool = False                  # the pattern is one phase shifted in distribution (pattern.shift_test)
 
 
 @dataclasses.dataclass
