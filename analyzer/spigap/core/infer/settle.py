@@ -433,6 +433,8 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                                        if bus.cs_how != "bracket" or bus.cs_confidence >= LOW_CONFIDENCE else
                                        "each of its windows holds an SCLK burst, but SCLK also runs outside them",
                                        cs_basis(bus, ev))
+                if bus.cs_how == "once":
+                    sources["cs"] = _once_source(bus, ev, sources["cs"])
                 if bus.cs_rivals:
                     sources["cs"] = _rival_source(bus, ev)
                 if bus.cs_how == "partial":
@@ -576,6 +578,20 @@ _CS_NOTE = {
     "once": "asserted once in the prefix: SCLK runs only at this level (one long transfer so far)",
     "partial": "its windows hold some SCLK bursts; SCLK also runs outside them",     # _partial_source's note
 }
+
+
+def _once_source(bus: Bus, ev: Evidence, src: Source) -> Source:
+    """A CS asserted once (buses._once) whose window leaves SCLK edges outside: the bursts
+    there carry no data (an SD card's wake-up clocks); the note counts them."""
+    assert bus.cs is not None
+    ct = ev.ticks(bus.clk)
+    outside = len(ct) - int(edges_held(ct, *cs_windows(ev, bus.cs, bus.cs_active or 0)).sum())
+    if outside < 8:
+        return src
+    return dataclasses.replace(src, note=f"asserted once in the prefix: {len(ct) - outside} of SCLK's {len(ct)} edges "
+                                         f"at this level; the other {outside} in bursts before or after it in "
+                                         "which no data line changes (an SD card's wake-up clocks, CS and MOSI "
+                                         "high), framed out")
 
 
 def _rival_source(bus: Bus, ev: Evidence) -> Source:
