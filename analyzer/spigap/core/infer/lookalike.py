@@ -382,7 +382,7 @@ def _crc7(bits: np.ndarray) -> int:
     return crc
 
 
-def sd_native(ev: Evidence, clk: str, d: str, others: list[str] = ()) -> Lookalike | None:
+def sd_native(ev: Evidence, clk: str, d: str, others: list[str]) -> Lookalike | None:
     """An SD card's native bus: 48-bit command (and response) frames on CMD, sampled at CLK's
     rising edges: a start bit 0 after the line idles high, the transmission bit, 38 bits, a
     CRC7 that holds, an end bit 1; more frames whose CRC holds than chance gives (1 in 128).
