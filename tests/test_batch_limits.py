@@ -71,6 +71,17 @@ def test_inline_run_has_the_time_limit_too(tmp_path, monkeypatch):
     assert row["status"] == "error" and "time limit" in row["error"]
 
 
+def test_a_fifo_nobody_writes_to_is_said_so_not_called_damaged(tmp_path):
+    """A FIFO in a searched folder (no writer): its row said the capture "may be damaged in a way
+    that stalls the reader"; it is a FIFO nothing wrote to, and the row says so."""
+    p = tmp_path / "live.vcd"
+    os.mkfifo(p)
+    row = worker.analyze_job(worker.Job(0, str(p), str(p), timeout_s=0.5))
+    assert row["status"] == "error", row
+    assert "a FIFO nothing wrote to within the time limit of 0.5 s (--timeout)" in row["error"], row["error"]
+    assert "damaged" not in row["error"]
+
+
 def test_default_timeout_scales_with_file_size(tmp_path):
     small = tmp_path / "s.sr"
     small.write_bytes(b"x" * 1000)

@@ -122,6 +122,16 @@ def test_an_implausible_rate_is_said_wherever_the_rate_is_used(one_hz, tmp_path)
     assert "implausible" in d["before"][0]["warnings"][0]
 
 
+def test_detect_says_the_implausible_rate_first_as_analyze_does():
+    """sigrok-dumps' AD7920 capture says 5 Hz for its 5 MHz: analyze's first CHECK line; detect,
+    which README sends a user to for "how sure", printed only the settings' CHECK lines."""
+    ad7920 = CAPTURES / "real" / "spi__ad7920__ad7920_fast_read.sr"
+    first = check_lines(run("analyze", ad7920))[0]
+    assert "implausible" in first
+    assert check_lines(run("detect", ad7920))[0] == first
+    assert json.loads(run("detect", ad7920, "--format", "json"))["warnings"][0] == first
+
+
 # ------------------------------------------------------------------ item 6: confidence in words
 def test_one_transfer_per_call_reads_as_two_readings_not_as_wrong(tmp_path):
     text = run("analyze", AD7606)

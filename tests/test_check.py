@@ -498,3 +498,23 @@ def test_check_reports_stalls_with_the_stall_options():
                           "--stall-sigmas", "3", "--stall-fraction", "1", "--format", "json").stdout)
     assert d["results"][0]["summary"]["stalls"]["count"] > 1 and "3 × robust σ" in \
         d["results"][0]["summary"]["stalls"]["rule"]
+
+
+def test_idle_gaps_the_profile_leaves_out_are_no_stalls():
+    """The i.MX8MP profiles leave CS-high gaps above 200 µs out of every figure (the bus idling
+    between CAN frames, its idle_gap); check's stall count beside them counted the same 49 gaps as
+    stalls: "49 idle gaps > 200 µs left out; 49 stall(s), 47.76 ms lost" on a capture that is fine.
+    The stalls are analyze's (same options) less those gaps."""
+    cap = CAPTURES / "mcp2518fd-imx8mp-k5.18-A-rx.sr"
+    d = json.loads(spigap("check", cap, "--profile", "imx8mp-k5.18-A-mcp2518fd", "--format", "json").stdout)
+    s = d["results"][0]["summary"]
+    assert s["idle_gaps_excluded"] == 49 and s["idle_gap_s"] == pytest.approx(200e-6)
+    a = json.loads(spigap("analyze", cap, "--transfers-per-message", "1", "--format", "json").stdout)
+    stalls = a["stalls"]["stalls"]
+    busy = [x for x in stalls if not (x["kind"] == "context_switch" and x["duration_s"] > 200e-6)]
+    assert len(stalls) - len(busy) == s["stalls"]["idle_gaps_left_out"] == 49
+    assert s["stalls"]["count"] == len(busy)
+    assert s["stalls"]["excess_s"] == pytest.approx(sum(x["excess_s"] for x in busy), abs=1e-12)
+    text = spigap("check", cap, "--profile", "imx8mp-k5.18-A-mcp2518fd").stdout
+    line = next(x for x in text.splitlines() if x.startswith("capture "))
+    assert "49 idle gaps > 200 µs left out" in line and "ms lost" not in line, line

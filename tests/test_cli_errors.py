@@ -7,8 +7,10 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
 
 from spigap.cli import main
+from spigap.errors import SpigapError
 from util import synth
 
 
@@ -66,6 +68,33 @@ def test_empty_capture(tmp_path, capsys):
         z.writestr("logic-1-1", b"")
     code, out, err = run_cli(["analyze", str(q)], capsys)
     assert_one_line_error(code, err, str(q), "no samples")
+
+
+@pytest.mark.parametrize("name, more", [
+    ("empty.sr", []), ("empty.dsl", []), ("empty.vcd", []), ("empty.csv", []), ("empty.isf", []),
+    ("empty.bin", []), ("empty.wfm", []), ("empty.trc", []),
+    ("empty.raw", ["--input-format", "raw", "--samplerate", "1MHz"]), ("empty.sr", ["--input-format", "vcd"]),
+])
+def test_empty_file_says_it_is_empty(tmp_path, capsys, name, more):
+    """A capture of 0 bytes (an aborted save, a failed copy) is named as empty, whatever its
+    format: each reader said what its format misses ("not a zip archive", "no :WFMPRE header")
+    and pointed at --input-format, which cannot help a file with nothing in it."""
+    p = tmp_path / name
+    p.write_bytes(b"")
+    code, out, err = run_cli(["analyze", str(p), *more], capsys)
+    assert_one_line_error(code, err, str(p), "is empty (0 bytes)", "save or copy the capture again")
+    assert "--input-format" not in err
+
+
+def test_debug_after_the_command(tmp_path, capsys):
+    """The internal-error line says "run again with --debug"; a user adds it at the end of the
+    command line, where it was an unrecognized option."""
+    p = tmp_path / "notzip.sr"
+    p.write_text("hello, I am not a capture\n")
+    with pytest.raises(SpigapError, match="not a zip archive"):
+        main(["analyze", str(p), "--debug"])
+    code, out, err = run_cli(["analyze", str(p)], capsys)
+    assert_one_line_error(code, err, "not a zip archive")
 
 
 def _damage(src, dst, member_index):
@@ -151,3 +180,44 @@ def test_outputs_json_csv_and_file(tmp_path, capsys):
     dest = tmp_path / "out.txt"
     code, out, err = run_cli(["analyze", str(p), "-o", str(dest)], capsys)
     assert code == 0 and out == "" and "CS setup" in dest.read_text()
+
+
+HUGE = "99999999999999999999999"
+
+
+def test_transfers_per_message_is_bounded_wherever_it_is_given(tmp_path, capsys):
+    """--transfers-per-message past 2^63 was exit 3 (OverflowError in the grouping), from the
+    command line (analyze, monitor, check), a batch manifest and a profile alike; now one line
+    naming the bound (spigap/limits.py), before any capture is read."""
+    from conftest import CAPTURES
+
+    cap = CAPTURES / "mcp3008-rpi3-k4.4-b10.sr"
+    for cmd in (["analyze"], ["monitor"], ["check", "--device", "mcp3008"]):
+        code, out, err = run_cli([cmd[0], str(cap), *cmd[1:], "--transfers-per-message", HUGE], capsys)
+        assert_one_line_error(code, err, "--transfers-per-message", "1..1,000,000,000")
+    m = tmp_path / "m.toml"
+    m.write_text(f'[[capture]]\npath = "{cap.name}"\ntransfers_per_message = {HUGE}\n')
+    code, out, err = run_cli(["batch", str(cap), "--manifest", str(m)], capsys)
+    assert_one_line_error(code, err, "m.toml", "--transfers-per-message", "1..1,000,000,000")
+    prof = (CAPTURES.parent / "analyzer/spigap/timing/profiles/rpi3-k4.4-vanilla.toml").read_text()
+    assert 'transfers_per_message = "auto"' in prof
+    p = tmp_path / "p.toml"
+    p.write_text(prof.replace('transfers_per_message = "auto"', f"transfers_per_message = {HUGE}"))
+    code, out, err = run_cli(["check", str(cap), "--profile", str(p)], capsys)
+    assert_one_line_error(code, err, "p.toml", "analysis.transfers_per_message", "1..1000000000")
+
+
+@pytest.mark.parametrize("argv", [
+    ["pins", "{cap}", "--pin-margin", "1e300"],
+    ["pins", "{cap}", "--rx-setup", "2ms"],
+    ["check", "{cap}", "--device", "mcp3008", "--rx-sample-delay", "1e300"],
+    ["compare", "--before", "{cap}", "--after", "{cap}", "--pins", "--after-rx-sample-delay", "1s"],
+])
+def test_times_at_a_pin_are_bounded(capsys, argv):
+    """A margin or a receiver's setup, hold or sample delay of 1e300 s made the device-tree advice
+    "spi-max-frequency = <0> (5e-301 Hz)"; a time at a pin is at most 1 ms (limits.py)."""
+    from conftest import CAPTURES
+
+    cap = str(CAPTURES / "mcp3008-rpi3-k4.4-b10.sr")
+    code, out, err = run_cli([a.format(cap=cap) for a in argv], capsys)
+    assert_one_line_error(code, err, "is no time at a pin (at most 1 ms")

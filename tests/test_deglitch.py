@@ -134,3 +134,22 @@ def test_deglitch_shorter_than_resolution_warns(tmp_path):
     with pytest.raises(Exception) as e:
         analyze_device(p, SpiConfig(), deglitch=-1)
     assert "deglitch" in str(e.value)
+
+
+def test_deglitch_longer_than_the_clock_pulses_says_so():
+    """--deglitch 200 on the bundled MCP3008 capture (SCLK 3.6 MHz: 139 ns pulses) drops every
+    clock edge; the analysis said only "no SCLK edge in the prefix" (CS polarity by default) and
+    0 words, never why. The filter now says which channel it emptied, first among the warnings;
+    --deglitch 40 keeps the clock and says nothing."""
+    import json
+
+    from conftest import CAPTURES, spigap_main
+
+    cap = CAPTURES / "mcp3008-rpi3-k4.4-b10.sr"
+    d = json.loads(spigap_main("analyze", cap, "--deglitch", "200", "--format", "json").stdout)
+    assert d["summary"]["words"] == 0
+    assert d["warnings"][0] == ("--deglitch 200 ns dropped 48000 of 48000 changes of SCLK: its pulses are shorter "
+                                "than that, not glitches; give a --deglitch below its shortest real pulse")
+    assert not any("MOSI" in w or "CE0" in w for w in d["warnings"] if w.startswith("--deglitch"))
+    d = json.loads(spigap_main("analyze", cap, "--deglitch", "40", "--format", "json").stdout)
+    assert d["summary"]["words"] == 3000 and not any("--deglitch" in w for w in d["warnings"])

@@ -17,8 +17,9 @@ import json
 
 import numpy as np
 import pytest
-from conftest import CAPTURES, real
+from conftest import CAPTURES, ROOT, real
 
+from spigap import confidence
 from spigap.cli import main
 from spigap.sigrok import pvs
 from spigap.synth import Scenario, build, tracks, write_sr
@@ -140,3 +141,74 @@ def test_ambiguity_is_a_json_warning(capsys):
     w = [x for x in d["warnings"] if x.startswith("message grouping ambiguous")]
     assert len(w) == 1 and g["settle"] in w[0]
     assert np.isfinite(g["confidence"])
+
+
+SIGROK_DUMPS = ROOT / "tests" / "data" / "sigrok_dumps"       # real captures, one behaviour each (README)
+
+
+def test_messages_of_varying_length_in_every_text(capsys):
+    """A real capture (sigrok-dumps' MAX7219 driven by an FT232H) whose messages are told apart
+    by their gaps' lengths with no repeating pattern: there is no "N × M" or "2+3" to print.
+    analyze printed "10 of  transfers" (the empty list of lengths joined) and check
+    "30 transfers, None per message"; each now says what JSON says, in the one form."""
+    p = SIGROK_DUMPS / "max7219.sr"
+    code, out, err = _run(capsys, "analyze", p, "--format", "json")
+    s = json.loads(out)["summary"]
+    g = s["grouping"]
+    head = confidence.messages_in_words(s["messages"], s["transfers_per_message"], g["message_lengths"],
+                                        ambiguous=g["ambiguous"], stretches=len(g["segments"]))
+    # this capture's case: messages counted, their lengths not one pattern
+    assert s["transfers_per_message"] is None and not g["message_lengths"] and not g["ambiguous"]
+    assert head == f"{s['messages']} of varying length"
+    code, out, err = _run(capsys, "analyze", p)
+    line = next(x for x in out.splitlines() if x.startswith("messages"))
+    assert line.startswith(f"messages    {head} [auto, "), line
+    code, out, err = _run(capsys, "check", p, "--device", "mcp3008")
+    line = next(x for x in out.splitlines() if x.startswith("capture "))
+    assert "None" not in line and f"transfers, messages {head} [auto, " in line, line
+
+
+def test_messages_in_words():
+    words = confidence.messages_in_words
+    assert words(100, 10, [10]) == "100 × 10 transfer(s)"
+    assert words(40, None, [2, 3]) == "40 of 2+3 transfers"
+    assert words(12, None, [], stretches=3) == "12 in 3 stretches"
+    assert words(10, None, []) == "10 of varying length"
+    assert words(None, None, [], ambiguous=True) == "ambiguous"
+    assert words(0, None, []) == "none"            # no SPI bus: check's NO DATA line
+
+
+def _stray_clock_vcd(path, cs_lines=("CS",)):
+    """Three 8-bit transfers, on the CS lines in turn, then one SCLK pulse with no CS asserted 2.4 s
+    into the capture (timescale 1 ns)."""
+    ids = {name: chr(ord("#") + k) for k, name in enumerate(cs_lines)}
+    lines = ["$timescale 1 ns $end", "$scope module top $end", "$var wire 1 ! SCLK $end",
+             '$var wire 1 " MOSI $end', *[f"$var wire 1 {i} {n} $end" for n, i in ids.items()],
+             "$upscope $end", "$enddefinitions $end", "#0", "0!", '0"', *[f"1{i}" for i in ids.values()]]
+    t = 1000
+    for k in range(3):
+        cs = ids[cs_lines[k % len(cs_lines)]]
+        lines += [f"#{t}", f"0{cs}"]
+        t += 500
+        for _ in range(8):
+            lines += [f"#{t}", "1!", f"#{t + 500}", "0!"]
+            t += 1000
+        lines += [f"#{t + 500}", f"1{cs}"]
+        t += 10500
+    lines += ["#2400000000", "1!", "#2400000500", "0!", "#2400010000", '1"']
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("cs_lines, warning", [
+    (("CS",), "2 SCLK edge(s) while CS was inactive (first at 2.4 s)"),
+    (("CE0", "CE1"), "2 SCLK edge(s) while no CS was asserted (first at 2.4 s)"),
+])
+def test_first_stray_clock_edge_in_a_unit_that_fits(tmp_path, capsys, cs_lines, warning):
+    """A warning's time is printed as every other time is (units.fmt_time): it said
+    "first at 2.4e+06 µs" (real captures: nrf905operation.sr's "2.40564e+06 µs")."""
+    p = _stray_clock_vcd(tmp_path / "stray.vcd", cs_lines)
+    code, out, err = _run(capsys, "analyze", p, "--clk", "SCLK", "--mosi", "MOSI", "--cs", ",".join(cs_lines),
+                          "--mode", "0", "--wordsize", "8", "--cs-polarity", "low", "--format", "json")
+    assert code == 0, err
+    assert warning in json.loads(out)["warnings"], out

@@ -70,6 +70,8 @@ def test_check_no_data(capsys):
     code, out, err = _run(capsys, "check", DATA / "uart_count_19200_8n1.sr", "--device", "mcp3008",
                           "--allow-empty")
     assert code == 0 and "NO DATA" in out
+    # no transfer: no message either, said as such (it printed "None per message")
+    assert "capture     0 transfers, messages none [none]" in out and "None" not in out, out
 
 
 def test_named_roles_are_taken_as_given(capsys):

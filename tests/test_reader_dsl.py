@@ -181,6 +181,20 @@ def test_missing_block_is_truncation_after_the_good_blocks(tmp_path):
     assert np.array_equal(t, rt[rt < 1600])
 
 
+@pytest.mark.parametrize("cut", [300, 30000])
+def test_cut_demo_says_what_to_do(tmp_path, capsys, cut):
+    """DSView's demo cut short (a copy that stopped): inside its header (no L- member left) or
+    before its first block: one line with what is wrong and, as the other readers, what to do."""
+    from spigap.cli import main
+
+    p = tmp_path / "cut.dsl"
+    p.write_bytes(real(DEMO).read_bytes()[:cut])
+    assert main(["analyze", str(p)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"spigap: error: {p}: "), err
+    assert err.endswith("(the file is damaged or cut short: re-copy it, or re-save the capture with DSView)"), err
+
+
 @RUNS
 def test_fuzz_dsl(tmp_path, run_kind):
     """Damaged .dsl files (members mutated, zip fields patched, raw bytes): a valid

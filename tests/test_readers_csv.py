@@ -339,6 +339,21 @@ def test_a_damaged_first_time_is_one_line_naming_cell_and_fix(tmp_path, capsys, 
     assert str(p) in err[0] and "data row 1: " + needle in err[0] and "re-export the capture" in err[0], err[0]
 
 
+def test_a_time_form_spigap_does_not_read_says_so(capsys):
+    """ScanaStudio 2's CSV (a real export, sigrok-dumps; "0 ns", "4.860 530 ms"): every row's time
+    has a form spigap does not read, so the hint of a damaged first row ("fix or delete that row")
+    misled; it now says which forms are read and to export one of them. A damaged first row of
+    a file whose other rows are read keeps its hint (the test above)."""
+    from spigap.cli import main
+
+    p = Path(__file__).resolve().parent / "data" / "sigrok_dumps" / "ikalogic_scanaplus_spiflash_read16_onlyspi.csv"
+    assert main(["analyze", str(p)]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "data row 1: the time cell '0 ns' is neither seconds nor an ISO 8601 time" in err[0]
+    assert "not this file's form; export the times in seconds, or the capture as VCD or sigrok .sr" in err[0]
+    assert "delete that row" not in err[0], err[0]
+
+
 SECOND_CORPUS = Path(__file__).resolve().parent.parent.parent / "data" / "second-corpus"
 
 

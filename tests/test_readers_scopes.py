@@ -170,6 +170,25 @@ def test_mismatched_time_bases_are_refused(capsys):
     assert "the files are not one acquisition" in err and err.count("\n") == 1
 
 
+def test_two_captures_given_to_analyze_are_sent_to_batch(capsys, tmp_path):
+    """Two logic-analyzer sessions given to analyze (a user's `spigap analyze captures/*.sr`) are
+    no acquisition of several files: the line says so, and names the command that analyzes each,
+    which runs as printed."""
+    import shlex
+
+    from conftest import CAPTURES, spigap_main
+
+    a, b = CAPTURES / "mcp3008-rpi3-k4.4-b10.sr", CAPTURES / "mcp3008-rpi3-k4.4-b100.sr"
+    assert main(["analyze", str(a), str(b)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "the files are not one acquisition" in err
+    cmd = err.rsplit("to analyze each as a capture of its own: ", 1)[1].rstrip(")")
+    assert cmd == f"spigap batch {a} {b}"
+    argv = shlex.split(cmd)[1:]
+    p = spigap_main(*argv, "-j", "1", "-q", "--format", "json", "-o", tmp_path / "rows.json")
+    assert p.returncode == 0, p.stderr
+
+
 @pytest.mark.parametrize("name", ["agilent_4.bin", "MSO5000-A.bin", "DHO824-ch12.bin", "scope_30.bin"])
 def test_bin_volts_are_rigolwfms(name):
     import RigolWFM.wfm as rw

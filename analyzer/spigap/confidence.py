@@ -110,6 +110,26 @@ def of_grouping(g) -> str:
     return by_number(c)
 
 
+def messages_in_words(messages: int | None, per_message: int | None, lengths, *, ambiguous: bool = False,
+                      stretches: int = 1) -> str:
+    """A capture's messages as every text prints them before the grouping's confidence
+    (analyze's ``messages`` line, the report's, check's ``capture`` line): ``100 × 10
+    transfer(s)``, ``40 of 2+3 transfers`` (a repeating pattern), ``12 in 3 stretches``,
+    ``10 of varying length`` (messages told apart by their gaps' lengths, no pattern: the
+    note gives the lengths' shares), ``ambiguous``, ``none`` (no transfer: no SPI bus)."""
+    if ambiguous:
+        return "ambiguous"
+    if not messages and per_message is None:
+        return "none"
+    if stretches > 1:
+        return f"{messages} in {stretches} stretches"
+    if per_message is not None:
+        return f"{messages} × {per_message} transfer(s)"
+    if lengths:
+        return f"{messages} of {'+'.join(map(str, lengths))} transfers"
+    return f"{messages} of varying length"
+
+
 def grouping_readings(g) -> str | None:
     """The second reading of a busy-like one-population grouping, in words (the first is
     the answer: every transfer its own message), and what settles it; None otherwise."""

@@ -30,6 +30,18 @@ TOML_DEPTH = 32
 # (numpy uint32, and the compiled core's framers); a request for more is one line
 STREAM_CHANNELS = 32
 
+# ------------------------------------------------------------------ message structure
+# transfers per spi_message (--transfers-per-message, a manifest's or a profile's
+# transfers_per_message): spidev's SPI_IOC_MESSAGE(N) holds at most 511, a driver's message
+# a few thousand; a billion is no message. Past 2^63 the grouping's integers overflowed (exit 3).
+TRANSFERS_PER_MESSAGE_MAX = 10**9
+
+# ------------------------------------------------------------------ timing at the pins
+# --rx-setup, --rx-hold, --rx-sample-delay (compare's --before-/--after-), --pin-margin: times at
+# a receiver's pin, nanoseconds; a millisecond already asks for an SCLK below 500 Hz (beyond it
+# the device-tree advice said "spi-max-frequency = <0>").
+PIN_TIME_MAX_S = 1e-3
+
 # ------------------------------------------------------------------ time bases
 # The sample rate of a capture, from its file or --samplerate/--rate, and the tick (one
 # sample, or a VCD's time unit) it implies. Outside these: refused. 1 fs is VCD's finest

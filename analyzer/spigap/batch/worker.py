@@ -85,8 +85,21 @@ class JobTimeout(BaseException):
 
 
 def timeout_message(job: "Job") -> str:
+    if _is_fifo(job.file if isinstance(job.file, str) and job.file else job.path):
+        # a FIFO in a searched folder: nothing was written to it, it is not damaged
+        return (f"{job.path}: a FIFO nothing wrote to within the time limit of {job.timeout_s:g} s (--timeout); "
+                "start its writer first, or leave it out of the batch")
     return (f"{job.path}: stopped after the time limit of {job.timeout_s:g} s (--timeout); the capture "
             "may be damaged in a way that stalls the reader: try 'spigap analyze' on it alone")
+
+
+def _is_fifo(path: str) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager

@@ -85,6 +85,11 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
     if command is not None and command not in subcommands and (hint := _closest(command, subcommands)):
         parser.error(f"unknown command {command!r}{hint}")
     args, extras = parser.parse_known_args(argv)
+    if "--debug" in extras:
+        # the top-level flag after the command (spigap analyze x.sr --debug), where a user adds it
+        # when an error says "run again with --debug": the same flag, not an unknown option
+        extras = [e for e in extras if e != "--debug"]
+        args.debug = True
     if extras:
         sub = subcommands.get(args.command, parser)
         options = {o for a in sub._actions for o in a.option_strings}

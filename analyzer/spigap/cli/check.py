@@ -23,6 +23,7 @@ from spigap.cli.common import (
     stall_rule_from_args,
     write_output,
 )
+from spigap import confidence
 from spigap.errors import UsageError
 
 ORDER = 40
@@ -57,15 +58,9 @@ def add_subparser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def stall_summary(a) -> dict:
-    """Stalls next to the verdicts (the same rule and numbers as 'spigap analyze', the
-    analysis's own): a p99 inside its bound can hide a few long gaps."""
-    d = a.stalls.to_dict(a, limit=0)
-    return {k: d[k] for k in ("rule", "count", "excess_s", "excess_fraction")}
-
-
 def _no_bus_summary(e) -> dict:
     return {"transfers": 0, "samplerate_hz": None, "sclk_hz": None, "transfers_per_message": None,
+            "messages": 0, "messages_in_words": confidence.messages_in_words(0, None, []),
             "grouping": "none", "grouping_note": None, "no_bus": e.problem}
 
 
@@ -132,7 +127,6 @@ def run(args) -> int:
         # the --event channels' edges, from the analysis's own pass
         res = check_analysis(a, prof, dev, headroom=headroom, events=tracks(r.edges, args.event),
                              rx=rx_requirement(args), margin=args.pin_margin)
-        res.summary["stalls"] = stall_summary(a)
         if a.truncated:
             truncated.append(a.truncated)
         results.append(res)
@@ -211,7 +205,6 @@ def _check_shared(path, sa, args, prof, headroom, profiles, per_dev, limits) -> 
             continue
         res = check_analysis(a, p, d, headroom=headroom)
         res.capture = f"{res.capture} [{name}]"
-        res.summary["stalls"] = stall_summary(a)
         res.summary["cs"] = name
         res.summary["spi"] = _spi_settings(a)
         out.append(res)

@@ -49,6 +49,18 @@ def _time(text):
     return v
 
 
+def pin_time(text):
+    """A time at a receiver's pin (--rx-setup, --rx-hold, --rx-sample-delay, --pin-margin):
+    >= 0 and at most limits.PIN_TIME_MAX_S."""
+    from spigap.limits import PIN_TIME_MAX_S
+
+    v = _time(text)
+    if v > PIN_TIME_MAX_S:
+        raise argparse.ArgumentTypeError(f"{v:g} s is no time at a pin (at most {PIN_TIME_MAX_S * 1e3:g} ms; "
+                                         "setup, hold and sample delays are nanoseconds)")
+    return v
+
+
 def _positive_time(text):
     v = _time(text)
     if v <= 0:
@@ -141,10 +153,12 @@ def fraction(text):
 
 
 def _tpm(text):
+    from spigap.limits import TRANSFERS_PER_MESSAGE_MAX
+
     if text == "auto":
         return None
     try:
-        return count(text)
+        return count(text, hi=TRANSFERS_PER_MESSAGE_MAX)
     except argparse.ArgumentTypeError as e:
         raise argparse.ArgumentTypeError(f"{e} (give a number >= 1 or 'auto')") from None
 
@@ -360,14 +374,14 @@ def add_pin_options(p, *, switch: bool, sample_delay: bool = True) -> argparse._
                         "its supply, else 30/70 %% of each line's swing, said so)")
     g.add_argument("--rx-levels", type=_levels, metavar="VIL,VIH",
                    help="the controller's MISO input levels in volts (default: the device's)")
-    g.add_argument("--rx-setup", type=_time, metavar="TIME",
+    g.add_argument("--rx-setup", type=pin_time, metavar="TIME",
                    help="the controller's MISO setup requirement (default 0: valid at the edge, assumed)")
-    g.add_argument("--rx-hold", type=_time, metavar="TIME", help="the controller's MISO hold requirement (default 0)")
+    g.add_argument("--rx-hold", type=pin_time, metavar="TIME", help="the controller's MISO hold requirement (default 0)")
     if sample_delay:
-        g.add_argument("--rx-sample-delay", type=_time, metavar="TIME", default=0.0,
+        g.add_argument("--rx-sample-delay", type=pin_time, metavar="TIME", default=0.0,
                        help="the controller samples MISO this long after its clock edge (the device tree's "
                             "rx-sample-delay-ns, as set: the bus does not show it)")
-    g.add_argument("--pin-margin", type=_time, metavar="TIME",
+    g.add_argument("--pin-margin", type=pin_time, metavar="TIME",
                    help="the margin the device-tree suggestions restore (default 5 %% of the SCLK period)")
     return g
 

@@ -14,7 +14,7 @@ from spigap.cli.common import (
     add_stall_options,
     add_stats_options,
     add_trace_options,
-    _time,
+    pin_time,
     analysis_options,
     check_output_path,
     config_from_args,
@@ -54,7 +54,7 @@ def add_subparser(sub) -> None:
     g.add_argument("--device", dest="pin_device", metavar="NAME[@VARIANT]",
                    help="with --pins: the device whose input levels (VIL/VIH) the pins are measured at")
     for side in ("before", "after"):
-        g.add_argument(f"--{side}-rx-sample-delay", type=_time, default=0.0, metavar="TIME",
+        g.add_argument(f"--{side}-rx-sample-delay", type=pin_time, default=0.0, metavar="TIME",
                        help=f"with --pins: the controller's MISO sample delay on the {side} side "
                             "(rx-sample-delay-ns: the bus does not show it)")
     o = add_output_options(p, ("text", "json"))

@@ -7,6 +7,7 @@ import json
 import shlex
 from pathlib import Path
 
+from spigap.findings import Cause, Finding, by_cause, explains_figures
 from spigap.cli.common import (
     CAPTURE_HELP,
     add_capture_options,
@@ -71,9 +72,14 @@ def detect(path: str, args) -> dict:
         opts["samplerate"], unknown_rate = 1.0, True
         settled, info, buses = detect_file(path, cfg, **opts)
     out = settled.cfg
+    # what the reader found that every time rests on (an implausible sample rate: analyze's first
+    # CHECK line), then the settings', the one that explains the most first (spigap/findings.py);
+    # not of the 1 Hz detect put in for a rate the file lacks (the first line says so)
+    timebase = [] if unknown_rate else [w for w in info.warnings if explains_figures(w)]
+    warnings = by_cause(timebase + list(settled.warnings))
     if unknown_rate:
-        settled.warnings.insert(0, "the capture's metadata has no samplerate: the roles and settings are read from "
-                                   "the samples alone; analyze needs the rate (--samplerate)")
+        warnings.insert(0, Finding("the capture's metadata has no samplerate: the roles and settings are read from "
+                                   "the samples alone; analyze needs the rate (--samplerate)", Cause.TIMEBASE))
     sources = settled.sources_dict()
     for k, src in settled.sources.items():
         if src.basis:       # the evidence a calibrated confidence stands on (docs/inference.md)
@@ -100,7 +106,7 @@ def detect(path: str, args) -> dict:
         "sources": sources,
         "buses": [_bus(b, out) for b in buses],
         "devices": devices,
-        "warnings": settled.warnings,
+        "warnings": warnings,
         "commands": {"spigap": " ".join(["spigap analyze", q, *map(shlex.quote, reading), *spigap_options(out)]),
                      "sigrok_cli": (convert + " && " if convert else "") + f"sigrok-cli -i {shlex.quote(sr)} "
                                    + " ".join(f"-P {shlex.quote(o)}" for o in decoders) + " -A spi=mosi-data:miso-data",

@@ -47,6 +47,7 @@ from spigap.core.analysis import KIND_NAMES
 from spigap.core.gaprules import split
 from spigap.core.quantile import median, percentiles
 from spigap.core.tickhist import TickHistogram
+from spigap.units import fmt_time
 
 OVERLAP_LIST = 1000          # intervals with two CS asserted kept with their times (all are counted)
 BUS_ROWS = 1 << 14           # the compiled tracker's output rows per device and call
@@ -424,12 +425,12 @@ class BusTracker:
         if self.n_overlaps:
             first = self.overlaps[0]
             out.append(f"ERROR: {self.n_overlaps} time(s) two CS lines were asserted at once "
-                       f"({sum(1 for _ in self.overlaps)} listed; first at {first.start * t * 1e6:.6g} µs, "
+                       f"({sum(1 for _ in self.overlaps)} listed; first at {fmt_time(first.start * t, 7)}, "
                        f"{'+'.join(self.names[d] for d in first.devices)}): only one device may drive the "
                        "shared MISO line")
         if self.stray[0]:
             out.append(f"{int(self.stray[0])} SCLK edge(s) while no CS was asserted (first at "
-                       f"{(self.stray[1] or 0) * t * 1e6:.6g} µs)")
+                       f"{fmt_time((self.stray[1] or 0) * t, 7)})")
         return out
 
 

@@ -6,7 +6,7 @@ import dataclasses
 import re
 
 from spigap.errors import UsageError
-from spigap.limits import STREAM_CHANNELS
+from spigap.limits import STREAM_CHANNELS, TRANSFERS_PER_MESSAGE_MAX
 
 MAX_WORDSIZE = 1024
 MAX_CS_LINES = STREAM_CHANNELS - 3      # devices on one bus: the stream's channels but SCLK, MOSI, MISO
@@ -93,8 +93,8 @@ class SpiConfig:
             raise UsageError("CPOL and CPHA must be 0 or 1")
         if not 1 <= self.wordsize <= MAX_WORDSIZE:
             raise UsageError(f"--wordsize {self.wordsize} is outside 1..{MAX_WORDSIZE}")
-        if self.transfers_per_message is not None and self.transfers_per_message < 1:
-            raise UsageError("--transfers-per-message must be >= 1 or 'auto'")
+        if self.transfers_per_message is not None and not 1 <= self.transfers_per_message <= TRANSFERS_PER_MESSAGE_MAX:
+            raise UsageError(f"--transfers-per-message must be 1..{TRANSFERS_PER_MESSAGE_MAX:,} or 'auto'")
         if self.context_switch not in (None, "longer", "shorter"):
             raise UsageError("--context-switch must be 'longer' or 'shorter'")
         self.infer = frozenset(self.infer)

@@ -25,6 +25,7 @@ from spigap.core.framed import Framed, FramerFigures
 from spigap.core.gaprules import defs as gapdefs
 from spigap.core.gaprules import split as split_two
 from spigap.io.base import CaptureInfo
+from spigap.units import fmt_freq, fmt_time
 
 fmt_seconds = gapdefs.fmt_seconds
 
@@ -193,15 +194,15 @@ def warning_lines(a, c: WarnCounts, first_clk_outside) -> list[str]:
                          Cause.ROLES))
     if a.period_ticks is not None and a.period_ticks < MIN_SAMPLES_PER_PERIOD:
         sclk_hz = 1.0 / (a.period_ticks * t)
-        w.append(Finding(f"only {a.period_ticks:g} samples per SCLK period (SCLK ≈ {sclk_hz / 1e6:.3g} MHz at "
+        w.append(Finding(f"only {a.period_ticks:g} samples per SCLK period (SCLK ≈ {fmt_freq(sclk_hz, 3)} at "
                          f"{1 / t / 1e6:.3g} MSa/s): edge times are coarse, gaps are ±1 sample "
-                         f"({t * 1e9:.3g} ns); sample at ≥ {MIN_SAMPLES_PER_PERIOD}× SCLK", Cause.SAMPLING))
+                         f"({fmt_time(t, 3)}); sample at ≥ {MIN_SAMPLES_PER_PERIOD}× SCLK", Cause.SAMPLING))
     if a.clk_outside_cs:
         w.append(f"{a.clk_outside_cs} SCLK edge(s) while CS was inactive (first at "
-                 f"{first_clk_outside * t * 1e6:.6g} µs)")
+                 f"{fmt_time(first_clk_outside * t, 7)})")
     if c.bad_clk:
         w.append(f"SCLK was not at its idle level (CPOL={a.cfg.cpol}) when CS was asserted in "
-                 f"{c.bad_clk} transfer(s) (first at {c.first_bad_clk * t * 1e6:.6g} µs): check --mode")
+                 f"{c.bad_clk} transfer(s) (first at {fmt_time(c.first_bad_clk * t, 7)}): check --mode")
     if c.trailing:
         w.append(f"{c.trailing} transfer(s) end with bits that do not fill a {a.cfg.wordsize}-bit word "
                  "(check --wordsize)")

@@ -200,7 +200,13 @@ def _open_file(path, input_format, opts: ReaderOptions) -> CaptureReader:
         return open_stdin(input_format, opts)
     if input_format and input_format not in READERS:
         raise InputError(f"unknown input format {input_format!r}; known: {', '.join(READERS)}", path=path)
-    mode = stat_capture(path).st_mode
+    st = stat_capture(path)
+    mode = st.st_mode
+    if stat.S_ISREG(mode) and st.st_size == 0:
+        # before any reader: each would say what its format misses ("not a zip archive", "no
+        # header"), and its hint (another --input-format) cannot help a file with nothing in it
+        raise InputError("is empty (0 bytes): no capture was saved in it", path=path,
+                         hint="save or copy the capture again")
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         # a FIFO or a device: read once as a stream, or refused where the format needs a file
         from spigap.io.stdin import open_special

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shlex
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -48,7 +49,9 @@ class CombinedReader(CaptureReader):
                     f"{describe_time_base(first.tick_s, first.time_offset_s, first.n_ticks)}, "
                     f"{os.path.basename(info.path)} has "
                     f"{describe_time_base(info.tick_s, info.time_offset_s, info.n_ticks)}", path=path,
-                    hint="give the files of one acquisition (same sample interval, start and length)")
+                    hint="give the files of one acquisition (same sample interval, start and length); "
+                         "to analyze each as a capture of its own: spigap batch "
+                         + " ".join(shlex.quote(i.path) for i in infos))
         names: list[str] = []
         self._owner: list[tuple[int, str]] = []        # global channel -> (reader, its own name)
         all_names = [n for i in infos for n in i.channels]

@@ -49,6 +49,11 @@ MAX_FIELD = 48                  # a numeric field longer than this is not a numb
 TIME_HINT = ("the time column holds seconds (0.000001250) or ISO 8601 times "
              "(2026-01-30T14:06:09.197352115+00:00), one form in a whole file; re-export the capture, "
              "or fix or delete that row")
+# data row 1's time is neither form: the file's form is not read (a later row: that row is bad);
+# e.g. ScanaStudio's "0 ns", "4.860 530 ms" (a unit, digits grouped by spaces)
+TIME_FORM_HINT = ("spigap reads a time column of seconds (0.000001250) or ISO 8601 times "
+                  "(2026-01-30T14:06:09.197352115+00:00), not this file's form; export the times in "
+                  "seconds, or the capture as VCD or sigrok .sr")
 CUT_SHORT = "the last row is incomplete (the file is cut short)"
 
 
@@ -453,6 +458,19 @@ def parse_iso_times(a: np.ndarray, fs: np.ndarray, fe: np.ndarray) -> IsoTimes:
     return IsoTimes(sec, ns, ok, frac_digits)
 
 
+def first_time_hint(blk: "Block", col: int) -> str:
+    """What to do when data row 1's time (column ``col``) is neither form: fix that row when
+    the rows after it have a time spigap reads (one damaged row), else (no row of the first
+    few has one: ScanaStudio's "0 ns", "4.860 530 ms") export the times in a form it reads."""
+    rows = slice(1, min(blk.n, 9))
+    if rows.start < rows.stop:
+        fs, fe = blk.start[rows, col], blk.end[rows, col]
+        secs, ok = parse_floats(blk.a, fs, fe)
+        if (ok & np.isfinite(secs)).any() or parse_iso_times(blk.a, fs, fe).ok.any():
+            return TIME_HINT
+    return TIME_FORM_HINT
+
+
 def bad_time_cell(a: np.ndarray, fs: int, fe: int, *, iso: bool, form_known: bool) -> str:
     """What is wrong with the time cell a[fs:fe], the cell quoted: the other time form than
     the file's (``iso``; ``form_known``: data row 1 has set it), an ISO time that is no
@@ -584,7 +602,7 @@ class ChangeCsvReader(CaptureReader):
             t_vals, t_ok = parse_floats(blk.a, blk.start[:, 0], blk.end[:, 0])
             good = t_ok & np.isfinite(t_vals)
         if not good[0]:
-            raise InputError(f"data row 1: {self._bad_time(blk, 0)}", path=self.path, hint=TIME_HINT)
+            raise InputError(f"data row 1: {self._bad_time(blk, 0)}", path=self.path, hint=first_time_hint(blk, 0))
         self.t0 = float(t_vals[0]) * unit
         self._form_known = True
         if samplerate is not None:

@@ -100,7 +100,8 @@ class DslReader(ZipMembers, CaptureReader):
             if self._blocks is None:
                 self._blocks = (max(present) + 1) if present else 0
             if not present:
-                raise InputError("the .dsl has no logic data (no L-<channel>/<block> members)", path=self.path)
+                raise InputError("the .dsl has no logic data (no L-<channel>/<block> members)", path=self.path,
+                                 hint="the file is damaged or cut short: re-copy it, or re-save the capture with DSView")
             self._saved: dict = {}
             spi = self._spi_settings(names, warnings)
             self.info = CaptureInfo(
@@ -161,7 +162,9 @@ class DslReader(ZipMembers, CaptureReader):
             except _Cut as c:
                 self.end_tick = done
                 if done == 0:
-                    raise InputError(f"{c.problem}; no sample is readable", path=self.path) from None
+                    raise InputError(f"{c.problem}; no sample is readable", path=self.path,
+                                     hint="the file is damaged or cut short: re-copy it, or re-save the capture "
+                                          "with DSView") from None
                 raise CaptureTruncated(f"{c.problem}; results cover the first {done} samples",
                                        path=self.path, at_tick=done, hint="the file is damaged or cut short") from None
             n_bytes = min(len(p) for p in packed)

@@ -44,7 +44,7 @@ from spigap.findings import Cause, Finding
 from spigap.errors import InputError, UsageError
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, edges_from_rows
 from spigap.io.csv_changes import (CHUNK_BYTES, CUT_SHORT, TIME_HINT, bad_time_cell, cut_short, decimal_resolution,
-                                     first_bad_row, head_lines, iso_start, line_chunks, looks_iso, offset_after_lines,
+                                     first_bad_row, first_time_hint, head_lines, iso_start, line_chunks, looks_iso, offset_after_lines,
                                      parse_block, parse_floats, parse_iso_times, read_head, time_unit_of)
 from spigap.io.threshold import Schmitt, Threshold, resolve_thresholds, strict_blocks, tap_runs
 from spigap.units import TIME_UNITS
@@ -442,7 +442,8 @@ class ScopeCsvReader(CaptureReader):
             if not blk.n or not iso.ok[0]:
                 raise InputError("data row 1: " + (bad_time_cell(blk.a, int(blk.start[0, c]), int(blk.end[0, c]),
                                                                  iso=True, form_known=False)
-                                                   if blk.n else "no data rows"), path=self.path, hint=TIME_HINT)
+                                                   if blk.n else "no data rows"), path=self.path,
+                                 hint=first_time_hint(blk, c) if blk.n else TIME_HINT)
             self._iso0 = (int(iso.sec[0]), int(iso.ns[0]))
         rel, good = iso.since(*self._iso0)
         return np.where(good, rel * 1e-9, np.nan), good

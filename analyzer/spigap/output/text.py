@@ -7,7 +7,7 @@ capture's lines, then the transfers of every device by start time."""
 
 from __future__ import annotations
 
-from spigap.confidence import stated
+from spigap.confidence import messages_in_words, stated
 from spigap.core.analysis import DeviceFigures
 from spigap.core.result import Result
 from spigap.output.jsonout import all_rows, document, to_dict, transfer_rows
@@ -85,14 +85,8 @@ def render_device(a: DeviceFigures, *, transfers: bool = False, limit: int = TEX
     lines.append(f"transfers   {s['transfers']} ({s['partial_transfers']} partial), {s['words']} words; {sclk}")
     g = s["grouping"]
     if st["cs"]:
-        if g["ambiguous"]:
-            head = "ambiguous"
-        elif len(g["segments"]) > 1:
-            head = f"{s['messages']} in {len(g['segments'])} stretches"
-        elif s["transfers_per_message"] is not None:
-            head = f"{s['messages']} × {s['transfers_per_message']} transfer(s)"
-        else:
-            head = f"{s['messages']} of {'+'.join(map(str, g['message_lengths']))} transfers"
+        head = messages_in_words(s["messages"], s["transfers_per_message"], g["message_lengths"],
+                                 ambiguous=g["ambiguous"], stretches=len(g["segments"]))
         lines.append(f"messages    {head} [{g['method']}, {stated(g['confidence'], g['confidence_words'])}] "
                      f"{g['note']}")
     lines.append(f"rate        {fmt_rate(s['transfer_rate_hz'])} (transfers)"

@@ -182,9 +182,8 @@ class Report:
                           ("html", _e(f"{a.sample['transfers']}; the figures below are from {a.n} of them, a "
                                       f"{a.sample['method']} (bounded memory, ")
                            + self.cited.link("compare-and-report.md", "Limits") + ")")],
-            ["messages", ("ambiguous" if g.ambiguous else
-                          f"{a.n_messages()} × {g.transfers_per_message} transfer(s)" if g.transfers_per_message
-                          else f"{a.n_messages()} of {'+'.join(map(str, g.lengths))} transfers")
+            ["messages", confidence.messages_in_words(a.n_messages(), g.transfers_per_message, g.lengths,
+                                                      ambiguous=g.ambiguous, stretches=len(g.segments))
              + f" [{g.method}, {confidence.stated(g.confidence, confidence.of_grouping(g))}] "
                f"{confidence.grouping_note(g)}"],
             ["transfer rate", fmt_rate(rate)],

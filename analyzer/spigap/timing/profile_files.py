@@ -16,6 +16,7 @@ import dataclasses
 from typing import Annotated
 
 from spigap.core.config import MAX_WORDSIZE
+from spigap.limits import TRANSFERS_PER_MESSAGE_MAX
 from spigap.timing.model import TimingModel
 from spigap.timing.toml_tables import (
     Bad,
@@ -242,7 +243,7 @@ def _schema_version(v, at: Where) -> int:
 
 def _auto_or_count(v, at: Where) -> int | None:
     """[analysis] transfers_per_message: "auto" (None: inferred) or N >= 1."""
-    return None if v == "auto" else integer(lo=1)(v, at)
+    return None if v == "auto" else integer(lo=1, hi=TRANSFERS_PER_MESSAGE_MAX)(v, at)
 
 
 def _counts(v, at: Where) -> tuple:

@@ -102,7 +102,9 @@ def _one_text(res: CheckResult, verbose: bool) -> str:
     tpm = s.get("transfers_per_message")
     said = (f", {stated(s['grouping_confidence'], s['grouping_confidence_words'])}"
             if s.get("grouping_confidence_words") else "")
-    lines.append(f"capture     {s['transfers']} transfers, {tpm} per message [{s['grouping']}{said}], "
+    # "10 per message", else the messages as analyze prints them ("10 of varying length", "ambiguous")
+    per = f"{tpm} per message" if tpm is not None else f"messages {s['messages_in_words']}"
+    lines.append(f"capture     {s['transfers']} transfers, {per} [{s['grouping']}{said}], "
                  f"SCLK {fmt_freq(s['sclk_hz'])}"
                  + (f", {s['idle_gaps_excluded']} idle gaps > {fmt_time(s['idle_gap_s'])} left out"
                     if s.get("idle_gaps_excluded") else "")
