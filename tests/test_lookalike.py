@@ -404,3 +404,16 @@ def test_an_sd_card_in_spi_mode_is_spi(names, capsys, tmp_path):
     if d["sources"]["mosi"]["confidence"] >= 0.8:
         assert (d["settings"]["mosi"], d["settings"]["miso"]) == names[2:]
     assert d["settings"]["mode"] == 0
+
+
+@pytest.mark.parametrize("name", sorted(n for n in NOT_SPI if not n.startswith("hp")))   # the GPIB ones have no clock
+def test_the_options_a_refusal_names_frame_it(name, capsys):
+    """The line a refusal prints ("if it is SPI anyway, name its lines: ...") frames the capture
+    when pasted: it names a data line always (a parallel bus' refusal named only --clk and
+    --no-cs, and pasting that gave the same refusal: a quad SPI flash's IO0-3 changing together)."""
+    code, _, err = _run(capsys, "detect", DATA / name)
+    assert code == 2
+    opts = re.search(r"name its lines: ([^)]*)\)", err).group(1).split()
+    assert "--mosi" in opts or "--miso" in opts, err
+    code, _, err = _run(capsys, "analyze", DATA / name, *opts)
+    assert code == 0, err

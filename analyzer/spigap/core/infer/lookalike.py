@@ -55,8 +55,12 @@ class Lookalike:
         """The options that frame it as SPI anyway."""
         if self.clk is None:
             return "--clk/--mosi/--miso/--cs"
-        opts = [f"--clk {self.clk}"] + [f"--{r} {d}" for r, d in zip(("mosi", "miso"), self.data)]
-        return " ".join(opts) + " --no-cs"
+        # a data line to read, always (a parallel bus' data lines are its lines: a quad SPI's IO0-3
+        # changing together); its strobe as the CS, where it is not one of those lines
+        data = self.data or tuple(n for n in self.lines if n != self.clk)[:1]
+        opts = [f"--clk {self.clk}"] + [f"--{r} {d}" for r, d in zip(("mosi", "miso"), data)]
+        cs = self.strobe if self.strobe not in (None, self.clk, *data) else None
+        return " ".join(opts) + (f" --cs {cs}" if cs else " --no-cs")
 
 
 def check(ev: Evidence, clk: str, half: float, lines: list[str], data: list[str], cs: str | None,

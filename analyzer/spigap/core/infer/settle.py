@@ -135,7 +135,12 @@ def settle(reader, cfg: SpiConfig, *, tap=None, survey: bool = False) -> Settled
     prefix, pending, views = read_prefix(it, stream, live=info.path == STDIN_PATH,
                                          views=[request] + ([_surveyed(channels)] if survey else []))
     ev = views[0]
-    out, buses, devices = _infer(named, cfg, sources, ev, need_roles, warnings, info, extra)
+    try:
+        out, buses, devices = _infer(named, cfg, sources, ev, need_roles, warnings, info, extra)
+    except NoSpiBus as e:
+        if pending is None:
+            raise
+        raise _damaged(pending, e) from e
     names = out.stream_names()
     blocks = _stream(prefix, it, pending, stream, names, tap, tapped)
     return Settled(out, names, blocks, sources, buses, warnings, ev, devices, survey=views[1] if survey else None)
@@ -195,6 +200,15 @@ def no_bus(info, ev: Evidence) -> NoSpiBus:
     hint = (f"if it is SPI anyway, name its lines: {la.insist()}" if la is not None and la.clk else
             "if it is SPI, name the lines with --clk/--mosi/--miso/--cs")
     return NoSpiBus(f"no SPI bus found: {reason}{extra}", path=info.path, hint=hint)
+
+
+def _damaged(pending: BaseException, e: NoSpiBus) -> NoSpiBus:
+    """No bus in a prefix the damage cut short: the damage first (a file cut after a few
+    thousand samples holds no bus because it is cut, not because the bus is not SPI)."""
+    damage = re.sub(r";\s*results (?:cover )?up to [^;]*$", "", getattr(pending, "problem", str(pending)))
+    reason = e.problem.removeprefix("no SPI bus found: ")
+    return NoSpiBus(f"{damage}, and the part before it holds no SPI bus ({reason})", path=e.path,
+                    hint=getattr(pending, "hint", None) or "save or copy the capture again")
 
 
 def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False, views: list[list[str]] | None = None):
