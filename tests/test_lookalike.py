@@ -344,3 +344,76 @@ def test_a_line_on_a_clocks_sample_grid_between_words_is_its_data_line():
     ev = Evidence(tt, ss, ["sclk", "sdo", "ncs"])
     buses = find_buses(ev, exclude=set())
     assert [(b.clk, b.cs, b.data) for b in buses] == [("sclk", "ncs", ["sdo"])], buses
+
+
+def _crc7(data: bytes) -> int:
+    crc = 0
+    for byte in data:
+        for i in range(7, -1, -1):
+            top = ((crc >> 6) & 1) ^ ((byte >> i) & 1)
+            crc = (crc << 1) & 0x7F
+            if top:
+                crc ^= 0x09
+    return crc
+
+
+def _sd_spi_init_vcd(path, names=("SCK", "CS", "MOSI", "MISO")):
+    """An SD card's start-up in SPI mode, written by pyvcd: 80 wake-up clocks with CS and MOSI
+    high (the SD spec's 74 or more), then CS low for good and CMD0, CMD8, CMD55, ACMD41, CMD58,
+    each with its CRC7, the card's R1/R7/R3 on MISO one byte after the command (mode 0, 1 MHz)."""
+    from vcd import writer as vwriter     # pyvcd, of the [test] extra
+    cmds = [(0, 0, [0x01]), (8, 0x1AA, [0x01, 0x00, 0x00, 0x01, 0xAA]), (55, 0, [0x01]),
+            (41, 0x40000000, [0x00]), (58, 0, [0x00, 0xC0, 0xFF, 0x80, 0x00])]
+    byte_pairs = [(0xFF, 0xFF)] * 10          # the wake-up bytes, CS high
+    first = len(byte_pairs)
+    for idx, arg, reply in cmds:
+        frame = bytes([0x40 | idx]) + arg.to_bytes(4, "big")
+        frame += bytes([(_crc7(frame) << 1) | 1])
+        byte_pairs += [(b, 0xFF) for b in frame] + [(0xFF, 0xFF)] + [(0xFF, r) for r in reply] + [(0xFF, 0xFF)]
+    with open(path, "w") as f:
+        w = vwriter.VCDWriter(f, timescale="1 ns", date="today")
+        sck, cs, mosi, miso = (w.register_var("top", n, "wire", size=1, init=i)
+                               for n, i in zip(names, (0, 1, 1, 1)))
+        t = 1000
+        for k, (out, back) in enumerate(byte_pairs):
+            if k == first:
+                w.change(cs, t, 0)
+                t += 1000
+            for bit in range(7, -1, -1):          # mode 0: data set while SCK is low, sampled on its rise
+                w.change(mosi, t, (out >> bit) & 1)
+                w.change(miso, t, (back >> bit) & 1)
+                w.change(sck, t + 500, 1)
+                w.change(sck, t + 1000, 0)
+                t += 1000
+            t += 3000                              # a pause between bytes
+        w.change(sck, t + 5000, 0)
+        w.close(t + 5000)
+    return path
+
+
+@pytest.mark.parametrize("names", [("SCK", "CS", "MOSI", "MISO"), ("0", "1", "2", "3")])
+def test_an_sd_card_in_spi_mode_is_spi(names, capsys, tmp_path):
+    """An SD card in SPI mode sends CRC7-valid commands on MOSI, as its native CMD line does, but
+    answers on MISO: SPI, not 'looks like SD'; its CS, asserted once after the wake-up clocks (a
+    seventh of the edges, CS high, no data), is the CS (was: refused as a native SD bus)."""
+    d = _settings(capsys, _sd_spi_init_vcd(tmp_path / "sd_init.vcd", names))
+    assert d["settings"]["clk"] == names[0]
+    assert d["settings"]["cs"] == names[1], d["sources"]["cs"]
+    if names[0] == "0":
+        assert "wake-up clocks" in d["sources"]["cs"]["note"]
+    if d["sources"]["mosi"]["confidence"] >= 0.8:
+        assert (d["settings"]["mosi"], d["settings"]["miso"]) == names[2:]
+    assert d["settings"]["mode"] == 0
+
+
+@pytest.mark.parametrize("name", sorted(n for n in NOT_SPI if not n.startswith("hp")))   # the GPIB ones have no clock
+def test_the_options_a_refusal_names_frame_it(name, capsys):
+    """The line a refusal prints ("if it is SPI anyway, name its lines: ...") frames the capture
+    when pasted: it names a data line always (a parallel bus' refusal named only --clk and
+    --no-cs, and pasting that gave the same refusal: a quad SPI flash's IO0-3 changing together)."""
+    code, _, err = _run(capsys, "detect", DATA / name)
+    assert code == 2
+    opts = re.search(r"name its lines: ([^)]*)\)", err).group(1).split()
+    assert "--mosi" in opts or "--miso" in opts, err
+    code, _, err = _run(capsys, "analyze", DATA / name, *opts)
+    assert code == 0, err

@@ -85,3 +85,18 @@ def test_analog_channels_when_asked(capsys):
     # with --threshold the demo device's analog channels are looked at too (and still hold no SPI)
     code, out, err = _run(capsys, "analyze", DATA / "sigrok_cli_demo.sr", "--threshold", "0")
     assert code == 2 and "no SPI bus found" in err and "analog channels" not in err
+
+
+@pytest.mark.parametrize("command", ["analyze", "detect"])
+def test_a_capture_cut_before_its_bus_says_the_damage_first(command, capsys, tmp_path):
+    """The first 5000 bytes of a Tektronix ISF (4669 of 172 125 samples): no bus can be seen in
+    them because the file is cut, and the one line says that first (it said only "no SPI bus
+    found: Ch1 toggles like a clock ...", while `spigap convert` named the cut)."""
+    cut = tmp_path / "cut.isf"
+    cut.write_bytes((ROOT / "captures" / "mcp2518fd-pi5-20mhz-scope-beforeCH1.isf").read_bytes()[:5000])
+    code = main([command, str(cut)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert "4669 of 172125" in err[-1] and "cut short" in err[-1], err
+    assert err[-1].index("cut short") < err[-1].index("no SPI bus"), err
+    assert "results" not in err[-1]

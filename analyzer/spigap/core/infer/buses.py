@@ -433,10 +433,14 @@ def _once(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str
         st = ev.ticks(name)
         k = np.searchsorted(st, ct)
         near = np.minimum(np.abs(ct - st[np.clip(k - 1, 0, len(st) - 1)]), np.abs(st[np.clip(k, 0, len(st) - 1)] - ct))
+        quiet = _dataless(ev, clk, name, ct, half)
         for active in (0, 1):
             at = (lv == active) | (before == active)
-            # at most one edge per change of the line on the wrong side of it, close to it
-            if float(np.mean(at | (near <= 2 * half))) < BRACKET or int(np.count_nonzero(~at)) > max(
+            # at most one edge per change of the line on the wrong side of it, close to it; edges
+            # in bursts that carry no data at all (an SD card's 74+ wake-up clocks, CS and MOSI
+            # high) count for no side
+            wrong = ~at & ~quiet
+            if float(np.mean(~wrong | (near <= 2 * half))) < BRACKET or int(np.count_nonzero(wrong)) > max(
                     len(st), (1 - BRACKET) * len(ct)):
                 continue
             starts, ends = cs_windows(ev, name, active)
@@ -461,6 +465,21 @@ def _once(ev: Evidence, clk: str, taken: set[str]) -> tuple[str, int, float, str
                 continue
             return name, active, 0.75, "once"
     return None
+
+
+def _dataless(ev: Evidence, clk: str, cs: str, ct: np.ndarray, half: float) -> np.ndarray:
+    """Per clock edge: its burst (a pause of more than four half periods splits them) carries no
+    data: no line but the clock and ``cs`` changes from the burst's first edge to its last. An SD
+    card in SPI mode is woken by 74 clocks or more with CS and MOSI high before CS is asserted
+    (SD Physical Layer spec, power-up); in a capture of its start-up they are a good share of
+    the edges, on the "wrong" side of a CS asserted once, and frame nothing."""
+    burst = np.concatenate([[0], np.cumsum(np.diff(ct) > 4 * half)])
+    first = np.flatnonzero(np.diff(np.concatenate([[-1], burst])))
+    last = np.concatenate([first[1:], [len(ct)]]) - 1
+    others = [ev.ticks(n) for n in ev.names if n not in (clk, cs)]
+    moves = np.sort(np.concatenate(others)) if others else np.zeros(0, np.int64)
+    changed = np.searchsorted(moves, ct[last], side="right") - np.searchsorted(moves, ct[first], side="left")
+    return (changed == 0)[burst]
 
 
 def _distinct(ev: Evidence, lines: list[str]) -> list[str]:

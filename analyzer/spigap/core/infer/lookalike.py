@@ -15,7 +15,8 @@ own: a strobe). The tests:
 * ``mdio``: a run of 32 ones (the preamble) on the data line at the clock's rising edges,
   then a start pattern (01, or 00 for clause 45);
 * ``sd_native``: 48-bit command/response frames on the data line (start bit 0, end bit 1)
-  whose CRC7 holds, more often than chance;
+  whose CRC7 holds, more often than chance, unless the card answers them on another line
+  (an SD card in SPI mode: CRC7 commands on MOSI, the R1 replies on MISO);
 * ``jtag``: a line that, read as TMS at the rising edges, steers a JTAG TAP into its shift
   states exactly while the other lines change (TDI, TDO), or the lines are named so;
 * ``parallel``: four or more lines that change in the same samples (an address or data bus
@@ -54,8 +55,12 @@ class Lookalike:
         """The options that frame it as SPI anyway."""
         if self.clk is None:
             return "--clk/--mosi/--miso/--cs"
-        opts = [f"--clk {self.clk}"] + [f"--{r} {d}" for r, d in zip(("mosi", "miso"), self.data)]
-        return " ".join(opts) + " --no-cs"
+        # a data line to read, always (a parallel bus' data lines are its lines: a quad SPI's IO0-3
+        # changing together); its strobe as the CS, where it is not one of those lines
+        data = self.data or tuple(n for n in self.lines if n != self.clk)[:1]
+        opts = [f"--clk {self.clk}"] + [f"--{r} {d}" for r, d in zip(("mosi", "miso"), data)]
+        cs = self.strobe if self.strobe not in (None, self.clk, *data) else None
+        return " ".join(opts) + (f" --cs {cs}" if cs else " --no-cs")
 
 
 def check(ev: Evidence, clk: str, half: float, lines: list[str], data: list[str], cs: str | None,
@@ -97,7 +102,7 @@ def check(ev: Evidence, clk: str, half: float, lines: list[str], data: list[str]
         found = audio(ev, clk, framing, half)
     if found is None and cs is None:
         for d in data or active:
-            found = sd_native(ev, clk, d) or mdio(ev, clk, d)
+            found = sd_native(ev, clk, d, [n for n in active if n != d]) or mdio(ev, clk, d)
             if found is not None:
                 break
     if found is None and not cs_sure:
@@ -381,10 +386,12 @@ def _crc7(bits: np.ndarray) -> int:
     return crc
 
 
-def sd_native(ev: Evidence, clk: str, d: str) -> Lookalike | None:
+def sd_native(ev: Evidence, clk: str, d: str, others: list[str]) -> Lookalike | None:
     """An SD card's native bus: 48-bit command (and response) frames on CMD, sampled at CLK's
     rising edges: a start bit 0 after the line idles high, the transmission bit, 38 bits, a
-    CRC7 that holds, an end bit 1; more frames whose CRC holds than chance gives (1 in 128)."""
+    CRC7 that holds, an end bit 1; more frames whose CRC holds than chance gives (1 in 128).
+    Not when ``others`` carry the card's answers: in SPI mode the host's commands keep their
+    CRC7 (CMD0 and CMD8 must) but the card replies on its own line (MISO), never on CMD."""
     b = _bits(ev, clk, d)
     if len(b) < 48:
         return None
@@ -392,7 +399,7 @@ def sd_native(ev: Evidence, clk: str, d: str) -> Lookalike | None:
     ones = np.concatenate([[0], np.cumsum(b)])
     idx = np.arange(8, len(b) - 47)
     starts = idx[(b[idx] == 0) & (ones[idx] - ones[idx - 8] == 8)]
-    valid = 0
+    valid: list[int] = []
     tried = 0
     nxt = 0
     for s in starts[:4000]:
@@ -401,18 +408,50 @@ def sd_native(ev: Evidence, clk: str, d: str) -> Lookalike | None:
         tried += 1
         f = b[s:s + 48]
         if f[47] == 1 and _crc7(f[:40]) == int("".join(map(str, f[40:47])), 2):
-            valid += 1
+            valid.append(int(s))
             nxt = s + 48
+    if valid and _answered_elsewhere(b, [_bits(ev, clk, o) for o in others], valid):
+        return None
     # by chance 1 in 256 tries holds (CRC7 and the end bit)
-    if (valid >= 2 and valid >= 3 * tried / 256 + 1) or (valid == 1 and tried <= 8):
-        return Lookalike("SD", f"{d} carries {valid} 48-bit command/response frames at {clk}'s rising edges whose "
-                               "CRC7 holds: an SD card's native CMD line", clk, (d,))
+    if (len(valid) >= 2 and len(valid) >= 3 * tried / 256 + 1) or (len(valid) == 1 and tried <= 8):
+        return Lookalike("SD", f"{d} carries {len(valid)} 48-bit command/response frames at {clk}'s rising edges "
+                               "whose CRC7 holds: an SD card's native CMD line", clk, (d,))
     echoed = _echoes(b, starts)
     # by chance the two transmission bits, the end bits and the index match in 1 start of 1 024
     if echoed >= 2 and echoed >= 3 * len(starts) / 1024 + 1:
         return Lookalike("SD", f"{d} carries {echoed} 48-bit commands at {clk}'s rising edges each answered by a "
                                "48-bit response echoing its command index: an SD card's native CMD line", clk, (d,))
     return None
+
+
+N_CR = 64        # clocks from a command's end bit to the card's answer, at most (SD: N_CR, N_CR(SPI) 8 bytes)
+
+
+def _answered_elsewhere(b: np.ndarray, other_bits: list[np.ndarray], valid: list[int]) -> bool:
+    """The host's commands (transmission bit 1) among the CRC-valid frames at ``valid`` are
+    answered on another line, never on their own: each answer is the first line to leave its
+    idle high within N_CR clocks of the command's end (a native card answers on CMD with a
+    frame whose transmission bit is 0; in SPI mode MOSI stays high, 0xFF clocked to read the
+    R1 byte, whose first bit is 0, on MISO). Two such answers and none on the command line."""
+    same = elsewhere = 0
+    for s in valid:
+        end = s + 48
+        if b[s + 1] != 1 or end + N_CR > len(b):
+            continue
+        z = np.flatnonzero(b[end:end + N_CR] == 0)
+        first_same = int(z[0]) if len(z) else N_CR
+        first_other = N_CR
+        for o in other_bits:
+            if o[end - 8:end].all():          # the line idled high through the command's last byte
+                zo = np.flatnonzero(o[end:end + N_CR] == 0)
+                if len(zo):
+                    first_other = min(first_other, int(zo[0]))
+        if first_same < first_other and first_same >= 2 and end + first_same + 1 < len(b) \
+                and b[end + first_same + 1] == 0:
+            same += 1
+        elif first_other < first_same:
+            elsewhere += 1
+    return elsewhere >= 2 and same == 0
 
 
 def _echoes(b: np.ndarray, starts: np.ndarray) -> int:

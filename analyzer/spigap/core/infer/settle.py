@@ -135,7 +135,12 @@ def settle(reader, cfg: SpiConfig, *, tap=None, survey: bool = False) -> Settled
     prefix, pending, views = read_prefix(it, stream, live=info.path == STDIN_PATH,
                                          views=[request] + ([_surveyed(channels)] if survey else []))
     ev = views[0]
-    out, buses, devices = _infer(named, cfg, sources, ev, need_roles, warnings, info, extra)
+    try:
+        out, buses, devices = _infer(named, cfg, sources, ev, need_roles, warnings, info, extra)
+    except NoSpiBus as e:
+        if pending is None:
+            raise
+        raise _damaged(pending, e) from e
     names = out.stream_names()
     blocks = _stream(prefix, it, pending, stream, names, tap, tapped)
     return Settled(out, names, blocks, sources, buses, warnings, ev, devices, survey=views[1] if survey else None)
@@ -195,6 +200,15 @@ def no_bus(info, ev: Evidence) -> NoSpiBus:
     hint = (f"if it is SPI anyway, name its lines: {la.insist()}" if la is not None and la.clk else
             "if it is SPI, name the lines with --clk/--mosi/--miso/--cs")
     return NoSpiBus(f"no SPI bus found: {reason}{extra}", path=info.path, hint=hint)
+
+
+def _damaged(pending: BaseException, e: NoSpiBus) -> NoSpiBus:
+    """No bus in a prefix the damage cut short: the damage first (a file cut after a few
+    thousand samples holds no bus because it is cut, not because the bus is not SPI)."""
+    damage = re.sub(r";\s*results (?:cover )?up to [^;]*$", "", getattr(pending, "problem", str(pending)))
+    reason = e.problem.removeprefix("no SPI bus found: ")
+    return NoSpiBus(f"{damage}, and the part before it holds no SPI bus ({reason})", path=e.path,
+                    hint=getattr(pending, "hint", None) or "save or copy the capture again")
 
 
 def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False, views: list[list[str]] | None = None):
@@ -433,6 +447,8 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
                                        if bus.cs_how != "bracket" or bus.cs_confidence >= LOW_CONFIDENCE else
                                        "each of its windows holds an SCLK burst, but SCLK also runs outside them",
                                        cs_basis(bus, ev))
+                if bus.cs_how == "once":
+                    sources["cs"] = _once_source(bus, ev, sources["cs"])
                 if bus.cs_rivals:
                     sources["cs"] = _rival_source(bus, ev)
                 if bus.cs_how == "partial":
@@ -576,6 +592,20 @@ _CS_NOTE = {
     "once": "asserted once in the prefix: SCLK runs only at this level (one long transfer so far)",
     "partial": "its windows hold some SCLK bursts; SCLK also runs outside them",     # _partial_source's note
 }
+
+
+def _once_source(bus: Bus, ev: Evidence, src: Source) -> Source:
+    """A CS asserted once (buses._once) whose window leaves SCLK edges outside: the bursts
+    there carry no data (an SD card's wake-up clocks); the note counts them."""
+    assert bus.cs is not None
+    ct = ev.ticks(bus.clk)
+    outside = len(ct) - int(edges_held(ct, *cs_windows(ev, bus.cs, bus.cs_active or 0)).sum())
+    if outside < 8:
+        return src
+    return dataclasses.replace(src, note=f"asserted once in the prefix: {len(ct) - outside} of SCLK's {len(ct)} edges "
+                                         f"at this level; the other {outside} in bursts before or after it in "
+                                         "which no data line changes (an SD card's wake-up clocks, CS and MOSI "
+                                         "high), framed out")
 
 
 def _rival_source(bus: Bus, ev: Evidence) -> Source:
