@@ -62,8 +62,8 @@ DIRECTION = "one line is miso"       # the setting of one data line's direction 
 # or changes too few times to see when; two data lines that behave alike (MOSI taken as the first
 # in channel order: the corpus' wirings measured 7 of 15, and in cross-validation 2 of 9 where the
 # other folds' said 3 of 4: a convention, not evidence); two data lines whose first words both mostly
-# repeat (a controller polling one command: the words' evidence has no direction there, 1 of 3 right
-# on the corpus; the same convention); a CS beside another line bracketing the same
+# repeat (a controller polling one command: the words' evidence has no direction there, right on 1
+# of the corpus' 4 such answers; the same convention, 3 of 4); a CS beside another line bracketing the same
 # bursts, asserted apart (SSI32's FC#: which is the select, the signals do not say); no CS, beside a
 # line that brackets most bursts but changes while the clock runs (a 93LC56B's CS under an MPSSE); a
 # CS whose windows hold some of the clock's bursts, the clock running outside them too (a select

@@ -1,5 +1,6 @@
-"""Which data line is MOSI and which MISO: names first; the wires alone give only weak
-evidence (a peripheral's output repeats its first word and is released after CS)."""
+"""Which data line is MOSI and which MISO: names first; the wires alone give weaker evidence
+(a peripheral's output lags the clock's edge; the controller's first byte tells each transfer's
+length; a peripheral's first word repeats and its output is released after CS)."""
 
 from __future__ import annotations
 
