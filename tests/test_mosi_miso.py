@@ -103,3 +103,25 @@ def test_length_fit_leaves_each_window_out(words, length, fit):
     """A first word seen once cannot predict its own window's length (a counter or an ADC sample
     would fit every length perfectly otherwise): each window is predicted from the others."""
     assert _length_fit(np.array(words), np.array(length)) == pytest.approx(fit)
+
+
+@pytest.mark.parametrize("name", ["st25r3916", "mrf24j40"])
+def test_real_captures_renamed_are_told_apart_by_the_command_byte(name):
+    """Two real captures of sigrok-dumps, every channel renamed to its number: the ST25R3916's
+    register reads and writes and the MRF24J40's short and long address commands have transfers
+    of several lengths, fixed by the controller's first byte; neither lags on one line only. The
+    old rule answered them from the repeating first words ("two, clear", stated 0.80)."""
+    from conftest import REAL_CAPTURES, real
+
+    from spigap.io import open_capture
+
+    file, _, opts, rate = REAL_CAPTURES[name]
+    roles = dict(kv.split("=") for kv in opts.split(":"))     # the README's channel map
+    with open_capture(real(file)) as r:
+        chans = list(r.info.channels)
+    settled, _, _ = detect_file(real(file), samplerate=rate,
+                                channel_map=[",".join(f"{c}={i}" for i, c in enumerate(chans))])
+    pos = {c: str(i) for i, c in enumerate(chans)}
+    assert (settled.cfg.mosi, settled.cfg.miso) == (pos[roles["mosi"]], pos[roles["miso"]])
+    assert settled.sources["mosi"].basis == "two, length"
+    assert settled.sources["mosi"].confidence == calibration.stated("mosi", "two, length")
