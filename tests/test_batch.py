@@ -345,9 +345,10 @@ def test_manifest_toml_gives_per_file_options_and_labels(tmp_path, capsys):
     rows = json.loads(out)["captures"]
     # MOSI and MISO carry the same bits (a loopback), told apart only by MISO's output delay (it lags
     # SCLK's edges: "two, lag", a basis measured once on sigrok-dumps, right; under the two-line
-    # bases' fitted prior, all near always right, it states 0.85: ok, not warn as at 0.65 before)
+    # bases' fitted prior, all of them right since polling counts as no evidence (issue 32: a = 10,
+    # b = 0.1), it states 0.95 (0.85 under b = 1.26): ok, not warn as at 0.65 before)
     assert rc == 0 and all(r["status"] == "ok" for r in rows)
-    assert all(r["analysis"]["settings"]["sources"]["mosi"]["confidence"] == 0.85
+    assert all(r["analysis"]["settings"]["sources"]["mosi"]["confidence"] == 0.95
                and "A2 lags them" in r["analysis"]["settings"]["sources"]["mosi"]["note"] for r in rows)
     st = rows[0]["analysis"]["settings"]
     assert (st["clk"], st["cs"], st["cs_polarity"]) == ("A0", "A3", "high")

@@ -61,7 +61,9 @@ DIRECTION = "one line is miso"       # the setting of one data line's direction 
 # credible, cpha_prior); a data line that never changes
 # or changes too few times to see when; two data lines that behave alike (MOSI taken as the first
 # in channel order: the corpus' wirings measured 7 of 15, and in cross-validation 2 of 9 where the
-# other folds' said 3 of 4: a convention, not evidence); a CS beside another line bracketing the same
+# other folds' said 3 of 4: a convention, not evidence); two data lines whose first words both mostly
+# repeat (a controller polling one command: the words' evidence has no direction there, right on 1
+# of the corpus' 4 such answers; the same convention, 3 of 4); a CS beside another line bracketing the same
 # bursts, asserted apart (SSI32's FC#: which is the select, the signals do not say); no CS, beside a
 # line that brackets most bursts but changes while the clock runs (a 93LC56B's CS under an MPSSE); a
 # CS whose windows hold some of the clock's bursts, the clock running outside them too (a select
@@ -69,6 +71,7 @@ DIRECTION = "one line is miso"       # the setting of one data line's direction 
 # CS or that line)
 DEFAULTS = {("mode", "no data changes"), ("mosi", "static"), ("miso", "static"), (DIRECTION, "static"),
             (DIRECTION, "one, few changes"), ("mosi", "two, alike"), ("miso", "two, alike"),
+            ("mosi", "two, both repeat"), ("miso", "two, both repeat"),
             ("cs", "two brackets"), ("cs", "none, near"), ("cs", "partial"),
             ("cs", "none, partial")}
 

@@ -26,22 +26,26 @@ MEASURED: dict[tuple[str, str], tuple[int, int, float, float]] = {
     ('cs', 'twin'): (1, 1, 1.00, 1.00),
     ('cs', 'two brackets'): (1, 0, 1.00, 0.00),
     ('miso', 'two, alike'): (16, 8, 11.00, 7.38),
-    ('miso', 'two, clear'): (10, 8, 9.00, 7.00),
+    ('miso', 'two, both repeat'): (4, 3, 4.00, 3.00),
+    ('miso', 'two, clear'): (1, 1, 1.00, 1.00),
     ('miso', 'two, lag'): (1, 1, 1.00, 1.00),
     ('miso', 'two, lag, words agree'): (14, 14, 13.00, 13.00),
     ('miso', 'two, lag, words disagree'): (3, 3, 3.00, 3.00),
-    ('miso', 'two, some'): (3, 2, 3.00, 2.00),
+    ('miso', 'two, length'): (7, 7, 6.00, 6.00),
+    ('miso', 'two, some'): (1, 1, 1.00, 1.00),
     ('mode', 'clear'): (191, 191, 54.00, 54.00),
     ('mode', 'clear, few'): (9, 9, 8.00, 8.00),
     ('mode', 'mostly'): (5, 5, 5.00, 5.00),
     ('mode', 'no data changes'): (31, 31, 7.00, 7.00),
     ('mode', 'split'): (6, 6, 6.00, 6.00),
     ('mosi', 'two, alike'): (16, 8, 11.00, 7.38),
-    ('mosi', 'two, clear'): (10, 8, 9.00, 7.00),
+    ('mosi', 'two, both repeat'): (4, 3, 4.00, 3.00),
+    ('mosi', 'two, clear'): (1, 1, 1.00, 1.00),
     ('mosi', 'two, lag'): (1, 1, 1.00, 1.00),
     ('mosi', 'two, lag, words agree'): (14, 14, 13.00, 13.00),
     ('mosi', 'two, lag, words disagree'): (3, 3, 3.00, 3.00),
-    ('mosi', 'two, some'): (3, 2, 3.00, 2.00),
+    ('mosi', 'two, length'): (7, 7, 6.00, 6.00),
+    ('mosi', 'two, some'): (1, 1, 1.00, 1.00),
     ('one line is miso', 'one, after the edge'): (72, 50, 49.00, 36.50),
     ('one line is miso', 'one, between edges'): (36, 16, 25.00, 9.00),
     ('one line is miso', 'one, few changes'): (86, 36, 18.00, 10.88),
@@ -54,7 +58,7 @@ MEASURED: dict[tuple[str, str], tuple[int, int, float, float]] = {
 UNSEEN: dict[tuple[str, str], tuple[int, int, float, float]] = {
     ('bus', 'unseen'): (21, 11, 20.00, 11.00),
     ('cs', 'unseen'): (5, 5, 5.00, 5.00),
-    ('data', 'unseen'): (2, 2, 2.00, 2.00),
+    ('data', 'unseen'): (6, 6, 6.00, 6.00),
 }
 
 # setting group: (a, b) of the Beta prior of its bases' shares right (the beta-binomial
@@ -62,7 +66,7 @@ UNSEEN: dict[tuple[str, str], tuple[int, int, float, float]] = {
 PRIOR: dict[str, tuple[float, float]] = {
     'bus': (0.2512, 0.1),
     'cs': (10.0, 0.1),
-    'data': (10.0, 1.2589),
+    'data': (10.0, 0.1),
     'mode': (10.0, 0.1),
     'one line is miso': (1.0, 0.7079),
 }

@@ -1,5 +1,6 @@
-"""Which data line is MOSI and which MISO: names first; the wires alone give only weak
-evidence (a peripheral's output repeats its first word and is released after CS)."""
+"""Which data line is MOSI and which MISO: names first; the wires alone give weaker evidence
+(a peripheral's output lags the clock's edge; the controller's first byte tells each transfer's
+length; a peripheral's first word repeats and its output is released after CS)."""
 
 from __future__ import annotations
 
@@ -41,17 +42,37 @@ def assign_data(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Sourc
         # one line switches in the very sample of the clock's edges, the other lags them: the
         # controller launches MOSI with SCLK; a peripheral's output follows after its delay
         (late, s_late), (early, s_early) = sorted(((data[0], la[0]), (data[1], lb[0])), key=lambda x: x[1])
-        words = "" if margin < 0.05 else (", words agree" if late == miso else ", words disagree")
+        words = "" if margin < WORD_MARGIN else (", words agree" if late == miso else ", words disagree")
         mosi, miso = early, late
         basis = "two, lag" + words
         note = (f"{early} switches with SCLK's edges ({s_early:.0%} of its changes in the edge's very sample), "
                 f"{late} lags them ({1 - s_late:.0%} a sample or more after), as a peripheral's output does")
         conf = 0.75
-    elif margin < 0.05:
+    elif (fit := _length_fits(ev, data, out, bus)) is not None:
+        # the transfer's length follows one line's first byte: the controller's command, which
+        # decides how many bytes the transfer has; the peripheral shifts its first byte out before it
+        # has seen the command, so its first byte cannot tell how long the transfer will be
+        (mosi, f_cmd), (miso, f_other) = fit
+        conf, basis = 0.75, "two, length"
+        note = (f"{mosi}'s first byte tells how long each transfer is ({f_cmd:.0%} of the windows have the length "
+                f"the other windows with that first byte have; {f_other:.0%} for {miso}'s): a controller's command, "
+                "which the peripheral cannot know while it shifts out its own first byte")
+    elif margin < WORD_MARGIN:
         # no evidence either way: channel order (MOSI is listed before MISO on most wirings)
         mosi, miso = sorted((mosi, miso), key=ev.names.index)
         conf, note, basis = 0.5, "the lines behave alike (a loopback?): MOSI taken as the first in channel order", \
             "two, alike"
+    elif _repeat_share(ev, mosi, out, bus, min(out.wordsize, 32)) >= POLLING and \
+            _released(ev, miso, bus) < RELEASED:
+        # the premise of the evidence fails: the controller does not vary its commands (the first
+        # word of the line taken as MOSI repeats in half of the windows or more: it polls a register,
+        # as the PixArt HERO's host and the ADXL345 axis capture do), so which first word repeats
+        # more follows the data read (a status bit, a motion flag), not who drives the line: no
+        # evidence, the convention of two lines alike (a line released after CS still counts)
+        mosi, miso = sorted((mosi, miso), key=ev.names.index)
+        conf, basis = 0.5, "two, both repeat"
+        note = ("the first words of both lines mostly repeat (a controller polling one command: which repeats "
+                "more then follows the data read, not who drives the line): MOSI taken as the first in channel order")
     else:
         conf = min(0.85, 0.5 + margin / 2)
         note = (f"weak evidence: {miso}'s first words repeat more or it is released after CS, as a "
@@ -65,6 +86,10 @@ def assign_data(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Sourc
 WITH_EDGE = 0.9       # share of a line's changes in the very sample of a clock edge: launched with it
 LAG_MARGIN = 0.05     # two lines: the later one lags in this much more of its changes
 MID_PHASE = 0.25      # median delay after the edge, in half periods: set between edges (bit-banged)
+WORD_MARGIN = 0.05    # two lines: one line's share (of windows) above the other's by this much tells them apart
+POLLING = 0.5         # the line taken as MOSI repeats its first word in half of the windows or more: polling
+RELEASED = 0.5        # share of CS deasserts a line changes right after: released by the peripheral
+MIN_WINDOWS = 8       # windows a length fit needs (fewer say nothing of how first bytes and lengths go together)
 
 
 def launch(ev: Evidence, line: str, clk: str) -> tuple[float, float] | None:
@@ -91,7 +116,7 @@ def line_basis(ev: Evidence, line: str, bus: Bus, out: SpiConfig) -> tuple[str, 
             f"{line} changes too rarely to follow the clock's edges (weak evidence: it changes while the "
             "transfer runs)")
     rel = _released(ev, line, bus)
-    if rel >= 0.5:
+    if rel >= RELEASED:
         return "one, released", (f"one data line; it changes right after CS deasserts ({rel:.0%} of them), as a "
                                  "peripheral releasing its output does")
     lag = launch(ev, line, bus.clk)
@@ -169,10 +194,18 @@ def _peripheral_score(ev: Evidence, line: str, out: SpiConfig, bus: Bus, bits: i
 def first_words(ev: Evidence, line: str, out: SpiConfig, bus: Bus, bits: int = 8) -> np.ndarray:
     """The first ``bits`` bits of ``line`` in each CS window (each burst without CS),
     read at the sampling edges of the inferred mode, MSB first."""
+    return _first_and_length(ev, line, out, bus, bits)[0]
+
+
+def _first_and_length(ev: Evidence, line: str, out: SpiConfig, bus: Bus,
+                      bits: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """(the first ``bits`` bits of ``line``, the window's length in bits) of each CS window (each
+    burst without CS) holding at least ``bits`` sampling edges, read at the sampling edges of the
+    inferred mode, MSB first."""
     clk = bus.clk
     ci = ev.changes[clk]
     if len(ci) < bits:
-        return np.empty(0, np.int64)
+        return np.empty(0, np.int64), np.empty(0, np.int64)
     leading = ev.level[clk][ci] != out.cpol
     sampling = ci[leading] if out.cpha == 0 else ci[~leading]
     st = ev.t[sampling]
@@ -182,9 +215,47 @@ def first_words(ev: Evidence, line: str, out: SpiConfig, bus: Bus, bits: int = 8
     else:
         starts, ends = bursts(ev, clk)
     first = np.searchsorted(st, starts, side="right")
+    length = np.searchsorted(st, ends, side="right") - first
     ok = first + bits <= len(st)
     if windowed:            # inside its CS window (bursts: from the burst's start on)
         ok &= st[np.minimum(first + bits - 1, len(st) - 1)] < ends
     idx = first[ok][:, None] + np.arange(bits)[None, :]
     vals = ev.level[line][sampling[idx]].astype(np.int64)
-    return (vals << np.arange(bits - 1, -1, -1)[None, :]).sum(axis=1)
+    return (vals << np.arange(bits - 1, -1, -1)[None, :]).sum(axis=1), length[ok]
+
+
+def _length_fit(words: np.ndarray, length: np.ndarray) -> float:
+    """Share of the windows whose length is the one the *other* windows with the same first word
+    have most often (a first word no other window has: the length the other windows have most
+    often; a tie: half a hit). A controller's command fixes the transfer's length (a register
+    read of one byte, a burst of six, a flash command and its address); a first word that says
+    nothing about it predicts the most common length, no better. Leaving each window out keeps a
+    first word seen once (a counter, a sample) from predicting its own length."""
+    rows = np.arange(len(words))
+    _, w = np.unique(words, return_inverse=True)
+    _, ln = np.unique(length, return_inverse=True)
+    joint = np.zeros((int(w.max()) + 1, int(ln.max()) + 1), np.int64)
+    np.add.at(joint, (w, ln), 1)
+    others = joint[w]                                     # per window: the lengths of its first word's windows
+    others[rows, ln] -= 1                                 # ... but itself
+    alone = others.sum(axis=1) == 0
+    others[alone] = joint.sum(axis=0)[None, :] - np.eye(joint.shape[1], dtype=np.int64)[ln[alone]]
+    best = others.max(axis=1)
+    ties = (others == best[:, None]).sum(axis=1)
+    hit = np.where(others[rows, ln] == best, 1.0 / ties, 0.0)
+    return float(hit.mean())
+
+
+def _length_fits(ev: Evidence, data: list[str], out: SpiConfig,
+                 bus: Bus) -> tuple[tuple[str, float], tuple[str, float]] | None:
+    """((the line whose first byte fixes the windows' lengths, its fit), (the other, its fit)) of
+    two data lines (``_length_fit``), or None where it does not tell them apart: fewer than
+    MIN_WINDOWS windows, every window of one length, or fits within WORD_MARGIN of each other."""
+    fits = []
+    for d in data:
+        words, length = _first_and_length(ev, d, out, bus, 8)
+        if len(words) < MIN_WINDOWS or len(np.unique(length)) < 2:
+            return None
+        fits.append((d, _length_fit(words, length)))
+    hi, lo = sorted(fits, key=lambda x: -x[1])
+    return (hi, lo) if hi[1] - lo[1] >= WORD_MARGIN else None
