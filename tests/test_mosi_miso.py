@@ -125,3 +125,65 @@ def test_real_captures_renamed_are_told_apart_by_the_command_byte(name):
     assert (settled.cfg.mosi, settled.cfg.miso) == (pos[roles["mosi"]], pos[roles["miso"]])
     assert settled.sources["mosi"].basis == "two, length"
     assert settled.sources["mosi"].confidence == calibration.stated("mosi", "two, length")
+
+
+def _bit_banged_capture(path, samplerate: float, seed: int = 7) -> None:
+    """A bit-banged controller (an MCU toggling GPIOs, as the CYRF6936 capture of the third corpus
+    shows) at 250 kS/s: SCLK 50 kHz (high 2 samples, low 3), mode 0, channels numbered 0 SCLK, 1 CS,
+    2 MOSI, 3 MISO. The software sets MOSI one or two samples (4-8 µs) after SCLK falls; the
+    peripheral's hardware shifts MISO out on that falling edge, in its very sample. Commands vary
+    (a register address, then data) and the peripheral answers with its status then the values."""
+    rng = np.random.default_rng(seed)
+    ch: dict[str, tuple[list[int], list[int]]] = {k: ([], []) for k in ("clk", "cs", "mosi", "miso")}
+    level = {"mosi": 0, "miso": 0}
+
+    def put(name: str, t: int, v: int) -> None:
+        ch[name][0].append(t)
+        ch[name][1].append(v)
+
+    t = 20
+    for _ in range(60):
+        n = int(rng.integers(2, 6))
+        mosi = [int(rng.integers(0, 64))] + [int(x) for x in rng.integers(0, 256, n - 1)]
+        miso = [0x0F] + [int(x) for x in rng.integers(0, 256, n - 1)]
+        put("cs", t, 0)
+        f = t + 8
+        bits = {name: [(b >> (7 - i)) & 1 for b in data for i in range(8)]
+                for name, data in (("mosi", mosi), ("miso", miso))}
+        for i in range(8 * n):
+            # before the bit's rising edge: MISO on the falling edge's sample, MOSI 1-2 samples later
+            if bits["miso"][i] != level["miso"]:
+                level["miso"] = bits["miso"][i]
+                put("miso", f - 3, level["miso"])
+            if bits["mosi"][i] != level["mosi"]:
+                level["mosi"] = bits["mosi"][i]
+                put("mosi", f - 3 + int(rng.integers(1, 3)), level["mosi"])
+            put("clk", f, 1)                      # the rising edge samples
+            put("clk", f + 2, 0)                  # the falling edge: the next bit
+            f += 5
+        put("cs", f + 4, 1)
+        t = f + 40
+    initial = {"clk": 0, "cs": 1, "mosi": 0, "miso": 0}
+    tracks = [Track(str(i), np.array(ch[name][0], np.int64), np.array(ch[name][1], np.uint8), initial[name])
+              for i, name in enumerate(("clk", "cs", "mosi", "miso"))]
+    write_sr(path, tracks, samplerate, t + 10)
+
+
+def test_a_bit_banged_controllers_mosi_lags_by_microseconds(tmp_path):
+    """The line set microseconds after SCLK's edges is a controller's software, not a peripheral's
+    output delay (10-200 ns): MOSI, with the line that switches in the edges' sample as MISO. The
+    old rule read the later line as the peripheral's output, swapped at 0.90."""
+    _bit_banged_capture(tmp_path / "b.sr", 250e3)
+    settled, _, _ = detect_file(tmp_path / "b.sr")
+    cfg, src = settled.cfg, settled.sources
+    assert (cfg.clk, cfg.mosi, cfg.miso) == ("0", "2", "3")
+    assert src["mosi"].basis == "two, lag, bit-banged"
+    assert "µs after SCLK's edges" in src["mosi"].note
+
+
+def test_a_lag_on_an_implausible_time_base_is_no_software_lag(tmp_path):
+    """The same samples with a stated rate of 5 Hz (sigrok-dumps' AD7920 states 5 Hz for 5 MHz):
+    SCLK would run at 1 Hz, no time base for microseconds; the lag is no evidence of software."""
+    _bit_banged_capture(tmp_path / "b.sr", 5.0)
+    settled, _, _ = detect_file(tmp_path / "b.sr")
+    assert settled.sources["mosi"].basis != "two, lag, bit-banged"

@@ -30,6 +30,7 @@ class Evidence:
         # clock without a CS -> (line, level): asserted once around some of its bursts, the clock
         # running at its other level too (buses._partial: the other reading)
         self.cs_partial: dict[str, tuple[str, int]] = {}
+        self.tick_s: float | None = None     # seconds per tick, as the capture states it (settle sets it)
         for j, name in enumerate(names):
             lv = ((s >> np.uint32(j)) & 1).astype(np.int8)
             self.level[name] = lv

@@ -48,6 +48,15 @@ def assign_data(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Sourc
         note = (f"{early} switches with SCLK's edges ({s_early:.0%} of its changes in the edge's very sample), "
                 f"{late} lags them ({1 - s_late:.0%} a sample or more after), as a peripheral's output does")
         conf = 0.75
+        if s_early >= WITH_EDGE and (lag_s := software_lag(ev, late, bus.clk)) is not None:
+            # ... unless the lag is microseconds, set between the edges: no peripheral's output is
+            # that slow; a controller setting MOSI in software is (a bit-banged host), and the
+            # peripheral's hardware answers with the edge
+            mosi, miso = late, early
+            basis = "two, lag, bit-banged"
+            note = (f"{late} changes {lag_s * 1e6:.1f} µs after SCLK's edges (between them), far longer than a "
+                    f"peripheral's output delay: a controller setting its data in software (bit-banged); {early} "
+                    f"switches with the edges ({s_early:.0%} in their very sample), as the peripheral's hardware does")
     elif (fit := _length_fits(ev, data, out, bus)) is not None:
         # the transfer's length follows one line's first byte: the controller's command, which
         # decides how many bytes the transfer has; the peripheral shifts its first byte out before it
@@ -90,6 +99,25 @@ WORD_MARGIN = 0.05    # two lines: one line's share (of windows) above the other
 POLLING = 0.5         # the line taken as MOSI repeats its first word in half of the windows or more: polling
 RELEASED = 0.5        # share of CS deasserts a line changes right after: released by the peripheral
 MIN_WINDOWS = 8       # windows a length fit needs (fewer say nothing of how first bytes and lengths go together)
+
+
+BIT_BANG_S = 2e-6     # a lag no peripheral's clock-to-output delay reaches (data sheets: 10-200 ns; slow
+#                       serial EEPROMs at low supply up to about 1 µs), a software loop's does (microseconds)
+SPI_CLOCK_HZ = (1e3, 1e9)   # a stated sample rate that makes SCLK slower or faster is no time base to trust
+
+
+def software_lag(ev: Evidence, line: str, clk: str) -> float | None:
+    """Seconds ``line`` changes after SCLK's edges when that lag is a controller's software: set
+    between the edges (MID_PHASE of a half period or more, median) and BIT_BANG_S or longer, on a
+    time base that makes SCLK an SPI clock; None otherwise (or without a stated time base)."""
+    lag = launch(ev, line, clk)
+    if lag is None or ev.tick_s is None or lag[1] < MID_PHASE:
+        return None
+    half_s = max(1.0, half_of(ev, clk)) * ev.tick_s
+    if not SPI_CLOCK_HZ[0] <= 1 / (2 * half_s) <= SPI_CLOCK_HZ[1]:
+        return None
+    lag_s = lag[1] * half_s
+    return lag_s if lag_s >= BIT_BANG_S else None
 
 
 def launch(ev: Evidence, line: str, clk: str) -> tuple[float, float] | None:

@@ -135,6 +135,7 @@ def settle(reader, cfg: SpiConfig, *, tap=None, survey: bool = False) -> Settled
     prefix, pending, views = read_prefix(it, stream, live=info.path == STDIN_PATH,
                                          views=[request] + ([_surveyed(channels)] if survey else []))
     ev = views[0]
+    ev.tick_s = info.tick_s
     try:
         out, buses, devices = _infer(named, cfg, sources, ev, need_roles, warnings, info, extra)
     except NoSpiBus as e:
