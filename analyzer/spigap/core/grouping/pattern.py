@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from statistics import NormalDist
 
 import numpy as np
-from scipy import stats as sps
 
 from spigap.core.gaprules import defs
 from spigap.core.quantile import ROBUST_SIGMA_PER_MAD, median
@@ -288,8 +288,8 @@ def shift_test(g: np.ndarray) -> tuple[int, int, float] | None:
     if top < 2:
         return None
     tests = top * (top + 1) // 2 - 1
-    zmin = float(sps.norm.isf(SHIFT_ALPHA / (2 * tests)))
-    ranks = sps.rankdata(w)
+    zmin = -NormalDist().inv_cdf(SHIFT_ALPHA / (2 * tests))
+    ranks = _ranks(w)
     ties = _tie_term(w)
     idx = np.arange(n)
     best = None
@@ -307,16 +307,30 @@ def shift_test(g: np.ndarray) -> tuple[int, int, float] | None:
     if per > 2:
         keep = (idx - ph) % per != 0
         rest = w[keep]
-        zo = _phase_z(sps.rankdata(rest), idx[keep] % per, per, _tie_term(rest))
+        zo = _phase_z(_ranks(rest), idx[keep] % per, per, _tie_term(rest))
         zo[ph] = 0.0
         if float(np.max(np.abs(zo))) >= zmin:
             return None
     for half in (slice(0, n // 2), slice(n // 2, n)):
         wh = w[half]
-        zh = _phase_z(sps.rankdata(wh), idx[half] % per, per, _tie_term(wh))
+        zh = _phase_z(_ranks(wh), idx[half] % per, per, _tie_term(wh))
         if sign * zh[ph] < SHIFT_HALF_Z:
             return None
     return per, ph, zb
+
+
+def _ranks(w: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``w``, ties given their average rank (as scipy.stats.rankdata's default:
+    written out because importing scipy.stats costs about a second of every command that groups
+    gaps; tests/test_grouping_behaviour.py compares the two)."""
+    order = np.argsort(w, kind="mergesort")
+    sw = w[order]
+    new = np.concatenate([[True], sw[1:] != sw[:-1]])
+    starts = np.flatnonzero(new)
+    counts = np.diff(np.concatenate([starts, [len(w)]]))
+    out = np.empty(len(w))
+    out[order] = (starts + (counts + 1) / 2.0)[np.cumsum(new) - 1]
+    return out
 
 
 def _tie_term(w: np.ndarray) -> float:
@@ -347,7 +361,7 @@ def _siblings_shifted(w: np.ndarray, per: int, ph: int, m: int, sign: float, zmi
     outside = (idx - ph) % m != 0
     sib = ~outside & ((idx - ph) % per != 0)
     sel = outside | sib
-    z = _phase_z(sps.rankdata(w[sel]), sib[sel].astype(np.int64), 2, _tie_term(w[sel]))
+    z = _phase_z(_ranks(w[sel]), sib[sel].astype(np.int64), 2, _tie_term(w[sel]))
     return bool(sign * z[1] >= zmin)
 
 
