@@ -20,6 +20,22 @@ POLL = [0x80, 0x85, 0x86, 0x87, 0x88, 0x96, 0x80]   # read status, the deltas, a
 WRITE = [0x0B, 0x70]                                 # a register write now and then
 
 
+class _Lines:
+    """Changes of a few logic lines, put in any order, written as a .sr (its tracks sort them)."""
+
+    def __init__(self, order: tuple[str, ...], initial: dict[str, int]):
+        self.order, self.initial = order, initial
+        self.ch: dict[str, tuple[list[int], list[int]]] = {k: ([], []) for k in order}
+
+    def put(self, name: str, t: int, v: int) -> None:
+        self.ch[name][0].append(t)
+        self.ch[name][1].append(v)
+
+    def write(self, path, samplerate: float, n_samples: int) -> None:
+        write_sr(path, [Track(str(i), np.array(self.ch[k][0], np.int64), np.array(self.ch[k][1], np.uint8),
+                              self.initial[k]) for i, k in enumerate(self.order)], samplerate, n_samples)
+
+
 def _polling_capture(path, windows: int, write_every: int | None, seed: int = 5) -> None:
     """A mode-3 bus at 3 samples per clock period (12 MS/s, 4 MHz), channels renamed to numbers in
     the HERO captures' order (0 MOSI, 1 CS, 2 SCLK, 3 MISO). The host polls the motion registers
@@ -28,13 +44,9 @@ def _polling_capture(path, windows: int, write_every: int | None, seed: int = 5)
     the registers' values. Each line changes in the falling edge's sample or the next one at random
     (MOSI 40 % in the edge's sample, MISO 63 %, as measured on the HERO captures)."""
     rng = np.random.default_rng(seed)
-    ch: dict[str, tuple[list[int], list[int]]] = {k: ([], []) for k in ("mosi", "cs", "clk", "miso")}
+    lines = _Lines(("mosi", "cs", "clk", "miso"), {"mosi": 0, "cs": 1, "clk": 1, "miso": 0})
+    put = lines.put
     level = {"mosi": 0, "miso": 0}
-
-    def put(name: str, t: int, v: int) -> None:
-        ch[name][0].append(t)
-        ch[name][1].append(v)
-
     t = 50
     for k in range(windows):
         status = 0x83 if rng.random() < 0.4 else 0x03
@@ -57,10 +69,7 @@ def _polling_capture(path, windows: int, write_every: int | None, seed: int = 5)
             f += 3
         put("cs", f + 2, 1)
         t = f + 60
-    initial = {"mosi": 0, "cs": 1, "clk": 1, "miso": 0}
-    tracks = [Track(str(i), np.array(ch[name][0], np.int64), np.array(ch[name][1], np.uint8), initial[name])
-              for i, name in enumerate(("mosi", "cs", "clk", "miso"))]
-    write_sr(path, tracks, 12e6, t + 10)
+    lines.write(path, 12e6, t + 10)
 
 
 def test_the_first_byte_that_fixes_each_transfers_length_is_the_controllers(tmp_path):
@@ -134,13 +143,9 @@ def _bit_banged_capture(path, samplerate: float, seed: int = 7) -> None:
     peripheral's hardware shifts MISO out on that falling edge, in its very sample. Commands vary
     (a register address, then data) and the peripheral answers with its status then the values."""
     rng = np.random.default_rng(seed)
-    ch: dict[str, tuple[list[int], list[int]]] = {k: ([], []) for k in ("clk", "cs", "mosi", "miso")}
+    lines = _Lines(("clk", "cs", "mosi", "miso"), {"clk": 0, "cs": 1, "mosi": 0, "miso": 0})
+    put = lines.put
     level = {"mosi": 0, "miso": 0}
-
-    def put(name: str, t: int, v: int) -> None:
-        ch[name][0].append(t)
-        ch[name][1].append(v)
-
     t = 20
     for _ in range(60):
         n = int(rng.integers(2, 6))
@@ -163,10 +168,7 @@ def _bit_banged_capture(path, samplerate: float, seed: int = 7) -> None:
             f += 5
         put("cs", f + 4, 1)
         t = f + 40
-    initial = {"clk": 0, "cs": 1, "mosi": 0, "miso": 0}
-    tracks = [Track(str(i), np.array(ch[name][0], np.int64), np.array(ch[name][1], np.uint8), initial[name])
-              for i, name in enumerate(("clk", "cs", "mosi", "miso"))]
-    write_sr(path, tracks, samplerate, t + 10)
+    lines.write(path, samplerate, t + 10)
 
 
 def test_a_bit_banged_controllers_mosi_lags_by_microseconds(tmp_path):
