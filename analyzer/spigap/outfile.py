@@ -13,7 +13,10 @@ What a target gets (docs/cli.md, "What spigap writes"):
 * a FIFO or a character device (``/dev/stdout``, a terminal, ``/dev/null``): written
   in place as a stream, never replaced; a FIFO nobody reads yet is waited for, and
   spigap says so;
-* a block device, a socket or a directory: refused in one line before any work;
+* a block device, a socket or a directory: refused in one line before any work; so is a
+  regular file or a new name on a kernel file system (/proc, /sys, ...: the kernel's
+  settings and reports), on a read-only file system, or in a folder the user may not
+  write to (``filesystem_of`` reads the mount table);
 * one of the command's inputs (the same device and inode, links followed: the path
   itself, a symbolic or hard link to it, another spelling of it): refused in one
   line. Every input is noted as it is opened (spigap.infile.note_input); the CLI
