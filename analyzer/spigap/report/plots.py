@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from spigap.core.analysis import start_rate_hz
 from spigap.units import display_unit
 
 BEFORE, AFTER = "#1f77b4", "#d62728"
@@ -496,8 +497,9 @@ def rate(series: list[tuple], span_s: float, title: str, *, window_s: float | No
 
     ``series``: (label, event times in s, own span in s or None, the rate over the capture or
     None), the span when the series come from captures of different lengths (None: ``span_s``,
-    the x range); the rate drawn as the dashed line and named in the legend (None: events over
-    the span; transfers give theirs, ``DeviceFigures.transfer_rate_hz``, the one definition)."""
+    the x range); the rate drawn as the dashed line and named in the legend (None: the one
+    definition, analysis.start_rate_hz, over the times; transfers give theirs,
+    ``DeviceFigures.transfer_rate_hz``, the same of a sampled capture's whole)."""
     fig = figure(10, 3.4, layout=None)
     ax = fig.subplots()
     t_unit, t_sc = time_unit(span_s)
@@ -509,10 +511,11 @@ def rate(series: list[tuple], span_s: float, title: str, *, window_s: float | No
         own = span_s if own is None else own
         edges, r = rate_bins(t, own, window_s)
         color = (BEFORE, AFTER, "#2ca02c", "#9467bd")[i % 4]
-        if mean is None:
-            mean = len(t) / own if own > 0 else 0.0
+        if mean is None and len(t):
+            mean = start_rate_hz(len(t), float(t[0]), float(t[-1]))
         ax.stairs(r, edges / t_sc, baseline=None, color=color, lw=1.2, label=f"{label}: {_rate(mean)} over the capture")
-        ax.axhline(mean, color=color, lw=0.8, ls="--")
+        if mean is not None:
+            ax.axhline(mean, color=color, lw=0.8, ls="--")
         top = max(top, float(r.max()) if len(r) else 0.0)
     return _rate_axes(fig, ax, top, span_s, f"capture time ({t_unit}); window {_fmt(window_s)}", ylabel, title)
 
