@@ -106,6 +106,10 @@ def test_toggle_pin_cycle(tmp_path):
     d = rep.to_dict()["channels"][0]
     assert d["events"] == len(q)
     assert d["frequency_hz"] == pytest.approx(1 / (np.mean(np.diff(q[0::2])) / SR))
+    # events per second as transfers per second (analysis.start_rate_hz): one toggle per
+    # transfer, so the transfer rate; not the events over the capture's length (its lead-in)
+    assert d["events_per_s"] == pytest.approx((len(q) - 1) / ((q[-1] - q[0]) / SR), rel=1e-12)
+    assert d["events_per_s"] == pytest.approx(a.transfer_rate_hz(), rel=2e-3)
     # chain: toggle -> next transfer start
     (stage,) = rep.stages
     assert stage.dst == "CS:assert"

@@ -192,6 +192,47 @@ def test_output_to_a_socket_is_refused_before_the_work(tmp_path, cap):
         s.close()
 
 
+def test_output_into_kernel_file_systems_is_one_line_before_the_work(tmp_path, cap):
+    """/proc and /sys hold the kernel's settings and reports: an output there (a file that
+    exists, a new name, a link to one) is refused in one line that says so and what to do,
+    before the capture is read (an empty capture's own error would come first otherwise).
+    Before, ``-o /proc/version`` said "No such file or directory" after the analysis."""
+    empty = tmp_path / "empty.sr"
+    empty.touch()
+    link = tmp_path / "out.json"
+    link.symlink_to("/proc/version")
+    cases = [("/proc/version", "/proc", "proc"), (str(tmp_path / "out.json"), "/proc", "proc"),
+             ("/proc/spigap-out.json", "/proc", "proc")]
+    if os.path.isdir("/sys/kernel"):
+        cases.append(("/sys/kernel/spigap-out.json", "/sys", "sysfs"))
+    for target, mnt, fs in cases:
+        for capture in (cap, empty):
+            line = one_error_line(run(["analyze", capture, "-o", target]),
+                                  f"{target}: is on {mnt}, the kernel's {fs} file system", "(give an output name")
+            assert "empty" not in line and "No such file" not in line
+    assert not os.path.exists("/proc/spigap-out.json") and os.path.islink(link)
+
+
+def test_filesystem_of_reads_the_mount_table():
+    from spigap import outfile
+
+    assert outfile.filesystem_of("/proc/version") == ("/proc", "proc")
+    assert outfile.filesystem_of("/proc") == ("/proc", "proc")
+    assert outfile._unescape_mount(r"/mnt/my\040disk\134x") == "/mnt/my disk\\x"
+
+
+def test_output_on_a_read_only_file_system_is_one_line(tmp_path, cap):
+    with small_tmpfs(tmp_path / "disk") as disk:
+        (disk / "old.json").write_text("old\n")
+        r = subprocess.run(["mount", "-o", "remount,ro", str(disk)], capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            pytest.skip(f"cannot remount the tmpfs read-only ({r.stderr.strip() or r.returncode})")
+        for name in ("old.json", "new.json"):
+            one_error_line(run(["analyze", cap, "-o", disk / name]), f"{name}: is on a read-only file system",
+                           "(give an output name on a writable disk)")
+        assert (disk / "old.json").read_text() == "old\n" and not (disk / "new.json").exists()
+
+
 # ------------------------------------------------------------- 2: a full disk
 def test_full_disk_keeps_the_old_outputs(tmp_path, cap):
     with small_tmpfs(tmp_path / "disk") as disk:

@@ -18,6 +18,7 @@ from spigap.core.quantile import percentiles
 from spigap.errors import UsageError
 from spigap.io import open_capture
 from spigap.synth import Scenario, build, write
+from spigap.units import parse_time
 
 # seed 004 (dimtass, nanopi neo, SMP kernel, 1 MHz SPI, no load): read/write cycles in
 # each of 20 one-second iterations of `linux-app -m 1 -r 20 -p 0`
@@ -87,10 +88,41 @@ def test_text_lines_when_not_a_terminal(soak):
     proc = subprocess.run([*SPIGAP, "monitor", str(soak), "--interval", "2s"], capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
     lines = proc.stdout.decode().splitlines()
-    rows = [ln for ln in lines if ln[:10].strip().replace(".", "").isdigit()]
-    assert [int(r.split()[1]) for r in rows] == [a + b for a, b in zip(SEED_004[::2], SEED_004[1::2])]
-    assert sum(1 for ln in lines if ln.lstrip().startswith("t_s")) == 1      # one header: not a terminal
-    assert any(ln.startswith("summary: 10 interval(s)") for ln in lines)
+    head = [k for k, ln in enumerate(lines) if ln.split()[:2] == ["t", "transfers"]]
+    assert len(head) == 1                                                    # one header: not a terminal
+    rows = lines[head[0] + 1:lines.index("")]
+    # each interval's start a time with its unit (units.fmt_time), every 2 s
+    assert [parse_time(r[:10].strip()) for r in rows] == pytest.approx([2.0 * k for k in range(10)])
+    assert [r[:10].strip() for r in rows[:2]] == ["0", "2 s"]
+    assert [int(r[10:].split()[0]) for r in rows] == [a + b for a, b in zip(SEED_004[::2], SEED_004[1::2])]
+    assert any(ln.startswith("summary: 10 interval(s), 20 s of capture, ") for ln in lines)
+
+
+def test_summary_rate_and_times_equal_analyze_to_the_printed_digit():
+    """Seed 000's capture of 10 reads per ioctl through both commands, each a real process:
+    the same transfer rate (analysis.start_rate_hz: (transfers - 1) / first to last start),
+    printed and in JSON; every time with its unit. Before, the monitor divided by the
+    capture's length: 53.54k/s against analyze's 53.62k/s, and printed "0.0186789 s"."""
+    text = subprocess.run([*SPIGAP, "analyze", str(SHOP)], capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0, text.stderr
+    rate = next(ln.split()[1] for ln in text.stdout.splitlines() if ln.startswith("rate "))
+    assert rate == "53.62k/s"
+    a = analyze_device(SHOP, SpiConfig())
+    mon = subprocess.run([*SPIGAP, "monitor", str(SHOP), "--interval", "2ms"], capture_output=True, text=True,
+                         timeout=120)
+    assert mon.returncode == 0, mon.stderr
+    summary = next(ln for ln in mon.stdout.splitlines() if ln.startswith("summary"))
+    assert f" of capture, 1000 transfers ({rate}), " in summary, summary
+    assert ", 18.68 ms of capture, " in summary, summary              # not "0.0186789 s"
+    proc, ivs, s = monitor(SHOP, "--interval", "2ms")
+    assert s["rate_hz"] == a.transfer_rate_hz() and s["transfers"] == a.n
+    # the alert's interval, in times with units
+    proc, ivs, s = monitor(SHOP, "--interval", "2ms", "--alert", "rate_hz<53000")
+    assert proc.returncode == 1 and "in the interval at t = 2 ms (2 ms .. 4 ms of the capture)" in proc.stderr.decode()
+    # the summary covers the intervals up to the alert: their transfers, their rate
+    assert s["transfers"] == sum(iv["transfers"] for iv in ivs) < a.n
+    st = a.start[:s["transfers"]]
+    assert s["rate_hz"] == pytest.approx((len(st) - 1) / ((st[-1] - st[0]) * s["resolution_s"]), rel=1e-12)
 
 
 def test_summary_equals_analyze_and_pipe_equals_file(sigrok_cli):
@@ -99,6 +131,7 @@ def test_summary_equals_analyze_and_pipe_equals_file(sigrok_cli):
     assert proc.returncode == 0
     assert sum(iv["transfers"] for iv in ivs) == summary["transfers"] == a.n
     assert summary["transfers_per_message"] == a.grouping.transfers_per_message
+    assert summary["rate_hz"] == a.transfer_rate_hz()
     for kind, g in summary["gaps"].items():
         v = a.gap_values(kind)
         v = v[~np.isnan(v)]

@@ -95,8 +95,8 @@ def test_timeline_and_rate_keep_their_texts_apart(monkeypatch):
     stalls = [Stall("context_switch", int(i), float(t), 0.0123, 0.012, 1e-5, 5e-5, RES)
               for i, t in enumerate(rng.uniform(0, span, 150))]
     _check(plots.timeline(series, stalls, span, "capture.sr: every gap over the capture (stalls ringed)"), monkeypatch)
-    _check(plots.rate([("before (a-very-long-capture-name-k6.6.31.sr)", at),
-                       ("after (another-long-capture-name-k6.12.25.sr)", at[::2], span)], span,
+    _check(plots.rate([("before (a-very-long-capture-name-k6.6.31.sr)", at, None, None),
+                       ("after (another-long-capture-name-k6.12.25.sr)", at[::2], span, 14_999.0)], span,
                       "transfers per second: first before vs first after capture"), monkeypatch)
     _check(plots.block_rate(np.linspace(1, span - 1, 100), rng.normal(123_456, 900, 100), 123_000.0, span,
                             "transfers per second over the capture (sampled blocks)"), monkeypatch)

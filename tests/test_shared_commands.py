@@ -250,6 +250,12 @@ def test_monitor_prints_each_device(pair, capsys):
     for name in ("CE0", "CE1"):
         assert sum(iv["devices"][name]["transfers"] for iv in ivs) == tb["devices"][name]["transfers"]
         assert summary["devices"][name]["transfers"] == tb["devices"][name]["transfers"]
+    # each device's rate is analyze's (analysis.start_rate_hz), not its transfers / the capture
+    from spigap.api import analyze_file
+
+    r = analyze_file(str(b))
+    assert {n: d["rate_hz"] for n, d in summary["devices"].items()} == \
+        {n: a.transfer_rate_hz() for n, a in r.devices.items()}
     assert main(["monitor", str(b), "--interval", "5ms"]) == 0
     out = capsys.readouterr().out
     assert "CE0 n" in out and "CE1 n" in out

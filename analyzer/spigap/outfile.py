@@ -13,7 +13,10 @@ What a target gets (docs/cli.md, "What spigap writes"):
 * a FIFO or a character device (``/dev/stdout``, a terminal, ``/dev/null``): written
   in place as a stream, never replaced; a FIFO nobody reads yet is waited for, and
   spigap says so;
-* a block device, a socket or a directory: refused in one line before any work;
+* a block device, a socket or a directory: refused in one line before any work; so is a
+  regular file or a new name on a kernel file system (/proc, /sys, ...: the kernel's
+  settings and reports), on a read-only file system, or in a folder the user may not
+  write to (``filesystem_of`` reads the mount table);
 * one of the command's inputs (the same device and inode, links followed: the path
   itself, a symbolic or hard link to it, another spelling of it): refused in one
   line. Every input is noted as it is opened (spigap.infile.note_input); the CLI
@@ -124,15 +127,91 @@ def check_target(path: str | None) -> None:
             hint = "give a file name" if stat.S_ISDIR(st.st_mode) else "give a file name, a FIFO or a terminal"
             raise OutputError(why, path=path, hint=hint)
         not_an_input(path)
+        if stat.S_ISREG(st.st_mode):
+            _check_place(real, path)
         return
     d = os.path.dirname(os.path.abspath(real))
     if not os.path.isdir(d):
         raise OutputError("the output directory does not exist", path=path,
                           hint="create it first or give another output name")
+    _check_place(real, path)
+
+
+# What to do about a write that failed, by its errno: the system's words say what is wrong,
+# these what to do (every message is one line: file, what, what to do)
+_FIXES = {
+    errno.ENOSPC: "free some space on that disk, or give an output name on another one",
+    errno.EDQUOT: "free some of your quota, or give an output name on another disk",
+    errno.EFBIG: "give an output name on a file system that takes larger files",
+    errno.EROFS: "the file system is mounted read-only: give an output name on a writable disk",
+    errno.EACCES: "give an output name in a folder you may write to",
+    errno.EPERM: "give an output name in a folder you may write to",
+    errno.EIO: "the disk reported an error (see dmesg): give an output name on another disk",
+}
 
 
 def _error(e: OSError, path: str) -> OutputError:
-    return OutputError(f"cannot write: {e.strerror or e}", path=path)
+    return OutputError(f"cannot write: {e.strerror or e}", path=path,
+                       hint=_FIXES.get(e.errno or 0, "give another output name"))
+
+
+# Kernel file systems: their files are the kernel's settings and reports, not places for
+# data; nothing spigap writes belongs there. procfs refuses a new file with ENOENT ("No such
+# file or directory" about a folder that exists), sysfs with EACCES: named for what they are.
+_KERNEL_FS = frozenset({"proc", "sysfs", "debugfs", "tracefs", "securityfs", "cgroup", "cgroup2", "pstore",
+                        "bpf", "configfs", "efivarfs", "binfmt_misc", "fusectl", "selinuxfs", "devpts",
+                        "mqueue", "nsfs", "rpc_pipefs"})
+# the mount table read to name a target's file system: 1 MiB holds some 8 000 mounts (more
+# than any machine spigap runs on; a longer table is read up to that, the rest not found)
+MOUNT_TABLE_BYTES = 1 << 20
+
+
+def _unescape_mount(field: str) -> str:
+    """A mount point as /proc/self/mountinfo writes it: space, tab, newline and backslash as
+    octal escapes (\\040)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def filesystem_of(path: str) -> tuple[str, str] | None:
+    """(mount point, file system type) of the file system ``path`` is on (the longest mount
+    point above it in /proc/self/mountinfo, the path's links resolved); None where there is
+    no mount table (not Linux)."""
+    real = os.path.realpath(path)
+    try:
+        with open("/proc/self/mountinfo", "rb") as f:
+            table = f.read(MOUNT_TABLE_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+    best: tuple[str, str] | None = None
+    for line in table.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields = left.split()
+        if not sep or len(fields) < 5 or not right.split():
+            continue
+        mnt = _unescape_mount(fields[4])
+        inside = real == mnt or real.startswith(mnt.rstrip("/") + "/")
+        if inside and (best is None or len(mnt) >= len(best[0])):       # later mounts hide earlier ones
+            best = (mnt, right.split()[0])
+    return best
+
+
+def _check_place(real: str, shown: str) -> None:
+    """Refuse, before any work, a regular file or new name spigap cannot create beside: on a
+    kernel file system, a read-only one, or in a folder the user may not write to (the
+    temporary file goes beside the target, docs/cli.md)."""
+    d = os.path.dirname(os.path.abspath(real))
+    fs = filesystem_of(d)
+    if fs is not None and fs[1] in _KERNEL_FS:
+        raise OutputError(f"is on {printable(fs[0])}, the kernel's {fs[1]} file system: its files are the kernel's "
+                          "settings and reports, not outputs", path=shown,
+                          hint="give an output name on a disk, e.g. in the current folder")
+    with contextlib.suppress(OSError):
+        if os.statvfs(d).f_flag & os.ST_RDONLY:
+            raise OutputError(f"is on a read-only file system{f' ({printable(fs[0])})' if fs else ''}",
+                              path=shown, hint="give an output name on a writable disk")
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise OutputError(f"cannot write: permission denied to create files in {printable(d)}", path=shown,
+                          hint=_FIXES[errno.EACCES])
 
 
 # ------------------------------------------------------------ the writers
@@ -166,6 +245,7 @@ def open_output(path: str | None, *, binary: bool = False, escape: bool = True) 
         with _open_stream(path, path, binary, escape) as f:     # the path itself: written in place
             yield f
         return
+    _check_place(real, path)
     with _open_replacing(real, path, st, binary, escape) as f:
         yield f
 

@@ -17,6 +17,9 @@ ORDER = 15
 HEADER_EVERY = 20          # on a terminal the column header comes back every 20 lines
 # one line per interval: at most 10 000 a second of capture; one interval a day at the most
 MIN_INTERVAL_S, MAX_INTERVAL_S = 100e-6, 86400.0
+# an interval's start in the table and the alert: 6 digits tell 100 µs intervals apart up
+# to 10 s, 1 s intervals for 11 days (units.fmt_time's default 4 would merge them)
+T_DIGITS = 6
 
 
 def _interval(text):
@@ -99,8 +102,9 @@ def _monitor(args, cfg, alerts, ending) -> int:
 
         al = m.alert.alert
         shown = fmt_time(m.alert.value) if al.stat in ("p50", "p99", "max") else f"{m.alert.value:g}"
-        print(f"spigap: alert: {al.text}: {shown} in the interval at t = {iv['t_s']:.6g} s "
-              f"({iv['t_s']:.6g} s .. {iv['t_s'] + iv['interval_s']:.6g} s of the capture)", file=sys.stderr)
+        print(f"spigap: alert: {al.text}: {shown} in the interval at t = {fmt_time(iv['t_s'], T_DIGITS)} "
+              f"({fmt_time(iv['t_s'], T_DIGITS)} .. {fmt_time(iv['t_s'] + iv['interval_s'], T_DIGITS)} of the "
+              "capture)", file=sys.stderr)
         return 1
     if m.truncated:
         print(f"spigap: error: {m.truncated}", file=sys.stderr)
@@ -158,9 +162,9 @@ class _Text:
         if self.bus:
             cells = "".join(f" | {cs + ' n':>8s} {'rate':>10s} {self.kinds.get(cs, ['?'])[0][:14] + ' p50/p99':>23s} "
                             f"{'stalls':>6s}" for cs in devices)
-            return f"{'t_s':>10s}{cells}"
+            return f"{'t':>10s}{cells}"
         cells = "".join(f" {k + ' p50/p99':>23s}" for k in next(iter(self.kinds.values()), []))
-        return f"{'t_s':>10s} {'transfers':>9s} {'rate':>10s}{cells} {'stalls':>6s}"
+        return f"{'t':>10s} {'transfers':>9s} {'rate':>10s}{cells} {'stalls':>6s}"
 
     def interval(self, iv: dict) -> None:
         from spigap.units import fmt_rate, fmt_time
@@ -180,7 +184,7 @@ class _Text:
                 cells += f" | {d['transfers']:>8d} {fmt_rate(d['rate_hz']):>10s}{gaps} {d['stalls']:>6d}"
             else:
                 cells += f" {d['transfers']:>9d} {fmt_rate(d['rate_hz']):>10s}{gaps} {d['stalls']:>6d}"
-        self._line(f"{iv['t_s']:>10.6g}{cells}")
+        self._line(f"{fmt_time(iv['t_s'], T_DIGITS):>10s}{cells}")
         self.rows += 1
 
     def summary(self, s: dict) -> None:
@@ -192,7 +196,7 @@ class _Text:
         state += " (stopped by the alert)" if s["alert"] else ""
         self._line("")
         if not self.bus:
-            self._line(f"summary{state}: {s['intervals']} interval(s), {s['duration_s']:.6g} s of capture, "
+            self._line(f"summary{state}: {s['intervals']} interval(s), {fmt_time(s['duration_s'])} of capture, "
                        f"{s['transfers']} transfers ({fmt_rate(s['rate_hz'])}), {s['stalls']} stall(s); "
                        f"resolution {fmt_time(s['resolution_s'])}")
             self._line(f"{'gap':16s} {'n':>9s} {'p50':>10s} {'p99':>10s} {'max':>10s}")
@@ -200,7 +204,7 @@ class _Text:
                 self._line(f"{k:16s} {g['n']:>9d} {fmt_time(g['p50_s']):>10s} {fmt_time(g['p99_s']):>10s} "
                            f"{fmt_time(g['max_s']):>10s}")
             return
-        self._line(f"summary{state}: {s['intervals']} interval(s), {s['duration_s']:.6g} s of capture; "
+        self._line(f"summary{state}: {s['intervals']} interval(s), {fmt_time(s['duration_s'])} of capture; "
                    f"resolution {fmt_time(s['resolution_s'])}")
         for cs, d in s["devices"].items():
             self._line(f"{cs}: {d['transfers']} transfers ({fmt_rate(d['rate_hz'])}), {d['stalls']} stall(s)")

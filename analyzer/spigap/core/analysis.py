@@ -45,6 +45,52 @@ def describe(values: np.ndarray, tick_s: float) -> dict:
             "max_s": float(v.max()) * tick_s, "std_s": float(v.std()) * tick_s}
 
 
+def start_rate_hz(count: int, first: float | None, last: float | None, tick_s: float = 1.0) -> float | None:
+    """THE transfer rate (docs/gaps.md, "Summary figures"): ``count`` starts from ``first``
+    to ``last`` (ticks of ``tick_s``; seconds with the default) -> (count - 1) / (last -
+    first) per second, the mean start-to-start period inverted; None for fewer than two
+    starts or none apart. Only starts that were seen count (a transfer already under way
+    when the capture began has none), and the idle time before the first start and after
+    the last one does not: where the capture was started and stopped is not the bus's
+    throughput (seed 000 counts transfers over seconds of steady running). Every command's
+    rate is this: analyze, monitor's summary, check, compare, report, batch (``StartSpan``)."""
+    if count < 2 or first is None or last is None or last <= first:
+        return None
+    return float((count - 1) / ((last - first) * tick_s))
+
+
+@dataclasses.dataclass
+class StartSpan:
+    """The starts a transfer rate counts, added batch by batch (``add``) or interval by
+    interval (``merge``): how many, the first, the last (ticks, in capture order)."""
+
+    count: int = 0
+    first: int | None = None
+    last: int | None = None
+
+    @classmethod
+    def of(cls, starts: np.ndarray) -> "StartSpan":
+        s = cls()
+        s.add(starts)
+        return s
+
+    def add(self, starts: np.ndarray) -> None:
+        """Starts (ticks, ascending) later than every one added before."""
+        if len(starts):
+            self.merge(StartSpan(int(len(starts)), int(starts[0]), int(starts[-1])))
+
+    def merge(self, other: "StartSpan") -> None:
+        if other.count == 0:
+            return
+        if self.first is None:
+            self.first = other.first
+        self.count += other.count
+        self.last = other.last
+
+    def rate_hz(self, tick_s: float) -> float | None:
+        return start_rate_hz(self.count, self.first, self.last, tick_s)
+
+
 @dataclasses.dataclass(frozen=True)
 class GapSeries:
     """One gap kind in time order: where each gap starts, its length, its transfer (all ticks)."""
@@ -281,10 +327,7 @@ class Analysis(DeviceFigures):
     def transfer_rate_hz(self) -> float | None:
         if self.sample is not None:
             return self.sample["transfer_rate_hz"]
-        s = self.start[~self.partial_start]
-        if len(s) < 2 or s[-1] == s[0]:
-            return None
-        return float((len(s) - 1) / ((s[-1] - s[0]) * self.tick_s))
+        return StartSpan.of(self.start[~self.partial_start]).rate_hz(self.tick_s)
 
     def n_partial(self) -> int:
         return int(np.count_nonzero(self.partial_start | self.partial_end))

@@ -222,7 +222,7 @@ class BoundedAnalysis(analysis.DeviceFigures):
     stores: dict
     counts: WarnCounts
     n_words: int
-    starts: tuple          # (count, first, last) of the starts of transfers with a real start
+    starts: analysis.StartSpan     # the starts of transfers with a real start (the rate)
     last_message: int
     warnings: list = dataclasses.field(default_factory=list)
     setting_warnings: list = dataclasses.field(default_factory=list)
@@ -262,10 +262,7 @@ class BoundedAnalysis(analysis.DeviceFigures):
         return self.last_message + 1
 
     def transfer_rate_hz(self) -> float | None:
-        cnt, first, last = self.starts
-        if cnt < 2 or last == first:
-            return None
-        return float((cnt - 1) / ((last - first) * self.tick_s))
+        return self.starts.rate_hz(self.tick_s)
 
     def describe_kind(self, kind: str) -> dict:
         return self.hists[kind].describe(self.tick_s)
@@ -361,7 +358,7 @@ class Collector:
         self.counts = WarnCounts()
         self.evidence = settings_check.Evidence()
         self.n_words = 0
-        self.starts: list = [0, None, None]
+        self.starts = analysis.StartSpan()
         self.last_message = 0
         # framer batches not grouped for measuring yet: (batch, transfers, rows)
         self.pending: list[tuple[Framed, int, int]] = []
@@ -483,12 +480,7 @@ class Collector:
         self.counts.add(WarnCounts.of(a, skip))
         self.evidence.add(settings_check.Evidence(a, skip))
         self.n_words += int(a.n_words[skip:].sum())
-        st = a.start[skip:][~a.partial_start[skip:]]
-        if len(st):
-            self.starts[0] += len(st)
-            if self.starts[1] is None:
-                self.starts[1] = int(st[0])
-            self.starts[2] = int(st[-1])
+        self.starts.add(a.start[skip:][~a.partial_start[skip:]])
         self.last_message = msg0 + int(a.message[-1])
         if self.measured is not None:
             self.measured(a, skip, g0)
@@ -509,7 +501,7 @@ class Collector:
             grouping=m.noted(m.grouping), period_ticks=f.period_ticks, inter_transfer_threshold=m.thr,
             word_gaps_note=m.wg_note, idle_timeout_ticks=f.idle_timeout, engine=f.engine,
             clk_outside_cs=f.clk_outside_cs, min_high=f.min_high, min_low=f.min_low, hists=self.hists,
-            stores=self.stores, counts=self.counts, n_words=self.n_words, starts=tuple(self.starts),
+            stores=self.stores, counts=self.counts, n_words=self.n_words, starts=dataclasses.replace(self.starts),
             last_message=self.last_message)
         w = list(self.info.warnings)
         if m.wg_warning:

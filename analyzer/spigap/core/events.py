@@ -32,7 +32,7 @@ import re
 
 import numpy as np
 
-from spigap.core.analysis import Analysis, describe
+from spigap.core.analysis import Analysis, describe, start_rate_hz
 from spigap.errors import CaptureTruncated, UsageError
 from spigap.io.base import EdgeBlock
 
@@ -269,14 +269,16 @@ class ChannelStats:
     high: np.ndarray          # high pulse widths
     low: np.ndarray           # low pulse widths
 
-    def to_dict(self, tick_s: float, span_ticks: int) -> dict:
+    def to_dict(self, tick_s: float) -> dict:
         per = describe(self.period, tick_s)
         hi = describe(self.high, tick_s)
         freq = 1.0 / per["mean_s"] if per["mean_s"] else None
         duty = (hi["mean_s"] / per["mean_s"]) if (per["mean_s"] and hi["mean_s"] is not None) else None
         return {
             "channel": self.name, "edge": self.edge, "events": int(len(self.events)),
-            "events_per_s": len(self.events) / (span_ticks * tick_s) if span_ticks > 0 else None,
+            # the rate of transfers' definition (analysis.start_rate_hz): first to last event
+            "events_per_s": (start_rate_hz(len(self.events), int(self.events[0]), int(self.events[-1]), tick_s)
+                             if len(self.events) else None),
             "interval": describe(self.interval, tick_s), "period": per, "high": hi,
             "low": describe(self.low, tick_s), "frequency_hz": freq, "duty": duty,
             "resolution_s": tick_s,
@@ -322,7 +324,7 @@ class EventReport:
             "chain": [s.label for s in self.chain],
             "latency": [p.to_dict(t) for p in self.stages],
             "chain_total": self.total.to_dict(t) if self.total is not None and len(self.stages) > 1 else None,
-            "channels": [c.to_dict(t, self.span_ticks) for c in self.channels],
+            "channels": [c.to_dict(t) for c in self.channels],
             "resolution_s": t,
             "truncated": self.truncated,
         }

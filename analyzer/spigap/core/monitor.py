@@ -123,6 +123,11 @@ def _gap_stats(v: np.ndarray | None, tick_s: float, hist: TickHistogram | None =
     return {"n": int(len(v)), "p50_s": p50 * tick_s, "p99_s": p99 * tick_s, "max_s": float(v.max()) * tick_s}
 
 
+def _new_slot() -> dict:
+    """One interval's transfers, the starts its rate counts, gap values and stalls."""
+    return {"transfers": 0, "starts": analysis.StartSpan(), "gaps": {}, "stalls": 0}
+
+
 class AlertTriggered(Exception):
     def __init__(self, alert: Alert, value: float, interval: dict):
         super().__init__(alert.text)
@@ -168,6 +173,7 @@ class DeviceMonitor:
         self._open: dict[int, dict] = {}
         self.hist = {k: TickHistogram() for k in self.kinds}
         self.transfers = 0
+        self.starts = analysis.StartSpan()      # of the intervals reported: the summary's rate
         self.stalls = 0
         self.intervals = 0
         self.end_tick: int | None = None
@@ -247,6 +253,13 @@ class DeviceMonitor:
         for j, c in enumerate(counts.tolist()):
             if c:
                 self._slot(int(iv_of[skip]) + j)["transfers"] += c
+        # the starts the rate counts (analysis.start_rate_hz), by interval
+        real = ~a.partial_start[skip:]
+        st, st_iv = a.start[skip:][real], iv_of[skip:][real]
+        cuts = np.flatnonzero(np.diff(st_iv)) + 1
+        for part in np.split(st, cuts):
+            if len(part):
+                self._slot(int(part[0] // self.iv_ticks))["starts"].add(part)
         for kind, s in stalls_mod.gap_series_of(a, self.kinds).items():
             keep = s.transfer >= skip
             v, owner = s.values[keep], iv_of[s.transfer[keep]]
@@ -266,7 +279,7 @@ class DeviceMonitor:
         if k < self._next:          # cannot happen: intervals are reported only once complete
             raise AssertionError(f"interval {k} already reported")
         if k not in self._open:
-            self._open[k] = {"transfers": 0, "gaps": {}, "stalls": 0}
+            self._open[k] = _new_slot()
         return self._open[k]
 
     # ------------------------------------------------------------ output
@@ -279,7 +292,7 @@ class DeviceMonitor:
             upto = int(frontier // self.iv_ticks)
         while self._next < upto:
             k = self._next
-            slot = self._open.pop(k, {"transfers": 0, "gaps": {}, "stalls": 0})
+            slot = self._open.pop(k, None) or _new_slot()
             self._next += 1
             self._report(k, slot)
 
@@ -299,6 +312,7 @@ class DeviceMonitor:
               "rate_hz": slot["transfers"] / (span * self.tick_s), "gaps": gaps, "stalls": slot["stalls"],
               "resolution_s": self.tick_s}
         self.transfers += slot["transfers"]
+        self.starts.merge(slot["starts"])
         self.stalls += slot["stalls"]
         self.intervals += 1
         self.on_interval(iv)
@@ -315,7 +329,7 @@ class DeviceMonitor:
         return {
             "capture": self.info.path, "resolution_s": self.tick_s, "interval_s": self.iv_ticks * self.tick_s,
             "intervals": self.intervals, "duration_s": dur, "transfers": self.transfers,
-            "rate_hz": self.transfers / dur if dur > 0 else None,
+            "rate_hz": self.starts.rate_hz(self.tick_s),
             "gaps": {k: _gap_stats(None, self.tick_s, self.hist[k]) for k in self.kinds},
             "stalls": self.stalls,
             "grouping": self.grouping.note if self.grouping is not None else None,

@@ -42,7 +42,7 @@ from spigap.findings import Cause, Finding
 from spigap.errors import CaptureTruncated, InputError, UsageError
 from spigap.io.base import CaptureInfo, CaptureReader, EdgeBlock, open_errors
 from spigap.io.threshold import strict_blocks
-from spigap.units import TIME_UNITS
+from spigap.units import TIME_UNITS, fmt_freq, fmt_time
 
 CHUNK_BYTES = 2 << 20
 HEADER_LIMIT = 32 << 20         # declarations beyond this: refused (parsed in memory, ~30x its size)
@@ -166,8 +166,8 @@ class VcdReader(CaptureReader):
             if not samplerate > 0:
                 raise UsageError(f"--samplerate must be positive, not {samplerate:g}", path=self.path)
             tick_s = 1.0 / float(samplerate)
-            warnings.append(Finding(f"--samplerate {samplerate:g} Hz overrides the $timescale: one VCD time unit "
-                            f"is taken as {tick_s:.4g} s", Cause.NOTE))
+            warnings.append(Finding(f"--samplerate {fmt_freq(samplerate)} overrides the $timescale: one VCD time "
+                            f"unit is taken as {fmt_time(tick_s)}", Cause.NOTE))
         elif timescale is None:
             tick_s = 1e-9
             warnings.append(Finding("the VCD has no $timescale; assuming 1 ns per time unit "
@@ -179,7 +179,7 @@ class VcdReader(CaptureReader):
                 # libsigrok's export: one sample is `step` time units
                 self._step, tick_s = step, timescale * step
             if tick_s * PLAUSIBLE_MIN_HZ >= 1:
-                warnings.append(Finding(f"$timescale {tick_s:g} s is implausibly coarse for SPI timing; if the "
+                warnings.append(Finding(f"$timescale {fmt_time(tick_s)} is implausibly coarse for SPI timing; if the "
                                         f"dump's time unit is really finer, give its rate with --samplerate "
                                         f"(e.g. --samplerate 1GHz for 1 ns)", Cause.TIMEBASE))
         self.info = CaptureInfo(

@@ -30,7 +30,7 @@ import numpy as np
 from spigap import __version__
 from spigap import confidence
 from spigap.core import stalls as stalls_mod
-from spigap.core.analysis import describe
+from spigap.core.analysis import describe, start_rate_hz
 from spigap.output.jsonout import idle_clocks
 from spigap.report.cited import Citations
 from spigap.units import fmt_clocks, fmt_freq, fmt_rate, fmt_time
@@ -268,14 +268,16 @@ class Report:
             mids, rates = [], []
             for b in blocks:
                 s0, s1 = a.start[b[0]], a.start[b[-1]]
-                if len(b) > 1 and s1 > s0:
+                r = start_rate_hz(len(b), s0, s1, t)
+                if r is not None:
                     mids.append((s0 + s1) / 2 * t)
-                    rates.append((len(b) - 1) / ((s1 - s0) * t))
+                    rates.append(r)
             fig = plots.block_rate(np.array(mids), np.array(rates), rate, a.end_tick * t,
                                    "transfers per second over the capture (sampled blocks)")
         else:
             starts = a.start[~a.partial_start] * t
-            fig = plots.rate([("transfers", starts)], a.end_tick * t, "transfers per second over the capture")
+            fig = plots.rate([("transfers", starts, None, rate)], a.end_tick * t,
+                             "transfers per second over the capture")
         H.append(self._img(fig, f"{stem}-rate.png", "transfers per second"))
         if cap.traced is not None:
             H.append(self._phases_html(cap, sid, stem))
@@ -358,7 +360,7 @@ class Report:
                 fig = plots.histogram(c.interval * t, t, f"{c.name}:{c.edge} interval")
                 H.append(self._img(fig, f"{stem}-interval-{_slug(c.name)}-{c.edge}.png", f"{c.name} interval"))
         if ev.channels:
-            fig = plots.rate([(f"{c.name}:{c.edge}", c.events * t) for c in ev.channels], ev.span_ticks * t,
+            fig = plots.rate([(f"{c.name}:{c.edge}", c.events * t, None, None) for c in ev.channels], ev.span_ticks * t,
                              "events per second over the capture", ylabel="events/s")
             H.append(self._img(fig, f"{stem}-events-rate.png", "events per second"))
         return "\n".join(H)
@@ -551,7 +553,7 @@ class Report:
         for side, caps in (("before", cmp.before), ("after", cmp.after)):
             a0 = caps[0].analysis
             series.append((f"{side} ({os.path.basename(caps[0].path)})", a0.start[~a0.partial_start] * a0.tick_s,
-                           a0.end_tick * a0.tick_s))
+                           a0.end_tick * a0.tick_s, a0.transfer_rate_hz()))
         fig = plots.rate(series, span, "transfers per second: first before vs first after capture")
         H.append(self._img(fig, "compare-rate.png", "transfers per second before vs after"))
         self.sections.append(("compare", "Comparison: before vs after", "\n".join(H)))

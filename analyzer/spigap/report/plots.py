@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from spigap.core.analysis import start_rate_hz
 from spigap.units import display_unit
 
 BEFORE, AFTER = "#1f77b4", "#d62728"
@@ -494,8 +495,11 @@ def rate(series: list[tuple], span_s: float, title: str, *, window_s: float | No
          ylabel="transfers/s"):
     """Events per second over time (seed 004 counted read/write cycles per second).
 
-    ``series``: (label, event times in s) or (label, times, own span in s) when the series come
-    from captures of different lengths; ``span_s`` is the x range."""
+    ``series``: (label, event times in s, own span in s or None, the rate over the capture or
+    None), the span when the series come from captures of different lengths (None: ``span_s``,
+    the x range); the rate drawn as the dashed line and named in the legend (None: the one
+    definition, analysis.start_rate_hz, over the times; transfers give theirs,
+    ``DeviceFigures.transfer_rate_hz``, the same of a sampled capture's whole)."""
     fig = figure(10, 3.4, layout=None)
     ax = fig.subplots()
     t_unit, t_sc = time_unit(span_s)
@@ -503,13 +507,15 @@ def rate(series: list[tuple], span_s: float, title: str, *, window_s: float | No
         window_s = default_window(span_s, max((len(item[1]) for item in series), default=0))
     top = 0.0
     for i, item in enumerate(series):
-        label, t = item[0], item[1]
-        own = item[2] if len(item) > 2 else span_s
+        label, t, own, mean = item
+        own = span_s if own is None else own
         edges, r = rate_bins(t, own, window_s)
         color = (BEFORE, AFTER, "#2ca02c", "#9467bd")[i % 4]
-        mean = len(t) / own if own > 0 else 0.0
+        if mean is None and len(t):
+            mean = start_rate_hz(len(t), float(t[0]), float(t[-1]))
         ax.stairs(r, edges / t_sc, baseline=None, color=color, lw=1.2, label=f"{label}: {_rate(mean)} over the capture")
-        ax.axhline(mean, color=color, lw=0.8, ls="--")
+        if mean is not None:
+            ax.axhline(mean, color=color, lw=0.8, ls="--")
         top = max(top, float(r.max()) if len(r) else 0.0)
     return _rate_axes(fig, ax, top, span_s, f"capture time ({t_unit}); window {_fmt(window_s)}", ylabel, title)
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from spigap.core.analysis import (AMBIGUOUS_KINDS, KIND_CLASS_A, KIND_CLASS_B, KIND_CONTEXT_SWITCH,
-                                    KIND_CS_CHANGE, KIND_IDLE, Analysis)
+                                    KIND_CS_CHANGE, KIND_IDLE, Analysis, start_rate_hz)
 from spigap.core.result import Result
 from spigap.core.stalls import STALL_KINDS, StallReport, StallRule, report as stall_report, stall_mask
 from spigap.errors import UsageError
@@ -335,10 +335,12 @@ def time_metric(name, label, before: list[np.ndarray], after: list[np.ndarray], 
 
 
 def _rate_metric(before: list[np.ndarray], after: list[np.ndarray], st: Settings, rng) -> MetricResult:
-    """Transfers per second = 1 / mean period (stalls included: it is the throughput)."""
+    """Transfers per second = 1 / mean start-to-start period (stalls included: it is the
+    throughput): the one transfer rate (analysis.start_rate_hz; n periods are n + 1 starts over
+    their sum), of each side's captures pooled; of one capture, analyze's rate."""
     b_all = np.concatenate(before) if before else np.empty(0)
     a_all = np.concatenate(after) if after else np.empty(0)
-    rate = lambda v: 1.0 / float(np.mean(v)) if len(v) and np.mean(v) > 0 else None  # noqa: E731
+    rate = lambda v: start_rate_hz(len(v) + 1, 0.0, float(np.sum(v)))  # noqa: E731
     pb = {"n": int(len(b_all)), "rate": rate(b_all)}
     pa = {"n": int(len(a_all)), "rate": rate(a_all)}
     if len(b_all) < MIN_VALUES or len(a_all) < MIN_VALUES:
