@@ -34,6 +34,8 @@ MAX_SEGMENT_PERIOD = 128
 SHIFT_ALPHA = 1e-3      # shift_test: chance of a false pattern in gaps with no structure, over every test
 SHIFT_MIN_ROWS = 16     # shift_test: periods a phase needs (a rank test of fewer cannot reach the bound)
 SHIFT_HALF_Z = 2.0      # shift_test: the shift is seen in each half of the window (same side, |z| >= this)
+SHIFT_REFUSE_ALPHA = 1e-3  # shift_test: a refusal's bar (a sibling or another phase shifted), Bonferroni over
+                           # the phases that check looks at, not over every period and phase the search tried
 
 
 def pattern(lab: np.ndarray, rare: bool = False, x: np.ndarray | None = None) -> tuple[int, np.ndarray, float] | None:
@@ -301,15 +303,16 @@ def shift_test(g: np.ndarray) -> tuple[int, int, float] | None:
     if best is None:
         return None
     per, ph, zb, sign = best
-    for m in range(2, per):
-        if per % m == 0 and _siblings_shifted(w, per, ph, m, sign, zmin):
-            return None
+    divisors = [m for m in range(2, per) if per % m == 0]
+    zsib = float(sps.norm.isf(SHIFT_REFUSE_ALPHA / max(len(divisors), 1)))      # one sided, per divisor
+    if any(_siblings_shifted(w, per, ph, m, sign, zsib) for m in divisors):
+        return None
     if per > 2:
         keep = (idx - ph) % per != 0
         rest = w[keep]
         zo = _phase_z(sps.rankdata(rest), idx[keep] % per, per, _tie_term(rest))
         zo[ph] = 0.0
-        if float(np.max(np.abs(zo))) >= zmin:
+        if float(np.max(np.abs(zo))) >= float(sps.norm.isf(SHIFT_REFUSE_ALPHA / (2 * (per - 1)))):
             return None
     for half in (slice(0, n // 2), slice(n // 2, n)):
         wh = w[half]
