@@ -34,6 +34,7 @@ MAX_SEGMENT_PERIOD = 128
 SHIFT_ALPHA = 1e-3      # shift_test: chance of a false pattern in gaps with no structure, over every test
 SHIFT_MIN_ROWS = 16     # shift_test: periods a phase needs (a rank test of fewer cannot reach the bound)
 SHIFT_HALF_Z = 2.0      # shift_test: the shift is seen in each half of the window (same side, |z| >= this)
+SHIFT_QUARTER_SD = 2.5   # shift_test: each quarter's z within this of half the window's (a constant shift)
 SHIFT_REFUSE_ALPHA = 1e-3  # shift_test: a refusal's bar (a sibling or another phase shifted), Bonferroni over
                            # the phases that check looks at, not over every period and phase the search tried
 
@@ -318,6 +319,15 @@ def shift_test(g: np.ndarray) -> tuple[int, int, float] | None:
         wh = w[half]
         zh = _phase_z(sps.rankdata(wh), idx[half] % per, per, _tie_term(wh))
         if sign * zh[ph] < SHIFT_HALF_Z:
+            return None
+    # all along: a constant shift gives each quarter of the window about half the window's z (a
+    # quarter of the gaps); a quarter far below that holds another structure (a batch size that
+    # changed, whose shorter stretch the halves above do not see)
+    for q in range(4):
+        part = slice(q * n // 4, (q + 1) * n // 4)
+        wq = w[part]
+        zq = _phase_z(sps.rankdata(wq), idx[part] % per, per, _tie_term(wq))
+        if sign * zq[ph] < zb / 2 - SHIFT_QUARTER_SD:
             return None
     return per, ph, zb
 

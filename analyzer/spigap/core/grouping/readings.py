@@ -192,9 +192,7 @@ def votes(st: Structure, rd: list[Reading], stats: list[KindStats], *, lead_ok: 
         out.append(Vote("busy", {i for i, r in enumerate(rd) if j not in r.ends},
                         f"the {kind_name(stats[j], tick_s)} gaps look like the default cs_change busy-wait "
                         f"(udelay(10) + two GPIO writes: spread {100 * stats[j].spread:.1f} %, no long right tail)"))
-    if tick_s and not st.shift:
-        # not on a shifted phase (pattern.shift_test): its kinds are the phases of one population,
-        # and a kernel loop's queued message ends are as short as its cs_change gaps
+    if tick_s:
         short = [j for j, s in enumerate(stats) if s.median * tick_s < SHORT_S]
         if short and len(short) == len(stats):
             short = [int(np.argmin([s.median for s in stats]))]   # every kind short: the shortest surely is
