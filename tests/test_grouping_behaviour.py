@@ -494,3 +494,46 @@ def test_gaps_in_no_order_give_no_shift_pattern():
     g = np.rint(4.0 * np.exp(np.random.default_rng(7).normal(0, 0.06, 1499)) * 50)
     grp = grouping.infer(g, lead=100_000.0, tick_s=1 / 50e6)
     assert grp.structure == "one population", grp.note
+
+
+# The rank test runs whenever the answer would be one population: also when the kinds step split
+# the gaps into kinds that neither repeat nor each hold 15 % (it ran only when that step saw one
+# population). Development cases, "one transfer per message" before (1-13 % of their gaps right).
+
+@pytest.mark.parametrize("seed", (3973, 2894, 5094))
+def test_shift_test_runs_when_the_kinds_give_no_structure(seed):
+    from spigap.core.grouping import kinds, pattern
+
+    case = db.draw(seed)
+    kd, _ = kinds.find(np.asarray(case.gaps[:pattern.WINDOW], float), 1.0)
+    assert kd.k >= 2                                 # the kinds step saw more than one population
+    grp = grouping.infer(case.gaps, lead=case.lead, tick_s=1.0 / case.samplerate)
+    assert "shift" in grp.basis and grp.transfers_per_message == gb.constant_n(case), grp.note
+    assert _right(grp.kinds, case) >= gb.RIGHT
+
+
+@pytest.mark.parametrize("seed", (1283, 3400, 2143, 5798, 1200))
+def test_shift_test_refuses_a_batch_size_that_changes(seed):
+    # spidev batches whose size changes mid-capture: the shifted phase of one batch size shows in
+    # both halves of the window but not in every quarter (answered "N per message" from it, at 0.95
+    # and 79-98 % right, once the test ran beside two kinds)
+    from spigap.core.grouping import pattern
+
+    case = db.draw(seed)
+    assert case.family == "batch-change"
+    assert pattern.shift_test(case.gaps) is None
+
+
+@pytest.mark.parametrize("seed", (779, 783))
+def test_shift_test_refuses_a_second_phase_below_the_search_bound(seed):
+    # messages of 2 and 3 transfers (the grid's 11 µs context switch beside the 10 µs cs_change,
+    # 15 % jitter): two phases of 5 are context switches, the second one's shift (z 4.2-4.5) under
+    # the bound of the whole search (4.8) but over the refusal's own (3.7: 10⁻³ over the 4 other
+    # phases, two sided)
+    import grouping_grid as gg
+    from spigap.core.grouping import pattern
+
+    sc = next(s for s in gg.grid(full=True) if s.seed == seed)
+    assert sc.pattern == "2,3"
+    g, _, _ = gg.draw(sc)
+    assert pattern.shift_test(g) is None
