@@ -280,8 +280,11 @@ def shift_test(g: np.ndarray) -> tuple[int, int, float] | None:
     shift's evidence by the square root of the multiple, a divisor mixes it with unshifted
     gaps); it is refused when a shorter period dividing it shows the other phases of its class
     shifted too (the shorter period is the pattern, or the structure is no constant N), when
-    another phase differs from the rest as well (several kinds of message end), or when either
-    half of the window does not show the shift on the same side (a batch size that changes).
+    another phase differs from the rest as well (several kinds of message end), both at
+    ``SHIFT_REFUSE_ALPHA`` over the phases they look at (not the search's bound: a chance phase
+    of a multiple, or a second shifted phase, need not pass that itself), when either half of the
+    window does not show the shift on the same side, or when a quarter shows it far weaker than
+    a constant shift would (a batch size that changes).
     A hand-written scan because scipy's ``mannwhitneyu`` would rank the gaps again for each of
     the thousands of period/phase pairs; one ranking and a ``bincount`` per period does them
     all. Returns (N, phase, |z|) or None."""
