@@ -52,10 +52,14 @@ US = 1e-6
 # measured 0.5 cap) retired 9 000 001-9 004 000 the same way, the refit of the levels on all
 # 6000 development cases (with the split's EM made cheaper) retired 9 200 001-9 204 000, and the
 # rare kind told from stalls by its period retired 9 204 001-9 208 000, and the rank test of a
-# shifted phase (lengths that overlap) retired 9 208 001-9 212 000.
+# shifted phase (lengths that overlap) retired 9 208 001-9 212 000, and that test run beside
+# two kinds, with its refusals at their own bar, retired 9 212 001-9 216 000.
 DEVELOPMENT = range(1, 6001)
-HELD_BACK = range(9_212_001, 9_216_001)       # 4000 cases
-HELD_BACK_FAST = range(9_212_001, 9_212_201)  # the default test run's first 200 of them
+HELD_BACK = range(9_216_001, 9_220_001)       # 4000 cases
+# the default test run's regression check: the retired set's first 200 (the fresh set's first 200
+# fail its check for the code before 9 216 001-9 220 000 was drawn as well as after: 3 of their 12
+# answers at 0.65 are right, 9 busy-wait idle starts where it asks 10; docs/gaps.md)
+HELD_BACK_FAST = range(9_212_001, 9_212_201)
 
 FAMILIES = ("spidev-n", "spidev-pattern", "spidev-pauses", "irq-periodic", "irq-random",
             "batch-change", "per-transfer-delay", "kernel-n", "kernel-async")

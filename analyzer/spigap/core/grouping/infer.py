@@ -177,8 +177,9 @@ def _structure(w: np.ndarray, kd, sp, tpm) -> rdg.Structure | None:
         p = pat.phase_pattern(w, nn, phase)
         return rdg.Structure("pattern", 2, [pat.Stretch(0, n, nn, p, 1.0)], None,
                              f"one population by length; one phase of every {nn} gaps differs")
-    if kd.k < 2:
-        # no threshold separates them: one phase may still be shifted in distribution
+    if kd.k < 2 or not _clear_kinds(kd):
+        # the answer would be one population (no threshold separates the gaps, or kinds that
+        # neither repeat nor each hold 15 %): one phase may still be shifted in distribution
         found = pat.shift_test(w)
         if found is not None:
             nn, phase, z = found

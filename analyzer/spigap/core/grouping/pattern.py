@@ -34,6 +34,9 @@ MAX_SEGMENT_PERIOD = 128
 SHIFT_ALPHA = 1e-3      # shift_test: chance of a false pattern in gaps with no structure, over every test
 SHIFT_MIN_ROWS = 16     # shift_test: periods a phase needs (a rank test of fewer cannot reach the bound)
 SHIFT_HALF_Z = 2.0      # shift_test: the shift is seen in each half of the window (same side, |z| >= this)
+SHIFT_QUARTER_SD = 2.5   # shift_test: each quarter's z within this of half the window's (a constant shift)
+SHIFT_REFUSE_ALPHA = 1e-3  # shift_test: a refusal's bar (a sibling or another phase shifted), Bonferroni over
+                           # the phases that check looks at, not over every period and phase the search tried
 
 
 def pattern(lab: np.ndarray, rare: bool = False, x: np.ndarray | None = None) -> tuple[int, np.ndarray, float] | None:
@@ -277,8 +280,11 @@ def shift_test(g: np.ndarray) -> tuple[int, int, float] | None:
     shift's evidence by the square root of the multiple, a divisor mixes it with unshifted
     gaps); it is refused when a shorter period dividing it shows the other phases of its class
     shifted too (the shorter period is the pattern, or the structure is no constant N), when
-    another phase differs from the rest as well (several kinds of message end), or when either
-    half of the window does not show the shift on the same side (a batch size that changes).
+    another phase differs from the rest as well (several kinds of message end), both at
+    ``SHIFT_REFUSE_ALPHA`` over the phases they look at (not the search's bound: a chance phase
+    of a multiple, or a second shifted phase, need not pass that itself), when either half of the
+    window does not show the shift on the same side, or when a quarter shows it far weaker than
+    a constant shift would (a batch size that changes).
     A hand-written scan because scipy's ``mannwhitneyu`` would rank the gaps again for each of
     the thousands of period/phase pairs; one ranking and a ``bincount`` per period does them
     all. Returns (N, phase, |z|) or None."""
@@ -301,20 +307,30 @@ def shift_test(g: np.ndarray) -> tuple[int, int, float] | None:
     if best is None:
         return None
     per, ph, zb, sign = best
-    for m in range(2, per):
-        if per % m == 0 and _siblings_shifted(w, per, ph, m, sign, zmin):
-            return None
+    divisors = [m for m in range(2, per) if per % m == 0]
+    zsib = -NormalDist().inv_cdf(SHIFT_REFUSE_ALPHA / max(len(divisors), 1))      # one sided, per divisor
+    if any(_siblings_shifted(w, per, ph, m, sign, zsib) for m in divisors):
+        return None
     if per > 2:
         keep = (idx - ph) % per != 0
         rest = w[keep]
         zo = _phase_z(_ranks(rest), idx[keep] % per, per, _tie_term(rest))
         zo[ph] = 0.0
-        if float(np.max(np.abs(zo))) >= zmin:
+        if float(np.max(np.abs(zo))) >= -NormalDist().inv_cdf(SHIFT_REFUSE_ALPHA / (2 * (per - 1))):
             return None
     for half in (slice(0, n // 2), slice(n // 2, n)):
         wh = w[half]
         zh = _phase_z(_ranks(wh), idx[half] % per, per, _tie_term(wh))
         if sign * zh[ph] < SHIFT_HALF_Z:
+            return None
+    # all along: a constant shift gives each quarter of the window about half the window's z (a
+    # quarter of the gaps); a quarter far below that holds another structure (a batch size that
+    # changed, whose shorter stretch the halves above do not see)
+    for q in range(4):
+        part = slice(q * n // 4, (q + 1) * n // 4)
+        wq = w[part]
+        zq = _phase_z(_ranks(wq), idx[part] % per, per, _tie_term(wq))
+        if sign * zq[ph] < zb / 2 - SHIFT_QUARTER_SD:
             return None
     return per, ph, zb
 
