@@ -185,6 +185,20 @@ def test_synthesized_grid(case, tmp_path):
     assert words(got) == words(want)
 
 
+def test_a_noise_line_beside_one_lane_spi_is_no_quad_spi(tmp_path):
+    """The grid's noise channels pass the data-line tests now and then: a third line "following the
+    clock" is no dual or quad SPI bus unless the lanes switch together (they shift a nibble per
+    edge). 10 of the 48 grid captures were warned "a dual or quad SPI bus"."""
+    from spigap.api import detect_file
+    warned = []
+    for case in GRID:
+        path, _, _ = synth_capture(tmp_path / "c.sr", **case, shuffle_seed=case["wordsize"] + case["mode"])
+        settled, _, _ = detect_file(path)
+        if any("quad SPI" in str(w) for w in settled.warnings) or settled.sources["mosi"].basis == "two, wide":
+            warned.append(case)
+    assert not warned
+
+
 def test_cs_less_bus_with_noise(tmp_path):
     path, names, sc = synth_capture(tmp_path / "c.sr", mode=1, cs=False, idle_clocks=1.0)
     got = analyze_device(path)

@@ -175,6 +175,11 @@ def test_quad_spi_is_spi_read_on_one_lane(names, capsys, tmp_path):
     s, pos = d["settings"], {"SCK": "2", "CS": "3"}
     assert (s["clk"], s["cs"]) == ((("SCK", "CS") if names == "named" else (pos["SCK"], pos["CS"])))
     assert any("quad SPI" in w for w in d["warnings"]), d["warnings"]
+    # every lane carries the controller's command and the device's data in turn: no one-lane rule
+    # (lag, length, words) tells a direction there; the convention at 0.5, said so
+    for role in ("mosi", "miso"):
+        assert d["sources"][role]["basis"] == "two, wide" and d["sources"][role]["confidence"] == 0.5, d["sources"]
+        assert "dual or quad SPI" in d["sources"][role]["note"]
 
 
 def test_latch_and_return_to_zero_data(capsys):

@@ -25,6 +25,7 @@ from spigap.core.infer.evidence import (
     lead_trail,
     on_edges,
     pulse_train,
+    together,
 )
 from spigap.core.infer import lookalike
 from spigap.core.infer.report import Bus
@@ -114,7 +115,7 @@ def find_buses(ev: Evidence, exclude: set[str], named_cs: str | None = None) -> 
             continue
         if cs is not None:
             taken.add(cs)
-        wide = tuple(_distinct(ev, data)) if len(data) > 2 else ()
+        wide = together(ev, tuple(_distinct(ev, data))) if len(data) > 2 else ()
         if len(data) > 2:
             # a bus has two data lines: the two that carry the most changes (an IRQ that
             # happens to toggle near clock edges a few times loses to them); 1-bit nets before

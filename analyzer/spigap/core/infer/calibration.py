@@ -71,7 +71,7 @@ DIRECTION = "one line is miso"       # the setting of one data line's direction 
 # CS or that line)
 DEFAULTS = {("mode", "no data changes"), ("mosi", "static"), ("miso", "static"), (DIRECTION, "static"),
             (DIRECTION, "one, few changes"), ("mosi", "two, alike"), ("miso", "two, alike"),
-            ("mosi", "two, both repeat"), ("miso", "two, both repeat"),
+            ("mosi", "two, both repeat"), ("miso", "two, both repeat"), ("mosi", "two, wide"), ("miso", "two, wide"),
             ("cs", "two brackets"), ("cs", "none, near"), ("cs", "partial"),
             ("cs", "none, partial")}
 

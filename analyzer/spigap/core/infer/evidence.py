@@ -291,3 +291,20 @@ def gated(ev: Evidence, line: str, clk: str) -> int | None:
         if float(np.mean(hit & agree)) >= 0.9:
             return valid
     return None
+
+
+LANES_TOGETHER = 0.5   # a wide bus' lane changes in the sample of another lane's change this often
+
+
+def together(ev: Evidence, lines: tuple) -> tuple:
+    """The lines of ``lines`` that change with another of them (LANES_TOGETHER of their changes in
+    the very sample of another's): a dual or quad SPI bus shifts a nibble per clock edge, its
+    lanes switch together; a line that merely passed the data-line tests beside them (a noise
+    channel, an interrupt) does not."""
+    out = []
+    for n in lines:
+        t = ev.ticks(n)
+        others = [ev.ticks(m) for m in lines if m != n]
+        if len(t) and others and float(np.mean(np.isin(t, np.concatenate(others)))) >= LANES_TOGETHER:
+            out.append(n)
+    return tuple(out)

@@ -38,7 +38,16 @@ def assign_data(out: SpiConfig, bus: Bus, ev: Evidence, sources: dict[str, Sourc
     mosi, miso = ranked[0], ranked[-1]
     margin = scores[miso] - scores[mosi]
     la, lb = launch(ev, data[0], bus.clk), launch(ev, data[1], bus.clk)
-    if la is not None and lb is not None and max(la[0], lb[0]) >= WITH_EDGE and abs(la[0] - lb[0]) >= LAG_MARGIN:
+    if len(bus.wide) > 2:
+        # a dual or quad SPI bus: every lane carries the controller's command or address and the
+        # device's data in turn, so no rule measured on one-lane SPI (lag, length, words) tells a
+        # direction; the convention of lines alike, at its level (no evidence)
+        mosi, miso = sorted((mosi, miso), key=ev.names.index)
+        conf, basis = 0.5, "two, wide"
+        note = (f"a dual or quad SPI bus ({', '.join(bus.wide)}): each lane carries the controller's command and the "
+                "device's data in turn, so the lines tell no direction: MOSI taken as the first in channel order "
+                "(SPI flash: IO0 is MOSI and IO1 MISO in one-lane phases)")
+    elif la is not None and lb is not None and max(la[0], lb[0]) >= WITH_EDGE and abs(la[0] - lb[0]) >= LAG_MARGIN:
         # one line switches in the very sample of the clock's edges, the other lags them: the
         # controller launches MOSI with SCLK; a peripheral's output follows after its delay
         (late, s_late), (early, s_early) = sorted(((data[0], la[0]), (data[1], lb[0])), key=lambda x: x[1])

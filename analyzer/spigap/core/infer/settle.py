@@ -497,7 +497,8 @@ def _infer(named: SpiConfig, cfg: SpiConfig, sources: dict[str, Source], ev: Evi
         infer_settings(out, scfg, sources, ev, data_lines + [d for d in (out.mosi, out.miso) if d])
         active = (0 if out.cs_active_low else 1) if out.cs is not None else None
         assign_data(out, Bus(out.clk or bus.clk, out.cs, data_lines, bus.edges, active,
-                                 cs_how=bus.cs_how if out.cs == bus.cs else "bracket"), ev, sources)
+                                 cs_how=bus.cs_how if out.cs == bus.cs else "bracket",
+                                 wide=bus.wide if out.clk in (None, bus.clk) else ()), ev, sources)
         if len(buses) > 1:
             others = [b for b in buses if b.clk != out.clk]
             for b in others:
