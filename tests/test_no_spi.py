@@ -100,3 +100,19 @@ def test_a_capture_cut_before_its_bus_says_the_damage_first(command, capsys, tmp
     assert "4669 of 172125" in err[-1] and "cut short" in err[-1], err
     assert err[-1].index("cut short") < err[-1].index("no SPI bus"), err
     assert "results" not in err[-1]
+
+
+def test_a_cut_sr_without_names_says_the_damage_not_the_results(capsys, tmp_path):
+    """A .sr whose channels are numbers, cut after its first 300 bytes (1 095 samples, no bus to
+    see): the damage first and no "results cover the first 1095 samples" before "the part before
+    it holds no SPI bus" (each reader ends its problem with how far the results go, in words of
+    its own: CaptureTruncated.damage leaves that clause out, whatever its words)."""
+    from test_lookalike import renamed
+
+    whole = renamed(ROOT / "captures" / "mcp3008-rpi3-k4.4-b10.sr", tmp_path)
+    cut = tmp_path / "cut.sr"
+    cut.write_bytes(whole.read_bytes()[:300])
+    code = main(["analyze", str(cut)])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and "ends early" in line and "holds no SPI bus" in line, line
+    assert "results" not in line, line

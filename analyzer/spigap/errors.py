@@ -42,6 +42,18 @@ class CaptureTruncated(SpigapError):
         super().__init__(problem, path=path, hint=hint)
         self.at_tick = at_tick
 
+    @property
+    def damage(self) -> str:
+        """What is wrong with the file: the problem without the clause the readers end it with,
+        how far the results go ("; results cover the first 4669 samples", "; results up to
+        1.8676e-06 s", "; read 12 samples from the members present"): for a message where no
+        results follow (core/infer/settle.py: no bus in the part before the damage)."""
+        return _COVERED.sub("", self.problem)
+
+
+# the readers' closing clause of a CaptureTruncated's problem: how far the results go
+_COVERED = re.compile(r";\s*(?:results\b|read \d+ samples\b).*$", re.S)
+
 
 class OutputError(SpigapError):
     """An output cannot be written (a full disk, a read-only place, a device that refuses

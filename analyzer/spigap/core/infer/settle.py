@@ -103,7 +103,7 @@ def settle(reader, cfg: SpiConfig, *, tap=None, survey: bool = False) -> Settled
         stream = _with(names, also + (_surveyed(channels) if survey else []), info)
         it = reader.edges(stream)
         prefix: list[EdgeBlock] = []
-        pending: BaseException | None = None
+        pending: CaptureTruncated | None = None
         seen = None
         if survey:
             prefix, pending, (seen,) = read_prefix(it, stream, live=info.path == STDIN_PATH,
@@ -203,13 +203,12 @@ def no_bus(info, ev: Evidence) -> NoSpiBus:
     return NoSpiBus(f"no SPI bus found: {reason}{extra}", path=info.path, hint=hint)
 
 
-def _damaged(pending: BaseException, e: NoSpiBus) -> NoSpiBus:
+def _damaged(pending: CaptureTruncated, e: NoSpiBus) -> NoSpiBus:
     """No bus in a prefix the damage cut short: the damage first (a file cut after a few
     thousand samples holds no bus because it is cut, not because the bus is not SPI)."""
-    damage = re.sub(r";\s*results (?:cover )?up to [^;]*$", "", getattr(pending, "problem", str(pending)))
     reason = e.problem.removeprefix("no SPI bus found: ")
-    return NoSpiBus(f"{damage}, and the part before it holds no SPI bus ({reason})", path=e.path,
-                    hint=getattr(pending, "hint", None) or "save or copy the capture again")
+    return NoSpiBus(f"{pending.damage}, and the part before it holds no SPI bus ({reason})", path=e.path,
+                    hint=pending.hint or "save or copy the capture again")
 
 
 def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False, views: list[list[str]] | None = None):
@@ -224,7 +223,7 @@ def read_prefix(it: Iterator[EdgeBlock], names: list[str], live: bool = False, v
     entries where one of its channels changes), all read in this one pass."""
     prefix: list[EdgeBlock] = []
     n = 0
-    pending: BaseException | None = None
+    pending: CaptureTruncated | None = None
     t0 = time.monotonic()
     cut = [_View(names, v) for v in views] if views is not None else []
     try:
