@@ -26,7 +26,7 @@ import dataclasses
 
 from spigap import __version__
 from spigap import confidence
-from spigap.core.analysis import Analysis
+from spigap.core.analysis import KIND_NAMES, Analysis
 from spigap.core.config import SpiConfig
 from spigap.timing.checks.device import check_device
 from spigap.timing.checks.expectations import check_gap, check_sclk, with_derived
@@ -138,24 +138,21 @@ def check_analysis(analysis: Analysis, profile, device=None, *, headroom: float 
 def stall_summary(a, idle) -> dict:
     """Stalls next to the verdicts (analyze's rule and numbers: a p99 inside its bound can hide
     a few long gaps), without the CS-inactive gaps the profile's ``idle_gap`` leaves out of every
-    figure (``idle``: per transfer, its gap before is one): the bus idling between bursts is no
+    figure (``idle``: per transfer, its gap before is one; a stall is that gap when it is of
+    the gap-before's kind, ``transfer`` the later one): the bus idling between bursts is no
     software cost, and was counted as stalls beside "N idle gaps left out" (the i.MX8MP
     MCP2518FD captures: "49 idle gaps > 200 µs left out; 49 stall(s), 47.76 ms lost")."""
     rep = a.stalls
     d = rep.to_dict(a, limit=0)
     out = {k: d[k] for k in ("rule", "count", "excess_s", "excess_fraction")}
     if idle.any() and not rep.beyond:      # every stall listed (check keeps every transfer)
-        kept = [x for x in rep.stalls if not (x.kind in CS_INACTIVE and idle[x.transfer])]
+        kept = [x for x in rep.stalls if not (idle[x.transfer] and x.kind == KIND_NAMES[int(a.gap_kind[x.transfer])])]
         span = a.end_tick * a.tick_s
         out["count"] = len(kept)
         out["excess_s"] = float(sum(x.excess_s for x in kept))
         out["excess_fraction"] = out["excess_s"] / span if span > 0 else None
         out["idle_gaps_left_out"] = len(rep.stalls) - len(kept)
     return out
-
-
-# the kinds of CS-inactive gap a stall can be of: the profile's idle_gap applies to them
-CS_INACTIVE = ("cs_change", "context_switch", "class_a", "class_b")
 
 
 def _pins(res, dev, items: list, headroom: float, rx, margin) -> tuple[dict, list[str]]:
